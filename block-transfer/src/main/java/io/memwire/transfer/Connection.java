@@ -1,0 +1,316 @@
+package io.memwire.transfer;
+
+import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.WireRead;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
+ * queued, and posted to the transport while the connection stays within its limits on reads and
+ * bytes in flight (like a queue pair's send-queue depth); completions let the next ones go.
+ * Futures complete on the transport's I/O thread: chain only short, non-blocking work on them.
+ *
+ * <p>Connections are owned and cached by the {@link TransferNode}; a failed connection stays
+ * failed and {@link TransferNode#connection} opens a fresh one.
+ */
+public final class Connection {
+  private final TransferNode node;
+  private final ProviderConnection transport;
+  private final int maxReads;
+  private final long maxBytes;
+  private final int maxTransfer;
+  private final long readTimeoutNanos;
+
+  private final Object lock = new Object();
+  private final ArrayDeque<Piece> queued = new ArrayDeque<>();
+  private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
+  private long inFlightBytes;
+  private volatile TransferException failure;
+
+  Connection(TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
+    this.node = node;
+    this.transport = transport;
+    this.maxReads = Math.min(config.maxOutstandingRequests(), deviceCap);
+    this.maxBytes = config.maxOutstandingBytes();
+    this.maxTransfer = config.maxTransferSize();
+    this.readTimeoutNanos = config.readTimeout().toNanos();
+  }
+
+  public InetSocketAddress peer() {
+    return transport.peer();
+  }
+
+  /** False once the connection failed or was closed. */
+  public boolean isOpen() {
+    return failure == null && transport.isOpen();
+  }
+
+  /** Reads one range. */
+  public CompletableFuture<TransferBuffer> read(ReadRequest request) {
+    return read(List.of(request)).result(0);
+  }
+
+  /** Posts a batch; reads for one peer go out together, in order, within the flow-control limits. */
+  public ReadBatch read(List<ReadRequest> requests) {
+    List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
+    List<Piece> pieces = new ArrayList<>();
+    for (ReadRequest r : requests) {
+      if (!r.region().node().equals(peer())) {
+        throw new IllegalArgumentException(
+            "region " + r.region() + " is not on this connection's peer " + peer());
+      }
+      if (r.destination() != null && r.destination().node() != node) {
+        throw new IllegalArgumentException("destination region is not registered on this node");
+      }
+      Request req = new Request(r);
+      futures.add(req.future);
+      split(req, pieces);
+    }
+    node.counters().requestsStarted(requests.size());
+    TransferException f = failure;
+    if (f != null || !transport.isOpen()) {
+      failAll(pieces, f != null ? f : closedError());
+    } else {
+      synchronized (lock) {
+        queued.addAll(pieces);
+      }
+      pump();
+    }
+    return new ReadBatch(futures);
+  }
+
+  private void split(Request req, List<Piece> out) {
+    RemoteRegion region = req.request.region();
+    long pos = req.request.offset();
+    int done = 0;
+    int total = req.request.length();
+    int seg = region.segmentIndex(pos);
+    while (done < total) {
+      RegionDescriptor d = region.segments().get(seg);
+      long within = pos - region.segmentStart(seg);
+      int n = (int) Math.min(Math.min(total - done, d.length() - within), maxTransfer);
+      out.add(new Piece(req, d, d.address() + within, n, done));
+      req.parts++;
+      done += n;
+      pos += n;
+      if (within + n == d.length()) {
+        seg++;
+      }
+    }
+  }
+
+  /** Moves queued pieces into flight while the limits allow, then posts them as one batch. */
+  private void pump() {
+    List<WireRead> post = null;
+    synchronized (lock) {
+      while (!queued.isEmpty() && failure == null) {
+        Piece p = queued.peek();
+        boolean fits = inFlight.size() < maxReads
+            && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
+        if (!fits) {
+          break;
+        }
+        queued.poll();
+        Part part;
+        try {
+          part = p.toPart(node);
+        } catch (RuntimeException e) {
+          p.request.partDone(new TransferConnectionException(
+              "no destination memory for a read of " + p.length + " bytes: " + e.getMessage(),
+              peer(), e), node);
+          continue;
+        }
+        inFlight.add(part);
+        inFlightBytes += p.length;
+        if (post == null) {
+          post = new ArrayList<>();
+        }
+        post.add(part);
+      }
+    }
+    if (post != null) {
+      transport.post(post);
+    }
+  }
+
+  private void partEnded(Part part, TransferException error) {
+    synchronized (lock) {
+      if (inFlight.remove(part)) {
+        inFlightBytes -= part.length();
+      }
+    }
+    if (error != null && !(error instanceof RemoteAccessException)) {
+      // The transport is broken: nothing queued can succeed on it.
+      failure = error;
+      List<Piece> drained;
+      synchronized (lock) {
+        drained = new ArrayList<>(queued);
+        queued.clear();
+      }
+      failAll(drained, error);
+    }
+    part.piece.request.partDone(error, node);
+    if (error == null || error instanceof RemoteAccessException) {
+      pump();
+    }
+  }
+
+  private void failAll(List<Piece> pieces, TransferException error) {
+    for (Piece p : pieces) {
+      p.request.partDone(error, node);
+    }
+  }
+
+  private TransferConnectionException closedError() {
+    return new TransferConnectionException("connection is closed", peer(), null);
+  }
+
+  /** Called by the node's timer: fails the connection when its oldest read is overdue. */
+  void checkTimeout(long nowNanos) {
+    Part oldest;
+    synchronized (lock) {
+      oldest = inFlight.isEmpty() ? null : inFlight.iterator().next();
+    }
+    if (oldest != null && nowNanos - oldest.postedNanos > readTimeoutNanos) {
+      transport.fail(new TransferTimeoutException("read of " + oldest.length() + " bytes from "
+          + oldest.source() + " did not complete within " + readTimeoutNanos / 1_000_000 + " ms",
+          peer()));
+    }
+  }
+
+  /** Reads queued or in flight. */
+  public int outstanding() {
+    synchronized (lock) {
+      return queued.size() + inFlight.size();
+    }
+  }
+
+  /** Closes the transport; reads in flight fail with a connection error. */
+  void close() {
+    transport.close();
+    List<Piece> drained;
+    synchronized (lock) {
+      drained = new ArrayList<>(queued);
+      queued.clear();
+    }
+    failAll(drained, closedError());
+  }
+
+  /** One caller request and its future; completes when all its parts have ended. */
+  private static final class Request {
+    final ReadRequest request;
+    final CompletableFuture<TransferBuffer> future = new CompletableFuture<>();
+    int parts;
+    private int ended;
+    private TransferException error;
+    private BufferPool.Slot slot;
+    private ByteBuffer destination;
+    private long destinationAddress;
+    private long destinationKey;
+
+    Request(ReadRequest request) {
+      this.request = request;
+    }
+
+    /** Takes destination memory on first use, so queued requests pin nothing. */
+    synchronized void ensureDestination(TransferNode node) {
+      if (destination != null) {
+        return;
+      }
+      MemoryRegion dest = request.destination();
+      if (dest == null) {
+        slot = node.bufferPool().allocate(request.length());
+        destination = slot.view;
+        destinationAddress = slot.address;
+        destinationKey = slot.localKey;
+      } else {
+        MemoryRegion.Segment s = dest.segments().get(0);
+        int off = (int) request.destinationOffset();
+        destination = s.memory.duplicate().position(off).limit(off + request.length()).slice();
+        destinationAddress = s.address + off;
+        destinationKey = s.registration.localKey();
+      }
+    }
+
+    void partDone(TransferException e, TransferNode node) {
+      boolean last;
+      synchronized (this) {
+        if (e != null && error == null) {
+          error = e;
+        }
+        ended++;
+        last = ended == parts;
+      }
+      if (!last) {
+        return;
+      }
+      if (error != null) {
+        if (slot != null) {
+          slot.free();
+        }
+        node.counters().requestFailed(error);
+        future.completeExceptionally(error);
+      } else {
+        TransferBuffer result = slot != null
+            ? node.bufferPool().wrap(slot, request.length())
+            : new TransferBuffer(destination, destinationAddress, request.length(), () -> {});
+        node.counters().requestCompleted(request.length());
+        if (!future.complete(result)) {
+          result.release();
+        }
+      }
+    }
+  }
+
+  /** A part of a request not yet posted. */
+  private final class Piece {
+    final Request request;
+    final RegionDescriptor segment;
+    final long remoteAddress;
+    final int length;
+    final int offsetInRequest;
+
+    Piece(Request request, RegionDescriptor segment, long remoteAddress, int length, int off) {
+      this.request = request;
+      this.segment = segment;
+      this.remoteAddress = remoteAddress;
+      this.length = length;
+      this.offsetInRequest = off;
+    }
+
+    Part toPart(TransferNode node) {
+      request.ensureDestination(node);
+      ByteBuffer dst = request.destination.duplicate()
+          .position(offsetInRequest).limit(offsetInRequest + length).slice();
+      return new Part(this, dst, request.destinationAddress + offsetInRequest,
+          request.destinationKey);
+    }
+  }
+
+  /** A posted part: what the provider completes. */
+  private final class Part extends WireRead {
+    final Piece piece;
+    final long postedNanos = System.nanoTime();
+
+    Part(Piece piece, ByteBuffer dst, long dstAddress, long dstKey) {
+      super(piece.segment, piece.remoteAddress, piece.length, dst, dstAddress, dstKey);
+      this.piece = piece;
+    }
+
+    @Override
+    public void complete() {
+      partEnded(this, null);
+    }
+
+    @Override
+    public void fail(TransferException cause) {
+      partEnded(this, cause);
+    }
+  }
+}

@@ -1,0 +1,39 @@
+package io.memwire.transfer;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/** The node's live counters; {@link TransferStats} is their snapshot. */
+final class Counters {
+  final LongAdder readsCompleted = new LongAdder();
+  final LongAdder bytesRead = new LongAdder();
+  final LongAdder remoteAccessErrors = new LongAdder();
+  final LongAdder connectionErrors = new LongAdder();
+  final LongAdder timeouts = new LongAdder();
+  final AtomicLong outstandingRequests = new AtomicLong();
+  final AtomicLong registeredRegions = new AtomicLong();
+  final AtomicLong registeredBytes = new AtomicLong();
+  final AtomicLong mappedSegments = new AtomicLong();
+  final AtomicLong mappedBytes = new AtomicLong();
+
+  void requestsStarted(int n) {
+    outstandingRequests.addAndGet(n);
+  }
+
+  void requestCompleted(int bytes) {
+    outstandingRequests.decrementAndGet();
+    readsCompleted.increment();
+    bytesRead.add(bytes);
+  }
+
+  void requestFailed(TransferException e) {
+    outstandingRequests.decrementAndGet();
+    if (e instanceof RemoteAccessException) {
+      remoteAccessErrors.increment();
+    } else if (e instanceof TransferTimeoutException) {
+      timeouts.increment();
+    } else {
+      connectionErrors.increment();
+    }
+  }
+}

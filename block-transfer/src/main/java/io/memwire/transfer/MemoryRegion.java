@@ -1,0 +1,108 @@
+package io.memwire.transfer;
+
+import io.memwire.transfer.spi.ProviderRegistration;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Memory registered for one-sided remote reads: a caller's direct buffer, or a read-only mapping
+ * of a file range. Peers read it through {@link #remote()}; {@link #close()} deregisters it (reads
+ * arriving afterwards fail with a remote access error) and unmaps what was mapped once the
+ * transport no longer touches it.
+ *
+ * <p>A file range longer than the node's maximum segment size is registered as several segments;
+ * {@link RemoteRegion} hides that from readers.
+ */
+public final class MemoryRegion implements AutoCloseable {
+
+  /** One registered piece. */
+  static final class Segment {
+    final ByteBuffer memory;
+    final long address;
+    final ProviderRegistration registration;
+    final boolean mapped;
+
+    Segment(ByteBuffer memory, long address, ProviderRegistration registration, boolean mapped) {
+      this.memory = memory;
+      this.address = address;
+      this.registration = registration;
+      this.mapped = mapped;
+    }
+  }
+
+  private final TransferNode node;
+  private final List<Segment> segments;
+  private final RemoteRegion remote;
+  private final Path file;
+  private final FileChannel channel;
+  private final long length;
+  private final AtomicBoolean open = new AtomicBoolean(true);
+
+  MemoryRegion(
+      TransferNode node, List<Segment> segments, RemoteRegion remote, Path file, FileChannel ch) {
+    this.node = node;
+    this.segments = Collections.unmodifiableList(new ArrayList<>(segments));
+    this.remote = remote;
+    this.file = file;
+    this.channel = ch;
+    this.length = remote.length();
+  }
+
+  /** What a peer needs to read this region: send it to the reader. */
+  public RemoteRegion remote() {
+    return remote;
+  }
+
+  /** The descriptors of the segments, in order (usually one). */
+  public List<RegionDescriptor> descriptors() {
+    return remote.segments();
+  }
+
+  public long length() {
+    return length;
+  }
+
+  public boolean isFileBacked() {
+    return file != null;
+  }
+
+  /** The file this region maps, or null. */
+  public Path file() {
+    return file;
+  }
+
+  public boolean isOpen() {
+    return open.get();
+  }
+
+  List<Segment> segments() {
+    return segments;
+  }
+
+  TransferNode node() {
+    return node;
+  }
+
+  /** Deregisters every segment and unmaps file mappings; idempotent. */
+  @Override
+  public void close() {
+    if (open.compareAndSet(true, false)) {
+      node.release(this);
+    }
+  }
+
+  FileChannel channel() {
+    return channel;
+  }
+
+  @Override
+  public String toString() {
+    return "MemoryRegion{" + (file != null ? file + ", " : "") + length + " bytes, "
+        + (open.get() ? "open" : "closed") + ", " + remote + "}";
+  }
+}

@@ -1,0 +1,400 @@
+package io.memwire.transfer;
+
+import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.ProviderRegistration;
+import io.memwire.transfer.spi.TransportProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The local end of Memwire's transport: owns one provider (verbs or tcp), listens on the
+ * configured address, registers memory for peers to read, and opens cached connections to peers.
+ *
+ * <pre>{@code
+ * try (TransferNode node = TransferNode.start(TransferConfig.defaults())) {
+ *   MemoryRegion region = node.register(file, 0, Files.size(file));
+ *   byte[] capability = region.remote().toBytes();       // send to the reader
+ *   ...
+ *   TransferBuffer b = reader.connection(remote.node()).read(ReadRequest.of(remote, 0, 4096)).get();
+ *   b.release();
+ * }
+ * }</pre>
+ */
+public final class TransferNode implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
+  private static final AtomicInteger TIMER_IDS = new AtomicInteger();
+
+  private final TransferConfig config;
+  private final TransportProvider provider;
+  private final String selectionReason;
+  private final Counters counters = new Counters();
+  private final BufferPool pool;
+  private final Set<MemoryRegion> regions = ConcurrentHashMap.newKeySet();
+  private final Map<InetSocketAddress, Connection> connections = new ConcurrentHashMap<>();
+  private final Map<InetSocketAddress, Object> connectLocks = new ConcurrentHashMap<>();
+  private final ScheduledExecutorService timer;
+  private volatile boolean closed;
+
+  private TransferNode(TransferConfig config, TransportProvider provider, String reason) {
+    this.config = config;
+    this.provider = provider;
+    this.selectionReason = reason;
+    this.pool = new BufferPool(new BufferPool.Registrar() {
+      @Override
+      public ProviderRegistration register(ByteBuffer buffer, long address) {
+        reserve(buffer.capacity());
+        try {
+          return provider.register(buffer, address, false, null, 0);
+        } catch (RuntimeException e) {
+          counters.registeredBytes.addAndGet(-buffer.capacity());
+          throw e;
+        }
+      }
+
+      @Override
+      public void unregister(ProviderRegistration registration, int length) {
+        counters.registeredBytes.addAndGet(-length);
+      }
+    }, config.poolMaxBytes());
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
+    timer.scheduleWithFixedDelay(this::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Starts a node: picks the provider ({@code auto} probes verbs and falls back to tcp, logging
+   * why), binds and starts serving.
+   *
+   * @throws TransferConfigException when the configuration cannot work (for example {@code verbs}
+   *     requested where none is usable, or the port is taken)
+   */
+  public static TransferNode start(TransferConfig config) {
+    ProviderSelection.Result chosen = ProviderSelection.open(config);
+    TransferNode node = new TransferNode(config, chosen.provider(), chosen.reason());
+    LOG.info("Memwire transfer node on {}: provider {} ({})",
+        node.localAddress(), chosen.provider().kind(), chosen.reason());
+    return node;
+  }
+
+  public TransferConfig config() {
+    return config;
+  }
+
+  /** The provider in use: tcp or verbs. */
+  public ProviderKind provider() {
+    return provider.kind();
+  }
+
+  /** Why this provider was chosen, as logged at start. */
+  public String selectionReason() {
+    return selectionReason;
+  }
+
+  /** Where peers reach this node. */
+  public InetSocketAddress localAddress() {
+    return provider.localAddress();
+  }
+
+  /** The pool read destinations come from. */
+  public BufferPool bufferPool() {
+    return pool;
+  }
+
+  Counters counters() {
+    return counters;
+  }
+
+  /**
+   * Registers the bytes between a direct buffer's position and limit for remote reads. The node
+   * keeps a reference to the buffer until the region is closed.
+   *
+   * @throws RegistrationException for a heap buffer, an empty range, or when the registration
+   *     budget is exhausted
+   */
+  public MemoryRegion register(ByteBuffer direct) {
+    ensureOpen();
+    if (!direct.isDirect()) {
+      throw new RegistrationException("only direct buffers can be registered, got a heap buffer of "
+          + direct.remaining() + " bytes; allocate it with ByteBuffer.allocateDirect");
+    }
+    if (!direct.hasRemaining()) {
+      throw new RegistrationException("cannot register an empty buffer");
+    }
+    ByteBuffer range = direct.slice();
+    long base = MemoryAccess.address(direct) + direct.position();
+    long length = range.remaining();
+    reserve(length);
+    List<MemoryRegion.Segment> segments = new ArrayList<>();
+    try {
+      for (long off = 0; off < length; off += config.maxSegmentSize()) {
+        int n = (int) Math.min(config.maxSegmentSize(), length - off);
+        ByteBuffer piece = range.duplicate().position((int) off).limit((int) off + n).slice();
+        ProviderRegistration reg = provider.register(piece, base + off, true, null, 0);
+        segments.add(new MemoryRegion.Segment(piece, base + off, reg, false));
+      }
+    } catch (RuntimeException e) {
+      undo(segments, length);
+      throw e;
+    }
+    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null));
+  }
+
+  /**
+   * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads;
+   * ranges over the maximum segment size become several segments.
+   *
+   * @throws IOException when the file cannot be opened or mapped
+   * @throws IllegalArgumentException when the range is empty or outside the file
+   * @throws RegistrationException when the registration budget is exhausted
+   */
+  public MemoryRegion register(Path file, long offset, long length) throws IOException {
+    ensureOpen();
+    if (offset < 0 || length <= 0) {
+      throw new IllegalArgumentException(
+          "file range must have offset >= 0 and length > 0: offset=" + offset + " length=" + length);
+    }
+    FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
+    List<MemoryRegion.Segment> segments = new ArrayList<>();
+    boolean reserved = false;
+    try {
+      long size = ch.size();
+      if (offset > size - length) {
+        throw new IllegalArgumentException("range [" + offset + ", +" + length + ") lies outside "
+            + file + " of " + size + " bytes");
+      }
+      reserve(length);
+      reserved = true;
+      for (long off = 0; off < length; off += config.maxSegmentSize()) {
+        int n = (int) Math.min(config.maxSegmentSize(), length - off);
+        MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, offset + off, n);
+        counters.mappedSegments.incrementAndGet();
+        counters.mappedBytes.addAndGet(n);
+        long address = MemoryAccess.address(map);
+        ProviderRegistration reg;
+        try {
+          reg = provider.register(map, address, true, ch, offset + off);
+        } catch (RuntimeException e) {
+          unmap(map);
+          throw e;
+        }
+        segments.add(new MemoryRegion.Segment(map, address, reg, true));
+      }
+    } catch (IOException | RuntimeException e) {
+      undo(segments, reserved ? length : 0);
+      if (segments.isEmpty()) {
+        ch.close();
+      }
+      throw e;
+    }
+    return track(new MemoryRegion(this, segments, remoteOf(segments), file, ch));
+  }
+
+  private RemoteRegion remoteOf(List<MemoryRegion.Segment> segments) {
+    List<RegionDescriptor> ds = new ArrayList<>(segments.size());
+    for (MemoryRegion.Segment s : segments) {
+      ds.add(new RegionDescriptor(provider.kind(), localAddress(), s.registration.remoteKey(),
+          s.address, s.registration.length()));
+    }
+    return new RemoteRegion(ds);
+  }
+
+  private MemoryRegion track(MemoryRegion r) {
+    regions.add(r);
+    counters.registeredRegions.incrementAndGet();
+    LOG.debug("registered {}", r);
+    return r;
+  }
+
+  private void undo(List<MemoryRegion.Segment> segments, long reservedBytes) {
+    for (MemoryRegion.Segment s : segments) {
+      s.registration.deregister(s.mapped ? () -> unmap(s.memory) : () -> {});
+    }
+    counters.registeredBytes.addAndGet(-reservedBytes);
+  }
+
+  private void reserve(long bytes) {
+    long now;
+    do {
+      now = counters.registeredBytes.get();
+      if (now + bytes > config.registrationBudget()) {
+        throw new RegistrationException("registration budget exhausted: " + now
+            + " bytes registered + " + bytes + " requested > registrationBudget="
+            + config.registrationBudget() + "; raise the budget (and ulimit -l for verbs) or "
+            + "close regions");
+      }
+    } while (!counters.registeredBytes.compareAndSet(now, now + bytes));
+  }
+
+  private void unmap(ByteBuffer mapping) {
+    MemoryAccess.free(mapping);
+    counters.mappedSegments.decrementAndGet();
+    counters.mappedBytes.addAndGet(-mapping.capacity());
+  }
+
+  /** Called by {@link MemoryRegion#close()}. */
+  void release(MemoryRegion region) {
+    if (!regions.remove(region)) {
+      return;
+    }
+    List<MemoryRegion.Segment> segs = region.segments();
+    AtomicInteger left = new AtomicInteger(segs.size());
+    for (MemoryRegion.Segment s : segs) {
+      s.registration.deregister(() -> {
+        if (s.mapped) {
+          unmap(s.memory);
+        }
+        if (left.decrementAndGet() == 0 && region.channel() != null) {
+          try {
+            region.channel().close();
+          } catch (IOException e) {
+            LOG.debug("closing {} failed", region.file(), e);
+          }
+        }
+      });
+    }
+    counters.registeredBytes.addAndGet(-region.length());
+    counters.registeredRegions.decrementAndGet();
+    LOG.debug("deregistered {}", region);
+  }
+
+  /**
+   * The connection to {@code peer}, opened on first use and reused; a failed or closed one is
+   * replaced. Blocks at most the connect timeout.
+   *
+   * @throws TransferConnectionException when the peer cannot be reached or refuses
+   * @throws TransferTimeoutException when connecting takes longer than the connect timeout
+   */
+  public Connection connection(InetSocketAddress peer) throws TransferException {
+    ensureOpen();
+    Connection c = connections.get(peer);
+    if (c != null && c.isOpen()) {
+      return c;
+    }
+    synchronized (connectLocks.computeIfAbsent(peer, p -> new Object())) {
+      c = connections.get(peer);
+      if (c != null && c.isOpen()) {
+        return c;
+      }
+      if (c != null) {
+        c.close();
+      }
+      ProviderConnection pc = provider.connect(peer);
+      c = new Connection(this, pc, config, provider.maxReadsInFlightPerConnection());
+      connections.put(peer, c);
+      if (closed) {
+        c.close();
+        throw new TransferConnectionException("transfer node closed", peer, null);
+      }
+      LOG.debug("connected to {} over {}", peer, provider.kind());
+      return c;
+    }
+  }
+
+  /** Closes the cached connection to {@code peer}, if any; its outstanding reads fail. */
+  public void disconnect(InetSocketAddress peer) {
+    Connection c = connections.remove(peer);
+    if (c != null) {
+      c.close();
+    }
+  }
+
+  private void checkTimeouts() {
+    long now = System.nanoTime();
+    for (Connection c : connections.values()) {
+      try {
+        c.checkTimeout(now);
+      } catch (RuntimeException e) {
+        LOG.warn("timeout check failed for {}", c.peer(), e);
+      }
+    }
+  }
+
+  /** A snapshot of the counters. */
+  public TransferStats stats() {
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("readsCompleted", counters.readsCompleted.sum());
+    m.put("bytesRead", counters.bytesRead.sum());
+    m.put("remoteAccessErrors", counters.remoteAccessErrors.sum());
+    m.put("connectionErrors", counters.connectionErrors.sum());
+    m.put("timeouts", counters.timeouts.sum());
+    m.put("outstandingRequests", counters.outstandingRequests.get());
+    m.put("registeredRegions", counters.registeredRegions.get());
+    m.put("registeredBytes", counters.registeredBytes.get());
+    m.put("mappedSegments", counters.mappedSegments.get());
+    m.put("mappedBytes", counters.mappedBytes.get());
+    m.put("poolBuffersOutstanding", pool.outstandingBuffers());
+    m.put("poolBytesOutstanding", pool.outstandingBytes());
+    m.put("poolSlabBytes", pool.slabBytes());
+    m.put("openConnections", connections.values().stream().filter(Connection::isOpen).count());
+    m.putAll(provider.counters());
+    return new TransferStats(m);
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("transfer node on " + localAddress() + " is closed");
+    }
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Closes every connection (outstanding reads fail), deregisters every region, unmaps every
+   * mapping, frees the pool and stops the provider's threads. Idempotent.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    timer.shutdownNow();
+    for (Connection c : connections.values()) {
+      c.close();
+    }
+    connections.clear();
+    for (MemoryRegion r : new ArrayList<>(regions)) {
+      r.close();
+    }
+    if (pool.outstandingBuffers() > 0) {
+      LOG.warn("closing transfer node with {} read buffers ({} bytes) not released by callers",
+          pool.outstandingBuffers(), pool.outstandingBytes());
+    }
+    pool.close();
+    provider.close();
+    try {
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    LOG.debug("transfer node on {} closed: {}", localAddress(), stats());
+  }
+
+  @Override
+  public String toString() {
+    return "TransferNode{" + provider.describe() + (closed ? ", closed" : "") + "}";
+  }
+}

@@ -1,0 +1,99 @@
+package io.memwire.transfer;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * A snapshot of a node's counters: what it read, what failed and why, and what it holds
+ * (regions, mappings, pool buffers, connections). After {@link TransferNode#close()} every "held"
+ * figure is zero unless a caller leaked a buffer.
+ */
+public final class TransferStats {
+  private final Map<String, Long> values;
+
+  TransferStats(Map<String, Long> values) {
+    this.values = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(values));
+  }
+
+  /** Requests completed successfully. */
+  public long readsCompleted() {
+    return values.get("readsCompleted");
+  }
+
+  /** Bytes delivered by successful requests. */
+  public long bytesRead() {
+    return values.get("bytesRead");
+  }
+
+  public long remoteAccessErrors() {
+    return values.get("remoteAccessErrors");
+  }
+
+  public long connectionErrors() {
+    return values.get("connectionErrors");
+  }
+
+  public long timeouts() {
+    return values.get("timeouts");
+  }
+
+  /** Requests posted and not yet ended. */
+  public long outstandingRequests() {
+    return values.get("outstandingRequests");
+  }
+
+  public long registeredRegions() {
+    return values.get("registeredRegions");
+  }
+
+  /** Bytes registered for regions and pool memory, counted against the registration budget. */
+  public long registeredBytes() {
+    return values.get("registeredBytes");
+  }
+
+  /** File mappings not yet unmapped. */
+  public long mappedSegments() {
+    return values.get("mappedSegments");
+  }
+
+  public long mappedBytes() {
+    return values.get("mappedBytes");
+  }
+
+  public long poolBuffersOutstanding() {
+    return values.get("poolBuffersOutstanding");
+  }
+
+  public long poolBytesOutstanding() {
+    return values.get("poolBytesOutstanding");
+  }
+
+  public long openConnections() {
+    return values.get("openConnections");
+  }
+
+  /** Reads this node served to peers (tcp responder; verbs reads bypass the CPU and are not counted). */
+  public long servedReads() {
+    return values.getOrDefault("servedReads", 0L);
+  }
+
+  /** Bytes this node served to peers (tcp only). */
+  public long servedBytes() {
+    return values.getOrDefault("servedBytes", 0L);
+  }
+
+  /** Requests this node refused (tcp only). */
+  public long servedErrors() {
+    return values.getOrDefault("servedErrors", 0L);
+  }
+
+  /** Every counter by name, including provider-specific ones. */
+  public Map<String, Long> asMap() {
+    return values;
+  }
+
+  @Override
+  public String toString() {
+    return "TransferStats" + values;
+  }
+}

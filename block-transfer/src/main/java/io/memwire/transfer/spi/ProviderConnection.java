@@ -1,0 +1,33 @@
+package io.memwire.transfer.spi;
+
+import io.memwire.transfer.TransferException;
+import java.net.InetSocketAddress;
+import java.util.List;
+
+/**
+ * One provider connection (a TCP socket, a verbs queue pair). Flow control happens above it: a
+ * provider may assume the reads it is given fit its limits.
+ */
+public interface ProviderConnection {
+
+  InetSocketAddress peer();
+
+  /**
+   * Posts a batch of reads, in order, as one unit where the transport allows (one chain of work
+   * requests, one write). Never blocks on the network. Each read ends with exactly one call of
+   * {@link WireRead#complete()} or {@link WireRead#fail}; after that the provider never touches
+   * its destination again. Reads posted after the connection failed fail at once.
+   */
+  void post(List<WireRead> reads);
+
+  /**
+   * Fails the connection: every outstanding read fails with {@code cause} (after the provider has
+   * stopped writing into its destination) and the connection closes.
+   */
+  void fail(TransferException cause);
+
+  boolean isOpen();
+
+  /** Closes the connection; outstanding reads fail with a connection error. */
+  void close();
+}

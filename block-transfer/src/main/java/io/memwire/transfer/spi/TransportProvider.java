@@ -1,0 +1,56 @@
+package io.memwire.transfer.spi;
+
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+
+/**
+ * What a transport must offer so {@link io.memwire.transfer.TransferNode} can run one-sided reads
+ * over it. Everything above this interface (regions, splitting, flow control, timeouts, the buffer
+ * pool, counters) is shared; a provider only registers memory, opens connections and moves bytes.
+ *
+ * <p>Implementations: {@code io.memwire.transfer.tcp.TcpProvider} and {@code
+ * io.memwire.transfer.verbs.VerbsProvider}.
+ */
+public interface TransportProvider extends AutoCloseable {
+
+  /** tcp or verbs. */
+  io.memwire.transfer.ProviderKind kind();
+
+  /** The address peers connect to and region descriptors carry. */
+  InetSocketAddress localAddress();
+
+  /**
+   * Registers {@code buffer} (direct, whole capacity from its address). {@code remoteReadable}
+   * regions are served to peers (never writable remotely); the others are local read
+   * destinations. {@code file} and {@code fileOffset} describe the file a read-only mapping came
+   * from, or are null/0, so a provider may serve it from the file instead (sendfile).
+   */
+  ProviderRegistration register(
+      ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset);
+
+  /** Opens a connection; blocks at most the configured connect timeout. */
+  ProviderConnection connect(InetSocketAddress peer) throws TransferException;
+
+  /** Reads one connection may have in flight because of the device (Integer.MAX_VALUE: none). */
+  default int maxReadsInFlightPerConnection() {
+    return Integer.MAX_VALUE;
+  }
+
+  /** Provider-specific counters (for example reads served by a tcp responder), by name. */
+  default java.util.Map<String, Long> counters() {
+    return java.util.Map.of();
+  }
+
+  /** Stops serving, closes every connection and frees every provider resource. */
+  @Override
+  void close();
+
+  /** Convenience for messages. */
+  default String describe() {
+    ProviderKind k = kind();
+    return k + " on " + localAddress();
+  }
+}

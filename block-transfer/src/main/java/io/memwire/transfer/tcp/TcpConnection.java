@@ -1,0 +1,411 @@
+package io.memwire.transfer.tcp;
+
+import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TransferConnectionException;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.WireRead;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The reading side of one tcp connection. Requests are pipelined: every posted read goes out as a
+ * 32-byte request at once, responses are matched by request id, and response bodies land directly
+ * in the read's destination (large bodies are read from the socket straight into it, small ones
+ * are copied out of a receive buffer so one system call can carry many).
+ *
+ * <p>All socket and destination access happens on the connection's event-loop thread; a failure
+ * is applied there too, so once a read has failed nothing writes into its destination.
+ */
+final class TcpConnection implements ProviderConnection, EventLoop.Handler {
+  private static final int DIRECT_READ_MIN = 32 << 10;
+
+  private final TcpProvider provider;
+  private final InetSocketAddress peer;
+  private final SocketChannel channel;
+  private final EventLoop loop;
+  private final Queue<WireRead> submitted = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean flushScheduled = new AtomicBoolean();
+  private volatile TransferException failure;
+
+  // Loop-confined state.
+  private SelectionKey key;
+  private final Map<Long, WireRead> inFlight = new HashMap<>();
+  private long nextId = 1;
+  private final ByteBuffer send = ByteBuffer.allocateDirect(Wire.REQUEST_SIZE * 256);
+  private final ByteBuffer recv = ByteBuffer.allocateDirect(256 << 10);
+  private WireRead current;
+  private ByteBuffer currentDst;
+  private byte errorStatus;
+  private byte[] errorMessage;
+  private int errorFilled;
+
+  private TcpConnection(TcpProvider provider, InetSocketAddress peer, SocketChannel ch, EventLoop l) {
+    this.provider = provider;
+    this.peer = peer;
+    this.channel = ch;
+    this.loop = l;
+    recv.flip(); // read mode, empty
+  }
+
+  /** Connects and authenticates (blocking, bounded by the connect timeout), then joins a loop. */
+  static TcpConnection open(TcpProvider provider, InetSocketAddress peer, EventLoop loop)
+      throws TransferException {
+    long timeoutMs = provider.config().connectTimeout().toMillis();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    SocketChannel ch = null;
+    try {
+      ch = SocketChannel.open();
+      ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      ch.socket().connect(peer, (int) timeoutMs);
+      ch.socket().setSoTimeout((int) Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+      handshake(provider, peer, ch);
+      ch.configureBlocking(false);
+      TcpConnection c = new TcpConnection(provider, peer, ch, loop);
+      SocketChannel registered = ch;
+      CountDownLatch latch = new CountDownLatch(1);
+      loop.execute(() -> {
+        try {
+          c.key = loop.register(registered, SelectionKey.OP_READ, c);
+        } catch (IOException | RuntimeException e) {
+          c.failOnLoop(new TransferConnectionException("cannot register connection", peer, e));
+        } finally {
+          latch.countDown();
+        }
+      });
+      if (!latch.await(timeoutMs, TimeUnit.MILLISECONDS)) {
+        throw new TransferTimeoutException("I/O thread did not take the connection", peer);
+      }
+      return c;
+    } catch (SocketTimeoutException e) {
+      closeQuietly(ch);
+      throw new TransferTimeoutException("connect did not complete within " + timeoutMs + " ms",
+          peer);
+    } catch (TransferException e) {
+      closeQuietly(ch);
+      throw e;
+    } catch (IOException e) {
+      closeQuietly(ch);
+      throw new TransferConnectionException("cannot connect: " + e.getMessage(), peer, e);
+    } catch (InterruptedException e) {
+      closeQuietly(ch);
+      Thread.currentThread().interrupt();
+      throw new TransferConnectionException("interrupted while connecting", peer, e);
+    }
+  }
+
+  private static void handshake(TcpProvider provider, InetSocketAddress peer, SocketChannel ch)
+      throws IOException, TransferException {
+    byte[] secret = provider.secret();
+    byte[] clientNonce = Handshake.nonce();
+    OutputStream os = ch.socket().getOutputStream();
+    DataInputStream is = new DataInputStream(ch.socket().getInputStream());
+    os.write(Handshake.hello(secret != null, clientNonce).array());
+    os.flush();
+    byte[] challenge = new byte[Handshake.CHALLENGE_SIZE];
+    is.readFully(challenge);
+    ByteBuffer c = ByteBuffer.wrap(challenge);
+    if (c.getInt() != Handshake.MAGIC) {
+      throw new TransferConnectionException("peer is not a Memwire tcp transfer endpoint", peer, null);
+    }
+    c.getShort();
+    byte status = c.get();
+    boolean authRequired = c.get() != 0;
+    byte[] serverNonce = new byte[Handshake.NONCE_SIZE];
+    c.get(serverNonce);
+    byte[] serverProof = new byte[32];
+    c.get(serverProof);
+    if (status == Handshake.STATUS_BAD_VERSION) {
+      throw new TransferConnectionException("peer does not speak protocol version "
+          + Handshake.VERSION, peer, null);
+    }
+    if (authRequired && secret == null) {
+      throw new TransferConnectionException(
+          "peer requires authentication and this node has no shared secret (authSecret)", peer, null);
+    }
+    if (!authRequired && secret != null) {
+      throw new TransferConnectionException(
+          "peer does not authenticate but this node requires it (authSecret is set)", peer, null);
+    }
+    if (authRequired) {
+      if (!Handshake.same(serverProof, Handshake.serverProof(secret, clientNonce, serverNonce))) {
+        throw new TransferConnectionException(
+            "peer failed to prove the shared secret: authentication failed", peer, null);
+      }
+      os.write(Handshake.clientProof(secret, serverNonce, clientNonce));
+      os.flush();
+    }
+    byte[] welcome = new byte[Handshake.WELCOME_SIZE];
+    is.readFully(welcome);
+    ByteBuffer w = ByteBuffer.wrap(welcome);
+    if (w.getInt() != Handshake.MAGIC || w.get() != Handshake.STATUS_OK) {
+      throw new TransferConnectionException(
+          "peer refused the connection: authentication failed", peer, null);
+    }
+  }
+
+  private static void closeQuietly(SocketChannel ch) {
+    if (ch != null) {
+      try {
+        ch.close();
+      } catch (IOException ignored) {
+        // nothing to do
+      }
+    }
+  }
+
+  @Override
+  public InetSocketAddress peer() {
+    return peer;
+  }
+
+  @Override
+  public boolean isOpen() {
+    return failure == null;
+  }
+
+  @Override
+  public void post(List<WireRead> reads) {
+    submitted.addAll(reads);
+    TransferException f = failure;
+    if (f != null || !loop.isAlive()) {
+      drainSubmitted(f != null ? f : new TransferConnectionException("transport stopped", peer, null));
+      return;
+    }
+    if (flushScheduled.compareAndSet(false, true)) {
+      loop.execute(this::flushTask);
+    }
+  }
+
+  private void flushTask() {
+    flushScheduled.set(false);
+    try {
+      sendRequests();
+    } catch (IOException | RuntimeException e) {
+      failOnLoop(new TransferConnectionException("send failed: " + e.getMessage(), peer, e));
+    }
+  }
+
+  private void sendRequests() throws IOException {
+    while (true) {
+      WireRead r;
+      while (send.remaining() >= Wire.REQUEST_SIZE && (r = submitted.poll()) != null) {
+        if (failure != null) {
+          r.fail(failure);
+          continue;
+        }
+        long id = nextId++;
+        inFlight.put(id, r);
+        send.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(r.length())
+            .putLong(id).putLong(r.remoteKey()).putLong(r.remoteAddress());
+      }
+      if (send.position() == 0 || failure != null) {
+        break;
+      }
+      send.flip();
+      channel.write(send);
+      send.compact();
+      if (send.position() > 0) {
+        break; // socket full: OP_WRITE brings us back
+      }
+    }
+    interest(send.position() > 0);
+  }
+
+  private void interest(boolean write) {
+    int ops = SelectionKey.OP_READ | (write ? SelectionKey.OP_WRITE : 0);
+    if (key != null && key.isValid() && key.interestOps() != ops) {
+      key.interestOps(ops);
+    }
+  }
+
+  @Override
+  public void ready(SelectionKey k) throws IOException {
+    if (k.isWritable()) {
+      sendRequests();
+    }
+    if (k.isReadable()) {
+      receive();
+    }
+  }
+
+  private void receive() throws IOException {
+    for (int round = 0; round < 16 && failure == null; round++) {
+      if (current != null && currentDst != null && !recv.hasRemaining()
+          && currentDst.remaining() >= DIRECT_READ_MIN) {
+        int n = channel.read(currentDst);
+        if (n < 0) {
+          peerClosed();
+          return;
+        }
+        if (n == 0) {
+          return;
+        }
+        if (!currentDst.hasRemaining()) {
+          completeCurrent();
+        }
+        continue;
+      }
+      recv.compact();
+      int n = channel.read(recv);
+      recv.flip();
+      if (n < 0) {
+        peerClosed();
+        return;
+      }
+      process();
+      if (n == 0) {
+        return;
+      }
+    }
+  }
+
+  private void peerClosed() {
+    failOnLoop(new TransferConnectionException("peer closed the connection", peer, null));
+  }
+
+  private void process() throws IOException {
+    while (failure == null) {
+      if (current == null) {
+        if (recv.remaining() < Wire.RESPONSE_HEADER_SIZE) {
+          return;
+        }
+        byte type = recv.get();
+        byte status = recv.get();
+        recv.getShort();
+        int length = recv.getInt();
+        long id = recv.getLong();
+        WireRead r = inFlight.remove(id);
+        if (r == null) {
+          throw new IOException("protocol violation: response to unknown request " + id);
+        }
+        current = r;
+        if (type == Wire.TYPE_DATA) {
+          if (length != r.length()) {
+            throw new IOException("protocol violation: " + length + " bytes for a read of "
+                + r.length());
+          }
+          currentDst = r.destination().duplicate();
+          currentDst.position(0).limit(r.length());
+        } else if (type == Wire.TYPE_ERROR && length >= 0 && length <= Wire.MAX_ERROR_LENGTH) {
+          currentDst = null;
+          errorStatus = status;
+          errorMessage = new byte[length];
+          errorFilled = 0;
+        } else {
+          throw new IOException("protocol violation: response type " + type);
+        }
+      }
+      if (currentDst != null) {
+        int n = Math.min(recv.remaining(), currentDst.remaining());
+        if (n > 0) {
+          ByteBuffer src = recv.duplicate();
+          src.limit(src.position() + n);
+          currentDst.put(src);
+          recv.position(recv.position() + n);
+        }
+        if (currentDst.hasRemaining()) {
+          return;
+        }
+        completeCurrent();
+      } else {
+        int n = Math.min(recv.remaining(), errorMessage.length - errorFilled);
+        recv.get(errorMessage, errorFilled, n);
+        errorFilled += n;
+        if (errorFilled < errorMessage.length) {
+          return;
+        }
+        WireRead r = current;
+        current = null;
+        r.fail(new RemoteAccessException(Wire.reason(errorStatus),
+            new String(errorMessage, StandardCharsets.UTF_8), r.source(), peer));
+      }
+    }
+  }
+
+  private void completeCurrent() {
+    WireRead r = current;
+    current = null;
+    currentDst = null;
+    r.complete();
+  }
+
+  @Override
+  public void fail(TransferException cause) {
+    if (loop.inLoop() || !loop.isAlive()) {
+      failOnLoop(cause);
+      return;
+    }
+    CountDownLatch done = new CountDownLatch(1);
+    loop.execute(() -> {
+      failOnLoop(cause);
+      done.countDown();
+    });
+    try {
+      // Wait so that no destination is written once this returns (buffers may be freed next).
+      done.await(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() {
+    fail(new TransferConnectionException("connection closed locally", peer, null));
+  }
+
+  @Override
+  public void closeOnLoop(Exception cause) {
+    failOnLoop(cause instanceof TransferException
+        ? (TransferException) cause
+        : new TransferConnectionException(
+            "connection failed: " + (cause == null ? "closed" : cause.getMessage()), peer, cause));
+  }
+
+  private void failOnLoop(TransferException cause) {
+    if (failure != null) {
+      return;
+    }
+    failure = cause;
+    if (key != null) {
+      key.cancel();
+    }
+    closeQuietly(channel);
+    if (current != null) {
+      WireRead r = current;
+      current = null;
+      currentDst = null;
+      r.fail(cause);
+    }
+    for (WireRead r : inFlight.values()) {
+      r.fail(cause);
+    }
+    inFlight.clear();
+    drainSubmitted(cause);
+    provider.connectionClosed(this);
+  }
+
+  private void drainSubmitted(TransferException cause) {
+    WireRead r;
+    while ((r = submitted.poll()) != null) {
+      r.fail(cause);
+    }
+  }
+}

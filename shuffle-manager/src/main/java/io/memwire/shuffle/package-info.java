@@ -1,0 +1,2 @@
+/** Spark ShuffleManager whose reducers read blocks with one-sided reads. */
+package io.memwire.shuffle;

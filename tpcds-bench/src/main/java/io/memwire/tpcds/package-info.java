@@ -1,0 +1,2 @@
+/** TPC-DS runs comparing shuffle managers. */
+package io.memwire.tpcds;
