@@ -1,0 +1,486 @@
+package io.memwire.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The one-sided read contract every provider must meet. Subclasses only choose the provider
+ * (and may skip when it is unavailable); the assertions are the same for tcp and verbs.
+ */
+public abstract class TransferContractTest {
+  protected static final long WAIT_SECONDS = 60;
+
+  @TempDir Path tmp;
+  private final List<TransferNode> nodes = new ArrayList<>();
+
+  /** The provider under test, with anything it needs (bind address, device). */
+  protected abstract TransferConfig.Builder baseConfig();
+
+  protected TransferNode node(TransferConfig.Builder b) {
+    TransferNode n = TransferNode.start(b.build());
+    nodes.add(n);
+    return n;
+  }
+
+  protected TransferNode node() {
+    return node(baseConfig());
+  }
+
+  @AfterEach
+  void closeNodes() {
+    for (TransferNode n : nodes) {
+      n.close();
+    }
+    for (TransferNode n : nodes) {
+      assertReleased(n);
+    }
+    nodes.clear();
+  }
+
+  /** Everything a closed node held is returned. */
+  protected static void assertReleased(TransferNode n) {
+    TransferStats s = n.stats();
+    assertEquals(0, s.registeredRegions(), "regions left registered: " + s);
+    assertEquals(0, s.mappedSegments(), "mappings left: " + s);
+    assertEquals(0, s.mappedBytes(), "mapped bytes left: " + s);
+    assertEquals(0, s.poolBuffersOutstanding(), "pool buffers not returned: " + s);
+    assertEquals(0, s.registeredBytes(), "registered bytes left: " + s);
+    assertEquals(0, s.outstandingRequests(), "requests left outstanding: " + s);
+  }
+
+  protected static byte[] random(Random r, int n) {
+    byte[] b = new byte[n];
+    r.nextBytes(b);
+    return b;
+  }
+
+  protected static ByteBuffer direct(byte[] data) {
+    ByteBuffer b = ByteBuffer.allocateDirect(data.length);
+    b.put(data).flip();
+    return b;
+  }
+
+  protected static byte[] bytes(TransferBuffer b) {
+    ByteBuffer v = b.nioBuffer();
+    byte[] out = new byte[v.remaining()];
+    v.get(out);
+    return out;
+  }
+
+  protected static byte[] slice(byte[] data, long off, int len) {
+    byte[] out = new byte[len];
+    System.arraycopy(data, (int) off, out, 0, len);
+    return out;
+  }
+
+  protected static <T> T await(CompletableFuture<T> f) throws Exception {
+    try {
+      return f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof Exception) {
+        throw (Exception) e.getCause();
+      }
+      throw e;
+    }
+  }
+
+  /** Fails with the future's exception cause, asserting its type. */
+  protected static <E extends Throwable> E awaitFailure(Class<E> type, CompletableFuture<?> f)
+      throws InterruptedException, TimeoutException {
+    try {
+      Object v = f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+      if (v instanceof TransferBuffer) {
+        ((TransferBuffer) v).release();
+      }
+      fail("expected " + type.getSimpleName() + " but the read succeeded");
+      return null;
+    } catch (ExecutionException e) {
+      return assertInstanceOf(type, e.getCause(), "wrong failure type");
+    }
+  }
+
+  private void readAndCompare(TransferNode reader, RemoteRegion remote, byte[] data, int count,
+      int maxLen, Random r) throws Exception {
+    Connection c = reader.connection(remote.node());
+    List<ReadRequest> reqs = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      int len = 1 + r.nextInt(Math.min(maxLen, data.length));
+      long off = (long) r.nextInt(data.length - len + 1);
+      reqs.add(ReadRequest.of(remote, off, len));
+    }
+    ReadBatch batch = c.read(reqs);
+    await(batch.all());
+    for (int i = 0; i < reqs.size(); i++) {
+      TransferBuffer b = await(batch.result(i));
+      try {
+        ReadRequest q = reqs.get(i);
+        assertArrayEquals(slice(data, q.offset(), q.length()), bytes(b), "bytes of " + q);
+      } finally {
+        b.release();
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "queue depth {0}")
+  @ValueSource(ints = {1, 8, 64})
+  void directRegionReadsReturnExactBytes(int depth) throws Exception {
+    Random r = new Random(depth);
+    byte[] data = random(r, 1 << 20);
+    TransferNode server = node();
+    TransferNode client = node(baseConfig().maxOutstandingRequests(depth));
+    MemoryRegion region = server.register(direct(data));
+    assertEquals(data.length, region.length());
+    readAndCompare(client, region.remote(), data, 200, 64 << 10, r);
+    assertEquals(200, client.stats().readsCompleted());
+  }
+
+  @Test
+  void fileRegionSplitIntoSegmentsReadsAcrossBoundaries() throws Exception {
+    Random r = new Random(7);
+    byte[] data = random(r, 300_000);
+    Path f = tmp.resolve("data.bin");
+    Files.write(f, data);
+    TransferNode server = node(baseConfig().maxSegmentSize(64 << 10));
+    TransferNode client = node();
+    MemoryRegion region = server.register(f, 0, data.length);
+    assertTrue(region.isFileBacked());
+    assertEquals(5, region.descriptors().size(), "300000 bytes in 64 KiB segments");
+    assertEquals(5, server.stats().mappedSegments());
+    // Reads that straddle each boundary, then random ones.
+    Connection c = client.connection(server.localAddress());
+    List<ReadRequest> reqs = new ArrayList<>();
+    for (int k = 1; k < 5; k++) {
+      long boundary = (long) k * (64 << 10);
+      reqs.add(ReadRequest.of(region.remote(), boundary - 100, 300));
+      reqs.add(ReadRequest.of(region.remote(), boundary - 1, 2));
+    }
+    reqs.add(ReadRequest.of(region.remote(), 0, data.length));
+    ReadBatch batch = c.read(reqs);
+    for (int i = 0; i < reqs.size(); i++) {
+      TransferBuffer b = await(batch.result(i));
+      assertArrayEquals(slice(data, reqs.get(i).offset(), reqs.get(i).length()), bytes(b));
+      b.release();
+    }
+    readAndCompare(client, region.remote(), data, 100, 200_000, r);
+  }
+
+  @Test
+  void fileSubRangeRegistersOnlyThatRange() throws Exception {
+    Random r = new Random(11);
+    byte[] data = random(r, 100_000);
+    Path f = tmp.resolve("range.bin");
+    Files.write(f, data);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion region = server.register(f, 12_345, 50_000);
+    TransferBuffer b = await(client.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, 50_000)));
+    assertArrayEquals(slice(data, 12_345, 50_000), bytes(b));
+    b.release();
+    assertThrows(IllegalArgumentException.class, () -> server.register(f, 90_000, 20_000));
+    assertThrows(IllegalArgumentException.class, () -> server.register(f, 0, 0));
+  }
+
+  @Test
+  void readsLargerThanTheTransferSizeAreSplitAndReassembled() throws Exception {
+    Random r = new Random(3);
+    byte[] data = random(r, 3 << 20);
+    TransferNode server = node();
+    TransferNode client = node(baseConfig().maxTransferSize(64 << 10)
+        .maxOutstandingBytes(256 << 10).maxOutstandingRequests(4));
+    MemoryRegion region = server.register(direct(data));
+    TransferBuffer b = await(client.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, data.length)));
+    assertArrayEquals(data, bytes(b));
+    b.release();
+  }
+
+  @Test
+  void readsLandInACallerOwnedRegisteredDestination() throws Exception {
+    Random r = new Random(5);
+    byte[] data = random(r, 200_000);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion source = server.register(direct(data));
+    ByteBuffer destMemory = ByteBuffer.allocateDirect(300_000);
+    MemoryRegion dest = client.register(destMemory);
+    TransferBuffer b = await(client.connection(server.localAddress())
+        .read(ReadRequest.of(source.remote(), 1000, 150_000).into(dest, 4096)));
+    assertArrayEquals(slice(data, 1000, 150_000), bytes(b));
+    b.release();
+    byte[] landed = new byte[150_000];
+    destMemory.duplicate().position(4096).get(landed);
+    assertArrayEquals(slice(data, 1000, 150_000), landed);
+    assertEquals(0, client.stats().poolBuffersOutstanding());
+  }
+
+  @Test
+  void manyThreadsOnManyConnectionsGetTheirOwnBytes() throws Exception {
+    int servers = 3;
+    List<TransferNode> serving = new ArrayList<>();
+    List<RemoteRegion> regions = new ArrayList<>();
+    List<byte[]> contents = new ArrayList<>();
+    for (int s = 0; s < servers; s++) {
+      TransferNode n = node();
+      for (int k = 0; k < 2; k++) {
+        byte[] data = random(new Random(100 + s * 10 + k), 256 << 10);
+        regions.add(n.register(direct(data)).remote());
+        contents.add(data);
+      }
+      serving.add(n);
+    }
+    List<TransferNode> readers = List.of(node(), node());
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<Future<Integer>> results = new ArrayList<>();
+      for (int t = 0; t < 8; t++) {
+        int id = t;
+        results.add(pool.submit(() -> {
+          Random r = new Random(1000 + id);
+          TransferNode reader = readers.get(id % readers.size());
+          int checked = 0;
+          for (int round = 0; round < 20; round++) {
+            int which = r.nextInt(regions.size());
+            RemoteRegion region = regions.get(which);
+            byte[] data = contents.get(which);
+            List<ReadRequest> reqs = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+              int len = 1 + r.nextInt(32 << 10);
+              reqs.add(ReadRequest.of(region, r.nextInt(data.length - len + 1), len));
+            }
+            ReadBatch batch = reader.connection(region.node()).read(reqs);
+            for (int i = 0; i < reqs.size(); i++) {
+              TransferBuffer b = batch.result(i).get(WAIT_SECONDS, TimeUnit.SECONDS);
+              try {
+                assertArrayEquals(
+                    slice(data, reqs.get(i).offset(), reqs.get(i).length()), bytes(b));
+              } finally {
+                b.release();
+              }
+              checked++;
+            }
+          }
+          return checked;
+        }));
+      }
+      int total = 0;
+      for (Future<Integer> f : results) {
+        total += f.get(WAIT_SECONDS * 2, TimeUnit.SECONDS);
+      }
+      assertEquals(8 * 20 * 16, total);
+    } finally {
+      pool.shutdownNow();
+      assertTrue(pool.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void wrongKeyIsRefusedAndTheConnectionGoesOn() throws Exception {
+    byte[] data = random(new Random(1), 64 << 10);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion region = server.register(direct(data));
+    RegionDescriptor real = region.descriptors().get(0);
+    RegionDescriptor forged = new RegionDescriptor(real.provider(), real.node(),
+        real.key() ^ 0x5a5a5a5a5a5aL, real.address(), real.length());
+    Connection c = client.connection(server.localAddress());
+    RemoteAccessException e =
+        awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(forged, 0, 100)));
+    assertTrue(e.getMessage().contains(server.localAddress().getPort() + ""),
+        "message names the peer: " + e.getMessage());
+    assertEquals(forged, e.descriptor());
+    TransferBuffer ok = await(c.read(ReadRequest.of(region.remote(), 10, 100)));
+    assertArrayEquals(slice(data, 10, 100), bytes(ok));
+    ok.release();
+    assertEquals(1, client.stats().remoteAccessErrors());
+  }
+
+  @Test
+  void readsOutsideTheRegionAreRefused() throws Exception {
+    byte[] data = random(new Random(2), 64 << 10);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion region = server.register(direct(data));
+    RegionDescriptor real = region.descriptors().get(0);
+    Connection c = client.connection(server.localAddress());
+    RegionDescriptor tooLong = new RegionDescriptor(real.provider(), real.node(), real.key(),
+        real.address(), real.length() + 4096);
+    awaitFailure(RemoteAccessException.class,
+        c.read(ReadRequest.of(tooLong, real.length() - 10, 100)));
+    RegionDescriptor before = new RegionDescriptor(real.provider(), real.node(), real.key(),
+        real.address() - 4096, real.length());
+    awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(before, 0, 100)));
+    // Outside the descriptor itself: refused before anything is sent.
+    assertThrows(IllegalArgumentException.class,
+        () -> ReadRequest.of(region.remote(), real.length() - 10, 100));
+    assertThrows(IllegalArgumentException.class, () -> ReadRequest.of(region.remote(), 0, 0));
+    assertThrows(IllegalArgumentException.class, () -> ReadRequest.of(region.remote(), 0, -5));
+    assertThrows(IllegalArgumentException.class, () -> ReadRequest.of(region.remote(), -1, 10));
+    TransferBuffer ok = await(c.read(ReadRequest.of(region.remote(), 0, 10)));
+    ok.release();
+  }
+
+  @Test
+  void aClosedRegionIsNeverReadAgain() throws Exception {
+    byte[] data = random(new Random(4), 128 << 10);
+    Path f = tmp.resolve("closed.bin");
+    Files.write(f, data);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion region = server.register(f, 0, data.length);
+    Connection c = client.connection(server.localAddress());
+    TransferBuffer first = await(c.read(ReadRequest.of(region.remote(), 0, 1000)));
+    first.release();
+    region.close();
+    assertTrue(!region.isOpen());
+    region.close(); // idempotent
+    assertEquals(0, server.stats().registeredRegions());
+    awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(region.remote(), 0, 1000)));
+    assertEquals(0, server.stats().mappedSegments(), "closing unmapped the file");
+  }
+
+  @Test
+  void heapBuffersAndEmptyBuffersAreRefused() {
+    TransferNode server = node();
+    RegistrationException e = assertThrows(RegistrationException.class,
+        () -> server.register(ByteBuffer.allocate(100)));
+    assertTrue(e.getMessage().contains("heap"), e.getMessage());
+    assertThrows(RegistrationException.class, () -> server.register(ByteBuffer.allocateDirect(0)));
+  }
+
+  @Test
+  void theRegistrationBudgetIsEnforced() throws Exception {
+    TransferNode server = node(baseConfig().registrationBudget(2 << 20).poolMaxBytes(1 << 20));
+    MemoryRegion a = server.register(ByteBuffer.allocateDirect(1536 << 10));
+    RegistrationException e = assertThrows(RegistrationException.class,
+        () -> server.register(ByteBuffer.allocateDirect(1 << 20)));
+    assertTrue(e.getMessage().contains("registrationBudget"), e.getMessage());
+    a.close();
+    server.register(ByteBuffer.allocateDirect(1 << 20)).close();
+  }
+
+  @Test
+  void peerGoingAwayFailsEveryOutstandingReadAndReconnectWorks() throws Exception {
+    byte[] data = random(new Random(9), 4 << 20);
+    TransferNode server = node();
+    TransferNode client = node(baseConfig().maxOutstandingRequests(2).maxTransferSize(64 << 10)
+        .maxOutstandingBytes(128 << 10));
+    MemoryRegion region = server.register(direct(data));
+    InetSocketAddress address = server.localAddress();
+    Connection c = client.connection(address);
+    List<ReadRequest> reqs = new ArrayList<>();
+    for (int i = 0; i < 64; i++) {
+      reqs.add(ReadRequest.of(region.remote(), 0, data.length));
+    }
+    ReadBatch batch = c.read(reqs);
+    server.close();
+    int failed = 0;
+    for (CompletableFuture<TransferBuffer> f : batch.results()) {
+      try {
+        TransferBuffer b = f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertArrayEquals(data, bytes(b), "a read that succeeded has all its bytes");
+        b.release();
+      } catch (ExecutionException e) {
+        assertTrue(e.getCause() instanceof TransferConnectionException
+            || e.getCause() instanceof RemoteAccessException, "unexpected " + e.getCause());
+        failed++;
+      }
+    }
+    assertTrue(failed > 0, "closing the server mid-batch failed some reads");
+    assertEquals(0, client.stats().outstandingRequests());
+    assertEquals(0, client.stats().poolBuffersOutstanding());
+
+    // A new server on the same address: the client reconnects on its next read.
+    TransferNode again = node(baseConfig().port(address.getPort()));
+    MemoryRegion region2 = again.register(direct(data));
+    TransferBuffer b = await(client.connection(address)
+        .read(ReadRequest.of(region2.remote(), 100, 1000)));
+    assertArrayEquals(slice(data, 100, 1000), bytes(b));
+    b.release();
+  }
+
+  @Test
+  void connectingToNothingFailsWithAConnectionError() throws Exception {
+    TransferNode client = node(baseConfig().connectTimeout(java.time.Duration.ofSeconds(2)));
+    InetSocketAddress nowhere;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1,
+        java.net.InetAddress.getByName(client.localAddress().getAddress().getHostAddress()))) {
+      nowhere = new InetSocketAddress(s.getInetAddress(), s.getLocalPort());
+    }
+    TransferException e = assertThrows(TransferException.class, () -> client.connection(nowhere));
+    assertTrue(e instanceof TransferConnectionException || e instanceof TransferTimeoutException);
+    assertTrue(e.getMessage().contains(String.valueOf(nowhere.getPort())), e.getMessage());
+  }
+
+  @Test
+  void closingTheNodeReturnsEverythingAndStopsItsThreads() throws Exception {
+    byte[] data = random(new Random(12), 512 << 10);
+    Path f = tmp.resolve("hygiene.bin");
+    Files.write(f, data);
+    TransferNode server = node(baseConfig().maxSegmentSize(128 << 10));
+    TransferNode client = node();
+    server.register(f, 0, data.length);
+    MemoryRegion r2 = server.register(direct(data));
+    List<TransferBuffer> held = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      held.add(await(client.connection(server.localAddress())
+          .read(ReadRequest.of(r2.remote(), i * 1000L, 50_000))));
+    }
+    assertEquals(10, client.stats().poolBuffersOutstanding());
+    held.forEach(TransferBuffer::release);
+    assertEquals(0, client.stats().poolBuffersOutstanding());
+    assertTrue(server.stats().mappedSegments() == 4);
+    client.close();
+    server.close();
+    assertReleased(client);
+    assertReleased(server);
+    assertThrows(IllegalStateException.class, () -> server.register(direct(data)));
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().startsWith("memwire-") && t.isAlive() && !t.isDaemon()) {
+        fail("non-daemon thread left running: " + t.getName());
+      }
+    }
+  }
+
+  /** Reads the whole of a file through a second node: used by subclasses for smoke checks. */
+  protected byte[] readAll(TransferNode reader, RemoteRegion region) throws Exception {
+    TransferBuffer b = await(reader.connection(region.node())
+        .read(ReadRequest.of(region, 0, (int) region.length())));
+    try {
+      return bytes(b);
+    } finally {
+      b.release();
+    }
+  }
+
+  protected Path writeFile(String name, byte[] data) throws IOException {
+    Path f = tmp.resolve(name);
+    Files.write(f, data);
+    return f;
+  }
+}
