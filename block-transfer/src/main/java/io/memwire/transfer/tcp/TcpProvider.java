@@ -73,6 +73,9 @@ public final class TcpProvider implements TransportProvider {
       loops[i].start();
     }
     loops[0].execute(() -> {
+      if (closed) {
+        return;
+      }
       try {
         loops[0].register(server, SelectionKey.OP_ACCEPT, new Acceptor());
       } catch (IOException e) {
