@@ -16,14 +16,15 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The reading side of one tcp connection. Requests are pipelined: every posted read goes out as a
@@ -45,11 +46,17 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   private final AtomicBoolean flushScheduled = new AtomicBoolean();
   private volatile TransferException failure;
 
-  // Loop-confined state.
-  private SelectionKey key;
-  private final Map<Long, WireRead> inFlight = new HashMap<>();
-  private long nextId = 1;
+  /**
+   * Guards the send side ({@link #send}, {@link #nextId}, adding to {@link #inFlight}): a posting
+   * thread that finds it free writes its requests itself, saving a hand-over to the loop.
+   */
+  private final ReentrantLock sendLock = new ReentrantLock();
   private final ByteBuffer send = ByteBuffer.allocateDirect(Wire.REQUEST_SIZE * 256);
+  private long nextId = 1;
+  private final Map<Long, WireRead> inFlight = new ConcurrentHashMap<>();
+
+  // Loop-confined state.
+  private volatile SelectionKey key;
   private final ByteBuffer recv = ByteBuffer.allocateDirect(256 << 10);
   private WireRead current;
   private ByteBuffer currentDst;
@@ -189,6 +196,17 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
       drainSubmitted(f != null ? f : new TransferConnectionException("transport stopped", peer, null));
       return;
     }
+    if (!loop.inLoop() && key != null && sendLock.tryLock()) {
+      try {
+        if (send.position() == 0 && trySend()) {
+          return; // everything written from this thread
+        }
+      } catch (IOException | RuntimeException e) {
+        // the loop notices the broken socket and fails the connection
+      } finally {
+        sendLock.unlock();
+      }
+    }
     if (flushScheduled.compareAndSet(false, true)) {
       loop.execute(this::flushTask);
     }
@@ -196,14 +214,18 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
 
   private void flushTask() {
     flushScheduled.set(false);
+    sendLock.lock();
     try {
-      sendRequests();
+      interest(!trySend());
     } catch (IOException | RuntimeException e) {
       failOnLoop(new TransferConnectionException("send failed: " + e.getMessage(), peer, e));
+    } finally {
+      sendLock.unlock();
     }
   }
 
-  private void sendRequests() throws IOException {
+  /** Writes queued requests; true when nothing is left to write. Holds {@link #sendLock}. */
+  private boolean trySend() throws IOException {
     while (true) {
       WireRead r;
       while (send.remaining() >= Wire.REQUEST_SIZE && (r = submitted.poll()) != null) {
@@ -217,16 +239,15 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
             .putLong(id).putLong(r.remoteKey()).putLong(r.remoteAddress());
       }
       if (send.position() == 0 || failure != null) {
-        break;
+        return submitted.isEmpty() || failure != null;
       }
       send.flip();
       channel.write(send);
       send.compact();
       if (send.position() > 0) {
-        break; // socket full: OP_WRITE brings us back
+        return false; // socket full: OP_WRITE brings us back
       }
     }
-    interest(send.position() > 0);
   }
 
   private void interest(boolean write) {
@@ -239,7 +260,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   @Override
   public void ready(SelectionKey k) throws IOException {
     if (k.isWritable()) {
-      sendRequests();
+      flushTask();
     }
     if (k.isReadable()) {
       receive();
@@ -383,7 +404,12 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
     if (failure != null) {
       return;
     }
-    failure = cause;
+    sendLock.lock();
+    try {
+      failure = cause; // under the lock: no posting thread adds to inFlight after this
+    } finally {
+      sendLock.unlock();
+    }
     if (key != null) {
       key.cancel();
     }

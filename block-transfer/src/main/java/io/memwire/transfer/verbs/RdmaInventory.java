@@ -1,0 +1,475 @@
+package io.memwire.transfer.verbs;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+/**
+ * The RDMA devices of this machine as sysfs describes them ({@code <sysfs>/class/infiniband}):
+ * ports, their state, link layer, MTU and GID table. Shared by the verbs probe (which device owns
+ * the bind address) and {@code memwire doctor}. The sysfs root and the lookup of a network
+ * interface's addresses are parameters, so tests run against fake trees.
+ */
+public final class RdmaInventory {
+  /** The real sysfs. */
+  public static final Path SYSFS = Path.of("/sys");
+
+  private final Path sysfs;
+  private final Function<String, List<InetAddress>> interfaceAddresses;
+
+  /**
+   * @param sysfs root of sysfs (normally {@code /sys})
+   * @param interfaceAddresses addresses of a network interface by name (empty if unknown)
+   */
+  public RdmaInventory(Path sysfs, Function<String, List<InetAddress>> interfaceAddresses) {
+    this.sysfs = sysfs;
+    this.interfaceAddresses = interfaceAddresses;
+  }
+
+  /** This machine: {@code /sys} and the JDK's view of network interfaces. */
+  public static RdmaInventory system() {
+    return new RdmaInventory(SYSFS, RdmaInventory::jdkInterfaceAddresses);
+  }
+
+  private static List<InetAddress> jdkInterfaceAddresses(String name) {
+    try {
+      NetworkInterface ni = NetworkInterface.getByName(name);
+      return ni == null ? List.of() : Collections.list(ni.getInetAddresses());
+    } catch (SocketException e) {
+      return List.of();
+    }
+  }
+
+  /** The sysfs root this inventory reads. */
+  public Path sysfs() {
+    return sysfs;
+  }
+
+  /** One entry of a port's GID table. */
+  public static final class Gid {
+    private final int index;
+    private final String value;
+    private final String type;
+    private final String netdev;
+
+    Gid(int index, String value, String type, String netdev) {
+      this.index = index;
+      this.value = value;
+      this.type = type;
+      this.netdev = netdev;
+    }
+
+    public int index() {
+      return index;
+    }
+
+    /** As sysfs prints it, e.g. {@code 0000:0000:0000:0000:0000:ffff:c612:0001}. */
+    public String value() {
+      return value;
+    }
+
+    /** {@code RoCE v2}, {@code IB/RoCE v1}, or empty when sysfs does not say. */
+    public String type() {
+      return type;
+    }
+
+    /** The network interface this GID belongs to (RoCE), or empty. */
+    public String netdev() {
+      return netdev;
+    }
+
+    public boolean isRoceV2() {
+      return type.toLowerCase(Locale.ROOT).contains("v2");
+    }
+
+    /** The IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}). */
+    public Optional<InetAddress> ipv4() {
+      String hex = value.replace(":", "");
+      if (hex.length() != 32 || !hex.startsWith("00000000000000000000ffff")) {
+        return Optional.empty();
+      }
+      byte[] a = new byte[4];
+      for (int i = 0; i < 4; i++) {
+        a[i] = (byte) Integer.parseInt(hex.substring(24 + 2 * i, 26 + 2 * i), 16);
+      }
+      try {
+        return Optional.of(InetAddress.getByAddress(a));
+      } catch (UnknownHostException e) {
+        return Optional.empty();
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "gid " + index + " " + value + (type.isEmpty() ? "" : " (" + type + ")")
+          + (netdev.isEmpty() ? "" : " on " + netdev);
+    }
+  }
+
+  /** One port of a device. */
+  public static final class Port {
+    private final String device;
+    private final int number;
+    private final String state;
+    private final String physState;
+    private final String linkLayer;
+    private final OptionalInt activeMtu;
+    private final String mtuSource;
+    private final List<Gid> gids;
+
+    Port(String device, int number, String state, String physState, String linkLayer,
+        OptionalInt activeMtu, String mtuSource, List<Gid> gids) {
+      this.device = device;
+      this.number = number;
+      this.state = state;
+      this.physState = physState;
+      this.linkLayer = linkLayer;
+      this.activeMtu = activeMtu;
+      this.mtuSource = mtuSource;
+      this.gids = gids;
+    }
+
+    public String device() {
+      return device;
+    }
+
+    public int number() {
+      return number;
+    }
+
+    /** As sysfs prints it, e.g. {@code 4: ACTIVE}. */
+    public String state() {
+      return state;
+    }
+
+    /** e.g. {@code 5: LinkUp}. */
+    public String physState() {
+      return physState;
+    }
+
+    /** {@code Ethernet} (RoCE), {@code InfiniBand}, or empty. */
+    public String linkLayer() {
+      return linkLayer;
+    }
+
+    public boolean isActive() {
+      return state.toUpperCase(Locale.ROOT).contains("ACTIVE");
+    }
+
+    public boolean isLinkUp() {
+      return physState.toUpperCase(Locale.ROOT).contains("LINKUP");
+    }
+
+    public boolean isEthernet() {
+      return linkLayer.equalsIgnoreCase("Ethernet");
+    }
+
+    /** The active RDMA MTU in bytes (256 to 4096), when known. */
+    public OptionalInt activeMtu() {
+      return activeMtu;
+    }
+
+    /** Where {@link #activeMtu()} came from (a sysfs file, or the netdev's MTU). */
+    public String mtuSource() {
+      return mtuSource;
+    }
+
+    public List<Gid> gids() {
+      return gids;
+    }
+
+    @Override
+    public String toString() {
+      return device + " port " + number;
+    }
+  }
+
+  /** One RDMA device. */
+  public static final class Device {
+    private final String name;
+    private final List<Port> ports;
+    private final List<String> netdevs;
+
+    Device(String name, List<Port> ports, List<String> netdevs) {
+      this.name = name;
+      this.ports = ports;
+      this.netdevs = netdevs;
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public List<Port> ports() {
+      return ports;
+    }
+
+    /** Network interfaces of this device (from GID netdevs and {@code device/net}). */
+    public List<String> netdevs() {
+      return netdevs;
+    }
+
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  /** Which port of which device serves an address, and how that was found. */
+  public static final class Owner {
+    private final Device device;
+    private final Port port;
+    private final Gid gid;
+    private final String how;
+
+    Owner(Device device, Port port, Gid gid, String how) {
+      this.device = device;
+      this.port = port;
+      this.gid = gid;
+      this.how = how;
+    }
+
+    public Device device() {
+      return device;
+    }
+
+    public Port port() {
+      return port;
+    }
+
+    /** The GID entry carrying the address (RoCE), if any. */
+    public Optional<Gid> gid() {
+      return Optional.ofNullable(gid);
+    }
+
+    /** e.g. "RoCE v2 GID 1" or "interface ib0". */
+    public String how() {
+      return how;
+    }
+  }
+
+  private Path root() {
+    return sysfs.resolve("class").resolve("infiniband");
+  }
+
+  /** Every device, sorted by name; empty when there is no {@code class/infiniband}. */
+  public List<Device> devices() {
+    List<Device> out = new ArrayList<>();
+    for (Path d : list(root())) {
+      out.add(readDevice(d));
+    }
+    out.sort(Comparator.comparing(Device::name));
+    return out;
+  }
+
+  public Optional<Device> device(String name) {
+    Path d = root().resolve(name);
+    return Files.isDirectory(d) ? Optional.of(readDevice(d)) : Optional.empty();
+  }
+
+  private Device readDevice(Path dir) {
+    String name = dir.getFileName().toString();
+    List<Port> ports = new ArrayList<>();
+    List<String> netdevs = new ArrayList<>();
+    for (Path p : list(dir.resolve("ports"))) {
+      int number;
+      try {
+        number = Integer.parseInt(p.getFileName().toString());
+      } catch (NumberFormatException e) {
+        continue;
+      }
+      List<Gid> gids = readGids(p);
+      for (Gid g : gids) {
+        if (!g.netdev().isEmpty() && !netdevs.contains(g.netdev())) {
+          netdevs.add(g.netdev());
+        }
+      }
+      String linkLayer = read(p.resolve("link_layer"));
+      OptionalInt mtu = OptionalInt.empty();
+      String mtuSource = "unknown";
+      String sysMtu = read(p.resolve("active_mtu"));
+      if (!sysMtu.isEmpty()) {
+        mtu = parseMtu(sysMtu);
+        mtuSource = "sysfs active_mtu";
+      } else if (linkLayer.equalsIgnoreCase("Ethernet")) {
+        for (Gid g : gids) {
+          String netMtu = g.netdev().isEmpty() ? "" : read(netClass().resolve(g.netdev())
+              .resolve("mtu"));
+          if (!netMtu.isEmpty()) {
+            try {
+              mtu = OptionalInt.of(roceMtu(Integer.parseInt(netMtu)));
+              mtuSource = "from " + g.netdev() + " MTU " + netMtu;
+              break;
+            } catch (NumberFormatException ignored) {
+              // keep looking
+            }
+          }
+        }
+      }
+      ports.add(new Port(name, number, read(p.resolve("state")), read(p.resolve("phys_state")),
+          linkLayer, mtu, mtuSource, gids));
+    }
+    ports.sort(Comparator.comparingInt(Port::number));
+    for (Path n : list(dir.resolve("device").resolve("net"))) {
+      String nd = n.getFileName().toString();
+      if (!netdevs.contains(nd)) {
+        netdevs.add(nd);
+      }
+    }
+    return new Device(name, ports, netdevs);
+  }
+
+  private Path netClass() {
+    return sysfs.resolve("class").resolve("net");
+  }
+
+  /** The RoCE MTU a netdev MTU allows: the largest IB MTU that fits with RoCE v2 headers. */
+  static int roceMtu(int netdevMtu) {
+    int room = netdevMtu - 96; // GRH/IP + UDP + BTH + extended headers + ICRC
+    for (int m = 4096; m >= 256; m /= 2) {
+      if (room >= m) {
+        return m;
+      }
+    }
+    return 256;
+  }
+
+  private static OptionalInt parseMtu(String s) {
+    // "4096" or "5: 4096" styles
+    String t = s.contains(":") ? s.substring(s.lastIndexOf(':') + 1).trim() : s.trim();
+    try {
+      return OptionalInt.of(Integer.parseInt(t));
+    } catch (NumberFormatException e) {
+      return OptionalInt.empty();
+    }
+  }
+
+  private List<Gid> readGids(Path port) {
+    List<Gid> out = new ArrayList<>();
+    for (Path g : list(port.resolve("gids"))) {
+      int idx;
+      try {
+        idx = Integer.parseInt(g.getFileName().toString());
+      } catch (NumberFormatException e) {
+        continue;
+      }
+      String value = read(g);
+      if (value.isEmpty() || value.replace(":", "").replace("0", "").isEmpty()) {
+        continue; // unset entry (newer kernels refuse to read them at all)
+      }
+      String type = read(port.resolve("gid_attrs").resolve("types").resolve(Integer.toString(idx)));
+      String ndev = read(port.resolve("gid_attrs").resolve("ndevs").resolve(Integer.toString(idx)));
+      out.add(new Gid(idx, value, type, ndev));
+    }
+    out.sort(Comparator.comparingInt(Gid::index));
+    return out;
+  }
+
+  /**
+   * The device port serving {@code address}: a RoCE GID carrying it (RoCE v2 preferred), or else a
+   * network interface of the device that has it (InfiniBand, iWARP).
+   */
+  public Optional<Owner> ownerOf(InetAddress address) {
+    List<Device> devices = devices();
+    Owner v1 = null;
+    for (Device d : devices) {
+      for (Port p : d.ports()) {
+        for (Gid g : p.gids()) {
+          if (g.ipv4().map(address::equals).orElse(false)) {
+            if (g.isRoceV2()) {
+              return Optional.of(new Owner(d, p, g, "RoCE v2 GID " + g.index()));
+            }
+            if (v1 == null) {
+              v1 = new Owner(d, p, g, "GID " + g.index() + " (" + g.type() + ")");
+            }
+          }
+        }
+      }
+    }
+    if (v1 != null) {
+      return Optional.of(v1);
+    }
+    for (Device d : devices) {
+      for (String nd : d.netdevs()) {
+        if (interfaceAddresses.apply(nd).contains(address) && !d.ports().isEmpty()) {
+          return Optional.of(new Owner(d, d.ports().get(0), null, "interface " + nd));
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** IPv4 addresses a device serves: its IPv4-mapped GIDs, then its interfaces' addresses. */
+  public List<InetAddress> ipv4Addresses(Device d) {
+    List<InetAddress> out = new ArrayList<>();
+    for (Port p : d.ports()) {
+      for (Gid g : p.gids()) {
+        g.ipv4().filter(a -> !out.contains(a)).ifPresent(out::add);
+      }
+    }
+    for (String nd : d.netdevs()) {
+      for (InetAddress a : interfaceAddresses.apply(nd)) {
+        if (a instanceof Inet4Address && !out.contains(a)) {
+          out.add(a);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** One line per device for messages: {@code rxe0 (198.18.0.1, port 1 ACTIVE)}. */
+  public String summary() {
+    List<String> parts = new ArrayList<>();
+    for (Device d : devices()) {
+      List<String> addrs = new ArrayList<>();
+      for (InetAddress a : ipv4Addresses(d)) {
+        addrs.add(a.getHostAddress());
+      }
+      List<String> ports = new ArrayList<>();
+      for (Port p : d.ports()) {
+        ports.add("port " + p.number() + " " + (p.isActive() ? "ACTIVE" : p.state()));
+      }
+      parts.add(d.name() + " (" + (addrs.isEmpty() ? "no IPv4 address" : String.join(", ", addrs))
+          + "; " + String.join(", ", ports) + ")");
+    }
+    return parts.isEmpty() ? "none" : String.join("; ", parts);
+  }
+
+  private static List<Path> list(Path dir) {
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      List<Path> out = new ArrayList<>();
+      s.forEach(out::add);
+      out.sort(Comparator.comparing(p -> p.getFileName().toString()));
+      return out;
+    } catch (IOException e) {
+      return List.of();
+    }
+  }
+
+  /** A sysfs attribute, trimmed; empty when missing or unreadable (EINVAL for unset GIDs). */
+  private static String read(Path f) {
+    try {
+      return new String(Files.readAllBytes(f), StandardCharsets.US_ASCII).trim();
+    } catch (IOException e) {
+      return "";
+    }
+  }
+}
