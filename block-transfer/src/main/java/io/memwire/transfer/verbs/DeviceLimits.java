@@ -29,7 +29,15 @@ final class DeviceLimits {
     this.source = source;
   }
 
+  private static final java.util.Map<String, DeviceLimits> CACHE =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** The limits of {@code device}, asked once per JVM. */
   static DeviceLimits query(String device) {
+    return CACHE.computeIfAbsent(device, DeviceLimits::ask);
+  }
+
+  private static DeviceLimits ask(String device) {
     try {
       Process p = new ProcessBuilder("ibv_devinfo", "-v", "-d", device)
           .redirectErrorStream(true).start();

@@ -1,14 +1,618 @@
 package io.memwire.transfer.verbs;
 
+import com.ibm.disni.verbs.IbvContext;
+import com.ibm.disni.verbs.IbvMr;
+import com.ibm.disni.verbs.IbvPd;
+import com.ibm.disni.verbs.IbvQP;
+import com.ibm.disni.verbs.IbvQPInitAttr;
+import com.ibm.disni.verbs.RdmaCm;
+import com.ibm.disni.verbs.RdmaCmEvent;
+import com.ibm.disni.verbs.RdmaCmId;
+import com.ibm.disni.verbs.RdmaConnParam;
+import com.ibm.disni.verbs.RdmaEventChannel;
+import com.ibm.disni.verbs.SVCRegMr;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.TransferConnectionException;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** The verbs provider on DiSNI (being written in its own change; see issue 3). */
-public final class VerbsProvider {
-  private VerbsProvider() {}
+/**
+ * One-sided reads over RDMA verbs through DiSNI: reliable-connected queue pairs set up by the RDMA
+ * connection manager, memory registered with the NIC, and reads posted as {@code
+ * IBV_WR_RDMA_READ} work requests that the serving NIC answers without its CPU.
+ *
+ * <p>Per node: one protection domain, one completion queue with one thread for every queue pair,
+ * one connection-manager thread (accepts peers on the server endpoint, which never touches data,
+ * and watches client links for disconnects), and one connector thread that re-establishes a queue
+ * pair after a remote access error. Client connections are opened lazily by {@link #connect},
+ * each on its own event channel driven by the calling thread with a deadline, because DiSNI's own
+ * endpoint connect can wait forever on a route or address error.
+ */
+public final class VerbsProvider implements TransportProvider {
+  private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
+  private static final AtomicInteger IDS = new AtomicInteger();
+  private static final int MAX_CQ = 16384;
+  private static final int CM_WAIT_MS = 50;
+  private static final int EV_ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
+  private static final int EV_ROUTE_RESOLVED =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_RESOLVED.ordinal();
+  private static final int EV_ESTABLISHED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED.ordinal();
+  private static final int EV_CONNECT_REQUEST =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_REQUEST.ordinal();
+  private static final int EV_DISCONNECTED =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_DISCONNECTED.ordinal();
+  private static final int EV_DEVICE_REMOVAL =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_DEVICE_REMOVAL.ordinal();
+  private static final int EV_TIMEWAIT_EXIT =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_TIMEWAIT_EXIT.ordinal();
 
-  /** Opens the provider. */
+  private final int id = IDS.incrementAndGet();
+  private final TransferConfig config;
+  private final VerbsProbe.Binding binding;
+  private final DeviceLimits limits;
+  private final int qpDepth;
+  private final int maxConnections;
+  private final RdmaEventChannel serverChannel;
+  private final RdmaCmId listenId;
+  private final IbvContext context;
+  private final IbvPd pd;
+  private final CompletionThread completions;
+  private final InetSocketAddress localAddress;
+  private final Thread cmThread;
+  private final ExecutorService connector;
+  private final AtomicInteger nextLinkId = new AtomicInteger();
+  private final Map<Integer, VerbsConnection> linkOwners = new ConcurrentHashMap<>();
+  private final Map<Integer, QpLink> linkById = new ConcurrentHashMap<>();
+  private final Set<VerbsConnection> connections = ConcurrentHashMap.newKeySet();
+  private final Set<VerbsRegistration> registrations = ConcurrentHashMap.newKeySet();
+  /** Server-side ids of accepted peers; only the CM thread touches them until close. */
+  private final Set<RdmaCmId> accepted = ConcurrentHashMap.newKeySet();
+  private final AtomicLong registeredBytes = new AtomicLong();
+  final LongAdder accessErrors = new LongAdder();
+  private final LongAdder reconnects = new LongAdder();
+  private final LongAdder acceptedTotal = new LongAdder();
+  private volatile boolean closed;
+
+  private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
+    this.config = config;
+    this.binding = binding;
+    this.limits = DeviceLimits.query(binding.device().name());
+    this.qpDepth = Math.max(1, Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()));
+    int cqSize = Math.min(MAX_CQ, limits.maxCqe);
+    this.maxConnections = Math.max(1, cqSize / qpDepth);
+    this.serverChannel = RdmaEventChannel.createEventChannel();
+    if (serverChannel == null) {
+      throw new IOException("rdma_create_event_channel failed (is rdma_ucm loaded?)");
+    }
+    RdmaCmId listen = null;
+    IbvPd createdPd = null;
+    CompletionThread cq = null;
+    try {
+      listen = serverChannel.createId(RdmaCm.RDMA_PS_TCP);
+      InetSocketAddress want = new InetSocketAddress(binding.address(), config.port());
+      try {
+        listen.bindAddr(want);
+        listen.listen(1024);
+      } catch (IOException e) {
+        throw new TransferConfigException("cannot listen for RDMA connections on "
+            + want.getAddress().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
+            + "); check bindAddress, device and port", e);
+      }
+      SocketAddress bound = listen.getSource();
+      this.localAddress = bound instanceof InetSocketAddress && ((InetSocketAddress) bound).getPort() > 0
+          ? new InetSocketAddress(binding.address(), ((InetSocketAddress) bound).getPort())
+          : want;
+      this.context = listen.getVerbs();
+      if (context == null) {
+        throw new TransferConfigException(TransferConfig.BIND_ADDRESS + "="
+            + binding.address().getHostAddress() + " is not served by an RDMA device according "
+            + "to rdma_cm");
+      }
+      createdPd = context.allocPd();
+      cq = new CompletionThread(context, cqSize, this::completed, "memwire-verbs-" + id + "-cq");
+    } catch (IOException | RuntimeException e) {
+      if (cq != null) {
+        cq.close();
+      }
+      deallocQuietly(createdPd);
+      destroyQuietly(listen);
+      try {
+        serverChannel.destroyEventChannel();
+      } catch (IOException ignored) {
+        // nothing more to free
+      }
+      throw e;
+    }
+    this.listenId = listen;
+    this.pd = createdPd;
+    this.completions = cq;
+    this.connector = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "memwire-verbs-" + id + "-connector");
+      t.setDaemon(true);
+      return t;
+    });
+    this.cmThread = new Thread(this::cmLoop, "memwire-verbs-" + id + "-cm");
+    cmThread.setDaemon(true);
+    cmThread.start();
+    LOG.info("verbs provider on {} ({}): {} reads in flight per queue pair, CQ of {} entries "
+        + "for up to {} connections; device {}", localAddress, binding, qpDepth, cqSize,
+        maxConnections, limits);
+  }
+
+  /**
+   * Opens the provider: loads libdisni, resolves the bind address or device to an RDMA port,
+   * listens for peers and starts the completion and connection-manager threads.
+   *
+   * @throws TransferConfigException when verbs cannot run with this configuration
+   */
   public static TransportProvider open(TransferConfig config) {
-    throw new IllegalStateException("the verbs provider is not built yet");
+    DisniLibrary.loadError().ifPresent(why -> {
+      throw new TransferConfigException(why);
+    });
+    VerbsProbe.Binding b = VerbsProbe.resolve(config, RdmaInventory.system());
+    try {
+      return new VerbsProvider(config, b);
+    } catch (IOException e) {
+      throw new TransferConfigException("cannot start the verbs provider on " + b + ": "
+          + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public ProviderKind kind() {
+    return ProviderKind.VERBS;
+  }
+
+  @Override
+  public InetSocketAddress localAddress() {
+    return localAddress;
+  }
+
+  /** The device's {@code max_qp_rd_atom}: RDMA reads one queue pair may have outstanding. */
+  @Override
+  public int maxReadsInFlightPerConnection() {
+    return limits.maxQpRdAtom;
+  }
+
+  @Override
+  public ProviderRegistration register(
+      ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
+    if (closed) {
+      throw new IllegalStateException("verbs provider is closed");
+    }
+    int length = buffer.capacity();
+    // Served memory: remote read only, never remote write. Destinations: local write only.
+    int access = remoteReadable ? IbvMr.IBV_ACCESS_REMOTE_READ : IbvMr.IBV_ACCESS_LOCAL_WRITE;
+    try {
+      SVCRegMr call = pd.regMr(address, length, access);
+      IbvMr mr;
+      try {
+        mr = call.execute().getMr();
+      } finally {
+        call.free();
+      }
+      VerbsRegistration r = new VerbsRegistration(this, mr, address, length, remoteReadable);
+      registrations.add(r);
+      registeredBytes.addAndGet(length);
+      return r;
+    } catch (IOException e) {
+      throw new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
+          + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
+          + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
+    }
+  }
+
+  void registrationReleased(VerbsRegistration r, int length) {
+    if (registrations.remove(r)) {
+      registeredBytes.addAndGet(-length);
+    }
+  }
+
+  @Override
+  public ProviderConnection connect(InetSocketAddress peer) throws TransferException {
+    if (closed) {
+      throw new IllegalStateException("verbs provider is closed");
+    }
+    if (connections.size() >= maxConnections) {
+      throw new TransferConnectionException("too many verbs connections (" + connections.size()
+          + "): the completion queue holds reads for " + maxConnections + " queue pairs of depth "
+          + qpDepth, peer, null);
+    }
+    QpLink link = openLink(peer);
+    VerbsConnection c = new VerbsConnection(this, peer, link);
+    linkOwners.put(link.id, c);
+    connections.add(c);
+    if (closed) {
+      c.close();
+      throw new TransferConnectionException("verbs provider closed", peer, null);
+    }
+    return c;
+  }
+
+  /**
+   * Resolves, routes and connects a fresh queue pair to {@code peer} within the connect timeout,
+   * driving the link's own CM event channel from this thread.
+   */
+  QpLink openLink(InetSocketAddress peer) throws TransferException {
+    long timeoutMs = config.connectTimeout().toMillis();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    RdmaEventChannel ch;
+    try {
+      ch = RdmaEventChannel.createEventChannel();
+    } catch (IOException e) {
+      throw new TransferConnectionException("cannot create an RDMA event channel: "
+          + e.getMessage(), peer, e);
+    }
+    if (ch == null) {
+      throw new TransferConnectionException("cannot create an RDMA event channel", peer, null);
+    }
+    RdmaCmId cm = null;
+    IbvQP qp = null;
+    try {
+      cm = ch.createId(RdmaCm.RDMA_PS_TCP);
+      // Bound to our address so the route leaves through our device (and our PD and CQ fit).
+      cm.bindAddr(new InetSocketAddress(binding.address(), 0));
+      cm.resolveAddr(null, peer, (int) Math.max(100, timeoutMs));
+      await(ch, EV_ADDR_RESOLVED, deadline, timeoutMs, "address resolution", peer);
+      cm.resolveRoute((int) Math.max(100, remainingMs(deadline)));
+      await(ch, EV_ROUTE_RESOLVED, deadline, timeoutMs, "route resolution", peer);
+      IbvContext ctx = cm.getVerbs();
+      if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
+        throw new TransferConnectionException("the route to the peer does not leave through "
+            + binding.device().name(), peer, null);
+      }
+      qp = cm.createQP(pd, qpAttributes(qpDepth));
+      if (qp == null) {
+        throw new TransferConnectionException("rdma_create_qp failed", peer, null);
+      }
+      RdmaConnParam param = new RdmaConnParam();
+      param.setRetry_count((byte) 7);
+      param.setRnr_retry_count((byte) 7);
+      cm.connect(param);
+      await(ch, EV_ESTABLISHED, deadline, timeoutMs, "connection establishment", peer);
+      int linkId = nextLinkId.incrementAndGet() & 0x7fffffff;
+      QpLink link = new QpLink(linkId, ch, cm, qp);
+      linkById.put(linkId, link);
+      return link;
+    } catch (TransferException e) {
+      abandon(ch, cm, qp);
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      abandon(ch, cm, qp);
+      throw new TransferConnectionException("cannot connect over RDMA: " + e.getMessage(), peer,
+          e);
+    }
+  }
+
+  private static long remainingMs(long deadline) {
+    return TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+  }
+
+  private static void await(RdmaEventChannel ch, int expected, long deadline, long timeoutMs,
+      String phase, InetSocketAddress peer) throws IOException, TransferException {
+    while (true) {
+      long left = remainingMs(deadline);
+      if (left <= 0) {
+        throw new TransferTimeoutException("RDMA " + phase + " did not complete within "
+            + timeoutMs + " ms (connectTimeout)", peer);
+      }
+      RdmaCmEvent ev = ch.getCmEvent((int) Math.min(left, CM_WAIT_MS));
+      if (ev == null) {
+        continue;
+      }
+      int type = ev.getEvent();
+      if (type == expected) {
+        return;
+      }
+      String name = eventName(type);
+      String hint = type == RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal()
+          ? ": nothing listens there or the peer refused (is it a Memwire verbs node?)"
+          : type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_ERROR.ordinal()
+              || type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_ERROR.ordinal()
+              ? ": no RDMA path to the peer's address" : "";
+      throw new TransferConnectionException("RDMA " + phase + " failed with " + name + hint, peer,
+          null);
+    }
+  }
+
+  static String eventName(int type) {
+    RdmaCmEvent.EventType[] all = RdmaCmEvent.EventType.values();
+    return type >= 0 && type < all.length ? all[type].name() : "event " + type;
+  }
+
+  private IbvQPInitAttr qpAttributes(int sendDepth) {
+    IbvQPInitAttr attr = new IbvQPInitAttr();
+    attr.cap().setMax_send_wr(sendDepth);
+    attr.cap().setMax_recv_wr(1);
+    attr.cap().setMax_send_sge(1);
+    attr.cap().setMax_recv_sge(1);
+    attr.setQp_type(IbvQP.IBV_QPT_RC);
+    attr.setSend_cq(completions.cq());
+    attr.setRecv_cq(completions.cq());
+    return attr;
+  }
+
+  private static void abandon(RdmaEventChannel ch, RdmaCmId cm, IbvQP qp) {
+    if (cm != null) {
+      if (qp != null) {
+        try {
+          cm.destroyQP();
+        } catch (IOException | RuntimeException ignored) {
+          // best effort on a failed connect
+        }
+      }
+      destroyQuietly(cm);
+    }
+    try {
+      ch.destroyEventChannel();
+    } catch (IOException | RuntimeException ignored) {
+      // best effort on a failed connect
+    }
+  }
+
+  private static void destroyQuietly(RdmaCmId cm) {
+    if (cm != null) {
+      try {
+        cm.destroyId();
+      } catch (IOException | RuntimeException ignored) {
+        // best effort
+      }
+    }
+  }
+
+  private static void deallocQuietly(IbvPd p) {
+    if (p != null) {
+      try {
+        p.deallocPd();
+      } catch (Exception e) {
+        LOG.warn("ibv_dealloc_pd failed", e);
+      }
+    }
+  }
+
+  /** Completion-thread entry: routes by the link id in the wr_id. */
+  private void completed(long wrId, int status) {
+    int linkId = QpLink.linkOf(wrId);
+    QpLink link = linkById.get(linkId);
+    VerbsConnection owner = linkOwners.get(linkId);
+    if (link == null || owner == null) {
+      return; // a late completion of a retired link
+    }
+    owner.completed(link, QpLink.seqOf(wrId), status);
+  }
+
+  void reconnectLater(VerbsConnection c, QpLink old) {
+    try {
+      connector.execute(() -> c.reconnect(old));
+    } catch (RejectedExecutionException e) {
+      c.fail(new TransferConnectionException("verbs provider closed", c.peer(), null));
+    }
+  }
+
+  /** Registers a re-established link's owner (called by the connection through openLink). */
+  void linkOpened(QpLink link, VerbsConnection owner) {
+    linkOwners.put(link.id, owner);
+  }
+
+  /** Destroys a link whose QP is already in the error state, off the completion thread. */
+  void retireLater(QpLink l) {
+    try {
+      connector.execute(() -> retire(l));
+    } catch (RejectedExecutionException e) {
+      retire(l);
+    }
+  }
+
+  /** Destroys a link now and forgets it. */
+  void retire(QpLink l) {
+    l.destroy();
+    linkRetired(l);
+  }
+
+  void linkRetired(QpLink l) {
+    linkById.remove(l.id);
+    linkOwners.remove(l.id);
+  }
+
+  void connectionFailed(VerbsConnection c) {
+    connections.remove(c);
+  }
+
+  /** Accepts peers and watches client links; the only thread using the server channel. */
+  private void cmLoop() {
+    while (!closed) {
+      try {
+        RdmaCmEvent ev = serverChannel.getCmEvent(CM_WAIT_MS);
+        if (ev != null) {
+          serverEvent(ev);
+        }
+        sweepLinks();
+      } catch (IOException | RuntimeException e) {
+        if (!closed) {
+          LOG.warn("RDMA connection-manager event handling failed; continuing", e);
+        }
+      }
+    }
+  }
+
+  private void serverEvent(RdmaCmEvent ev) {
+    int type = ev.getEvent();
+    RdmaCmId peerId = ev.getConnIdPriv();
+    if (type == EV_CONNECT_REQUEST) {
+      if (peerId == null) {
+        return;
+      }
+      try {
+        if (closed) {
+          throw new IOException("provider closing");
+        }
+        // The serving side only answers reads in the NIC: a QP with the smallest queues.
+        IbvQP qp = peerId.createQP(pd, qpAttributes(1));
+        if (qp == null) {
+          throw new IOException("rdma_create_qp failed");
+        }
+        accepted.add(peerId);
+        RdmaConnParam param = new RdmaConnParam();
+        param.setRetry_count((byte) 7);
+        param.setRnr_retry_count((byte) 7);
+        peerId.accept(param);
+        acceptedTotal.increment();
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("refusing an RDMA connection request on {}: {}", localAddress, e.toString());
+        dropAccepted(peerId);
+      }
+    } else if (type == EV_ESTABLISHED) {
+      LOG.debug("accepted an RDMA connection on {}", localAddress);
+    } else if (type != EV_TIMEWAIT_EXIT && peerId != null && accepted.contains(peerId)) {
+      // DISCONNECTED, CONNECT_ERROR, UNREACHABLE, REJECTED: the peer's QP is gone.
+      LOG.debug("accepted RDMA connection on {} ended: {}", localAddress, eventName(type));
+      dropAccepted(peerId);
+    }
+  }
+
+  private void dropAccepted(RdmaCmId peerId) {
+    accepted.remove(peerId);
+    try {
+      peerId.disconnect();
+    } catch (IOException | RuntimeException ignored) {
+      // may not be connected
+    }
+    if (peerId.getQp() != null) {
+      try {
+        peerId.destroyQP();
+      } catch (IOException | RuntimeException e) {
+        LOG.debug("destroying an accepted QP failed", e);
+      }
+    }
+    destroyQuietly(peerId);
+  }
+
+  private void sweepLinks() {
+    for (VerbsConnection c : connections) {
+      QpLink l = c.currentLink();
+      if (l == null) {
+        continue;
+      }
+      RdmaCmEvent ev;
+      try {
+        ev = l.pollEvent();
+      } catch (IOException e) {
+        continue;
+      }
+      if (ev != null && (ev.getEvent() == EV_DISCONNECTED || ev.getEvent() == EV_DEVICE_REMOVAL)) {
+        c.linkLost(l, "the peer closed the RDMA connection (" + eventName(ev.getEvent()) + ")");
+      }
+    }
+  }
+
+  @Override
+  public Map<String, Long> counters() {
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("verbsConnections", (long) connections.size());
+    m.put("verbsQueuePairs", (long) linkById.size());
+    m.put("verbsAcceptedPeers", (long) accepted.size());
+    m.put("verbsAcceptedTotal", acceptedTotal.sum());
+    m.put("verbsRegistrations", (long) registrations.size());
+    m.put("verbsRegisteredBytes", registeredBytes.get());
+    m.put("verbsRemoteAccessErrors", accessErrors.sum());
+    m.put("verbsReconnects", reconnects.sum());
+    m.put("verbsCompletions", completions.polled());
+    return m;
+  }
+
+  void reconnected() {
+    reconnects.increment();
+  }
+
+  /** The binding in use (device, port, address). */
+  public VerbsProbe.Binding binding() {
+    return binding;
+  }
+
+  /**
+   * Closes every connection (destroying its QP), stops accepting, destroys accepted QPs, stops the
+   * threads, then frees the CQ, leftover registrations and the protection domain.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    join(cmThread);
+    for (VerbsConnection c : connections.toArray(new VerbsConnection[0])) {
+      c.fail(new TransferConnectionException("verbs provider closed", c.peer(), null));
+    }
+    connector.shutdown();
+    try {
+      if (!connector.awaitTermination(config.connectTimeout().toMillis() + 5000,
+          TimeUnit.MILLISECONDS)) {
+        connector.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      connector.shutdownNow();
+    }
+    for (QpLink l : linkById.values().toArray(new QpLink[0])) {
+      retire(l);
+    }
+    for (RdmaCmId a : accepted.toArray(new RdmaCmId[0])) {
+      dropAccepted(a);
+    }
+    destroyQuietly(listenId);
+    try {
+      serverChannel.destroyEventChannel();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("destroying the server event channel failed", e);
+    }
+    completions.close();
+    int leftover = 0;
+    for (VerbsRegistration r : registrations.toArray(new VerbsRegistration[0])) {
+      r.forceRelease();
+      leftover++;
+    }
+    if (leftover > 0) {
+      LOG.warn("verbs provider on {} deregistered {} regions its node had not closed",
+          localAddress, leftover);
+    }
+    deallocQuietly(pd);
+    LOG.debug("verbs provider on {} stopped: {}", localAddress, counters());
+  }
+
+  private static void join(Thread t) {
+    try {
+      t.join(TimeUnit.SECONDS.toMillis(10));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "VerbsProvider{" + localAddress + ", " + binding + "}";
   }
 }

@@ -1,0 +1,308 @@
+package io.memwire.transfer.verbs;
+
+import com.ibm.disni.verbs.IbvWC;
+import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TransferConnectionException;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.WireRead;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The reading side of one peer over verbs. A remote access error moves the queue pair into the
+ * error state on both sides; the connection then fails only that read, keeps the reads flushed
+ * behind it, opens a fresh queue pair in the background and posts them there, so it stays usable
+ * as the tcp provider's does. Retry-exceeded, flush without cause and other errors fail every
+ * outstanding read and the connection.
+ *
+ * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post
+ * the next on the same thread.
+ */
+final class VerbsConnection implements ProviderConnection {
+  private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
+  private static final int SUCCESS = IbvWC.IbvWcStatus.IBV_WC_SUCCESS.ordinal();
+  private static final int FLUSH = IbvWC.IbvWcStatus.IBV_WC_WR_FLUSH_ERR.ordinal();
+  private static final int REMOTE_ACCESS = IbvWC.IbvWcStatus.IBV_WC_REM_ACCESS_ERR.ordinal();
+  private static final int REMOTE_INVALID = IbvWC.IbvWcStatus.IBV_WC_REM_INV_REQ_ERR.ordinal();
+
+  private final VerbsProvider provider;
+  private final InetSocketAddress peer;
+  private final Object lock = new Object();
+  private QpLink link;
+  /** Reads waiting for a queue pair while one is being re-established. */
+  private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
+  private volatile TransferException failure;
+
+  VerbsConnection(VerbsProvider provider, InetSocketAddress peer, QpLink link) {
+    this.provider = provider;
+    this.peer = peer;
+    this.link = link;
+  }
+
+  @Override
+  public InetSocketAddress peer() {
+    return peer;
+  }
+
+  @Override
+  public boolean isOpen() {
+    return failure == null;
+  }
+
+  QpLink currentLink() {
+    synchronized (lock) {
+      return link;
+    }
+  }
+
+  @Override
+  public void post(List<WireRead> reads) {
+    List<WireRead> toPost = new ArrayList<>(reads.size());
+    for (WireRead r : reads) {
+      if ((r.remoteKey() >>> 32) != 0) {
+        // Verbs keys are 32-bit rkeys: a wider key was never issued by a verbs node.
+        r.fail(new RemoteAccessException(RemoteAccessException.Reason.UNKNOWN_KEY,
+            "key 0x" + Long.toHexString(r.remoteKey()) + " is not a 32-bit rkey", r.source(),
+            peer));
+      } else {
+        toPost.add(r);
+      }
+    }
+    if (toPost.isEmpty()) {
+      return;
+    }
+    TransferException failNow = null;
+    QpLink broken = null;
+    List<WireRead> failed = null;
+    synchronized (lock) {
+      if (failure != null) {
+        failNow = failure;
+      } else if (link == null) {
+        pending.addAll(toPost);
+      } else {
+        try {
+          link.post(toPost);
+        } catch (IOException | RuntimeException e) {
+          failNow = new TransferConnectionException("posting " + toPost.size()
+              + " RDMA reads failed: " + e.getMessage(), peer, e);
+          failure = failNow;
+          broken = link;
+          link = null;
+          broken.dead = true;
+          failed = takeAll(broken);
+        }
+      }
+    }
+    if (broken != null) {
+      broken.destroy(); // after this the NIC writes into none of these destinations
+      provider.linkRetired(broken);
+      failAll(failed, failNow);
+      provider.connectionFailed(this);
+      return;
+    }
+    if (failNow != null) {
+      failAll(toPost, failNow);
+    }
+  }
+
+  private List<WireRead> takeAll(QpLink l) {
+    List<WireRead> out = new ArrayList<>();
+    if (l != null) {
+      for (QpLink.Posted p : l.outstanding) {
+        out.add(p.read);
+      }
+      l.outstanding.clear();
+    }
+    out.addAll(pending);
+    pending.clear();
+    return out;
+  }
+
+  private static void failAll(List<WireRead> reads, TransferException cause) {
+    for (WireRead r : reads) {
+      r.fail(cause);
+    }
+  }
+
+  /** A completion for {@code l}; runs on the completion thread and never blocks. */
+  void completed(QpLink l, long seq, int status) {
+    List<WireRead> done = new ArrayList<>();
+    WireRead refused = null;
+    RemoteAccessException refusal = null;
+    List<WireRead> failed = null;
+    TransferConnectionException fatal = null;
+    boolean reconnect = false;
+    synchronized (lock) {
+      if (l.dead) {
+        return; // flushed behind an error already handled, or after the link was retired
+      }
+      QpLink.Posted hit = null;
+      while (!l.outstanding.isEmpty()) {
+        QpLink.Posted p = l.outstanding.poll();
+        if (p.seq == seq) {
+          hit = p;
+          break;
+        }
+        done.add(p.read); // unsignaled and before the completed one: finished successfully
+      }
+      if (hit == null) {
+        LOG.warn("completion for unknown read {} on link {} to {}", seq, l.id, peer);
+      } else if (status == SUCCESS) {
+        done.add(hit.read);
+      } else if (status == REMOTE_ACCESS || status == REMOTE_INVALID) {
+        refused = hit.read;
+        refusal = new RemoteAccessException(status == REMOTE_ACCESS
+            ? RemoteAccessException.Reason.ACCESS_ERROR
+            : RemoteAccessException.Reason.INVALID_REQUEST,
+            "the remote NIC refused the read with " + statusName(status) + " (the key is not a "
+                + "live registration or the range lies outside it)", hit.read.source(), peer);
+        l.dead = true;
+        // The rest were flushed, not refused: they go out again on a fresh queue pair.
+        List<WireRead> rest = new ArrayList<>();
+        for (QpLink.Posted p : l.outstanding) {
+          rest.add(p.read);
+        }
+        l.outstanding.clear();
+        for (int i = rest.size() - 1; i >= 0; i--) {
+          pending.addFirst(rest.get(i));
+        }
+        if (link == l) {
+          link = null;
+          reconnect = failure == null;
+        }
+      } else {
+        fatal = new TransferConnectionException("RDMA read failed with " + statusName(status)
+            + (status == FLUSH ? " (the queue pair was moved to the error state)" : "")
+            + (status == IbvWC.IbvWcStatus.IBV_WC_RETRY_EXC_ERR.ordinal()
+                ? " (the peer stopped answering: node down or network path broken)" : ""),
+            peer, null);
+        l.dead = true;
+        if (failure == null) {
+          failure = fatal;
+        }
+        failed = new ArrayList<>();
+        failed.add(hit.read);
+        if (link == l) {
+          link = null;
+        }
+        failed.addAll(takeAll(l));
+      }
+    }
+    for (WireRead r : done) {
+      r.complete();
+    }
+    if (refused != null) {
+      provider.accessErrors.increment();
+      refused.fail(refusal);
+    }
+    if (reconnect) {
+      provider.reconnectLater(this, l);
+    }
+    if (fatal != null) {
+      // The QP is in the error state: the NIC writes nothing more, so failing now is safe.
+      failAll(failed, fatal);
+      provider.retireLater(l);
+      provider.connectionFailed(this);
+    }
+  }
+
+  /** Runs on the provider's connector thread after a remote access error. */
+  void reconnect(QpLink old) {
+    provider.retire(old);
+    QpLink fresh;
+    try {
+      fresh = provider.openLink(peer);
+      provider.linkOpened(fresh, this);
+      provider.reconnected();
+    } catch (TransferException e) {
+      fail(new TransferConnectionException(
+          "re-establishing the queue pair after a remote access error failed: " + e.getMessage(),
+          peer, e));
+      return;
+    }
+    List<WireRead> toPost;
+    TransferException failNow = null;
+    List<WireRead> failed = null;
+    synchronized (lock) {
+      if (failure != null) {
+        toPost = null;
+      } else {
+        link = fresh;
+        toPost = new ArrayList<>(pending);
+        pending.clear();
+        if (!toPost.isEmpty()) {
+          try {
+            fresh.post(toPost);
+          } catch (IOException | RuntimeException e) {
+            failNow = new TransferConnectionException("posting reads on the re-established queue "
+                + "pair failed: " + e.getMessage(), peer, e);
+            failure = failNow;
+            link = null;
+            fresh.dead = true;
+            failed = takeAll(fresh);
+          }
+        }
+      }
+    }
+    if (toPost == null || failNow != null) {
+      provider.retire(fresh);
+    }
+    if (failNow != null) {
+      failAll(failed, failNow);
+      provider.connectionFailed(this);
+    }
+  }
+
+  /** A DISCONNECTED (or device removal) event on {@code l}'s channel. */
+  void linkLost(QpLink l, String why) {
+    synchronized (lock) {
+      if (link != l) {
+        return; // an old link being replaced
+      }
+    }
+    fail(new TransferConnectionException(why, peer, null));
+  }
+
+  @Override
+  public void fail(TransferException cause) {
+    QpLink l;
+    List<WireRead> all;
+    synchronized (lock) {
+      if (failure == null) {
+        failure = cause;
+      }
+      l = link;
+      link = null;
+      if (l != null) {
+        l.dead = true;
+      }
+      all = takeAll(l);
+    }
+    if (l != null) {
+      provider.retire(l); // destroys the QP: no write lands in a destination after this
+    }
+    failAll(all, cause);
+    provider.connectionFailed(this);
+  }
+
+  @Override
+  public void close() {
+    fail(new TransferConnectionException("connection closed locally", peer, null));
+  }
+
+  static String statusName(int status) {
+    IbvWC.IbvWcStatus[] all = IbvWC.IbvWcStatus.values();
+    return status >= 0 && status < all.length ? all[status].name() : "status " + status;
+  }
+
+  @Override
+  public String toString() {
+    return "verbs connection to " + peer;
+  }
+}

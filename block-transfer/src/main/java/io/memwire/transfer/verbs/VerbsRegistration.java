@@ -1,0 +1,95 @@
+package io.memwire.transfer.verbs;
+
+import com.ibm.disni.verbs.IbvMr;
+import com.ibm.disni.verbs.SVCDeregMr;
+import io.memwire.transfer.spi.ProviderRegistration;
+import java.io.IOException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One memory region registered with the NIC. Served regions carry remote-read access only (the
+ * descriptor publishes the rkey); read destinations carry local-write access only.
+ */
+final class VerbsRegistration implements ProviderRegistration {
+  private static final Logger LOG = LoggerFactory.getLogger(VerbsRegistration.class);
+
+  private final VerbsProvider provider;
+  private final IbvMr mr;
+  private final long address;
+  private final int length;
+  private final boolean remote;
+  private final AtomicBoolean deregistered = new AtomicBoolean();
+
+  VerbsRegistration(VerbsProvider provider, IbvMr mr, long address, int length, boolean remote) {
+    this.provider = provider;
+    this.mr = mr;
+    this.address = address;
+    this.length = length;
+    this.remote = remote;
+  }
+
+  @Override
+  public long remoteKey() {
+    return remote ? Integer.toUnsignedLong(mr.getRkey()) : 0;
+  }
+
+  @Override
+  public long localKey() {
+    return Integer.toUnsignedLong(mr.getLkey());
+  }
+
+  @Override
+  public long address() {
+    return address;
+  }
+
+  @Override
+  public int length() {
+    return length;
+  }
+
+  /**
+   * Deregisters at once: once {@code ibv_dereg_mr} returns the NIC neither serves nor writes this
+   * memory, so {@code onQuiesced} runs right after it.
+   */
+  @Override
+  public void deregister(Runnable onQuiesced) {
+    if (!deregistered.compareAndSet(false, true)) {
+      return;
+    }
+    if (release()) {
+      onQuiesced.run();
+    }
+  }
+
+  /** Deregisters the MR; false (memory must stay) when the NIC refused. */
+  boolean release() {
+    provider.registrationReleased(this, length);
+    try {
+      SVCDeregMr call = mr.deregMr();
+      try {
+        call.execute();
+      } finally {
+        call.free();
+      }
+      return true;
+    } catch (IOException | RuntimeException e) {
+      LOG.error("ibv_dereg_mr of {} bytes at 0x{} failed; the memory is left allocated",
+          length, Long.toHexString(address), e);
+      return false;
+    }
+  }
+
+  boolean isDeregistered() {
+    return deregistered.get();
+  }
+
+  /** Called by the provider at close for a registration the node did not release. */
+  void forceRelease() {
+    if (deregistered.compareAndSet(false, true)) {
+      release();
+    }
+  }
+}
