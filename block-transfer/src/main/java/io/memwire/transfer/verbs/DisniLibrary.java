@@ -24,10 +24,7 @@ public final class DisniLibrary {
       try {
         System.loadLibrary("disni");
       } catch (UnsatisfiedLinkError | SecurityException e) {
-        loadError = "libdisni is not loadable (" + e.getMessage() + "); java.library.path="
-            + System.getProperty("java.library.path")
-            + ". Build libdisni from DiSNI 2.1's source and add its directory to"
-            + " -Djava.library.path or LD_LIBRARY_PATH";
+        loadError = "libdisni is not loadable (" + e.getMessage() + ")";
         return Optional.of(loadError);
       }
       try {

@@ -214,6 +214,7 @@ final class VerbsConnection implements ProviderConnection {
 
   /** Runs on the provider's connector thread after a remote access error. */
   void reconnect(QpLink old) {
+    long start = System.nanoTime();
     provider.retire(old);
     QpLink fresh;
     try {
@@ -252,6 +253,9 @@ final class VerbsConnection implements ProviderConnection {
     }
     if (toPost == null || failNow != null) {
       provider.retire(fresh);
+    } else {
+      LOG.debug("queue pair to {} re-established in {} ms after a remote access error; {} reads "
+          + "re-posted", peer, (System.nanoTime() - start) / 1_000_000, toPost.size());
     }
     if (failNow != null) {
       failAll(failed, failNow);

@@ -1,0 +1,216 @@
+package io.memwire.transfer.doctor;
+
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.ProviderSelection;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.verbs.MemlockLimit;
+import io.memwire.transfer.verbs.RdmaInventory;
+import io.memwire.transfer.verbs.VerbsProbe;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.function.Supplier;
+
+/**
+ * The checks of one node that need no peer: RDMA devices and ports (sysfs), the bind address's
+ * device and RoCE v2 GID, libdisni, the memlock limit against the registration budget, and the
+ * provider {@code auto} would pick. Sysfs root, limits file and library check are inputs.
+ */
+final class SystemChecks {
+  private final TransferConfig config;
+  private final RdmaInventory inventory;
+  private final Path limitsFile;
+  private final Supplier<Optional<String>> libraryError;
+  private final Supplier<OptionalInt> libraryVersion;
+  private final boolean realSystem;
+
+  SystemChecks(TransferConfig config, RdmaInventory inventory, Path limitsFile,
+      Supplier<Optional<String>> libraryError, Supplier<OptionalInt> libraryVersion,
+      boolean realSystem) {
+    this.config = config;
+    this.inventory = inventory;
+    this.limitsFile = limitsFile;
+    this.libraryError = libraryError;
+    this.libraryVersion = libraryVersion;
+    this.realSystem = realSystem;
+  }
+
+  private boolean verbsRequired() {
+    return config.provider() == ProviderKind.VERBS;
+  }
+
+  private boolean verbsIrrelevant() {
+    return config.provider() == ProviderKind.TCP;
+  }
+
+  /** Problem status: FAIL when verbs was requested, WARN otherwise. */
+  private Check problem(String name, String finding, String advice) {
+    if (verbsIrrelevant()) {
+      return Check.ok(name, finding + " (not needed: provider=tcp)");
+    }
+    return verbsRequired() ? Check.fail(name, finding, advice) : Check.warn(name, finding, advice);
+  }
+
+  List<Check> run() {
+    List<Check> out = new ArrayList<>();
+    List<RdmaInventory.Device> devices = inventory.devices();
+    Path ib = inventory.sysfs().resolve("class/infiniband");
+    if (devices.isEmpty()) {
+      out.add(problem("rdma-devices", "no RDMA device exists on this machine (" + ib
+          + " is empty or missing): verbs cannot run here, tcp will be used",
+          "to use verbs install the NIC's RDMA driver and rdma-core (or load rdma_rxe for "
+              + "Soft-RoCE); with no RDMA NIC keep provider=auto or tcp"));
+    } else {
+      out.add(Check.ok("rdma-devices", devices.size() + " device(s): " + inventory.summary()));
+      for (RdmaInventory.Device d : devices) {
+        for (RdmaInventory.Port p : d.ports()) {
+          out.add(port(d, p));
+        }
+      }
+      out.addAll(binding());
+    }
+    out.add(library());
+    out.add(memlock());
+    out.add(provider());
+    return out;
+  }
+
+  private Check port(RdmaInventory.Device d, RdmaInventory.Port p) {
+    String name = "port " + d.name() + "/" + p.number();
+    String mtu = p.activeMtu().isPresent()
+        ? "active MTU " + p.activeMtu().getAsInt() + " (" + p.mtuSource() + ")"
+        : "active MTU unknown (" + p.mtuSource() + "; see ibv_devinfo)";
+    String link = (p.linkLayer().isEmpty() ? "link layer unknown" : p.linkLayer()
+        + (p.isEthernet() ? " (RoCE)" : ""));
+    String finding = p.state() + ", " + p.physState() + ", " + link + ", " + mtu;
+    if (!p.isActive() || !p.isLinkUp()) {
+      return Check.warn(name, finding, "bring the link up: cable and switch port, `ip link set "
+          + (d.netdevs().isEmpty() ? "<netdev>" : d.netdevs().get(0)) + " up`"
+          + (p.isEthernet() ? "" : ", and a running subnet manager (opensm) for InfiniBand"));
+    }
+    if (p.isEthernet() && p.activeMtu().isPresent() && p.activeMtu().getAsInt() < 4096) {
+      return Check.warn(name, finding, "set the interface MTU to 9000 (and the switch ports) "
+          + "for a 4096-byte RoCE MTU; larger packets mean fewer per read");
+    }
+    return Check.ok(name, finding);
+  }
+
+  private List<Check> binding() {
+    List<Check> out = new ArrayList<>();
+    VerbsProbe.Binding b;
+    try {
+      b = VerbsProbe.resolve(config, inventory);
+    } catch (TransferConfigException e) {
+      out.add(problem("bind-address", e.getMessage(), "set bindAddress to an address of an "
+          + "RDMA interface (never a hostname guess), or device=<name>"));
+      return out;
+    }
+    String where = b.address().getHostAddress() + " is served by " + b.device().name()
+        + " port " + b.port().number() + " (" + b.how() + ")";
+    out.add(b.port().isActive() ? Check.ok("bind-address", where)
+        : problem("bind-address", where + " but the port is " + b.port().state(),
+            "bring that port up or bind to an address on an active port"));
+    if (b.port().isEthernet()) {
+      RdmaInventory.Gid v2 = null;
+      RdmaInventory.Gid other = null;
+      for (RdmaInventory.Gid g : b.port().gids()) {
+        if (g.ipv4().map(b.address()::equals).orElse(false)) {
+          if (g.isRoceV2()) {
+            v2 = v2 == null ? g : v2;
+          } else {
+            other = other == null ? g : other;
+          }
+        }
+      }
+      if (v2 != null) {
+        out.add(Check.ok("roce-gid", "RoCE v2 GID index " + v2.index() + " (" + v2.value()
+            + ") carries " + b.address().getHostAddress()));
+      } else if (other != null) {
+        out.add(Check.warn("roce-gid", "only a " + other.type() + " GID (index " + other.index()
+            + ") carries " + b.address().getHostAddress(), "use RoCE v2 (routable, ECN): check "
+            + "the NIC firmware and rdma_cm's default RoCE mode (configfs default_roce_mode)"));
+      } else {
+        out.add(Check.warn("roce-gid", "no GID carries " + b.address().getHostAddress(),
+            "the address must be configured on the RoCE interface itself (not on a bridge or "
+                + "a VLAN the NIC does not serve)"));
+      }
+    } else {
+      out.add(Check.ok("roce-gid", b.port().linkLayer() + " link layer: GIDs are not "
+          + "address based, nothing to check"));
+    }
+    return out;
+  }
+
+  private Check library() {
+    Optional<String> err = libraryError.get();
+    if (err.isPresent()) {
+      return problem("libdisni", err.get(), "build libdisni from DiSNI 2.1's source (autotools "
+          + "with libibverbs-dev and librdmacm-dev) and add its directory to -Djava.library.path "
+          + "or LD_LIBRARY_PATH");
+    }
+    OptionalInt v = libraryVersion.get();
+    return Check.ok("libdisni", "libdisni loaded, JNI interface version "
+        + (v.isPresent() ? v.getAsInt() : "unknown") + " (DiSNI 2.1 expects 32)");
+  }
+
+  private Check memlock() {
+    Optional<MemlockLimit> m = MemlockLimit.read(limitsFile);
+    long budget = config.registrationBudget();
+    if (m.isEmpty()) {
+      return problem("memlock", "cannot read the locked-memory limit from " + limitsFile,
+          "check `ulimit -l`: it must cover registrationBudget=" + budget);
+    }
+    if (m.get().allows(budget)) {
+      return Check.ok("memlock", "ulimit -l is " + m.get().describeSoft() + ", covers "
+          + TransferConfig.REGISTRATION_BUDGET + "=" + budget);
+    }
+    return problem("memlock", "ulimit -l is " + m.get().describeSoft() + ", below "
+        + TransferConfig.REGISTRATION_BUDGET + "=" + budget + ": registrations would fail with "
+        + "'Cannot allocate memory'", "raise memlock (limits.conf `* - memlock unlimited`, "
+        + "systemd LimitMEMLOCK=infinity, docker --ulimit memlock=-1) or lower "
+        + TransferConfig.REGISTRATION_BUDGET);
+  }
+
+  private Check provider() {
+    ProviderKind kind;
+    String reason;
+    if (realSystem) {
+      try {
+        ProviderSelection.Decision d = ProviderSelection.decide(config);
+        kind = d.kind();
+        reason = d.reason();
+      } catch (TransferConfigException e) {
+        return Check.fail("provider", e.getMessage(), "fix the FAIL lines above or use "
+            + "provider=auto");
+      }
+    } else {
+      // Same rule as ProviderSelection.decide, on the given sysfs tree and limits file.
+      Optional<String> why = config.provider() == ProviderKind.TCP ? Optional.empty()
+          : VerbsProbe.unavailableReason(config, inventory, limitsFile, libraryError);
+      if (config.provider() == ProviderKind.TCP) {
+        kind = ProviderKind.TCP;
+        reason = "tcp requested by configuration";
+      } else if (why.isPresent()) {
+        if (config.provider() == ProviderKind.VERBS) {
+          return Check.fail("provider", "provider=verbs was requested but verbs cannot be used: "
+              + why.get(), "fix the FAIL lines above or use provider=auto");
+        }
+        kind = ProviderKind.TCP;
+        reason = "auto: verbs not used because " + why.get();
+      } else {
+        kind = ProviderKind.VERBS;
+        reason = config.provider() == ProviderKind.AUTO ? "auto: verbs probe passed"
+            : "verbs requested by configuration";
+      }
+    }
+    String finding = "provider=" + config.provider() + " will use " + kind + " (" + reason + ")";
+    if (config.provider() == ProviderKind.AUTO && kind == ProviderKind.TCP) {
+      return Check.warn("provider", finding, "fine without RDMA hardware; to get verbs, fix the "
+          + "WARN lines above");
+    }
+    return Check.ok("provider", finding);
+  }
+}

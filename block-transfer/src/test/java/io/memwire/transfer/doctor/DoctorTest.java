@@ -1,0 +1,258 @@
+package io.memwire.transfer.doctor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.verbs.FakeSysfs;
+import io.memwire.transfer.verbs.RdmaInventory;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The doctor's checks on fake sysfs trees, its exit codes, and the two-node check on tcp. */
+class DoctorTest {
+  @TempDir Path tmp;
+
+  private static final class Run {
+    final int code;
+    final String out;
+
+    Run(int code, String out) {
+      this.code = code;
+      this.out = out;
+    }
+
+    String line(String check) {
+      for (String l : out.split("\n")) {
+        if (l.length() > 5 && l.substring(5).startsWith(check + " ")) {
+          return l;
+        }
+      }
+      fail("no line for check " + check + " in:\n" + out);
+      return null;
+    }
+  }
+
+  private static Run doctor(String... args) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    PrintStream ps = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+    int code = Doctor.run(args, ps);
+    return new Run(code, bytes.toString(StandardCharsets.UTF_8));
+  }
+
+  private static List<Check> checks(TransferConfig c, FakeSysfs fs, Path limits,
+      Optional<String> lib) {
+    return new SystemChecks(c, new RdmaInventory(fs.root(), n -> List.of()), limits, () -> lib,
+        () -> lib.isPresent() ? OptionalInt.empty() : OptionalInt.of(32), false).run();
+  }
+
+  private static Check byName(List<Check> cs, String name) {
+    return cs.stream().filter(c -> c.name().equals(name)).findFirst()
+        .orElseThrow(() -> new AssertionError("no " + name + " in " + cs));
+  }
+
+  private static TransferConfig.Builder cfg() {
+    return TransferConfig.builder().registrationBudget(64 << 20).poolMaxBytes(16 << 20);
+  }
+
+  @Test
+  void activeRocePortWithEverythingInPlaceIsAllOkAndPicksVerbs() {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 9000);
+    List<Check> cs = checks(cfg().bindAddress("198.18.0.1").build(), fs,
+        fs.limits("unlimited", "unlimited"), Optional.empty());
+    String all = cs.stream().map(Check::line).collect(Collectors.joining("\n"));
+    assertTrue(cs.stream().allMatch(c -> c.status() == Check.Status.OK), all);
+    assertTrue(byName(cs, "port rxe0/1").finding().contains("4: ACTIVE, 5: LinkUp, Ethernet (RoCE), "
+        + "active MTU 4096 (from dummy0 MTU 9000)"), all);
+    assertTrue(byName(cs, "bind-address").finding()
+        .contains("198.18.0.1 is served by rxe0 port 1 (RoCE v2 GID 1)"), all);
+    assertTrue(byName(cs, "roce-gid").finding().startsWith("RoCE v2 GID index 1"), all);
+    assertTrue(byName(cs, "libdisni").finding().contains("JNI interface version 32"), all);
+    assertTrue(byName(cs, "provider").finding().startsWith("provider=auto will use verbs"), all);
+  }
+
+  @Test
+  void smallMtuIsAWarningWithTheFix() {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 1500);
+    Check port = byName(checks(cfg().bindAddress("198.18.0.1").build(), fs,
+        fs.limits("unlimited", "unlimited"), Optional.empty()), "port rxe0/1");
+    assertEquals(Check.Status.WARN, port.status());
+    assertTrue(port.finding().contains("active MTU 1024") && port.advice().contains("MTU to 9000"),
+        port.line());
+  }
+
+  @Test
+  void downPortWarnsAndFailsWhenVerbsIsRequiredOnIt() {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("mlx5_0", 1, false, "10.0.0.5", "ens1", 9000);
+    Path limits = fs.limits("unlimited", "unlimited");
+    List<Check> auto = checks(cfg().bindAddress("10.0.0.5").build(), fs, limits, Optional.empty());
+    assertEquals(Check.Status.WARN, byName(auto, "port mlx5_0/1").status());
+    assertTrue(byName(auto, "port mlx5_0/1").advice().contains("ip link set ens1 up"));
+    assertEquals(Check.Status.WARN, byName(auto, "bind-address").status());
+    assertTrue(byName(auto, "provider").finding().contains("will use tcp"));
+    List<Check> verbs = checks(cfg().provider(ProviderKind.VERBS).bindAddress("10.0.0.5").build(),
+        fs, limits, Optional.empty());
+    assertEquals(Check.Status.FAIL, byName(verbs, "bind-address").status());
+    assertEquals(Check.Status.FAIL, byName(verbs, "provider").status());
+
+    // The same through the command line: exit codes 0 (auto) and 1 (verbs).
+    Run a = doctor("--sysfs", fs.root().toString(), "--limits", limits.toString(),
+        "--bind", "10.0.0.5", "--budget", "64m");
+    assertEquals(0, a.code, a.out);
+    assertTrue(a.line("port mlx5_0/1").startsWith("WARN"), a.out);
+    Run v = doctor("--sysfs", fs.root().toString(), "--limits", limits.toString(),
+        "--bind", "10.0.0.5", "--budget", "64m", "--provider", "verbs");
+    assertEquals(1, v.code, v.out);
+    assertTrue(v.line("provider").startsWith("FAIL"), v.out);
+  }
+
+  @Test
+  void noDeviceSaysSoAndThatTcpWillBeUsed() {
+    FakeSysfs fs = new FakeSysfs(tmp);
+    Path limits = fs.limits("65536", "65536");
+    Run r = doctor("--sysfs", fs.root().toString(), "--limits", limits.toString());
+    assertEquals(0, r.code, r.out);
+    String dev = r.line("rdma-devices");
+    assertTrue(dev.startsWith("WARN") && dev.contains("no RDMA device exists on this machine")
+        && dev.contains("tcp will be used"), r.out);
+    assertTrue(r.line("provider").contains("provider=auto will use tcp (auto: verbs not used "
+        + "because no RDMA device found"), r.out);
+    assertTrue(r.line("memlock").contains("65536 bytes"), r.out);
+
+    Run v = doctor("--sysfs", fs.root().toString(), "--limits", limits.toString(),
+        "--provider", "verbs");
+    assertEquals(1, v.code, v.out);
+    assertTrue(v.line("rdma-devices").startsWith("FAIL"), v.out);
+
+    Run t = doctor("--sysfs", fs.root().toString(), "--limits", limits.toString(),
+        "--provider", "tcp");
+    assertEquals(0, t.code, t.out);
+    assertTrue(t.line("provider").startsWith("OK") && t.line("provider").contains("use tcp"),
+        t.out);
+  }
+
+  @Test
+  void memlockBelowBudgetAndMissingLibdisniAreNamed() {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 9000);
+    List<Check> cs = checks(cfg().provider(ProviderKind.VERBS).bindAddress("198.18.0.1").build(),
+        fs, fs.limits("8388608", "unlimited"), Optional.of("libdisni is not loadable (x)"));
+    Check mem = byName(cs, "memlock");
+    assertEquals(Check.Status.FAIL, mem.status());
+    assertTrue(mem.finding().contains("8388608 bytes") && mem.finding().contains(
+        "registrationBudget=" + (64 << 20)) && mem.advice().contains("LimitMEMLOCK"), mem.line());
+    Check lib = byName(cs, "libdisni");
+    assertEquals(Check.Status.FAIL, lib.status());
+    assertTrue(lib.advice().contains("java.library.path"), lib.line());
+  }
+
+  @Test
+  void badArgumentsExitWithTwo() {
+    assertEquals(2, doctor("--provider", "rdma").code);
+    assertEquals(2, doctor("--peer").code);
+    assertEquals(2, doctor("--peer", "nohostport").code);
+    assertEquals(2, doctor("--bogus", "x").code);
+    assertEquals(2, doctor("--peer", "127.0.0.1:1", "--region", "not-a-descriptor").code);
+    assertEquals(0, doctor("--help").code);
+  }
+
+  @Test
+  void twoNodeCheckConnectsAndReadsTheServedTestRegionOverTcp() throws Exception {
+    SyncOut served = new SyncOut();
+    Thread server = new Thread(() -> Doctor.run(new String[] {"--serve", "--provider", "tcp",
+        "--serve-size", "300000", "--serve-seconds", "120"}, served.stream), "doctor-serve");
+    server.start();
+    try {
+      String text = served.await("on the other node run:", 30);
+      Matcher m = Pattern.compile("--peer (\\S+) --region (\\S+)").matcher(text);
+      assertTrue(m.find(), text);
+      Run ok = doctor("--provider", "tcp", "--peer", m.group(1), "--region", m.group(2));
+      assertEquals(0, ok.code, ok.out);
+      String peer = ok.line("peer");
+      assertTrue(peer.startsWith("OK") && peer.contains("300000-byte test region")
+          && peer.contains("every byte correct"), ok.out);
+
+      Run connectOnly = doctor("--provider", "tcp", "--peer", m.group(1));
+      assertEquals(0, connectOnly.code, connectOnly.out);
+      assertTrue(connectOnly.line("peer").startsWith("WARN"), connectOnly.out);
+    } finally {
+      server.interrupt();
+      server.join(TimeUnit.SECONDS.toMillis(30));
+    }
+    assertTrue(!server.isAlive(), "serve mode stops when interrupted");
+  }
+
+  @Test
+  void twoNodeCheckFailsOnAClosedRegionAndOnANodeThatIsNotThere() throws Exception {
+    TransferConfig c = TransferConfig.builder().provider(ProviderKind.TCP).build();
+    String descriptor;
+    String address;
+    try (TransferNode node = TransferNode.start(c)) {
+      MemoryRegion r = node.register(PeerChecks.patternBuffer(4096));
+      descriptor = PeerChecks.encode(r.remote());
+      address = "127.0.0.1:" + node.localAddress().getPort();
+      r.close();
+      Run closed = doctor("--provider", "tcp", "--peer", address, "--region", descriptor);
+      assertEquals(1, closed.code, closed.out);
+      assertTrue(closed.line("peer").startsWith("FAIL")
+          && closed.line("peer").contains("one-sided read of 4096 bytes failed"), closed.out);
+    }
+    Run gone = doctor("--provider", "tcp", "--set", "connectTimeout=2s", "--peer", address);
+    assertEquals(1, gone.code, gone.out);
+    assertTrue(gone.line("peer").startsWith("FAIL") && gone.line("peer").contains("cannot connect"),
+        gone.out);
+  }
+
+  @Test
+  void theTestPatternCatchesMisplacedBytes() {
+    assertTrue(PeerChecks.pattern(0) != PeerChecks.pattern(256));
+    assertTrue(PeerChecks.pattern(1) != PeerChecks.pattern(2));
+    assertEquals(InetAddress.getLoopbackAddress().getHostAddress(), "127.0.0.1");
+  }
+
+  /** Collects the serve thread's output and waits, with a deadline, for a line to appear. */
+  private static final class SyncOut {
+    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    final PrintStream stream = new PrintStream(new java.io.OutputStream() {
+      @Override
+      public void write(int b) {
+        synchronized (bytes) {
+          bytes.write(b);
+          bytes.notifyAll();
+        }
+      }
+    }, true, StandardCharsets.UTF_8);
+
+    String await(String marker, long seconds) throws InterruptedException {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+      synchronized (bytes) {
+        while (true) {
+          String s = bytes.toString(StandardCharsets.UTF_8);
+          if (s.contains(marker) && s.substring(s.indexOf(marker)).contains("\n")) {
+            return s;
+          }
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            fail("no '" + marker + "' within " + seconds + " s; output so far:\n" + s);
+          }
+          bytes.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+        }
+      }
+    }
+  }
+}
