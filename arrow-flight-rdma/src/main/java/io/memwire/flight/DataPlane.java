@@ -1,0 +1,40 @@
+package io.memwire.flight;
+
+import java.util.Locale;
+
+/** Which path an {@link RdmaFlightClient} uses for record-batch bodies. */
+public enum DataPlane {
+  /** The endpoint's RDMA location when it has one and the transport connects; else gRPC DoGet. */
+  AUTO,
+  /** One-sided reads over verbs ({@code rdma://} locations); an error when unavailable. */
+  VERBS,
+  /** One-sided reads over the tcp provider ({@code rdma+tcp://} locations); an error when unavailable. */
+  TCP,
+  /** Plain gRPC DoGet, as a stock FlightClient does. */
+  GRPC;
+
+  /** System property that sets the default data plane of new clients. */
+  public static final String PROPERTY = "memwire.flight.dataPlane";
+
+  /**
+   * Parses {@code auto|verbs|tcp|grpc} (any case).
+   *
+   * @throws IllegalArgumentException naming {@code key} and the value when it is none of them
+   */
+  public static DataPlane parse(String key, String value) {
+    if (value == null || value.isBlank()) {
+      throw new IllegalArgumentException(key + " is empty; expected one of auto, verbs, tcp, grpc");
+    }
+    try {
+      return valueOf(value.trim().toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, grpc");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+}

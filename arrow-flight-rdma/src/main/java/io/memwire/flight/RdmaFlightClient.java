@@ -1,0 +1,370 @@
+package io.memwire.flight;
+
+import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.wire.ExchangeRequest;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferNode;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads Flight streams through the RDMA data plane of an {@link RdmaFlightProducer}, or through
+ * plain DoGet when that is not possible. Wraps a normal {@link FlightClient} (gRPC stays the
+ * control plane) and owns one transfer node per provider it used, started on first use.
+ *
+ * <pre>{@code
+ * try (RdmaFlightClient rdma = RdmaFlightClient.builder(flightClient, allocator).build();
+ *      RdmaFlightStream s = rdma.getStream(info.getEndpoints().get(0))) {
+ *   while (s.next()) { use(s.getRoot()); }
+ * }
+ * }</pre>
+ *
+ * <p>Defaults come from system properties: {@value DataPlane#PROPERTY} (auto, verbs, tcp, grpc),
+ * {@value #WINDOW_BATCHES_PROPERTY}, {@value #WINDOW_BYTES_PROPERTY}; builder settings win.
+ */
+public final class RdmaFlightClient implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightClient.class);
+  private static final AtomicInteger IDS = new AtomicInteger();
+  /** System property: most batches leased to this client at once (default 8). */
+  public static final String WINDOW_BATCHES_PROPERTY = "memwire.flight.windowBatches";
+  /** System property: most body bytes leased to this client at once (default 128m). */
+  public static final String WINDOW_BYTES_PROPERTY = "memwire.flight.windowBytes";
+
+  /** What a stream reads: a ticket, and the endpoint it came from when known. */
+  static final class Target {
+    final Ticket ticket;
+    final FlightEndpoint endpoint;
+    final CallOption[] options;
+
+    Target(Ticket ticket, FlightEndpoint endpoint, CallOption[] options) {
+      this.ticket = ticket;
+      this.endpoint = endpoint;
+      this.options = options;
+    }
+
+    @Override
+    public String toString() {
+      return "ticket of " + ticket.getBytes().length + " bytes"
+          + (endpoint == null ? "" : " at " + endpoint.getLocations());
+    }
+  }
+
+  private final FlightClient flight;
+  private final BufferAllocator allocator;
+  private final DataPlane dataPlane;
+  private final int windowBatches;
+  private final long windowBytes;
+  private final TransferConfig transferConfig;
+  private final long arenaSize;
+  private final long maxRegisteredBytes;
+  private final Duration readTimeout;
+  private final ExecutorService executor;
+  private final Map<ProviderKind, TransferNode> nodes = new EnumMap<>(ProviderKind.class);
+  private final Map<ProviderKind, RegisteredMemory> memories = new EnumMap<>(ProviderKind.class);
+  private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
+  private boolean loggedRdma;
+  private volatile boolean closed;
+
+  private RdmaFlightClient(Builder b) {
+    this.flight = b.flight;
+    this.allocator = b.allocator;
+    this.dataPlane = b.dataPlane != null ? b.dataPlane
+        : DataPlane.parse(DataPlane.PROPERTY, System.getProperty(DataPlane.PROPERTY, "auto"));
+    this.windowBatches = b.windowBatches > 0 ? b.windowBatches
+        : intProperty(WINDOW_BATCHES_PROPERTY, 8);
+    this.windowBytes = b.windowBytes > 0 ? b.windowBytes
+        : bytesProperty(WINDOW_BYTES_PROPERTY, 128L << 20);
+    this.transferConfig = b.transferConfig != null ? b.transferConfig : TransferConfig.defaults();
+    this.arenaSize = b.arenaSize;
+    this.maxRegisteredBytes = Math.max(b.maxRegisteredBytes, arenaSize);
+    this.readTimeout = b.readTimeout != null ? b.readTimeout
+        : transferConfig.readTimeout().plusSeconds(5);
+    int id = IDS.incrementAndGet();
+    AtomicInteger n = new AtomicInteger();
+    this.executor = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "memwire-flight-client-" + id + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Starts a builder; {@code allocator} holds the roots and bodies of the streams. */
+  public static Builder builder(FlightClient flight, BufferAllocator allocator) {
+    return new Builder(flight, allocator);
+  }
+
+  /** The data plane setting (auto, verbs, tcp, grpc). */
+  public DataPlane dataPlane() {
+    return dataPlane;
+  }
+
+  /** Reads an endpoint's ticket, over its RDMA location when it has one (see {@link DataPlane}). */
+  public RdmaFlightStream getStream(FlightEndpoint endpoint, CallOption... options) {
+    return open(new Target(endpoint.getTicket(), endpoint, options));
+  }
+
+  /**
+   * Reads a ticket of the server this client's FlightClient talks to. Without an endpoint there is
+   * no location to check: in auto mode the exchange is tried and DoGet taken if it fails.
+   */
+  public RdmaFlightStream getStream(Ticket ticket, CallOption... options) {
+    return open(new Target(ticket, null, options));
+  }
+
+  private RdmaFlightStream open(Target t) {
+    ensureOpen();
+    if (dataPlane == DataPlane.GRPC) {
+      return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, null);
+    }
+    boolean auto = dataPlane == DataPlane.AUTO;
+    ProviderKind provider;
+    Location location = null;
+    if (t.endpoint != null) {
+      location = pickLocation(t.endpoint);
+      if (location == null) {
+        String why = dataPlane == DataPlane.AUTO
+            ? "the endpoint offers no rdma:// or rdma+tcp:// location"
+            : "the endpoint offers no " + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
+                + " location";
+        return fallBackOrFail(t, auto, why, null);
+      }
+      provider = RdmaLocations.providerOf(location);
+    } else {
+      provider = dataPlane == DataPlane.TCP ? ProviderKind.TCP
+          : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : transferConfig.provider();
+    }
+    TransferNode node;
+    RegisteredMemory memory;
+    try {
+      node = node(provider);
+      memory = memories.get(node.provider());
+      if (location != null) {
+        InetSocketAddress peer = RdmaLocations.addressOf(location);
+        node.connection(peer); // proves the transport reaches the server; cached for the reads
+      }
+    } catch (TransferException | RuntimeException e) {
+      String why = "the " + provider + " transport is unavailable: " + e.getMessage();
+      return fallBackOrFail(t, auto, why, e);
+    }
+    ExchangeRequest req = new ExchangeRequest(node.provider(), windowBatches, windowBytes,
+        t.ticket.getBytes());
+    FlightClient.ExchangeReaderWriter rw =
+        flight.doExchange(FlightDescriptor.command(req.toBytes()), t.options);
+    RdmaSource source = new RdmaSource(this, node, memory, rw);
+    DataPlane used = node.provider() == ProviderKind.VERBS ? DataPlane.VERBS : DataPlane.TCP;
+    logChoice(t, used);
+    return new RdmaFlightStream(this, t, source, used, auto, null);
+  }
+
+  private synchronized void logChoice(Target t, DataPlane used) {
+    if (!loggedRdma) {
+      loggedRdma = true;
+      LOG.info("Flight data plane for {}: {} one-sided reads (window {} batches / {} bytes)", t,
+          used, windowBatches, windowBytes);
+    } else {
+      LOG.debug("Flight data plane for {}: {}", t, used);
+    }
+  }
+
+  private Location pickLocation(FlightEndpoint e) {
+    for (Location l : e.getLocations()) {
+      ProviderKind p = RdmaLocations.providerOf(l);
+      if (p == null) {
+        continue;
+      }
+      if (dataPlane == DataPlane.AUTO
+          || (dataPlane == DataPlane.TCP && p == ProviderKind.TCP)
+          || (dataPlane == DataPlane.VERBS && p == ProviderKind.VERBS)) {
+        return l;
+      }
+    }
+    return null;
+  }
+
+  private RdmaFlightStream fallBackOrFail(Target t, boolean auto, String why, Throwable cause) {
+    if (!auto) {
+      throw CallStatus.UNAVAILABLE.withDescription("memwire: data plane " + dataPlane
+          + " requested but " + why).withCause(cause).toRuntimeException();
+    }
+    LOG.info("Flight data plane for {}: grpc DoGet ({})", t, why);
+    return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, why);
+  }
+
+  StreamSource openGrpc(Target t) {
+    return new GrpcSource(flight.getStream(t.ticket, t.options));
+  }
+
+  /** The node for a provider, started on first use; a failure to start is remembered. */
+  private synchronized TransferNode node(ProviderKind provider) {
+    TransferNode n = nodes.get(provider);
+    if (n != null) {
+      return n;
+    }
+    String failed = unavailable.get(provider);
+    if (failed != null) {
+      throw new IllegalStateException(failed);
+    }
+    try {
+      n = TransferNode.start(transferConfig.toBuilder().provider(provider).build());
+    } catch (RuntimeException e) {
+      unavailable.put(provider, e.getMessage());
+      throw e;
+    }
+    nodes.put(provider, n);
+    if (n.provider() != provider) {
+      nodes.put(n.provider(), n);
+    }
+    memories.put(n.provider(), new RegisteredMemory(n, arenaSize, maxRegisteredBytes,
+        "flight client memory on " + n.localAddress()));
+    return n;
+  }
+
+  BufferAllocator allocator() {
+    return allocator;
+  }
+
+  Duration readTimeout() {
+    return readTimeout;
+  }
+
+  ExecutorService executor() {
+    return executor;
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("RdmaFlightClient is closed");
+    }
+  }
+
+  /**
+   * Stops the transfer nodes this client started and its threads. Close streams first. The
+   * wrapped FlightClient is the caller's and stays open.
+   */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    executor.shutdown();
+    try {
+      if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
+        executor.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (RegisteredMemory m : memories.values()) {
+      m.close();
+    }
+    for (TransferNode n : new java.util.HashSet<>(nodes.values())) {
+      n.close();
+    }
+  }
+
+  private static int intProperty(String key, int def) {
+    String v = System.getProperty(key);
+    if (v == null) {
+      return def;
+    }
+    try {
+      int n = Integer.parseInt(v.trim());
+      if (n < 1) {
+        throw new NumberFormatException();
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + "=" + v + " is not a positive integer");
+    }
+  }
+
+  private static long bytesProperty(String key, long def) {
+    String v = System.getProperty(key);
+    if (v == null) {
+      return def;
+    }
+    try {
+      return TransferConfig.parseBytes(v);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(key + "=" + v + " is not a byte size (e.g. 64m)");
+    }
+  }
+
+  /** Options of an {@link RdmaFlightClient}. */
+  public static final class Builder {
+    private final FlightClient flight;
+    private final BufferAllocator allocator;
+    private DataPlane dataPlane;
+    private int windowBatches;
+    private long windowBytes;
+    private TransferConfig transferConfig;
+    private long arenaSize = 64L << 20;
+    private long maxRegisteredBytes = 1L << 30;
+    private Duration readTimeout;
+
+    private Builder(FlightClient flight, BufferAllocator allocator) {
+      this.flight = Objects.requireNonNull(flight, "flight client");
+      this.allocator = Objects.requireNonNull(allocator, "allocator");
+    }
+
+    /** auto (default), verbs, tcp or grpc. */
+    public Builder dataPlane(DataPlane d) {
+      this.dataPlane = Objects.requireNonNull(d, "dataPlane");
+      return this;
+    }
+
+    /** Credit window: most batches and body bytes the server keeps leased for one stream. */
+    public Builder window(int batches, long bytes) {
+      if (batches < 1 || bytes < 1) {
+        throw new IllegalArgumentException(
+            "window must allow one batch and one byte: " + batches + ", " + bytes);
+      }
+      this.windowBatches = batches;
+      this.windowBytes = bytes;
+      return this;
+    }
+
+    /** Settings of the client's transfer nodes (the provider is set per location). */
+    public Builder transferConfig(TransferConfig c) {
+      this.transferConfig = Objects.requireNonNull(c, "transferConfig");
+      return this;
+    }
+
+    /** Registered arena size for bodies (default 64 MiB) and the most all arenas take (1 GiB). */
+    public Builder registeredMemory(long arenaSize, long maxBytes) {
+      this.arenaSize = arenaSize;
+      this.maxRegisteredBytes = maxBytes;
+      return this;
+    }
+
+    /** How long to wait for one batch's reads (default: the transfer read timeout + 5 s). */
+    public Builder readTimeout(Duration d) {
+      this.readTimeout = Objects.requireNonNull(d, "readTimeout");
+      return this;
+    }
+
+    public RdmaFlightClient build() {
+      return new RdmaFlightClient(this);
+    }
+  }
+}

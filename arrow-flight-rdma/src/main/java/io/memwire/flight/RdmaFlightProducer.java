@@ -1,0 +1,415 @@
+package io.memwire.flight;
+
+import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.wire.ExchangeRequest;
+import io.memwire.flight.wire.WireException;
+import io.memwire.transfer.TransferNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.compression.CommonsCompressionFactory;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.ActionType;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.Criteria;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.flight.FlightInfo;
+import org.apache.arrow.flight.FlightProducer;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.PollInfo;
+import org.apache.arrow.flight.PutResult;
+import org.apache.arrow.flight.Result;
+import org.apache.arrow.flight.SchemaResult;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.compression.CompressionCodec;
+import org.apache.arrow.vector.compression.CompressionUtil;
+import org.apache.arrow.vector.compression.NoCompressionCodec;
+import org.apache.arrow.vector.ipc.message.IpcOption;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decorates any {@link FlightProducer} with an RDMA data plane. Every endpoint of its FlightInfo
+ * gets an {@code rdma://} (verbs) or {@code rdma+tcp://} (tcp provider) location after its gRPC
+ * one, so stock clients that take the first location are unaffected; an {@link RdmaFlightClient}
+ * opens a DoExchange for the ticket instead and pulls each batch's body with one-sided reads. All
+ * other calls, plain DoGet included, go to the wrapped producer unchanged.
+ *
+ * <p>Bodies are leased from {@link #memory()}, registered once in large arenas. A producer that
+ * reuses its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a
+ * producer that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator
+ * built with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
+ *
+ * <p>The transfer node is the caller's and stays open on {@link #close()}.
+ */
+public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightProducer.class);
+  private static final AtomicInteger IDS = new AtomicInteger();
+
+  private final FlightProducer delegate;
+  private final TransferNode node;
+  private final BufferAllocator allocator;
+  private final Location rdmaLocation;
+  private final Location grpcLocation;
+  private final CompressionCodec codec;
+  private final Duration leaseTimeout;
+  private final int maxWindowBatches;
+  private final long maxWindowBytes;
+  private final RegisteredMemory memory;
+  private final ServerStats stats = new ServerStats();
+  private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
+  private final ExecutorService executor;
+  private final ScheduledExecutorService timer;
+  private volatile boolean closed;
+
+  private RdmaFlightProducer(Builder b) {
+    this.delegate = b.delegate;
+    this.node = b.node;
+    this.allocator = b.allocator.newChildAllocator("memwire-flight-producer", 0, Long.MAX_VALUE);
+    this.rdmaLocation = RdmaLocations.of(node.provider(), node.localAddress());
+    this.grpcLocation = b.grpcLocation;
+    this.codec = b.compression == CompressionUtil.CodecType.NO_COMPRESSION
+        ? NoCompressionCodec.INSTANCE
+        : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
+    this.leaseTimeout = b.leaseTimeout;
+    this.maxWindowBatches = b.maxWindowBatches;
+    this.maxWindowBytes = b.maxWindowBytes;
+    this.memory = new RegisteredMemory(node, b.arenaSize, b.maxRegisteredBytes,
+        "flight producer memory on " + node.localAddress());
+    int id = IDS.incrementAndGet();
+    AtomicInteger threads = new AtomicInteger();
+    this.executor = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "memwire-flight-" + id + "-leases");
+      t.setDaemon(true);
+      return t;
+    });
+    long tick = Math.max(10, Math.min(1000, leaseTimeout.toMillis() / 4));
+    timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
+    LOG.info("RDMA Flight data plane at {} (compression {}, lease timeout {} ms)", rdmaLocation,
+        b.compression, leaseTimeout.toMillis());
+  }
+
+  /**
+   * Starts a builder.
+   *
+   * @param delegate the producer to decorate
+   * @param node the transfer node bodies are registered with and read from (the caller's)
+   * @param allocator parent of the small allocator for data-plane messages
+   */
+  public static Builder builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
+    return new Builder(delegate, node, allocator);
+  }
+
+  /** The data-plane location added to every endpoint. */
+  public Location rdmaLocation() {
+    return rdmaLocation;
+  }
+
+  /**
+   * The registered memory batches are leased from. A zero-copy producer allocates its vectors
+   * from a root allocator built with {@code memory().allocationManagerFactory()}.
+   */
+  public RegisteredMemory memory() {
+    return memory;
+  }
+
+  /**
+   * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client,
+   * released without FREE (cancel, crash, end) or expired, credit waits, peak leased bytes, plus
+   * the current {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
+   * registeredBlocks}.
+   */
+  public Map<String, Long> stats() {
+    Map<String, Long> m = stats.snapshot();
+    long batches = 0;
+    long bytes = 0;
+    for (ServerSession s : sessions) {
+      batches += s.leasedBatches();
+      bytes += s.leasedBytes();
+    }
+    m.put("activeSessions", (long) sessions.size());
+    m.put("leasedBatches", batches);
+    m.put("leasedBytes", bytes);
+    m.put("registeredBlocks", memory.outstandingBlocks());
+    m.put("registeredBlockBytes", memory.allocatedBytesNow());
+    return m;
+  }
+
+  ServerStats serverStats() {
+    return stats;
+  }
+
+  FlightProducer delegate() {
+    return delegate;
+  }
+
+  BufferAllocator allocator() {
+    return allocator;
+  }
+
+  CompressionCodec codec() {
+    return codec;
+  }
+
+  Duration leaseTimeout() {
+    return leaseTimeout;
+  }
+
+  int maxWindowBatches() {
+    return maxWindowBatches;
+  }
+
+  long maxWindowBytes() {
+    return maxWindowBytes;
+  }
+
+  ExecutorService executor() {
+    return executor;
+  }
+
+  void sessionEnded(ServerSession s) {
+    sessions.remove(s);
+  }
+
+  private void checkLeases() {
+    long now = System.nanoTime();
+    for (ServerSession s : sessions) {
+      try {
+        s.checkLeases(now);
+      } catch (RuntimeException e) {
+        LOG.warn("lease check failed", e);
+      }
+    }
+  }
+
+  // ---- FlightProducer ---------------------------------------------------------------------
+
+  @Override
+  public void doExchange(CallContext context, FlightStream reader, ServerStreamListener writer) {
+    FlightDescriptor descriptor = reader.getDescriptor();
+    if (descriptor == null || !descriptor.isCommand()
+        || !ExchangeRequest.matches(descriptor.getCommand())) {
+      delegate.doExchange(context, reader, writer);
+      return;
+    }
+    ExchangeRequest request;
+    try {
+      request = ExchangeRequest.fromBytes(descriptor.getCommand());
+    } catch (WireException e) {
+      writer.error(CallStatus.INVALID_ARGUMENT.withDescription("memwire: " + e.getMessage())
+          .toRuntimeException());
+      return;
+    }
+    if (request.provider() != node.provider()) {
+      writer.error(CallStatus.INVALID_ARGUMENT.withDescription("memwire: this server's data plane "
+          + "uses the " + node.provider() + " provider, the client asked for " + request.provider())
+          .toRuntimeException());
+      return;
+    }
+    if (closed) {
+      writer.error(CallStatus.UNAVAILABLE.withDescription("memwire: RDMA data plane is closed")
+          .toRuntimeException());
+      return;
+    }
+    ServerSession session = new ServerSession(this, context, reader, writer, request);
+    sessions.add(session);
+    stats.sessionsStarted.increment();
+    session.run();
+  }
+
+  @Override
+  public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+    delegate.getStream(context, ticket, listener);
+  }
+
+  @Override
+  public void listFlights(CallContext context, Criteria criteria,
+      StreamListener<FlightInfo> listener) {
+    delegate.listFlights(context, criteria, new StreamListener<>() {
+      @Override
+      public void onNext(FlightInfo val) {
+        listener.onNext(decorate(val));
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        listener.onError(t);
+      }
+
+      @Override
+      public void onCompleted() {
+        listener.onCompleted();
+      }
+    });
+  }
+
+  @Override
+  public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
+    return decorate(delegate.getFlightInfo(context, descriptor));
+  }
+
+  @Override
+  public PollInfo pollFlightInfo(CallContext context, FlightDescriptor descriptor) {
+    PollInfo p = delegate.pollFlightInfo(context, descriptor);
+    if (p == null || p.getFlightInfo() == null) {
+      return p;
+    }
+    return new PollInfo(decorate(p.getFlightInfo()), p.getFlightDescriptor().orElse(null),
+        p.getProgress().orElse(null), p.getExpirationTime().orElse(null));
+  }
+
+  @Override
+  public SchemaResult getSchema(CallContext context, FlightDescriptor descriptor) {
+    return delegate.getSchema(context, descriptor);
+  }
+
+  @Override
+  public Runnable acceptPut(CallContext context, FlightStream flightStream,
+      StreamListener<PutResult> ackStream) {
+    return delegate.acceptPut(context, flightStream, ackStream);
+  }
+
+  @Override
+  public void doAction(CallContext context, Action action, StreamListener<Result> listener) {
+    delegate.doAction(context, action, listener);
+  }
+
+  @Override
+  public void listActions(CallContext context, StreamListener<ActionType> listener) {
+    delegate.listActions(context, listener);
+  }
+
+  /** The same info with the data-plane location after each endpoint's own locations. */
+  FlightInfo decorate(FlightInfo info) {
+    if (info == null) {
+      return null;
+    }
+    List<FlightEndpoint> endpoints = new ArrayList<>(info.getEndpoints().size());
+    for (FlightEndpoint e : info.getEndpoints()) {
+      List<Location> locs = new ArrayList<>(e.getLocations());
+      if (locs.contains(rdmaLocation)) {
+        endpoints.add(e);
+        continue;
+      }
+      if (locs.isEmpty()) {
+        // "Same service" was implicit: make it explicit so the data plane is not taken as first.
+        locs.add(grpcLocation != null ? grpcLocation : Location.reuseConnection());
+      }
+      locs.add(rdmaLocation);
+      FlightEndpoint.Builder eb = FlightEndpoint.builder(e.getTicket(), locs.toArray(new Location[0]));
+      e.getExpirationTime().ifPresent(eb::setExpirationTime);
+      if (e.getAppMetadata() != null) {
+        eb.setAppMetadata(e.getAppMetadata());
+      }
+      endpoints.add(eb.build());
+    }
+    return new FlightInfo(info.getSchemaOptional().orElse(null), info.getDescriptor(), endpoints,
+        info.getBytes(), info.getRecords(), info.getOrdered(), IpcOption.DEFAULT,
+        info.getAppMetadata());
+  }
+
+  /**
+   * Ends every exchange in progress (their leases are released), then frees the registered
+   * memory and the message allocator. The wrapped producer and the transfer node stay open.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (ServerSession s : new ArrayList<>(sessions)) {
+      s.cancel("producer closed");
+    }
+    timer.shutdownNow();
+    executor.shutdownNow();
+    try {
+      executor.awaitTermination(5, TimeUnit.SECONDS);
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    memory.close();
+    allocator.close();
+  }
+
+  /** Options of an {@link RdmaFlightProducer}. */
+  public static final class Builder {
+    private final FlightProducer delegate;
+    private final TransferNode node;
+    private final BufferAllocator allocator;
+    private Location grpcLocation;
+    private CompressionUtil.CodecType compression = CompressionUtil.CodecType.NO_COMPRESSION;
+    private Duration leaseTimeout = Duration.ofSeconds(60);
+    private int maxWindowBatches = 64;
+    private long maxWindowBytes = 256L << 20;
+    private long arenaSize = 64L << 20;
+    private long maxRegisteredBytes = 1L << 30;
+
+    private Builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
+      this.delegate = Objects.requireNonNull(delegate, "delegate");
+      this.node = Objects.requireNonNull(node, "node");
+      this.allocator = Objects.requireNonNull(allocator, "allocator");
+    }
+
+    /** The server's own gRPC location, put first on endpoints that list no location. */
+    public Builder grpcLocation(Location l) {
+      this.grpcLocation = l;
+      return this;
+    }
+
+    /** Body compression on the data plane (LZ4_FRAME, ZSTD; default none). */
+    public Builder compression(CompressionUtil.CodecType c) {
+      this.compression = Objects.requireNonNull(c, "compression");
+      return this;
+    }
+
+    /** How long a batch stays leased without the client's FREE before the exchange fails. */
+    public Builder leaseTimeout(Duration d) {
+      if (d.toMillis() < 10) {
+        throw new IllegalArgumentException("leaseTimeout must be at least 10 ms, got " + d);
+      }
+      this.leaseTimeout = d;
+      return this;
+    }
+
+    /** Caps on a client's credit window (the smaller of client's and these applies). */
+    public Builder maxWindow(int batches, long bytes) {
+      if (batches < 1 || bytes < 1) {
+        throw new IllegalArgumentException("maxWindow must allow one batch and one byte: "
+            + batches + ", " + bytes);
+      }
+      this.maxWindowBatches = batches;
+      this.maxWindowBytes = bytes;
+      return this;
+    }
+
+    /** Registered arena size (default 64 MiB) and the most bytes all arenas take (1 GiB). */
+    public Builder registeredMemory(long arenaSize, long maxBytes) {
+      this.arenaSize = arenaSize;
+      this.maxRegisteredBytes = maxBytes;
+      return this;
+    }
+
+    public RdmaFlightProducer build() {
+      return new RdmaFlightProducer(this);
+    }
+  }
+}

@@ -1,0 +1,594 @@
+package io.memwire.flight;
+
+import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.wire.ClientMessage;
+import io.memwire.flight.wire.ExchangeRequest;
+import io.memwire.flight.wire.ServerMessage;
+import io.memwire.flight.wire.WireException;
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.RegionDescriptor;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.FlightProducer;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.compression.CompressionCodec;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.ipc.message.ArrowBuffer;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.IpcOption;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener
+ * of a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
+ * (alive, in registered memory) until the client's FREE, the end of the exchange, a cancellation
+ * or the lease timeout. The client's credit window bounds the leased batches and bytes:
+ * {@code putNext} waits while the window is full.
+ */
+final class ServerSession implements FlightProducer.ServerStreamListener {
+  private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
+
+  /** A batch body the client may read until it is released. */
+  private static final class Lease {
+    final long seq;
+    final long bytes;
+    final long sentNanos = System.nanoTime();
+    final Runnable release;
+
+    Lease(long seq, long bytes, Runnable release) {
+      this.seq = seq;
+      this.bytes = bytes;
+      this.release = release;
+    }
+  }
+
+  private final RdmaFlightProducer owner;
+  private final FlightProducer.CallContext context;
+  private final FlightStream reader;
+  private final FlightProducer.ServerStreamListener writer;
+  private final ExchangeRequest request;
+  private final int windowBatches;
+  private final long windowBytes;
+  private final long leaseTimeoutNanos;
+
+  private final Object writeLock = new Object();
+  private final Map<Long, Lease> leases = new LinkedHashMap<>();
+  private long leasedBytes;
+  private long peakLeasedBytes;
+  private int peakLeasedBatches;
+  private long nextSeq;
+  private boolean producerDone;
+  private boolean clientDone;
+  private volatile boolean cancelled;
+  private volatile boolean ended;
+  private volatile boolean zeroCopy;
+  private volatile Runnable onCancel;
+  private volatile Runnable onReady;
+  private VectorUnloader unloader;
+  private IpcOption option = IpcOption.DEFAULT;
+  private Future<?> pump;
+
+  ServerSession(RdmaFlightProducer owner, FlightProducer.CallContext context, FlightStream reader,
+      FlightProducer.ServerStreamListener writer, ExchangeRequest request) {
+    this.owner = owner;
+    this.context = context;
+    this.reader = reader;
+    this.writer = writer;
+    this.request = request;
+    this.windowBatches = Math.min(request.windowBatches(), owner.maxWindowBatches());
+    this.windowBytes = Math.min(request.windowBytes(), owner.maxWindowBytes());
+    this.leaseTimeoutNanos = owner.leaseTimeout().toNanos();
+  }
+
+  /** Runs the exchange on the calling (DoExchange handler) thread until it ends. */
+  void run() {
+    writer.setOnCancelHandler(() -> {
+      if (!ended) {
+        cancel("client cancelled the exchange");
+      }
+    });
+    pump = owner.executor().submit(this::pumpClientMessages);
+    try {
+      owner.delegate().getStream(context, new Ticket(request.ticket()), this);
+    } catch (Throwable t) {
+      error(t);
+    }
+    try {
+      synchronized (this) {
+        // An asynchronous producer finishes later: wait for completed(), error() or cancellation.
+        while (!producerDone && !cancelled && !ended) {
+          wait(100);
+        }
+        if (ended || cancelled) {
+          return;
+        }
+      }
+      send(ServerMessage.end(nextSeq));
+      synchronized (this) {
+        // The lease timer bounds this wait: an overdue lease ends the session.
+        while (!leases.isEmpty() && !clientDone && !cancelled && !ended) {
+          wait(100);
+        }
+        if (ended || cancelled) {
+          return;
+        }
+      }
+      finish(null);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      finish(CallStatus.CANCELLED.withDescription("server shutting down").toRuntimeException());
+    } catch (RuntimeException e) {
+      finish(e);
+    } finally {
+      releaseAll();
+    }
+  }
+
+  // ---- client messages -------------------------------------------------------------------
+
+  private void pumpClientMessages() {
+    try {
+      while (reader.next()) {
+        ArrowBuf md = reader.getLatestMetadata();
+        if (md == null) {
+          continue;
+        }
+        ByteBuffer bytes = md.nioBuffer(0, (int) md.readableBytes());
+        long[] seqs = ClientMessage.readFree(bytes);
+        for (long s : seqs) {
+          free(s);
+        }
+      }
+      synchronized (this) {
+        clientDone = true;
+        notifyAll();
+      }
+    } catch (WireException e) {
+      finish(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
+    } catch (RuntimeException e) {
+      if (!ended) {
+        cancel("client stream ended: " + e.getMessage());
+      }
+    }
+  }
+
+  private void free(long seq) {
+    Lease l;
+    boolean ready;
+    synchronized (this) {
+      l = leases.remove(seq);
+      if (l == null) {
+        return; // already released (end of exchange, timeout) or a duplicate FREE
+      }
+      leasedBytes -= l.bytes;
+      ready = hasCredit(0);
+      notifyAll();
+    }
+    l.release.run();
+    owner.serverStats().leasesFreed.increment();
+    Runnable r = onReady;
+    if (ready && r != null) {
+      r.run();
+    }
+  }
+
+  // ---- ServerStreamListener seen by the wrapped producer ----------------------------------
+
+  @Override
+  public boolean isCancelled() {
+    return cancelled || ended || writer.isCancelled();
+  }
+
+  @Override
+  public void setOnCancelHandler(Runnable handler) {
+    this.onCancel = handler;
+  }
+
+  @Override
+  public boolean isReady() {
+    synchronized (this) {
+      if (!hasCredit(0)) {
+        return false;
+      }
+    }
+    return writer.isReady();
+  }
+
+  @Override
+  public void setOnReadyHandler(Runnable handler) {
+    this.onReady = handler;
+    writer.setOnReadyHandler(handler);
+  }
+
+  @Override
+  public void setUseZeroCopy(boolean enabled) {
+    this.zeroCopy = enabled;
+  }
+
+  @Override
+  public void start(VectorSchemaRoot root, DictionaryProvider dictionaries, IpcOption option) {
+    synchronized (writeLock) {
+      writer.start(root, dictionaries, option);
+    }
+    this.option = option;
+    this.unloader = new VectorUnloader(root, true, owner.codec(), true);
+  }
+
+  @Override
+  public void putNext() {
+    putNext(null);
+  }
+
+  @Override
+  public void putNext(ArrowBuf metadata) {
+    try {
+      if (unloader == null) {
+        throw CallStatus.INTERNAL.withDescription("Stream was not started, call start()")
+            .toRuntimeException();
+      }
+      if (isCancelled()) {
+        return;
+      }
+      byte[] appMetadata = bytesOf(metadata);
+      try (ArrowRecordBatch batch = unloader.getRecordBatch()) {
+        lease(batch, appMetadata);
+      }
+    } finally {
+      if (metadata != null) {
+        metadata.close();
+      }
+    }
+  }
+
+  private void lease(ArrowRecordBatch batch, byte[] appMetadata) {
+    ByteBuffer fb = MessageSerializer.serializeMetadata(batch, option);
+    byte[] header = new byte[fb.remaining()];
+    fb.get(header);
+    long bodyLength = batch.computeBodyLength();
+    List<ArrowBuf> bufs = batch.getBuffers();
+    List<ArrowBuffer> layout = batch.getBuffersLayout();
+    if (!awaitCredit(bodyLength)) {
+      return;
+    }
+    RegisteredMemory memory = owner.memory();
+    List<RegionDescriptor> regions = new ArrayList<>();
+    Map<MemoryRegion, Integer> regionIndex = new IdentityHashMap<>();
+    List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
+    Runnable release;
+    boolean inPlace = zeroCopy && bodyLength > 0;
+    List<RegisteredMemory.Location> where = new ArrayList<>(bufs.size());
+    if (inPlace) {
+      for (ArrowBuf b : bufs) {
+        long n = b.readableBytes();
+        RegisteredMemory.Location loc = n == 0 ? null : memory.locate(b.memoryAddress(), n);
+        if (n > 0 && loc == null) {
+          inPlace = false;
+          break;
+        }
+        where.add(loc);
+      }
+    }
+    if (inPlace) {
+      // The producer promised not to touch these buffers again: keep them alive and let the
+      // client read them where they are.
+      List<ArrowBuf> held = new ArrayList<>(bufs.size());
+      for (int i = 0; i < bufs.size(); i++) {
+        ArrowBuf b = bufs.get(i);
+        RegisteredMemory.Location loc = where.get(i);
+        b.getReferenceManager().retain();
+        held.add(b);
+        refs.add(ref(loc == null ? null : loc.region(), loc == null ? 0 : loc.offset(),
+            layout.get(i), b.readableBytes(), regions, regionIndex));
+      }
+      release = () -> held.forEach(b -> b.getReferenceManager().release());
+      owner.serverStats().batchesInPlace.increment();
+    } else if (bodyLength == 0) {
+      for (int i = 0; i < bufs.size(); i++) {
+        refs.add(ref(null, 0, layout.get(i), 0, regions, regionIndex));
+      }
+      release = () -> {};
+    } else {
+      RegisteredMemory.Block block;
+      try {
+        block = memory.allocate(bodyLength, owner.leaseTimeout());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
+            .toRuntimeException();
+      }
+      for (int i = 0; i < bufs.size(); i++) {
+        ArrowBuf b = bufs.get(i);
+        long n = b.readableBytes();
+        long off = layout.get(i).getOffset();
+        if (n > 0) {
+          MemoryUtil.copyMemory(b.memoryAddress(), block.address() + off, n);
+        }
+        refs.add(ref(block.region(), block.regionOffset() + off, layout.get(i), n, regions,
+            regionIndex));
+      }
+      release = block::free;
+      owner.serverStats().batchesCopied.increment();
+    }
+    long seq;
+    synchronized (this) {
+      if (cancelled || ended) {
+        release.run();
+        return;
+      }
+      seq = nextSeq++;
+      leases.put(seq, new Lease(seq, bodyLength, release));
+      leasedBytes += bodyLength;
+      peakLeasedBytes = Math.max(peakLeasedBytes, leasedBytes);
+      peakLeasedBatches = Math.max(peakLeasedBatches, leases.size());
+      owner.serverStats().notePeak(leasedBytes);
+    }
+    owner.serverStats().bodyBytes.add(bodyLength);
+    send(ServerMessage.batch(seq, (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
+        header, bodyLength, regions, refs, appMetadata));
+  }
+
+  private static ServerMessage.BufferRef ref(MemoryRegion region, long regionOffset,
+      ArrowBuffer layout, long length, List<RegionDescriptor> regions,
+      Map<MemoryRegion, Integer> index) {
+    if (length == 0) {
+      return new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, layout.getOffset(), 0);
+    }
+    Integer i = index.get(region);
+    if (i == null) {
+      if (region.descriptors().size() != 1) {
+        throw new IllegalStateException("arena regions are expected to be one segment: " + region);
+      }
+      i = regions.size();
+      regions.add(region.descriptors().get(0));
+      index.put(region, i);
+    }
+    return new ServerMessage.BufferRef(i, regionOffset, layout.getOffset(), length);
+  }
+
+  /** Waits until the window has room for {@code bytes}; false when the session ended meanwhile. */
+  private boolean awaitCredit(long bytes) {
+    long deadline = System.nanoTime() + leaseTimeoutNanos;
+    synchronized (this) {
+      boolean waited = false;
+      while (!cancelled && !ended && !hasCredit(bytes)) {
+        if (!waited) {
+          owner.serverStats().creditWaits.increment();
+          waited = true;
+        }
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          wait(Math.max(1, left / 1_000_000));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+      if (cancelled || ended) {
+        return false;
+      }
+      if (hasCredit(bytes)) {
+        return true;
+      }
+    }
+    expire("the client freed no lease within the lease timeout of "
+        + leaseTimeoutNanos / 1_000_000 + " ms while its window was full");
+    return false;
+  }
+
+  /** Credit for one more batch of {@code bytes}; an empty window always admits one batch. */
+  private boolean hasCredit(long bytes) {
+    return leases.isEmpty()
+        || (leases.size() < windowBatches && leasedBytes + bytes <= windowBytes);
+  }
+
+  @Override
+  public void putMetadata(ArrowBuf metadata) {
+    try {
+      if (isCancelled()) {
+        return;
+      }
+      long seq;
+      synchronized (this) {
+        seq = nextSeq;
+      }
+      send(ServerMessage.metadata(seq, bytesOf(metadata)));
+    } finally {
+      if (metadata != null) {
+        metadata.close();
+      }
+    }
+  }
+
+  @Override
+  public void error(Throwable ex) {
+    synchronized (this) {
+      producerDone = true;
+      notifyAll();
+    }
+    finish(ex);
+  }
+
+  @Override
+  public void completed() {
+    synchronized (this) {
+      producerDone = true;
+      notifyAll();
+      if (!zeroCopy) {
+        return;
+      }
+      // Leased-in-place buffers belong to the producer's allocator: hold the producer here until
+      // the client is done with them, so it does not close that allocator under a lease.
+      long deadline = System.nanoTime() + leaseTimeoutNanos;
+      while (!leases.isEmpty() && !cancelled && !ended && System.nanoTime() < deadline) {
+        try {
+          wait(100);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  // ---- ending ----------------------------------------------------------------------------
+
+  private void send(ServerMessage m) {
+    ArrowBuf buf = owner.allocator().buffer(m.encodedSize());
+    try {
+      m.encode(buf.nioBuffer(0, m.encodedSize()));
+      buf.writerIndex(m.encodedSize());
+      synchronized (writeLock) {
+        if (ended) {
+          buf.close();
+          return;
+        }
+        writer.putMetadata(buf); // Flight takes ownership of buf
+      }
+    } catch (RuntimeException e) {
+      if (buf.getReferenceManager().getRefCount() > 0) {
+        buf.close();
+      }
+      throw e;
+    }
+  }
+
+  /** Called by the producer's lease timer. */
+  void checkLeases(long nowNanos) {
+    long oldest;
+    synchronized (this) {
+      Iterator<Lease> it = leases.values().iterator();
+      if (!it.hasNext()) {
+        return;
+      }
+      Lease l = it.next();
+      oldest = l.seq;
+      if (nowNanos - l.sentNanos <= leaseTimeoutNanos) {
+        return;
+      }
+    }
+    expire("lease " + oldest + " was not freed within the lease timeout of "
+        + leaseTimeoutNanos / 1_000_000 + " ms");
+  }
+
+  private void expire(String why) {
+    owner.serverStats().leasesExpired.increment();
+    LOG.warn("RDMA Flight exchange with {}: {}; ending it", context.peerIdentity(), why);
+    finish(CallStatus.TIMED_OUT.withDescription(why).toRuntimeException());
+  }
+
+  /** A cancellation or crash of the client: release everything, tell the producer. */
+  void cancel(String why) {
+    synchronized (this) {
+      if (cancelled || ended) {
+        return;
+      }
+      cancelled = true;
+      notifyAll();
+    }
+    owner.serverStats().sessionsCancelled.increment();
+    LOG.debug("RDMA Flight exchange cancelled: {}", why);
+    releaseAll();
+    Runnable h = onCancel;
+    if (h != null) {
+      h.run();
+    }
+    end();
+  }
+
+  /** Ends the exchange with success ({@code error == null}) or an error; runs once. */
+  private void finish(Throwable error) {
+    synchronized (writeLock) {
+      if (ended) {
+        return;
+      }
+      ended = true;
+      try {
+        if (error == null) {
+          writer.completed();
+        } else if (!cancelled) {
+          writer.error(error);
+        }
+      } catch (RuntimeException e) {
+        LOG.debug("ending the exchange failed", e);
+      }
+    }
+    synchronized (this) {
+      notifyAll();
+    }
+    releaseAll();
+    end();
+  }
+
+  private void end() {
+    ended = true;
+    Future<?> p = pump;
+    if (p != null && !clientDone) {
+      p.cancel(true); // unblocks reader.next() if the client never half-closed
+    }
+    owner.sessionEnded(this);
+  }
+
+  private void releaseAll() {
+    List<Lease> left;
+    synchronized (this) {
+      left = new ArrayList<>(leases.values());
+      leases.clear();
+      leasedBytes = 0;
+      notifyAll();
+    }
+    for (Lease l : left) {
+      l.release.run();
+      owner.serverStats().leasesReleasedUnfreed.increment();
+    }
+  }
+
+  synchronized int leasedBatches() {
+    return leases.size();
+  }
+
+  synchronized long leasedBytes() {
+    return leasedBytes;
+  }
+
+  synchronized long peakLeasedBytes() {
+    return peakLeasedBytes;
+  }
+
+  synchronized int peakLeasedBatches() {
+    return peakLeasedBatches;
+  }
+
+  long windowBytes() {
+    return windowBytes;
+  }
+
+  int windowBatches() {
+    return windowBatches;
+  }
+
+  private static byte[] bytesOf(ArrowBuf b) {
+    if (b == null || b.readableBytes() == 0) {
+      return null;
+    }
+    byte[] out = new byte[(int) b.readableBytes()];
+    b.getBytes(b.readerIndex(), out);
+    return out;
+  }
+}

@@ -1,0 +1,243 @@
+package io.memwire.flight.wire;
+
+import io.memwire.transfer.RegionDescriptor;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What the server sends as app metadata on the exchange, after the schema and dictionaries went
+ * the usual gRPC way. Laid out after Arrow's Dissociated IPC idea: the IPC metadata travels as a
+ * message, the body stays where it is, described as a list of (region, offset, length) buffers
+ * the client reads one-sidedly.
+ *
+ * <pre>
+ * common:  0 4B magic "MWFS" | 4 u16 version (1) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
+ * BATCH (kind 1), sequence = lease id:
+ *   16 u32 lease timeout in ms     20 u32 header length H      24 u64 body length
+ *   32 u16 region count R          34 u16 reserved             36 u32 buffer count N
+ *   40 H bytes: the batch's IPC Message flatbuffer (MessageSerializer.serializeMetadata)
+ *   then R region descriptors (RegionDescriptor encoding, 48 bytes each)
+ *   then N buffers of 32 bytes: u16 region index (0xFFFF: empty buffer), u16 reserved,
+ *        u32 reserved, u64 offset in region, u64 offset in body, u64 length
+ *   then u32 app-metadata length and its bytes (what the producer passed to putNext)
+ * METADATA (kind 2): u32 length, then the producer's putMetadata bytes
+ * END (kind 3): sequence = number of batches sent
+ * </pre>
+ */
+public final class ServerMessage {
+  static final int MAGIC = 0x4D574653; // "MWFS"
+  public static final byte BATCH = 1;
+  public static final byte METADATA = 2;
+  public static final byte END = 3;
+  /** Region index of a zero-length buffer: nothing to read. */
+  public static final int NO_REGION = 0xFFFF;
+
+  /** One body buffer: where to read it and where it goes in the body. */
+  public static final class BufferRef {
+    public final int regionIndex;
+    public final long regionOffset;
+    public final long bodyOffset;
+    public final long length;
+
+    public BufferRef(int regionIndex, long regionOffset, long bodyOffset, long length) {
+      this.regionIndex = regionIndex;
+      this.regionOffset = regionOffset;
+      this.bodyOffset = bodyOffset;
+      this.length = length;
+    }
+  }
+
+  private final byte kind;
+  private final long sequence;
+  private final int leaseTimeoutMillis;
+  private final byte[] header;
+  private final long bodyLength;
+  private final List<RegionDescriptor> regions;
+  private final List<BufferRef> buffers;
+  private final byte[] appMetadata;
+
+  private ServerMessage(byte kind, long sequence, int leaseTimeoutMillis, byte[] header,
+      long bodyLength, List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata) {
+    this.kind = kind;
+    this.sequence = sequence;
+    this.leaseTimeoutMillis = leaseTimeoutMillis;
+    this.header = header;
+    this.bodyLength = bodyLength;
+    this.regions = regions;
+    this.buffers = buffers;
+    this.appMetadata = appMetadata;
+  }
+
+  public static ServerMessage batch(long seq, int leaseTimeoutMillis, byte[] header, long bodyLength,
+      List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata) {
+    if (regions.size() >= NO_REGION) {
+      throw new IllegalArgumentException("too many regions in one batch: " + regions.size());
+    }
+    return new ServerMessage(BATCH, seq, leaseTimeoutMillis, header, bodyLength, regions, buffers,
+        appMetadata);
+  }
+
+  public static ServerMessage metadata(long seq, byte[] appMetadata) {
+    return new ServerMessage(METADATA, seq, 0, null, 0, List.of(), List.of(), appMetadata);
+  }
+
+  public static ServerMessage end(long batches) {
+    return new ServerMessage(END, batches, 0, null, 0, List.of(), List.of(), null);
+  }
+
+  public byte kind() {
+    return kind;
+  }
+
+  public long sequence() {
+    return sequence;
+  }
+
+  public int leaseTimeoutMillis() {
+    return leaseTimeoutMillis;
+  }
+
+  /** The IPC Message flatbuffer of a BATCH. */
+  public byte[] header() {
+    return header;
+  }
+
+  public long bodyLength() {
+    return bodyLength;
+  }
+
+  public List<RegionDescriptor> regions() {
+    return regions;
+  }
+
+  public List<BufferRef> buffers() {
+    return buffers;
+  }
+
+  /** The producer's app metadata, or null. */
+  public byte[] appMetadata() {
+    return appMetadata;
+  }
+
+  public int encodedSize() {
+    int md = appMetadata == null ? 0 : appMetadata.length;
+    switch (kind) {
+      case BATCH:
+        return 40 + header.length + regions.size() * RegionDescriptor.ENCODED_SIZE
+            + buffers.size() * 32 + 4 + md;
+      case METADATA:
+        return 16 + 4 + md;
+      default:
+        return 16;
+    }
+  }
+
+  public void encode(ByteBuffer out) {
+    ByteBuffer b = out.order(ByteOrder.BIG_ENDIAN);
+    b.putInt(MAGIC).putShort(ExchangeRequest.VERSION).put(kind).put((byte) 0).putLong(sequence);
+    if (kind == BATCH) {
+      b.putInt(leaseTimeoutMillis).putInt(header.length).putLong(bodyLength);
+      b.putShort((short) regions.size()).putShort((short) 0).putInt(buffers.size());
+      b.put(header);
+      for (RegionDescriptor d : regions) {
+        d.encode(b);
+      }
+      for (BufferRef r : buffers) {
+        b.putShort((short) r.regionIndex).putShort((short) 0).putInt(0);
+        b.putLong(r.regionOffset).putLong(r.bodyOffset).putLong(r.length);
+      }
+    }
+    if (kind == BATCH || kind == METADATA) {
+      if (appMetadata == null) {
+        b.putInt(0);
+      } else {
+        b.putInt(appMetadata.length).put(appMetadata);
+      }
+    }
+  }
+
+  /** True when the bytes start with a server message's magic. */
+  public static boolean matches(ByteBuffer in) {
+    return in.remaining() >= 4 && in.duplicate().order(ByteOrder.BIG_ENDIAN).getInt() == MAGIC;
+  }
+
+  /**
+   * Decodes a message.
+   *
+   * @throws WireException when the bytes are not a valid version-1 server message
+   */
+  public static ServerMessage decode(ByteBuffer in) {
+    ByteBuffer b = in.duplicate().order(ByteOrder.BIG_ENDIAN);
+    try {
+      if (b.remaining() < 16 || b.getInt() != MAGIC) {
+        throw new WireException("not an RDMA data-plane message");
+      }
+      short version = b.getShort();
+      if (version != ExchangeRequest.VERSION) {
+        throw new WireException("unsupported RDMA data-plane message version " + version);
+      }
+      byte kind = b.get();
+      b.get();
+      long seq = b.getLong();
+      switch (kind) {
+        case BATCH: {
+          int lease = b.getInt();
+          int h = b.getInt();
+          long body = b.getLong();
+          int r = Short.toUnsignedInt(b.getShort());
+          b.getShort();
+          int n = b.getInt();
+          if (h < 0 || n < 0 || body < 0) {
+            throw new WireException("corrupt batch descriptor");
+          }
+          byte[] header = new byte[h];
+          b.get(header);
+          List<RegionDescriptor> regions = new ArrayList<>(r);
+          for (int i = 0; i < r; i++) {
+            regions.add(RegionDescriptor.decode(b));
+          }
+          List<BufferRef> buffers = new ArrayList<>(n);
+          for (int i = 0; i < n; i++) {
+            int idx = Short.toUnsignedInt(b.getShort());
+            b.getShort();
+            b.getInt();
+            long ro = b.getLong();
+            long bo = b.getLong();
+            long len = b.getLong();
+            if ((idx != NO_REGION && idx >= r) || len < 0 || bo < 0 || bo + len > body) {
+              throw new WireException("buffer " + i + " of batch " + seq + " is out of range");
+            }
+            buffers.add(new BufferRef(idx, ro, bo, len));
+          }
+          return batch(seq, lease, header, body, regions, buffers, readBytes(b));
+        }
+        case METADATA:
+          return metadata(seq, readBytes(b));
+        case END:
+          return end(seq);
+        default:
+          throw new WireException("unknown RDMA data-plane message kind " + kind);
+      }
+    } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {
+      if (e instanceof WireException) {
+        throw e;
+      }
+      throw new WireException("RDMA data-plane message truncated or corrupt: " + e);
+    }
+  }
+
+  private static byte[] readBytes(ByteBuffer b) {
+    int n = b.getInt();
+    if (n < 0 || n > b.remaining()) {
+      throw new WireException("app metadata length " + n + " exceeds the message");
+    }
+    if (n == 0) {
+      return null;
+    }
+    byte[] md = new byte[n];
+    b.get(md);
+    return md;
+  }
+}

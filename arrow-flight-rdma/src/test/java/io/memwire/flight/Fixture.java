@@ -1,0 +1,145 @@
+package io.memwire.flight;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightServer;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.compression.CompressionUtil;
+
+/**
+ * One plain Flight server and one wrapped (RDMA) server over the same {@link TestProducer}, a tcp
+ * transfer node, and allocators whose emptiness {@link #close()} asserts.
+ */
+final class Fixture implements AutoCloseable {
+  final RootAllocator root = new RootAllocator();
+  final BufferAllocator serverAllocator = root.newChildAllocator("server", 0, Long.MAX_VALUE);
+  final BufferAllocator clientAllocator = root.newChildAllocator("client", 0, Long.MAX_VALUE);
+  final TestProducer producer = new TestProducer(serverAllocator);
+  final TransferNode node;
+  final FlightServer plainServer;
+  final RdmaFlightProducer rdma;
+  final FlightServer rdmaServer;
+  final BufferAllocator zeroCopyRoot;
+  private final List<AutoCloseable> clients = new ArrayList<>();
+
+  Fixture(CompressionUtil.CodecType compression) throws Exception {
+    this(compression, b -> {});
+  }
+
+  Fixture(CompressionUtil.CodecType compression,
+      java.util.function.Consumer<RdmaFlightProducer.Builder> options) throws Exception {
+    node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP).build());
+    plainServer = FlightServer.builder(serverAllocator, Location.forGrpcInsecure("127.0.0.1", 0),
+        producer).build().start();
+    // The wrapped server's own location is known only after it binds: bind a port first.
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    Location grpc = Location.forGrpcInsecure("127.0.0.1", port);
+    RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(producer, node, serverAllocator)
+        .grpcLocation(grpc).compression(compression).registeredMemory(16L << 20, 512L << 20);
+    options.accept(b);
+    rdma = b.build();
+    rdmaServer = FlightServer.builder(serverAllocator, grpc, rdma).build().start();
+    zeroCopyRoot = rdma.memory().newRootAllocator(Long.MAX_VALUE);
+    producer.zeroCopyAllocator = zeroCopyRoot;
+  }
+
+  Location plainLocation() {
+    return Location.forGrpcInsecure("127.0.0.1", plainServer.getPort());
+  }
+
+  Location rdmaGrpcLocation() {
+    return Location.forGrpcInsecure("127.0.0.1", rdmaServer.getPort());
+  }
+
+  private FlightClient plainClient;
+  private FlightClient wrappedClient;
+  private RdmaFlightClient sharedRdma;
+
+  /** A stock client of the plain server, shared by the tests of a class. */
+  synchronized FlightClient plainClient() {
+    if (plainClient == null) {
+      plainClient = client(plainLocation());
+    }
+    return plainClient;
+  }
+
+  /** A stock client of the wrapped server, shared by the tests of a class. */
+  synchronized FlightClient wrappedClient() {
+    if (wrappedClient == null) {
+      wrappedClient = client(rdmaGrpcLocation());
+    }
+    return wrappedClient;
+  }
+
+  /** An RDMA client (tcp data plane) over {@link #wrappedClient()}, shared. */
+  synchronized RdmaFlightClient sharedRdmaClient() {
+    if (sharedRdma == null) {
+      sharedRdma = rdmaClient(wrappedClient(), b -> b.dataPlane(DataPlane.TCP));
+    }
+    return sharedRdma;
+  }
+
+  FlightClient client(Location l) {
+    FlightClient c = FlightClient.builder(clientAllocator, l).build();
+    clients.add(c);
+    return c;
+  }
+
+  RdmaFlightClient rdmaClient(FlightClient c, java.util.function.Consumer<RdmaFlightClient.Builder> o) {
+    RdmaFlightClient.Builder b = RdmaFlightClient.builder(c, clientAllocator)
+        .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
+            .poolMaxBytes(8L << 20).build())
+        .registeredMemory(16L << 20, 512L << 20);
+    o.accept(b);
+    RdmaFlightClient r = b.build();
+    clients.add(0, r);
+    return r;
+  }
+
+  /** Waits, with a deadline, until the server holds no lease and no session. */
+  void awaitServerIdle() throws InterruptedException {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      var s = rdma.stats();
+      if (s.get("activeSessions") == 0 && s.get("leasedBatches") == 0
+          && s.get("registeredBlocks") == 0) {
+        return;
+      }
+      Thread.sleep(10);
+    }
+    throw new AssertionError("server not idle within 10 s: " + rdma.stats());
+  }
+
+  @Override
+  public void close() throws Exception {
+    for (AutoCloseable c : clients) {
+      c.close();
+    }
+    rdmaServer.shutdown();
+    plainServer.shutdown();
+    rdmaServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
+    plainServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
+    rdma.close();
+    zeroCopyRoot.close();
+    node.close();
+    assertEquals(0, clientAllocator.getAllocatedMemory(), "client allocator: "
+        + clientAllocator.toVerboseString());
+    assertEquals(0, serverAllocator.getAllocatedMemory(), "server allocator: "
+        + serverAllocator.toVerboseString());
+    clientAllocator.close();
+    serverAllocator.close();
+    root.close();
+    assertEquals(0, node.stats().registeredBytes(), "registered bytes after close");
+  }
+}
