@@ -1,2 +1,7 @@
-/** Spark ShuffleManager whose reducers read blocks with one-sided reads. */
+/**
+ * Spark ShuffleManager whose reducers read blocks with one-sided reads: {@link
+ * io.memwire.shuffle.RdmaShuffleManager} and its counters. Subpackages: {@code conf} (settings),
+ * {@code directory} (where map outputs are published), {@code writer} (map side), {@code reader}
+ * (reduce side), {@code compat} (Spark-version-specific calls).
+ */
 package io.memwire.shuffle;

@@ -1,0 +1,328 @@
+package io.memwire.shuffle;
+
+import io.memwire.shuffle.compat.SparkCompat;
+import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.directory.ShuffleDirectory;
+import io.memwire.shuffle.reader.RdmaShuffleReader;
+import io.memwire.shuffle.reader.ReadContext;
+import io.memwire.shuffle.writer.MapOutputPublisher;
+import io.memwire.shuffle.writer.RdmaShuffleWriter;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.TransferStats;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.shuffle.BaseShuffleHandle;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.apache.spark.shuffle.ShuffleBlockResolver;
+import org.apache.spark.shuffle.ShuffleHandle;
+import org.apache.spark.shuffle.ShuffleManager;
+import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
+import org.apache.spark.shuffle.ShuffleReader;
+import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
+import org.apache.spark.shuffle.ShuffleWriter;
+import org.apache.spark.shuffle.sort.SortShuffleManager;
+import org.apache.spark.storage.BlockManagerId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Tuple2;
+
+/**
+ * Spark's sort-based shuffle with one-sided reads. Map outputs are Spark's own files, written by
+ * Spark's writers through an owned {@link SortShuffleManager}; each finished output is registered
+ * with this executor's {@link TransferNode} and published in its {@link ShuffleDirectory}, and
+ * reducers read blocks one-sided, falling back to Spark's own transfer per peer when they cannot.
+ *
+ * <p>Enable with {@code --conf spark.shuffle.manager=io.memwire.shuffle.RdmaShuffleManager} and
+ * the jar on {@code --jars}. Settings: {@link ShuffleConf} (keys under {@code
+ * spark.shuffle.rdma.}).
+ */
+public final class RdmaShuffleManager implements ShuffleManager {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
+  private static volatile RdmaShuffleManager current;
+
+  private final SparkConf conf;
+  private final boolean isDriver;
+  private final boolean localMode;
+  private final SortShuffleManager sort;
+  private final ShuffleConf shuffleConf;
+  private final ShuffleCounters counters = new ShuffleCounters();
+  private final boolean readsDelegated;
+  private volatile Started started;
+  private volatile boolean startAttempted;
+  private volatile boolean stopped;
+
+  /** The transport and what depends on it; absent while RDMA is off in this JVM. */
+  private static final class Started {
+    final TransferNode node;
+    final ShuffleDirectory directory;
+    final MapOutputPublisher publisher;
+    final ReadContext readContext;
+
+    Started(TransferNode node, ShuffleDirectory directory, MapOutputPublisher publisher,
+        ReadContext readContext) {
+      this.node = node;
+      this.directory = directory;
+      this.publisher = publisher;
+      this.readContext = readContext;
+    }
+  }
+
+  /**
+   * Called by Spark on the driver and on every executor.
+   *
+   * @throws TransferConfigException when a {@code spark.shuffle.rdma.*} setting is invalid (the
+   *     message names the key)
+   * @throws IllegalStateException on an executor when the transport cannot start and fallback is
+   *     not possible (provider verbs requested, or fallback=false)
+   */
+  public RdmaShuffleManager(SparkConf conf, boolean isDriver) {
+    this.conf = conf;
+    this.isDriver = isDriver;
+    String master = conf.get("spark.master", "");
+    this.localMode = master.startsWith("local") && !master.startsWith("local-cluster");
+    this.shuffleConf = ShuffleConf.parse(asMap(conf), authSecret(conf));
+    this.sort = new SortShuffleManager(conf);
+    this.readsDelegated = warnAboutSettings(conf);
+    current = this;
+    if (!isDriver) {
+      ensureStarted();
+    }
+  }
+
+  /** The manager of this JVM (an executor's, or the driver's in local mode), or null. */
+  public static RdmaShuffleManager current() {
+    return current;
+  }
+
+  private static Map<String, String> asMap(SparkConf conf) {
+    Map<String, String> m = new HashMap<>();
+    for (Tuple2<String, String> t : conf.getAll()) {
+      m.put(t._1(), t._2());
+    }
+    return m;
+  }
+
+  private static String authSecret(SparkConf conf) {
+    if (!conf.getBoolean("spark.authenticate", false)) {
+      return null;
+    }
+    SparkEnv env = SparkEnv.get();
+    String secret = null;
+    if (env != null && env.securityManager() != null) {
+      secret = env.securityManager().getSecretKey();
+    }
+    if (secret == null) {
+      secret = conf.get("spark.authenticate.secret", null);
+    }
+    return secret;
+  }
+
+  /** Logs settings that keep blocks off the RDMA path; returns true when reads go to Spark. */
+  private boolean warnAboutSettings(SparkConf conf) {
+    boolean delegate = false;
+    if (conf.getBoolean("spark.shuffle.useOldFetchProtocol", false)) {
+      LOG.warn("spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
+          + "transfer, not one-sided");
+      delegate = true;
+    }
+    if (conf.getBoolean("spark.shuffle.push.enabled", false)) {
+      LOG.warn("spark.shuffle.push.enabled=true: merged (push-based) shuffles are read through "
+          + "Spark's own transfer");
+    }
+    if (!isDriver && !localMode && conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
+      LOG.warn("spark.shuffle.readHostLocalDisk=true: blocks of executors on the same host are "
+          + "read from their disk, not one-sided");
+    }
+    return delegate;
+  }
+
+  /** Starts the transport once (executors at construction, local mode on first use). */
+  private Started ensureStarted() {
+    Started s = started;
+    if (s != null || startAttempted || (isDriver && !localMode)) {
+      return s;
+    }
+    synchronized (this) {
+      if (started != null || startAttempted || stopped) {
+        return started;
+      }
+      startAttempted = true;
+      started = start();
+      return started;
+    }
+  }
+
+  private Started start() {
+    SparkEnv env = SparkEnv.get();
+    BlockManagerId me = env == null || env.blockManager() == null
+        ? null : env.blockManager().blockManagerId();
+    String host = me == null ? null : me.host();
+    String who = me == null ? "this JVM" : "executor " + me.executorId();
+    TransferConfig tc = shuffleConf.transfer(host);
+    TransferNode node;
+    try {
+      node = TransferNode.start(tc);
+    } catch (RuntimeException e) {
+      if (shuffleConf.provider() == ProviderKind.VERBS) {
+        throw new IllegalStateException(ShuffleConf.PREFIX + "provider=verbs but the verbs "
+            + "transport cannot start on " + who + ": " + e.getMessage() + " (use provider=auto "
+            + "to fall back to tcp)", e);
+      }
+      if (!shuffleConf.fallback()) {
+        throw new IllegalStateException("the transfer node cannot start on " + who + " and "
+            + ShuffleConf.PREFIX + "fallback=false: " + e.getMessage(), e);
+      }
+      LOG.warn("Memwire shuffle on {}: transport did not start ({}); all blocks go through "
+          + "Spark's own transfer", who, e.getMessage());
+      return null;
+    }
+    IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
+    ShuffleDirectory directory = new ShuffleDirectory(node);
+    MapOutputPublisher publisher =
+        new MapOutputPublisher(node, directory, resolver, shuffleConf.fallback(), counters);
+    ReadContext rc = new ReadContext(node, shuffleConf.readBatchBlocks(),
+        shuffleConf.readBatchBytes(), shuffleConf.fallback(), counters);
+    LOG.info("Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
+        who, SparkCompat.sparkVersion(), node.provider(), node.selectionReason(),
+        node.localAddress(), shuffleConf.fallback() ? "allowed" : "off");
+    return new Started(node, directory, publisher, rc);
+  }
+
+  @Override
+  public <K, V, C> ShuffleHandle registerShuffle(int shuffleId,
+      ShuffleDependency<K, V, C> dependency) {
+    return sort.registerShuffle(shuffleId, dependency);
+  }
+
+  @Override
+  public <K, V> ShuffleWriter<K, V> getWriter(ShuffleHandle handle, long mapId,
+      TaskContext context, ShuffleWriteMetricsReporter metrics) {
+    ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
+    Started s = ensureStarted();
+    if (s == null) {
+      return writer;
+    }
+    return new RdmaShuffleWriter<>(writer, s.publisher, handle.shuffleId(), mapId,
+        context.partitionId());
+  }
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public <K, C> ShuffleReader<K, C> getReader(ShuffleHandle handle, int startMapIndex,
+      int endMapIndex, int startPartition, int endPartition, TaskContext context,
+      ShuffleReadMetricsReporter metrics) {
+    BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
+    Started s = ensureStarted();
+    if (s == null || readsDelegated || base.dependency().isShuffleMergeFinalizedMarked()) {
+      return sort.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition,
+          context, metrics);
+    }
+    var blocks = SparkEnv.get().mapOutputTracker().getMapSizesByExecutorId(
+        handle.shuffleId(), startMapIndex, endMapIndex, startPartition, endPartition);
+    boolean batch = SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context);
+    return new RdmaShuffleReader<>(base, blocks, context, metrics, batch, s.readContext);
+  }
+
+  @Override
+  public boolean unregisterShuffle(int shuffleId) {
+    Started s = started;
+    if (s != null) {
+      s.directory.unregister(shuffleId);
+      s.readContext.forget(shuffleId);
+    }
+    return sort.unregisterShuffle(shuffleId);
+  }
+
+  @Override
+  public ShuffleBlockResolver shuffleBlockResolver() {
+    return sort.shuffleBlockResolver();
+  }
+
+  @Override
+  public void stop() {
+    Started s;
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      stopped = true;
+      s = started;
+    }
+    try {
+      sort.stop();
+    } finally {
+      if (s != null) {
+        s.readContext.close();
+        s.directory.close();
+        s.node.close();
+      }
+      if (current == this) {
+        current = null;
+      }
+    }
+  }
+
+  /** True once the transport runs in this JVM. */
+  public boolean isTransportActive() {
+    Started s = started;
+    return s != null && !s.node.isClosed();
+  }
+
+  /** "provider: reason" of the running transport, or why none runs. */
+  public String transportDescription() {
+    Started s = started;
+    if (s == null) {
+      return isDriver && !localMode ? "none (driver)" : "none (Spark's own transfer only)";
+    }
+    return s.node.provider() + ": " + s.node.selectionReason();
+  }
+
+  /** The validated settings. */
+  public ShuffleConf shuffleConf() {
+    return shuffleConf;
+  }
+
+  /** This JVM's counters (live). */
+  public ShuffleCounters counters() {
+    return counters;
+  }
+
+  /** The transport's counters, or null when it does not run here. */
+  public TransferStats transferStats() {
+    Started s = started;
+    return s == null ? null : s.node.stats();
+  }
+
+  /**
+   * The manager's and the node's counters in one map (node ones prefixed {@code node.}), plus
+   * {@code directory.shuffles}; what tests and monitoring read.
+   */
+  public Map<String, Long> stats() {
+    Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
+    Started s = started;
+    m.put("transportActive", s != null && !s.node.isClosed() ? 1L : 0L);
+    if (s != null) {
+      m.put("directory.shuffles", (long) s.directory.shuffles());
+      s.node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
+    }
+    return m;
+  }
+
+  /** Test hook: invalidates this executor's directory slots of a shuffle; returns slots changed. */
+  public int invalidateDirectoryForTesting(int shuffleId) {
+    Started s = started;
+    if (s == null) {
+      return 0;
+    }
+    s.readContext.forget(shuffleId);
+    return s.directory.invalidateForTesting(shuffleId);
+  }
+}

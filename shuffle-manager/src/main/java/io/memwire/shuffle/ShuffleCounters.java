@@ -1,0 +1,42 @@
+package io.memwire.shuffle;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/** What the manager did in this JVM: outputs published, blocks read one-sided, fallbacks. */
+public final class ShuffleCounters {
+  /** Map outputs registered and published in the directory. */
+  public final LongAdder outputsPublished = new LongAdder();
+  /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
+  public final LongAdder outputsServedByFallback = new LongAdder();
+  /** Blocks (single or batch) delivered to Spark by one-sided reads. */
+  public final LongAdder rdmaBlocks = new LongAdder();
+  /** Of those, batch blocks (shuffle_s_m_a_b). */
+  public final LongAdder rdmaBatchBlocks = new LongAdder();
+  /** Block data bytes delivered to Spark by one-sided reads (what Spark counts as remote bytes). */
+  public final LongAdder rdmaBytes = new LongAdder();
+  /** Directory slots read from peers (cache misses). */
+  public final LongAdder slotReads = new LongAdder();
+  /** Slots whose map id did not match after the re-read: reported as fetch failures. */
+  public final LongAdder staleSlots = new LongAdder();
+  /** Blocks handed to Spark's own block-store client. */
+  public final LongAdder fallbackBlocks = new LongAdder();
+  /** Blocks failed because neither path could read them. */
+  public final LongAdder failedBlocks = new LongAdder();
+
+  /** A snapshot by name. */
+  public Map<String, Long> snapshot() {
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("outputsPublished", outputsPublished.sum());
+    m.put("outputsServedByFallback", outputsServedByFallback.sum());
+    m.put("rdmaBlocks", rdmaBlocks.sum());
+    m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());
+    m.put("rdmaBytes", rdmaBytes.sum());
+    m.put("slotReads", slotReads.sum());
+    m.put("staleSlots", staleSlots.sum());
+    m.put("fallbackBlocks", fallbackBlocks.sum());
+    m.put("failedBlocks", failedBlocks.sum());
+    return m;
+  }
+}

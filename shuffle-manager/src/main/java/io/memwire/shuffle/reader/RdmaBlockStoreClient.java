@@ -1,0 +1,506 @@
+package io.memwire.shuffle.reader;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.transfer.Connection;
+import io.memwire.transfer.ReadBatch;
+import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TransferBuffer;
+import io.memwire.transfer.TransferException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.spark.network.buffer.NioManagedBuffer;
+import org.apache.spark.network.shuffle.BlockFetchingListener;
+import org.apache.spark.network.shuffle.BlockStoreClient;
+import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.apache.spark.network.shuffle.checksum.Cause;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.ShuffleBlockBatchId;
+import org.apache.spark.storage.ShuffleBlockId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. For each
+ * fetch request (one peer, many blocks) it reads, all with one-sided reads and each step posted as
+ * one batch: the directory slots not yet cached, the index entries ({@code [r, r+1]} or {@code [a,
+ * b]}), then the data ranges. Blocks it cannot read that way go to Spark's own client; a
+ * directory slot that still names another map id after one re-read fails its blocks, so Spark
+ * reruns the map stage instead of reading the wrong output.
+ */
+public final class RdmaBlockStoreClient extends BlockStoreClient {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
+
+  /** Where a map output's slot is: its directory chunk and its map index. */
+  public record Route(DirectoryPointer pointer, int mapIndex) {}
+
+  private final ReadContext ctx;
+  private final int shuffleId;
+  private final Map<Long, Route> routes;
+  private final BlockStoreClient fallback;
+
+  /**
+   * @param routes by map id, for every map output whose location carried a directory pointer
+   * @param fallback Spark's own client ({@code blockManager.blockStoreClient})
+   */
+  public RdmaBlockStoreClient(ReadContext ctx, int shuffleId, Map<Long, Route> routes,
+      BlockStoreClient fallback) {
+    this.ctx = ctx;
+    this.shuffleId = shuffleId;
+    this.routes = routes;
+    this.fallback = fallback;
+  }
+
+  @Override
+  public void fetchBlocks(String host, int port, String execId, String[] blockIds,
+      BlockFetchingListener listener, DownloadFileManager downloadFileManager) {
+    String peer = execId + "@" + host + ":" + port;
+    if (downloadFileManager != null) {
+      // Spark streams requests above spark.network.maxRemoteBlockSizeFetchToMem to disk.
+      fallback(host, port, execId, List.of(blockIds), listener, downloadFileManager,
+          "request above spark.network.maxRemoteBlockSizeFetchToMem goes to disk through Spark",
+          false);
+      return;
+    }
+    List<String> viaSpark = new ArrayList<>();
+    String reason = null;
+    Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
+    for (String id : blockIds) {
+      Wanted w = parse(id);
+      if (w == null) {
+        viaSpark.add(id);
+        reason = "no memwire directory published for its map outputs";
+      } else if (w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
+        viaSpark.add(id);
+        reason = "peer serves over " + w.route.pointer().region().segments().get(0).provider()
+            + ", this executor reads over " + ctx.node.provider();
+      } else {
+        byMap.computeIfAbsent(new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()),
+            k -> new ArrayList<>()).add(w);
+      }
+    }
+    if (!viaSpark.isEmpty()) {
+      fallback(host, port, execId, viaSpark, listener, null, reason, true);
+    }
+    if (!byMap.isEmpty()) {
+      new PeerFetch(host, port, execId, peer, byMap, listener).start();
+    }
+  }
+
+  private Wanted parse(String id) {
+    BlockId b;
+    try {
+      b = BlockId.apply(id);
+    } catch (RuntimeException e) {
+      return null;
+    }
+    long mapId;
+    int start;
+    int end;
+    boolean batch = false;
+    if (b instanceof ShuffleBlockId) {
+      ShuffleBlockId s = (ShuffleBlockId) b;
+      if (s.shuffleId() != shuffleId) {
+        return null;
+      }
+      mapId = s.mapId();
+      start = s.reduceId();
+      end = start + 1;
+    } else if (b instanceof ShuffleBlockBatchId) {
+      ShuffleBlockBatchId s = (ShuffleBlockBatchId) b;
+      if (s.shuffleId() != shuffleId) {
+        return null;
+      }
+      mapId = s.mapId();
+      start = s.startReduceId();
+      end = s.endReduceId();
+      batch = true;
+    } else {
+      return null;
+    }
+    Route r = routes.get(mapId);
+    if (r == null || r.pointer().slotOffset(r.mapIndex()) < 0 || end <= start) {
+      return null;
+    }
+    return new Wanted(id, mapId, r, start, end, batch);
+  }
+
+  /** Hands blocks to Spark's own client on another thread (it may block connecting). */
+  private void fallback(String host, int port, String execId, List<String> ids,
+      BlockFetchingListener listener, DownloadFileManager dfm, String reason, boolean log) {
+    if (!ctx.fallbackAllowed) {
+      IOException e = new IOException("blocks of executor " + execId + " cannot be read one-sided ("
+          + reason + ") and spark.shuffle.rdma.fallback=false");
+      ctx.counters.failedBlocks.add(ids.size());
+      for (String id : ids) {
+        listener.onBlockFetchFailure(id, e);
+      }
+      return;
+    }
+    if (log) {
+      ctx.logFallback(execId + "@" + host + ":" + port, reason);
+    }
+    ctx.counters.fallbackBlocks.add(ids.size());
+    String[] array = ids.toArray(new String[0]);
+    try {
+      ctx.fallbackThreads.execute(() -> {
+        try {
+          fallback.fetchBlocks(host, port, execId, array, listener, dfm);
+        } catch (Throwable t) {
+          for (String id : array) {
+            listener.onBlockFetchFailure(id, t);
+          }
+        }
+      });
+    } catch (RuntimeException rejected) {
+      for (String id : array) {
+        listener.onBlockFetchFailure(id, new IOException("shuffle manager stopped", rejected));
+      }
+    }
+  }
+
+  @Override
+  public Cause diagnoseCorruption(String host, int port, String execId, int shuffleId, long mapId,
+      int reduceId, long checksum, String algorithm) {
+    try {
+      return fallback.diagnoseCorruption(host, port, execId, shuffleId, mapId, reduceId, checksum,
+          algorithm);
+    } catch (RuntimeException e) {
+      return Cause.UNKNOWN_ISSUE;
+    }
+  }
+
+  @Override
+  public void close() {
+    // Per-task object: the node, pool and Spark's client belong to others.
+  }
+
+  /** One requested block and, once known, where its bytes are. */
+  private static final class Wanted {
+    final String id;
+    final long mapId;
+    final Route route;
+    final int start;
+    final int end;
+    final boolean batch;
+    final AtomicBoolean done = new AtomicBoolean();
+    DirectorySlot slot;
+    long offset;
+    long length;
+
+    Wanted(String id, long mapId, Route route, int start, int end, boolean batch) {
+      this.id = id;
+      this.mapId = mapId;
+      this.route = route;
+      this.start = start;
+      this.end = end;
+      this.batch = batch;
+    }
+  }
+
+  /** The reads of one fetch request: slots, index entries, data; each step one batch. */
+  private final class PeerFetch {
+    final String host;
+    final int port;
+    final String execId;
+    final String peer;
+    final Map<ReadContext.SlotKey, List<Wanted>> byMap;
+    final BlockFetchingListener listener;
+    Connection connection;
+
+    PeerFetch(String host, int port, String execId, String peer,
+        Map<ReadContext.SlotKey, List<Wanted>> byMap, BlockFetchingListener listener) {
+      this.host = host;
+      this.port = port;
+      this.execId = execId;
+      this.peer = peer;
+      this.byMap = byMap;
+      this.listener = listener;
+    }
+
+    void start() {
+      RemoteRegion any = byMap.keySet().iterator().next().pointer().region();
+      try {
+        connection = ctx.node.connection(any.node());
+      } catch (TransferException | RuntimeException e) {
+        fallbackAll(all(), "cannot connect to " + any.node() + ": " + e.getMessage());
+        return;
+      }
+      List<ReadContext.SlotKey> missing = new ArrayList<>();
+      for (Map.Entry<ReadContext.SlotKey, List<Wanted>> e : byMap.entrySet()) {
+        DirectorySlot cached = ctx.cachedSlot(shuffleId, e.getKey());
+        long wantedId = e.getValue().get(0).mapId;
+        if (cached != null && cached.mapId() == wantedId) {
+          e.getValue().forEach(w -> w.slot = cached);
+        } else {
+          missing.add(e.getKey());
+        }
+      }
+      if (missing.isEmpty()) {
+        readIndexes();
+      } else {
+        readSlots(missing, false);
+      }
+    }
+
+    List<Wanted> all() {
+      List<Wanted> list = new ArrayList<>();
+      byMap.values().forEach(list::addAll);
+      return list;
+    }
+
+    void readSlots(List<ReadContext.SlotKey> keys, boolean reread) {
+      List<ReadRequest> reqs = new ArrayList<>(keys.size());
+      for (ReadContext.SlotKey k : keys) {
+        reqs.add(ReadRequest.of(k.pointer().region(), k.pointer().slotOffset(k.mapIndex()),
+            DirectorySlot.SIZE));
+      }
+      ReadBatch batch;
+      try {
+        batch = connection.read(reqs);
+      } catch (RuntimeException e) {
+        fallbackAll(all(), "slot read failed: " + e);
+        return;
+      }
+      ctx.counters.slotReads.add(keys.size());
+      batch.all().whenComplete((ok, err) -> {
+        try {
+          onSlots(keys, batch, reread);
+        } catch (RuntimeException e) {
+          LOG.warn("reading directory slots from {} failed", peer, e);
+          fallbackAll(all(), "internal error: " + e);
+        }
+      });
+    }
+
+    void onSlots(List<ReadContext.SlotKey> keys, ReadBatch batch, boolean reread) {
+      List<ReadContext.SlotKey> stale = new ArrayList<>();
+      List<Wanted> unreadable = new ArrayList<>();
+      String cause = null;
+      for (int i = 0; i < keys.size(); i++) {
+        ReadContext.SlotKey key = keys.get(i);
+        List<Wanted> ws = byMap.get(key);
+        TransferBuffer buf;
+        try {
+          buf = batch.result(i).join();
+        } catch (CompletionException e) {
+          unreadable.addAll(ws);
+          cause = "directory read failed: " + e.getCause().getMessage();
+          continue;
+        }
+        DirectorySlot slot;
+        try {
+          slot = DirectorySlot.read(buf.nioBuffer());
+        } finally {
+          buf.release();
+        }
+        long wantedId = ws.get(0).mapId;
+        if (slot != null && slot.mapId() == wantedId && slot.mapIndex() == key.mapIndex()) {
+          ctx.cacheSlot(shuffleId, key, slot);
+          ws.forEach(w -> w.slot = slot);
+        } else {
+          ctx.dropSlot(shuffleId, key);
+          stale.add(key);
+        }
+      }
+      if (!unreadable.isEmpty()) {
+        fallbackAll(unreadable, cause);
+      }
+      if (!stale.isEmpty() && !reread) {
+        readSlots(stale, true);
+        return;
+      }
+      for (ReadContext.SlotKey key : stale) {
+        List<Wanted> ws = byMap.get(key);
+        ctx.counters.staleSlots.increment();
+        IOException e = new IOException("shuffle directory slot for map index " + key.mapIndex()
+            + " on executor " + execId + " does not hold map output " + ws.get(0).mapId
+            + " (stale or invalid after a re-read)");
+        ws.forEach(w -> fail(w, e));
+      }
+      readIndexes();
+    }
+
+    void readIndexes() {
+      List<Wanted> ready = new ArrayList<>();
+      List<ReadRequest> reqs = new ArrayList<>();
+      for (Wanted w : all()) {
+        if (w.done.get() || w.slot == null) {
+          continue;
+        }
+        long from = (long) w.start * 8;
+        int len = (w.end - w.start + 1) * 8;
+        if (from + len > w.slot.index().length()) {
+          fail(w, new IOException("block " + w.id + " is outside map output " + w.mapId
+              + "'s index of " + w.slot.index().length() + " bytes"));
+          continue;
+        }
+        ready.add(w);
+        reqs.add(ReadRequest.of(w.slot.index(), from, len));
+      }
+      if (ready.isEmpty()) {
+        return;
+      }
+      ReadBatch batch;
+      try {
+        batch = connection.read(reqs);
+      } catch (RuntimeException e) {
+        fallbackAll(ready, "index read failed: " + e);
+        return;
+      }
+      batch.all().whenComplete((ok, err) -> {
+        try {
+          onIndexes(ready, batch);
+        } catch (RuntimeException e) {
+          LOG.warn("reading index entries from {} failed", peer, e);
+          fallbackAll(ready, "internal error: " + e);
+        }
+      });
+    }
+
+    void onIndexes(List<Wanted> ready, ReadBatch batch) {
+      List<Wanted> data = new ArrayList<>();
+      List<Wanted> unreadable = new ArrayList<>();
+      String cause = null;
+      for (int i = 0; i < ready.size(); i++) {
+        Wanted w = ready.get(i);
+        TransferBuffer buf;
+        try {
+          buf = batch.result(i).join();
+        } catch (CompletionException e) {
+          unreadable.add(w);
+          cause = "index read failed: " + e.getCause().getMessage();
+          continue;
+        }
+        long first;
+        long last;
+        try {
+          ByteBuffer b = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
+          first = b.getLong(0);
+          last = b.getLong((w.end - w.start) * 8);
+        } finally {
+          buf.release();
+        }
+        if (first < 0 || last < first || last > w.slot.dataLength()) {
+          fail(w, new IOException("index entries of block " + w.id + " are invalid: [" + first
+              + ", " + last + ") in a data file of " + w.slot.dataLength() + " bytes"));
+        } else if (last - first > Integer.MAX_VALUE) {
+          unreadable.add(w);
+          cause = "block of " + (last - first) + " bytes exceeds one read";
+        } else {
+          w.offset = first;
+          w.length = last - first;
+          data.add(w);
+        }
+      }
+      if (!unreadable.isEmpty()) {
+        fallbackAll(unreadable, cause);
+      }
+      readData(data, 0);
+    }
+
+    /** Posts data reads from {@code from} on, within the batch limits; the rest when they end. */
+    void readData(List<Wanted> blocks, int from) {
+      List<Wanted> batchBlocks = new ArrayList<>();
+      List<ReadRequest> reqs = new ArrayList<>();
+      long bytes = 0;
+      int i = from;
+      for (; i < blocks.size(); i++) {
+        Wanted w = blocks.get(i);
+        if (w.length == 0) {
+          // Spark reports a zero-size block as a fetch failure, as with its own transfer.
+          deliver(w, new NioManagedBuffer(ByteBuffer.allocate(0)), 0);
+          continue;
+        }
+        if (!batchBlocks.isEmpty() && (batchBlocks.size() >= ctx.readBatchBlocks
+            || bytes + w.length > ctx.readBatchBytes)) {
+          break;
+        }
+        batchBlocks.add(w);
+        reqs.add(ReadRequest.of(w.slot.data(), w.offset, (int) w.length));
+        bytes += w.length;
+      }
+      if (batchBlocks.isEmpty()) {
+        return;
+      }
+      int next = i;
+      ReadBatch batch;
+      try {
+        batch = connection.read(reqs);
+      } catch (RuntimeException e) {
+        fallbackAll(blocks.subList(from, blocks.size()), "data read failed: " + e);
+        return;
+      }
+      for (int k = 0; k < batchBlocks.size(); k++) {
+        Wanted w = batchBlocks.get(k);
+        CompletableFuture<TransferBuffer> f = batch.result(k);
+        f.whenComplete((buf, err) -> {
+          if (err != null) {
+            fallbackAll(List.of(w), "data read failed: " + rootMessage(err));
+          } else {
+            deliver(w, new TransferManagedBuffer(buf), w.length);
+          }
+        });
+      }
+      if (next < blocks.size()) {
+        batch.all().whenComplete((ok, err) -> readData(blocks, next));
+      }
+    }
+
+    void deliver(Wanted w, org.apache.spark.network.buffer.ManagedBuffer buf, long bytes) {
+      if (!w.done.compareAndSet(false, true)) {
+        buf.release();
+        return;
+      }
+      ctx.counters.rdmaBlocks.increment();
+      if (w.batch) {
+        ctx.counters.rdmaBatchBlocks.increment();
+      }
+      ctx.counters.rdmaBytes.add(bytes);
+      try {
+        listener.onBlockFetchSuccess(w.id, buf);
+      } catch (RuntimeException e) {
+        LOG.warn("Spark's fetch listener failed for {}", w.id, e);
+      } finally {
+        buf.release();
+      }
+    }
+
+    void fail(Wanted w, Throwable e) {
+      if (w.done.compareAndSet(false, true)) {
+        ctx.counters.failedBlocks.increment();
+        listener.onBlockFetchFailure(w.id, e);
+      }
+    }
+
+    void fallbackAll(List<Wanted> ws, String reason) {
+      List<String> ids = new ArrayList<>();
+      for (Wanted w : ws) {
+        if (w.done.compareAndSet(false, true)) {
+          ids.add(w.id);
+        }
+      }
+      if (!ids.isEmpty()) {
+        fallback(host, port, execId, ids, listener, null, reason, true);
+      }
+    }
+  }
+
+  private static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while ((c instanceof CompletionException || c.getCause() != null && c.getMessage() == null)
+        && c.getCause() != null) {
+      c = c.getCause();
+    }
+    return String.valueOf(c.getMessage());
+  }
+}

@@ -1,0 +1,99 @@
+package io.memwire.shuffle.writer;
+
+import io.memwire.shuffle.ShuffleCounters;
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.ShuffleDirectory;
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.TransferNode;
+import java.io.File;
+import java.io.IOException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.spark.scheduler.MapStatus;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.apache.spark.storage.BlockManagerId;
+import scala.Option;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Registers a finished map output's index and data files as read-only memory regions, records
+ * them in the shuffle directory and updates the MapStatus location so reducers find them. When
+ * that is impossible (registration budget exhausted, mapping failed, too many segments) the
+ * output stays with Spark's own transfer, if fallback is allowed.
+ */
+public final class MapOutputPublisher {
+  private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
+
+  private final TransferNode node;
+  private final ShuffleDirectory directory;
+  private final IndexShuffleBlockResolver resolver;
+  private final boolean fallback;
+  private final ShuffleCounters counters;
+  private final AtomicBoolean warned = new AtomicBoolean();
+
+  public MapOutputPublisher(TransferNode node, ShuffleDirectory directory,
+      IndexShuffleBlockResolver resolver, boolean fallback, ShuffleCounters counters) {
+    this.node = node;
+    this.directory = directory;
+    this.resolver = resolver;
+    this.fallback = fallback;
+    this.counters = counters;
+  }
+
+  /**
+   * Publishes one output.
+   *
+   * @throws IllegalStateException when it cannot be published and fallback is disabled
+   */
+  public void publish(int shuffleId, long mapId, int mapIndex, MapStatus status) {
+    File indexFile = resolver.getIndexFile(shuffleId, mapId, Option.empty());
+    File dataFile = resolver.getDataFile(shuffleId, mapId);
+    MemoryRegion index = null;
+    MemoryRegion data = null;
+    try {
+      index = node.register(indexFile.toPath(), 0, indexFile.length());
+      long dataLength = dataFile.exists() ? dataFile.length() : 0;
+      if (dataLength > 0) {
+        data = node.register(dataFile.toPath(), 0, dataLength);
+      }
+      if (!DirectorySlot.fits(index.remote(), data == null ? null : data.remote())) {
+        throw new RegistrationException("data file of " + dataLength + " bytes needs "
+            + data.descriptors().size() + " segments, more than a directory slot holds; raise "
+            + "spark.shuffle.rdma.maxSegmentSize");
+      }
+    } catch (IOException | RuntimeException e) {
+      if (data != null) {
+        data.close();
+      }
+      if (index != null) {
+        index.close();
+      }
+      notPublished(shuffleId, mapId, e);
+      return;
+    }
+    DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
+    BlockManagerId loc = status.location();
+    String original = loc.topologyInfo().isDefined() ? loc.topologyInfo().get() : null;
+    status.updateLocation(BlockManagerId.apply(loc.executorId(), loc.host(), loc.port(),
+        Option.apply(pointer.toTopologyInfo(original))));
+    counters.outputsPublished.increment();
+  }
+
+  private void notPublished(int shuffleId, long mapId, Exception e) {
+    if (!fallback) {
+      throw new IllegalStateException("cannot register map output " + mapId + " of shuffle "
+          + shuffleId + " for one-sided reads and spark.shuffle.rdma.fallback=false: "
+          + e.getMessage(), e);
+    }
+    counters.outputsServedByFallback.increment();
+    if (warned.compareAndSet(false, true)) {
+      LOG.warn("map outputs from now on may be served by Spark's own transfer: cannot register "
+          + "output {} of shuffle {}: {}", mapId, shuffleId, e.getMessage());
+    } else {
+      LOG.debug("output {} of shuffle {} served by Spark's transfer: {}", mapId, shuffleId,
+          e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,128 @@
+package io.memwire.shuffle.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.localcluster.LocalSparkCluster;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+
+/**
+ * Runs every {@link ShuffleJobs} job on a cluster with the RDMA manager and one configuration
+ * variant, and checks for each: results equal to Spark's SortShuffleManager's, remote bytes read
+ * by the RDMA client and equal to what Spark counted as remote bytes, no fallback. Ends with
+ * hygiene: after every shuffle is unregistered no region, mapping or read buffer remains.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+abstract class DifferentialTestBase {
+  LocalSparkCluster cluster;
+  TaskMetricsListener listener;
+  Map<String, List<String>> expected;
+
+  /** Spark and manager settings of this variant. */
+  abstract Map<String, String> variant();
+
+  /** Whether this variant also runs the job with more than 2000 reduce partitions. */
+  boolean large() {
+    return false;
+  }
+
+  /** Whether jobs in this variant fetch blocks in batches (shuffle_s_m_a_b) at least once. */
+  boolean expectBatchFetch() {
+    return true;
+  }
+
+  @BeforeAll
+  void startCluster() {
+    expected = Reference.results();
+    cluster = Clusters.start(Clusters.MANAGER, variant());
+    listener = new TaskMetricsListener();
+    cluster.sparkContext().addSparkListener(listener);
+  }
+
+  @AfterAll
+  void stopCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @TestFactory
+  @Order(1)
+  List<DynamicTest> jobsMatchSortShuffleAndReadOneSided() {
+    List<DynamicTest> tests = new ArrayList<>();
+    for (Map.Entry<String, Function<SparkSession, List<String>>> job
+        : ShuffleJobs.all(large()).entrySet()) {
+      tests.add(DynamicTest.dynamicTest(job.getKey(), () -> runAndCompare(job.getKey(), job.getValue())));
+    }
+    return tests;
+  }
+
+  private void runAndCompare(String name, Function<SparkSession, List<String>> job)
+      throws Exception {
+    var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
+    listener.reset();
+    List<String> actual = job.apply(cluster.session());
+    cluster.sparkContext().listenerBus().waitUntilEmpty(10_000);
+    long sparkRemoteBytes = listener.remoteBytesRead.get();
+    var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
+
+    assertEquals(expected.get(name), actual, name + ": results differ from SortShuffleManager's");
+    long rdmaBytes = Clusters.sum(after, "rdmaBytes") - Clusters.sum(before, "rdmaBytes");
+    long fallback = Clusters.sum(after, "fallbackBlocks") - Clusters.sum(before, "fallbackBlocks");
+    assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
+    assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
+    assertEquals(sparkRemoteBytes, rdmaBytes,
+        name + ": Spark's remote bytes read must all come from the RDMA client");
+    assertEquals(0, listener.fetchFailures.get(), name + ": fetch failures");
+  }
+
+  @Test
+  @Order(2)
+  void batchFetchWentThroughTheRdmaClient() {
+    var stats = Clusters.executorStats(cluster.javaSparkContext(), 2);
+    if (expectBatchFetch()) {
+      assertTrue(Clusters.sum(stats, "rdmaBatchBlocks") > 0, "no batch block read: " + stats);
+    } else {
+      assertEquals(0, Clusters.sum(stats, "rdmaBatchBlocks"), stats.toString());
+    }
+    assertEquals(0, Clusters.sum(stats, "staleSlots"));
+    assertEquals(0, Clusters.sum(stats, "outputsServedByFallback"));
+  }
+
+  @Test
+  @Order(3)
+  void unregisteringEveryShuffleReleasesAllRegions() {
+    var sc = cluster.sparkContext();
+    // Shuffle ids are dense from 0; remove a generous range (unknown ids are no-ops).
+    var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
+    assertTrue(Clusters.sum(before, "node.registeredRegions") > 0, before.toString());
+    for (int id = 0; id < 200; id++) {
+      sc.cleaner().get().doCleanupShuffle(id, true);
+    }
+    var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
+    for (var e : after.entrySet()) {
+      Map<String, Long> m = e.getValue();
+      assertEquals(1L, m.get("transportActive"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("directory.shuffles"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("node.registeredRegions"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("node.mappedSegments"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("node.mappedBytes"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("node.poolBuffersOutstanding"), e.getKey() + " " + m);
+      assertEquals(0L, m.get("node.outstandingRequests"), e.getKey() + " " + m);
+    }
+  }
+}
