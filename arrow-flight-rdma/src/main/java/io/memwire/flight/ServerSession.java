@@ -309,6 +309,11 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
         Thread.currentThread().interrupt();
         throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
             .toRuntimeException();
+      } catch (RuntimeException e) {
+        // The data plane, not the data, failed: "memwire:" lets an auto client retry over DoGet.
+        throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot lease a "
+            + "body of " + bodyLength + " bytes: " + e.getMessage()).withCause(e)
+            .toRuntimeException();
       }
       for (int i = 0; i < bufs.size(); i++) {
         ArrowBuf b = bufs.get(i);

@@ -36,7 +36,13 @@ final class Fixture implements AutoCloseable {
 
   Fixture(CompressionUtil.CodecType compression,
       java.util.function.Consumer<RdmaFlightProducer.Builder> options) throws Exception {
-    node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP).build());
+    this(compression, options, TransferConfig.builder().provider(ProviderKind.TCP).build());
+  }
+
+  Fixture(CompressionUtil.CodecType compression,
+      java.util.function.Consumer<RdmaFlightProducer.Builder> options, TransferConfig nodeConfig)
+      throws Exception {
+    node = TransferNode.start(nodeConfig);
     plainServer = FlightServer.builder(serverAllocator, Location.forGrpcInsecure("127.0.0.1", 0),
         producer).build().start();
     // The wrapped server's own location is known only after it binds: bind a port first.

@@ -41,7 +41,7 @@ final class TestProducer extends NoOpFlightProducer {
   @Override
   public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
     String name = new String(ticket.getBytes(), StandardCharsets.UTF_8);
-    String[] p = name.split(":");
+    String[] p = name.split(":", 3);
     switch (p[0]) {
       case "missing":
         throw CallStatus.NOT_FOUND.withDescription("no data set named " + name).toRuntimeException();

@@ -1,0 +1,180 @@
+package io.memwire.flight;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.memwire.flight.wire.ServerMessage;
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.compression.CompressionUtil;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Leases on the server: the credit window bounds what is pinned, and cancellation, a client
+ * crash or the lease timeout release everything; allocators end empty (checked by the fixture).
+ */
+class LeaseTest {
+  /** Body of one "many:*:20000" batch: 20000 longs plus a 2504-byte validity buffer (aligned). */
+  private static final long BATCH_BYTES = 160_000 + 2_504;
+
+  private Fixture f;
+
+  @BeforeEach
+  void start() throws Exception {
+    f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
+        b -> b.leaseTimeout(Duration.ofMillis(1500)));
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    f.close();
+  }
+
+  private long stat(String k) {
+    return f.rdma.stats().get(k);
+  }
+
+  private static void await(String what, BooleanSupplier cond) throws InterruptedException {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not within 10 s: " + what);
+      }
+      Thread.sleep(5);
+    }
+  }
+
+  @Test
+  void batchWindowBoundsLeases() throws Exception {
+    try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:6:20000", 2,
+        1L << 30)) {
+      ServerMessage a = x.next();
+      ServerMessage b = x.next();
+      assertEquals(ServerMessage.BATCH, a.kind());
+      assertEquals(BATCH_BYTES, a.bodyLength());
+      // The producer is now blocked on credit, with exactly the window leased.
+      await("producer waits for credit", () -> stat("creditWaits") >= 1);
+      assertEquals(2, stat("leasedBatches"));
+      assertEquals(2 * BATCH_BYTES, stat("leasedBytes"));
+      x.free(a.sequence());
+      ServerMessage c = x.next();
+      assertEquals(2, c.sequence(), "one FREE lets exactly the next batch go");
+      x.free(b.sequence(), c.sequence());
+      long n = 3;
+      for (ServerMessage m = x.next(); m.kind() == ServerMessage.BATCH; m = x.next()) {
+        x.free(m.sequence());
+        n++;
+      }
+      assertEquals(6, n);
+      x.rw.getWriter().completed();
+      assertEquals(null, x.next());
+    }
+    f.awaitServerIdle();
+    assertEquals(2 * BATCH_BYTES, stat("peakLeasedBytes"));
+    assertEquals(0, stat("leasesReleasedUnfreed"));
+  }
+
+  @Test
+  void byteWindowBoundsPinnedBytes() throws Exception {
+    long window = 2 * BATCH_BYTES + BATCH_BYTES / 2; // room for two batches, not three
+    try (RdmaFlightClient client = RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator)
+        .dataPlane(DataPlane.TCP).window(100, window)
+        .transferConfig(io.memwire.transfer.TransferConfig.builder()
+            .provider(io.memwire.transfer.ProviderKind.TCP).build())
+        .registeredMemory(16L << 20, 64L << 20).build()) {
+      FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:40:20000"))
+          .getEndpoints().get(0);
+      try (RdmaFlightStream s = client.getStream(e)) {
+        int n = 0;
+        while (s.next()) {
+          assertEquals(20000, s.getRoot().getRowCount());
+          n++;
+        }
+        assertEquals(40, n);
+      }
+    }
+    f.awaitServerIdle();
+    assertTrue(stat("peakLeasedBytes") <= window, "peak " + stat("peakLeasedBytes"));
+    assertTrue(stat("peakLeasedBytes") >= BATCH_BYTES);
+  }
+
+  @Test
+  void cancelMidStreamReleasesLeases() throws Exception {
+    RdmaFlightClient client = f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.TCP)
+        .window(4, 1L << 30));
+    FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:100000:20000"))
+        .getEndpoints().get(0);
+    RdmaFlightStream s = client.getStream(e);
+    assertTrue(s.next());
+    assertTrue(s.next());
+    s.cancel("test cancels", null);
+    FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> {
+      while (s.next()) {
+        // drain what was already on its way
+      }
+    });
+    assertEquals(FlightStatusCode.CANCELLED, ex.status().code());
+    s.close();
+    f.awaitServerIdle();
+    await("producer sees the cancellation", () -> f.producer.cancellationsSeen.get() == 1);
+    assertEquals(1, stat("sessionsCancelled"));
+  }
+
+  @Test
+  void rawCancelReleasesUnfreedLeases() throws Exception {
+    RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000", 3,
+        1L << 30);
+    for (int i = 0; i < 3; i++) {
+      assertEquals(ServerMessage.BATCH, x.next().kind());
+    }
+    await("three leases", () -> stat("leasedBatches") == 3);
+    x.rw.getReader().cancel("raw client cancels", null);
+    f.awaitServerIdle();
+    assertEquals(3, stat("leasesReleasedUnfreed"));
+    x.close();
+  }
+
+  @Test
+  void clientCrashReleasesLeases() throws Exception {
+    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", f.rdmaServer.getPort())
+        .usePlaintext().build();
+    BufferAllocator alloc = f.clientAllocator.newChildAllocator("crashing", 0, Long.MAX_VALUE);
+    FlightClient crashing = FlightGrpcUtils.createFlightClient(alloc, channel);
+    RawExchange x = new RawExchange(crashing, alloc, "many:100:20000", 2, 1L << 30);
+    assertNotNull(x.next());
+    assertNotNull(x.next());
+    await("two leases", () -> stat("leasedBatches") == 2);
+    channel.shutdownNow(); // the client goes away without FREE or cancel
+    assertTrue(channel.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
+    f.awaitServerIdle();
+    assertEquals(2, stat("leasesReleasedUnfreed"));
+    x.close();
+    alloc.close();
+  }
+
+  @Test
+  void leaseTimeoutEndsTheExchange() throws Exception {
+    try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000",
+        1, 1L << 30)) {
+      assertEquals(ServerMessage.BATCH, x.next().kind()); // and never FREE it
+      FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
+      assertEquals(FlightStatusCode.TIMED_OUT, ex.status().code());
+      assertTrue(ex.getMessage().contains("lease timeout"), ex.getMessage());
+    }
+    f.awaitServerIdle();
+    assertTrue(stat("leasesExpired") >= 1);
+  }
+}
