@@ -11,6 +11,7 @@ import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaConnParam;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.SVCRegMr;
+import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
@@ -55,6 +56,8 @@ import org.slf4j.LoggerFactory;
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
+  private static final java.util.concurrent.atomic.AtomicBoolean COPY_NOTED =
+      new java.util.concurrent.atomic.AtomicBoolean();
   private static final int MAX_CQ = 16384;
   private static final int CM_WAIT_MS = 50;
   private static final int EV_ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
@@ -205,24 +208,64 @@ public final class VerbsProvider implements TransportProvider {
       throw new IllegalStateException("verbs provider is closed");
     }
     int length = buffer.capacity();
-    // Served memory: remote read only, never remote write. Destinations: local write only.
-    int access = remoteReadable ? IbvMr.IBV_ACCESS_REMOTE_READ : IbvMr.IBV_ACCESS_LOCAL_WRITE;
+    // Never remote write. Served memory: remote read (plus local write for a caller's buffer,
+    // which may also be a read destination); a read-only file mapping: remote read only.
+    // Pool destinations: local write only.
+    int access = !remoteReadable ? IbvMr.IBV_ACCESS_LOCAL_WRITE
+        : file != null ? IbvMr.IBV_ACCESS_REMOTE_READ
+        : IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE;
     try {
-      SVCRegMr call = pd.regMr(address, length, access);
-      IbvMr mr;
-      try {
-        mr = call.execute().getMr();
-      } finally {
-        call.free();
-      }
-      VerbsRegistration r = new VerbsRegistration(this, mr, address, length, remoteReadable);
-      registrations.add(r);
-      registeredBytes.addAndGet(length);
-      return r;
+      return track(new VerbsRegistration(this, regMr(address, length, access), address, length,
+          remoteReadable, null));
     } catch (IOException e) {
-      throw new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
-          + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
-          + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
+      if (file != null && String.valueOf(e.getMessage()).contains("Bad address")) {
+        return registerCopy(buffer, length, e);
+      }
+      throw registrationFailed(length, e);
+    }
+  }
+
+  private VerbsRegistration track(VerbsRegistration r) {
+    registrations.add(r);
+    registeredBytes.addAndGet(r.length());
+    return r;
+  }
+
+  private IbvMr regMr(long address, int length, int access) throws IOException {
+    SVCRegMr call = pd.regMr(address, length, access);
+    try {
+      return call.execute().getMr();
+    } finally {
+      call.free();
+    }
+  }
+
+  private RegistrationException registrationFailed(int length, IOException e) {
+    return new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
+        + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
+        + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
+  }
+
+  /**
+   * Linux before 6.2 pins user memory for RDMA with FOLL_FORCE|FOLL_WRITE, which a read-only
+   * shared file mapping refuses (EFAULT). There the segment is served from a pinned private copy
+   * of the same bytes; {@link ProviderRegistration#address()} tells where it lives.
+   */
+  private ProviderRegistration registerCopy(ByteBuffer mapping, int length, IOException cause) {
+    if (COPY_NOTED.compareAndSet(false, true)) {
+      LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA (Linux < 6.2): "
+          + "file regions are served from pinned private copies", System.getProperty("os.version"));
+    }
+    ByteBuffer copy = ByteBuffer.allocateDirect(length);
+    copy.put(mapping.duplicate().clear()).clear();
+    long copyAddress = MemoryAccess.address(copy);
+    try {
+      return track(new VerbsRegistration(this, regMr(copyAddress, length,
+          IbvMr.IBV_ACCESS_REMOTE_READ), copyAddress, length, true, () -> MemoryAccess.free(copy)));
+    } catch (IOException e) {
+      MemoryAccess.free(copy);
+      e.addSuppressed(cause);
+      throw registrationFailed(length, e);
     }
   }
 

@@ -20,9 +20,13 @@ final class VerbsRegistration implements ProviderRegistration {
   private final long address;
   private final int length;
   private final boolean remote;
+  private final Runnable afterRelease;
   private final AtomicBoolean deregistered = new AtomicBoolean();
 
-  VerbsRegistration(VerbsProvider provider, IbvMr mr, long address, int length, boolean remote) {
+  /** {@code afterRelease} frees provider-owned memory (a private copy), or is null. */
+  VerbsRegistration(VerbsProvider provider, IbvMr mr, long address, int length, boolean remote,
+      Runnable afterRelease) {
+    this.afterRelease = afterRelease;
     this.provider = provider;
     this.mr = mr;
     this.address = address;
@@ -73,6 +77,9 @@ final class VerbsRegistration implements ProviderRegistration {
         call.execute();
       } finally {
         call.free();
+      }
+      if (afterRelease != null) {
+        afterRelease.run();
       }
       return true;
     } catch (IOException | RuntimeException e) {
