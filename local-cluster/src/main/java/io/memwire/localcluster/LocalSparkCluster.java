@@ -53,6 +53,8 @@ import org.slf4j.LoggerFactory;
 public final class LocalSparkCluster implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(LocalSparkCluster.class);
   private static final String LOCAL_IP = "127.0.0.1";
+  /** The SPARK_HOME this class put into the environment, so a later cluster may replace it. */
+  private static volatile String injectedSparkHome;
 
   private final SparkSession session;
   private final Path sparkHome;
@@ -281,7 +283,8 @@ public final class LocalSparkCluster implements AutoCloseable {
 
     private Path prepareSparkHome(Path dir) {
       String envHome = System.getenv("SPARK_HOME");
-      Path home = envHome != null && !envHome.isBlank()
+      boolean given = envHome != null && !envHome.isBlank() && !envHome.equals(injectedSparkHome);
+      Path home = given
           ? Path.of(envHome).toAbsolutePath()
           : dir.resolve("spark-home").toAbsolutePath();
       try {
@@ -291,8 +294,9 @@ public final class LocalSparkCluster implements AutoCloseable {
         throw new UncheckedIOException("cannot create " + home.resolve("jars"), e);
       }
       Map<String, String> missing = new LinkedHashMap<>();
-      if (envHome == null || envHome.isBlank()) {
+      if (!given) {
         missing.put("SPARK_HOME", home.toString());
+        injectedSparkHome = home.toString();
       }
       if (System.getenv("SPARK_SCALA_VERSION") == null) {
         missing.put("SPARK_SCALA_VERSION", scalaVersion());

@@ -56,7 +56,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final ShuffleCounters counters = new ShuffleCounters();
   private final boolean readsDelegated;
   private volatile Started started;
-  private volatile boolean startAttempted;
+  private volatile boolean startDone;
   private volatile boolean stopped;
 
   /** The transport and what depends on it; absent while RDMA is off in this JVM. */
@@ -146,16 +146,17 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Starts the transport once (executors at construction, local mode on first use). */
   private Started ensureStarted() {
-    Started s = started;
-    if (s != null || startAttempted || (isDriver && !localMode)) {
-      return s;
+    if (startDone) {
+      return started;
+    }
+    if (isDriver && !localMode) {
+      return null;
     }
     synchronized (this) {
-      if (started != null || startAttempted || stopped) {
-        return started;
+      if (!startDone && !stopped) {
+        started = start();
+        startDone = true;
       }
-      startAttempted = true;
-      started = start();
       return started;
     }
   }

@@ -41,7 +41,8 @@ public final class ShuffleConf {
       if (t.name().equals(TransferConfig.BIND_ADDRESS)) {
         def = "(the executor's host)";
         doc = "Address the executor's transfer node listens on and publishes to reducers; by "
-            + "default the host of the executor's BlockManager. " + t.doc();
+            + "default the host of the executor's BlockManager. With verbs it must be an address "
+            + "of an RDMA device.";
       } else if (t.name().equals(TransferConfig.AUTH_SECRET)) {
         def = "(spark.authenticate.secret)";
         doc = t.doc() + " When spark.authenticate=true and this key is unset, Spark's secret is used.";

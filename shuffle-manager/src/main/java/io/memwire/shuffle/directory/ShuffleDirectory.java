@@ -130,8 +130,9 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   /**
-   * Test hook: overwrites the map id of every slot of a shuffle, as a stale or corrupted slot
-   * would look, so reducers must detect the mismatch.
+   * Test hook: overwrites the map id of every slot of a shuffle with -1 (never a task attempt
+   * id), as a stale or corrupted slot would look, so reducers must detect the mismatch.
+   * Idempotent.
    *
    * @return slots changed
    */
@@ -145,7 +146,7 @@ public final class ShuffleDirectory implements AutoCloseable {
       for (int i = 0; i < SLOTS_PER_CHUNK; i++) {
         int at = i * DirectorySlot.SIZE;
         if (c.memory.getInt(at) == DirectorySlot.MAGIC) {
-          c.memory.putLong(at + 8, c.memory.getLong(at + 8) ^ 0x5a5a_0000_0000_0000L);
+          c.memory.putLong(at + 8, -1L);
           n++;
         }
       }
