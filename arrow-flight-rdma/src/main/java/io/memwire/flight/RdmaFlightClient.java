@@ -282,6 +282,29 @@ public final class RdmaFlightClient implements AutoCloseable {
     }
   }
 
+  /** Prefix of the client's transfer-node keys in a properties file. */
+  public static final String TRANSFER_PREFIX = "memwire.flight.transfer.";
+
+  static int parsePositive(String key, String v) {
+    try {
+      int n = Integer.parseInt(v.trim());
+      if (n < 1) {
+        throw new NumberFormatException();
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + "=" + v + " is not a positive integer");
+    }
+  }
+
+  static long parseSize(String key, String v) {
+    try {
+      return TransferConfig.parseBytes(v.trim());
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(key + "=" + v + " is not a byte size (e.g. 64m)");
+    }
+  }
+
   private static int intProperty(String key, int def) {
     String v = System.getProperty(key);
     if (v == null) {
@@ -325,6 +348,30 @@ public final class RdmaFlightClient implements AutoCloseable {
     private Builder(FlightClient flight, BufferAllocator allocator) {
       this.flight = Objects.requireNonNull(flight, "flight client");
       this.allocator = Objects.requireNonNull(allocator, "allocator");
+    }
+
+    /**
+     * Applies {@code memwire.flight.dataPlane}, {@code memwire.flight.windowBatches}, {@code
+     * memwire.flight.windowBytes} and the transfer keys under {@code memwire.flight.transfer.}
+     * (see TransferConfig.KEYS) from a properties file such as conf-templates/flight/client-*.
+     *
+     * @throws IllegalArgumentException naming the key of a bad value
+     */
+    public Builder properties(Map<String, String> p) {
+      String d = p.get(DataPlane.PROPERTY);
+      if (d != null) {
+        dataPlane(DataPlane.parse(DataPlane.PROPERTY, d));
+      }
+      String wb = p.get(WINDOW_BATCHES_PROPERTY);
+      String wy = p.get(WINDOW_BYTES_PROPERTY);
+      if (wb != null || wy != null) {
+        window(wb == null ? 8 : parsePositive(WINDOW_BATCHES_PROPERTY, wb),
+            wy == null ? 128L << 20 : parseSize(WINDOW_BYTES_PROPERTY, wy));
+      }
+      if (p.keySet().stream().anyMatch(k -> k.startsWith(TRANSFER_PREFIX))) {
+        transferConfig(TransferConfig.fromProperties(p, TRANSFER_PREFIX));
+      }
+      return this;
     }
 
     /** auto (default), verbs, tcp or grpc. */

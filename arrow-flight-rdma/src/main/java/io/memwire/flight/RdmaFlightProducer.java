@@ -369,6 +369,73 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       this.allocator = Objects.requireNonNull(allocator, "allocator");
     }
 
+    /**
+     * Applies the {@code memwire.flight.server.*} keys of a properties file such as
+     * conf-templates/flight/server.properties: {@code compression} (none, lz4_frame, zstd),
+     * {@code leaseTimeout} (e.g. 60s), {@code maxWindowBatches}, {@code maxWindowBytes}, {@code
+     * arenaSize}, {@code maxRegisteredBytes}. Unknown keys under the prefix are refused.
+     *
+     * @throws IllegalArgumentException naming the key of a bad value
+     */
+    public Builder properties(Map<String, String> p) {
+      String prefix = "memwire.flight.server.";
+      int batches = maxWindowBatches;
+      long bytes = maxWindowBytes;
+      long arena = arenaSize;
+      long max = maxRegisteredBytes;
+      for (Map.Entry<String, String> e : p.entrySet()) {
+        if (!e.getKey().startsWith(prefix)) {
+          continue;
+        }
+        String k = e.getKey();
+        String v = e.getValue().trim();
+        switch (k.substring(prefix.length())) {
+          case "compression":
+            compression(parseCodec(k, v));
+            break;
+          case "leaseTimeout":
+            try {
+              leaseTimeout(io.memwire.transfer.TransferConfig.parseTime(v));
+            } catch (RuntimeException ex) {
+              throw new IllegalArgumentException(k + "=" + v + " is not a duration of 10ms or more");
+            }
+            break;
+          case "maxWindowBatches":
+            batches = RdmaFlightClient.parsePositive(k, v);
+            break;
+          case "maxWindowBytes":
+            bytes = RdmaFlightClient.parseSize(k, v);
+            break;
+          case "arenaSize":
+            arena = RdmaFlightClient.parseSize(k, v);
+            break;
+          case "maxRegisteredBytes":
+            max = RdmaFlightClient.parseSize(k, v);
+            break;
+          default:
+            throw new IllegalArgumentException("unknown key " + k + "; known: compression, "
+                + "leaseTimeout, maxWindowBatches, maxWindowBytes, arenaSize, maxRegisteredBytes");
+        }
+      }
+      maxWindow(batches, bytes);
+      return registeredMemory(arena, max);
+    }
+
+    private static CompressionUtil.CodecType parseCodec(String key, String v) {
+      switch (v.toLowerCase(java.util.Locale.ROOT)) {
+        case "none":
+          return CompressionUtil.CodecType.NO_COMPRESSION;
+        case "lz4_frame":
+        case "lz4":
+          return CompressionUtil.CodecType.LZ4_FRAME;
+        case "zstd":
+          return CompressionUtil.CodecType.ZSTD;
+        default:
+          throw new IllegalArgumentException(key + "=" + v + " is not a codec; expected none, "
+              + "lz4_frame, zstd");
+      }
+    }
+
     /** The server's own gRPC location, put first on endpoints that list no location. */
     public Builder grpcLocation(Location l) {
       this.grpcLocation = l;

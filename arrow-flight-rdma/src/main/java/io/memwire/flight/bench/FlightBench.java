@@ -1,0 +1,242 @@
+package io.memwire.flight.bench;
+
+import io.memwire.flight.DataPlane;
+import io.memwire.flight.RdmaFlightClient;
+import io.memwire.flight.RdmaFlightProducer;
+import io.memwire.flight.RdmaFlightStream;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightServer;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Arrow's Flight performance shape on loopback: 4 nullable BIGINT columns, batches of 4K rows and
+ * of 1 to 32 MiB, 1 to 8 parallel streams; plain gRPC DoGet against the RDMA client on the tcp
+ * provider, in one run, same producer, same JVM. Prints GB/s of body bytes and the ratio, and
+ * writes a CSV.
+ *
+ * <p>Arguments: {@code --quick} (fewer cases, less data), {@code --bytes <n>} body bytes per
+ * measured run (default 1 GiB, quick 256 MiB), {@code --csv <path>} (default
+ * target/flight-bench.csv).
+ */
+public final class FlightBench {
+  private static final int COLUMNS = 4;
+  private static final Schema SCHEMA;
+
+  static {
+    List<Field> f = new ArrayList<>();
+    for (int c = 0; c < COLUMNS; c++) {
+      f.add(Field.nullable("c" + c, new ArrowType.Int(64, true)));
+    }
+    SCHEMA = new Schema(f);
+  }
+
+  private FlightBench() {}
+
+  /** Serves "rows:batches" tickets from one pre-filled root it reuses, as Arrow's perf server. */
+  static final class Producer extends NoOpFlightProducer {
+    private final BufferAllocator allocator;
+
+    Producer(BufferAllocator allocator) {
+      this.allocator = allocator;
+    }
+
+    @Override
+    public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+      String[] p = new String(ticket.getBytes(), StandardCharsets.UTF_8).split(":");
+      int rows = Integer.parseInt(p[0]);
+      long batches = Long.parseLong(p[1]);
+      try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
+        for (int c = 0; c < COLUMNS; c++) {
+          BigIntVector v = (BigIntVector) root.getVector(c);
+          v.allocateNew(rows);
+          for (int r = 0; r < rows; r++) {
+            if (r % 101 == 100) {
+              v.setNull(r);
+            } else {
+              v.set(r, (long) r * (c + 1));
+            }
+          }
+          v.setValueCount(rows);
+        }
+        root.setRowCount(rows);
+        listener.start(root);
+        for (long b = 0; b < batches && !listener.isCancelled(); b++) {
+          listener.putNext();
+        }
+        listener.completed();
+      }
+    }
+  }
+
+  static long bodyBytes(int rows) {
+    long validity = ((rows + 7) / 8 + 7) / 8 * 8;
+    return COLUMNS * ((long) rows * 8 + validity);
+  }
+
+  public static void main(String[] args) throws Exception {
+    boolean quick = false;
+    long target = -1;
+    Path csv = Path.of("target", "flight-bench.csv");
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--quick":
+          quick = true;
+          break;
+        case "--bytes":
+          target = TransferConfig.parseBytes(args[++i]);
+          break;
+        case "--csv":
+          csv = Path.of(args[++i]);
+          break;
+        default:
+          throw new IllegalArgumentException("unknown argument " + args[i]
+              + "; expected --quick, --bytes <n>, --csv <path>");
+      }
+    }
+    if (target < 0) {
+      target = quick ? 256L << 20 : 1L << 30;
+    }
+    // rows per batch: 4K rows, then 1, 4, 16 and 32 MiB bodies (32 bytes of data per row).
+    int[] rowsPerBatch = quick ? new int[] {4096, 1 << 15, 1 << 17, 1 << 20}
+        : new int[] {4096, 1 << 15, 1 << 17, 1 << 19, 1 << 20};
+    int[] streamCounts = quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
+
+    try (RootAllocator root = new RootAllocator();
+        TransferNode node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
+            .registrationBudget(8L << 30).build())) {
+      BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
+      BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
+      Producer producer = new Producer(serverAlloc);
+      FlightServer plain = FlightServer.builder(serverAlloc,
+          Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
+      RdmaFlightProducer rdmaProducer = RdmaFlightProducer.builder(producer, node, serverAlloc)
+          .registeredMemory(64L << 20, 1536L << 20).build();
+      FlightServer wrapped = FlightServer.builder(serverAlloc,
+          Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer).build().start();
+      FlightClient plainClient = FlightClient.builder(clientAlloc,
+          Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
+      FlightClient wrappedClient = FlightClient.builder(clientAlloc,
+          Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
+      ExecutorService pool = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "bench-stream");
+        t.setDaemon(true);
+        return t;
+      });
+      List<String> lines = new ArrayList<>();
+      lines.add("batch_rows,batch_bytes,streams,body_bytes,grpc_gbps,rdma_tcp_gbps,ratio");
+      System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s%n", "rows/batch",
+          "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio");
+      for (int rows : rowsPerBatch) {
+        long batchBytes = bodyBytes(rows);
+        int window = (int) Math.max(2, Math.min(8, (96L << 20) / batchBytes));
+        try (RdmaFlightClient rdma = RdmaFlightClient.builder(wrappedClient, clientAlloc)
+            .dataPlane(DataPlane.TCP).window(window, window * batchBytes)
+            .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
+                .registrationBudget(8L << 30).build())
+            .registeredMemory(64L << 20, 1536L << 20).build()) {
+          for (int streams : streamCounts) {
+            long batchesPerStream = Math.max(4, target / batchBytes / streams);
+            String ticket = rows + ":" + batchesPerStream;
+            // Warm up both paths once, then measure each.
+            run(pool, streams, () -> grpc(plainClient, ticket));
+            run(pool, streams, () -> rdma(rdma, ticket));
+            double g = measure(pool, streams, () -> grpc(plainClient, ticket),
+                batchBytes * batchesPerStream * streams);
+            double r = measure(pool, streams, () -> rdma(rdma, ticket),
+                batchBytes * batchesPerStream * streams);
+            System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f%n", rows,
+                human(batchBytes), streams, g, r, r / g);
+            lines.add(String.format(Locale.ROOT, "%d,%d,%d,%d,%.3f,%.3f,%.3f", rows, batchBytes,
+                streams, batchBytes * batchesPerStream * streams, g, r, r / g));
+          }
+        }
+      }
+      Files.createDirectories(csv.toAbsolutePath().getParent());
+      try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(csv))) {
+        lines.forEach(w::println);
+      }
+      System.out.println("wrote " + csv.toAbsolutePath());
+      System.out.println("server: " + rdmaProducer.stats());
+      pool.shutdownNow();
+      plainClient.close();
+      wrappedClient.close();
+      wrapped.shutdown();
+      plain.shutdown();
+      wrapped.awaitTermination();
+      plain.awaitTermination();
+      rdmaProducer.close();
+      clientAlloc.close();
+      serverAlloc.close();
+    }
+  }
+
+  private static String human(long bytes) {
+    return bytes >= (1 << 20) ? String.format(Locale.ROOT, "%.1fMiB", bytes / 1048576.0)
+        : String.format(Locale.ROOT, "%dKiB", bytes >> 10);
+  }
+
+  private static long grpc(FlightClient c, String ticket) throws Exception {
+    long rows = 0;
+    try (FlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
+      while (s.next()) {
+        rows += s.getRoot().getRowCount();
+      }
+    }
+    return rows;
+  }
+
+  private static long rdma(RdmaFlightClient c, String ticket) {
+    long rows = 0;
+    try (RdmaFlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
+      while (s.next()) {
+        rows += s.getRoot().getRowCount();
+      }
+    }
+    return rows;
+  }
+
+  private static long run(ExecutorService pool, int streams, Callable<Long> one) throws Exception {
+    List<Future<Long>> fs = new ArrayList<>();
+    for (int i = 0; i < streams; i++) {
+      fs.add(pool.submit(one));
+    }
+    long rows = 0;
+    for (Future<Long> f : fs) {
+      rows += f.get();
+    }
+    return rows;
+  }
+
+  /** GB/s (10^9 bytes per second) of body bytes over all streams. */
+  private static double measure(ExecutorService pool, int streams, Callable<Long> one, long bytes)
+      throws Exception {
+    long t0 = System.nanoTime();
+    run(pool, streams, one);
+    long ns = System.nanoTime() - t0;
+    return bytes / (double) ns;
+  }
+}
