@@ -1,0 +1,52 @@
+package io.memwire.tpcds;
+
+import io.memwire.tpcds.run.BenchmarkRun;
+import io.memwire.tpcds.run.RunOptions;
+import io.memwire.tpcds.run.RunResult;
+import io.memwire.tpcds.verify.AnswerMismatchException;
+
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Command-line entry point: runs TPC-DS queries with each configured shuffle manager and writes a results
+ * directory. See {@code docs/TPCDS.md} and {@code --help}. Exit status: 0 done, 1 failed, 2 bad arguments,
+ * 3 answers differ between configurations.
+ */
+public final class TpcdsRunner {
+    private TpcdsRunner() {
+    }
+
+    /** Parses the arguments, runs, and prints the summary. */
+    public static void main(String[] args) {
+        RunOptions options;
+        try {
+            options = RunOptions.parse(args);
+        } catch (RunOptions.HelpRequested e) {
+            System.out.print(RunOptions.usage());
+            return;
+        } catch (IllegalArgumentException e) {
+            System.err.println("error: " + e.getMessage());
+            System.err.print(RunOptions.usage());
+            System.exit(2);
+            return;
+        }
+        try {
+            RunResult result = new BenchmarkRun(options, System.out::println).run();
+            for (Map.Entry<String, Double> g : result.geomeanSpeedup().entrySet()) {
+                System.out.printf(Locale.ROOT, "geometric-mean speedup of %s over %s: %.3fx%n", g.getKey(),
+                        result.reference(), g.getValue());
+            }
+            System.out.println("report: " + result.runDir() + "/report.md");
+        } catch (AnswerMismatchException e) {
+            System.err.println();
+            System.err.println("=".repeat(72));
+            System.err.println(e.getMessage());
+            System.err.println("=".repeat(72));
+            System.exit(3);
+        } catch (Exception e) {
+            System.err.println("error: " + e);
+            System.exit(1);
+        }
+    }
+}

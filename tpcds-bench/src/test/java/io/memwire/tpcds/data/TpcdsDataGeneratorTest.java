@@ -1,0 +1,80 @@
+package io.memwire.tpcds.data;
+
+import io.trino.tpcds.Table;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The Spark side of generation, on an in-process {@code local[2]} session. */
+class TpcdsDataGeneratorTest {
+    private static final double SCALE = 0.01;
+    private static SparkSession spark;
+
+    @BeforeAll
+    static void startSpark() {
+        spark = SparkSession.builder().master("local[2]").appName("generator-test")
+                .config("spark.ui.enabled", "false")
+                .config("spark.sql.shuffle.partitions", "4")
+                .getOrCreate();
+    }
+
+    @AfterAll
+    static void stopSpark() {
+        if (spark != null) {
+            spark.stop();
+        }
+    }
+
+    @Test
+    void parquetWrittenInManyTasksEqualsParquetWrittenInOne(@TempDir Path dir) throws IOException {
+        TpcdsDataGenerator whole = new TpcdsDataGenerator(spark, new ChunkPlanner(Long.MAX_VALUE / 2), s -> { });
+        TpcdsDataGenerator split = new TpcdsDataGenerator(spark, new ChunkPlanner(2_000), s -> { });
+        long n1 = whole.writeTable(Table.STORE_SALES, SCALE, dir.resolve("one"));
+        long n2 = split.writeTable(Table.STORE_SALES, SCALE, dir.resolve("many"));
+        assertEquals(n1, n2);
+        assertTrue(parquetFiles(dir.resolve("many")) > 5, "split output has several files");
+        assertEquals(1, parquetFiles(dir.resolve("one")));
+        Dataset<Row> a = spark.read().parquet(dir.resolve("one").toString());
+        Dataset<Row> b = spark.read().parquet(dir.resolve("many").toString());
+        assertEquals(0, a.exceptAll(b).count());
+        assertEquals(0, b.exceptAll(a).count());
+    }
+
+    @Test
+    void columnsHaveProperTypes(@TempDir Path dir) {
+        TpcdsDataGenerator generator = new TpcdsDataGenerator(spark, new ChunkPlanner(ChunkPlanner.DEFAULT_COST_PER_CHUNK), s -> { });
+        generator.writeTable(Table.DATE_DIM, SCALE, dir.resolve("date_dim"));
+        generator.writeTable(Table.STORE_RETURNS, SCALE, dir.resolve("store_returns"));
+        StructType dates = spark.read().parquet(dir.resolve("date_dim").toString()).schema();
+        assertEquals(DataTypes.DateType, dates.apply("d_date").dataType());
+        assertEquals(DataTypes.LongType, dates.apply("d_date_sk").dataType());
+        assertEquals(DataTypes.IntegerType, dates.apply("d_year").dataType());
+        assertEquals(DataTypes.StringType, dates.apply("d_day_name").dataType());
+        Dataset<Row> returns = spark.read().parquet(dir.resolve("store_returns").toString());
+        assertEquals(DataTypes.createDecimalType(7, 2), returns.schema().apply("sr_return_amt").dataType());
+        // The calendar covers 1900..2100; returns exist and some cells are NULL, as TPC-DS specifies.
+        assertEquals(73049, spark.read().parquet(dir.resolve("date_dim").toString()).count());
+        assertTrue(returns.count() > 0);
+        assertTrue(returns.filter("sr_return_amt IS NULL").count() > 0);
+    }
+
+    private static long parquetFiles(Path dir) throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".parquet")).count();
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.memwire.tpcds.run;
+
+import io.memwire.tpcds.verify.AnswerMismatchException;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The runner end to end at SF 0.01: one local multi-process cluster per configuration, data generated then
+ * reused, queries run and verified, report and charts written; a configuration that drops rows is caught.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class BenchmarkRunTest {
+
+    @TempDir
+    static Path work;
+
+    /** q3 and q7 have non-empty answers at SF 0.01 (20 and 100 rows) and shuffle with broadcast joins off. */
+    private static RunOptions options(String configs, String queries, int warmups) {
+        return RunOptions.parse("--scale", "0.01", "--queries", queries, "--warmup", String.valueOf(warmups), "--iterations", "1",
+                "--configs", configs, "--no-broadcast", "--conf", "spark.sql.shuffle.partitions=4",
+                "--executor-memory", "512", "--driver-memory", "768", "--query-timeout", "300",
+                "--data-dir", work.resolve("data").toString(), "--out", work.resolve("out").toString());
+    }
+
+    @Test
+    @Order(1)
+    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    void runsQueriesWithSortAndRdmaShuffleVerifiesAnswersAndWritesTheReport() throws Exception {
+        List<String> progress = new CopyOnWriteArrayList<>();
+        Consumer<String> log = line -> {
+            progress.add(line);
+            System.out.println(line);
+        };
+        RunOptions options = options("sort,rdma-tcp", "q3,q7", 1);
+        RunResult result = new BenchmarkRun(options, log).run();
+
+        assertTrue(result.verified());
+        assertTrue(result.dataSet().generated(), "first run generates the data");
+        assertEquals(24, result.dataSet().rowCounts().size());
+        assertTrue(result.dataSet().rowCounts().values().stream().allMatch(n -> n > 0), "every table has rows");
+        assertTrue(progress.stream().anyMatch(l -> l.contains("generated TPC-DS data at scale 0.01")), progress.toString());
+
+        // 2 queries x 2 configurations x (1 warm-up + 1 timed)
+        assertEquals(8, result.measurements().size());
+        for (Measurement m : result.measurements()) {
+            assertTrue(m.rows() > 0, m + " returned no rows: the comparison would prove nothing");
+            assertTrue(m.metrics().bytesWritten() > 0, m + " wrote no shuffle bytes");
+            assertEquals(m.metrics().bytesWritten() > 0, m.metrics().bytesRead() > 0, m.toString());
+        }
+        assertTrue(result.measurements().stream().anyMatch(m -> m.metrics().remoteBytesRead() > 0),
+                "with two executors some shuffle blocks are read remotely");
+        assertEquals(4, result.stats().size());
+        assertNotNull(result.geomeanSpeedup().get("rdma-tcp"));
+        assertTrue(result.clusters().stream().allMatch(c -> c.executors() == 2 && c.sparkVersion().startsWith("4.")));
+
+        Path dir = Path.of(result.runDir());
+        for (String file : List.of("measurements.csv", "summary.csv", "results.json", "report.md",
+                "charts/query-times.png", "charts/fetch-wait.png", "answers/q3.json")) {
+            assertTrue(Files.size(dir.resolve(file)) > 0, file + " is empty");
+        }
+        assertEquals(9, Files.readAllLines(dir.resolve("measurements.csv")).size());
+        String report = Files.readString(dir.resolve("report.md"));
+        assertTrue(report.contains("### q7"), report);
+        assertTrue(report.contains("Geometric-mean speedup of `rdma-tcp`"), report);
+        assertTrue(isPng(dir.resolve("charts/query-times.png")));
+        assertTrue(progress.stream().anyMatch(l -> l.contains("timed 1/1") && l.contains("q7")), progress.toString());
+        assertNoProcessesLeft();
+    }
+
+    @Test
+    @Order(2)
+    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    void aManagerThatDropsRowsIsCaughtByVerification() throws Exception {
+        List<String> progress = new CopyOnWriteArrayList<>();
+        Consumer<String> log = line -> {
+            progress.add(line);
+            System.out.println(line);
+        };
+        RunOptions options = options("sort,dropping{manager=io.memwire.tpcds.RowDroppingShuffleManager}", "q3", 0);
+        AnswerMismatchException e = assertThrows(AnswerMismatchException.class,
+                () -> new BenchmarkRun(options, log).run());
+        assertTrue(e.getMessage().contains("'dropping' differs from reference 'sort'"), e.getMessage());
+        assertTrue(progress.stream().anyMatch(l -> l.contains("reused TPC-DS data at scale 0.01")), progress.toString());
+        Path runDir = latestRun();
+        assertTrue(Files.readString(runDir.resolve("mismatch.txt")).contains("ANSWER MISMATCH"));
+        assertTrue(Files.readString(runDir.resolve("report.md")).contains("RUN FAILED"));
+        assertNoProcessesLeft();
+    }
+
+    private static Path latestRun() throws IOException {
+        try (Stream<Path> runs = Files.list(work.resolve("out"))) {
+            return runs.max(Path::compareTo).orElseThrow();
+        }
+    }
+
+    private static boolean isPng(Path file) throws IOException {
+        byte[] head = Files.readAllBytes(file);
+        return head.length > 8 && head[1] == 'P' && head[2] == 'N' && head[3] == 'G';
+    }
+
+    private static void assertNoProcessesLeft() {
+        assertFalse(ProcessHandle.current().descendants().anyMatch(ProcessHandle::isAlive),
+                "worker or executor processes left running");
+    }
+}
