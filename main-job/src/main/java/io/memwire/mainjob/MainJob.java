@@ -190,7 +190,7 @@ public final class MainJob {
       return 1;
     }
     say("results identical: %,.0f rows, digest %s", base.number("resultRows"),
-        base.text("resultDigest").substring(0, 16));
+        base.text("resultDigest"));
     if (memwire.number("remoteBytesRead") <= 0) {
       say("FAILED: the Memwire run read no remote shuffle bytes");
       return 1;
