@@ -92,9 +92,9 @@ final class PeerChecks {
     } else {
       config = base.toBuilder().port(0).build();
     }
-    long start = System.nanoTime();
     try (TransferNode node = TransferNode.start(config)) {
       io.memwire.transfer.Connection c;
+      long start = System.nanoTime();
       try {
         c = node.connection(peer);
       } catch (TransferException e) {
