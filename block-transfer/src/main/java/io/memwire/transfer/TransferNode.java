@@ -213,8 +213,10 @@ public final class TransferNode implements AutoCloseable {
   private RemoteRegion remoteOf(List<MemoryRegion.Segment> segments) {
     List<RegionDescriptor> ds = new ArrayList<>(segments.size());
     for (MemoryRegion.Segment s : segments) {
+      // The provider's address, not the buffer's: a provider may serve a private pinned copy
+      // (verbs on kernels that cannot pin read-only file mappings).
       ds.add(new RegionDescriptor(provider.kind(), localAddress(), s.registration.remoteKey(),
-          s.address, s.registration.length()));
+          s.registration.address(), s.registration.length()));
     }
     return new RemoteRegion(ds);
   }
