@@ -84,6 +84,41 @@ class LocalModeLifecycleTest {
   }
 
   @Test
+  void outputsBeyondTheRegistrationBudgetAreServedBySparkOrFailWhenFallbackIsOff() {
+    // Each map output is about 2 MiB of incompressible bytes; the budget is 1 MiB.
+    SparkSession spark = local().config("spark.shuffle.rdma.registrationBudget", "1m")
+        .config("spark.shuffle.rdma.poolMaxBytes", "1m")
+        .config("spark.shuffle.compress", "false").getOrCreate();
+    try {
+      JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      long n = jsc.parallelize(IntStream.range(0, 8).boxed().collect(Collectors.toList()), 4)
+          .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
+          .groupByKey(2).count();
+      assertEquals(8, n);
+      RdmaShuffleManager m = RdmaShuffleManager.current();
+      assertEquals(4, m.counters().outputsServedByFallback.sum());
+      assertEquals(0, m.transferStats().registeredRegions());
+    } finally {
+      spark.stop();
+    }
+    SparkSession strict = local().config("spark.shuffle.rdma.registrationBudget", "1m")
+        .config("spark.shuffle.rdma.poolMaxBytes", "1m")
+        .config("spark.shuffle.rdma.fallback", "false")
+        .config("spark.shuffle.compress", "false").getOrCreate();
+    try {
+      JavaSparkContext jsc = JavaSparkContext.fromSparkContext(strict.sparkContext());
+      Exception e = assertThrows(Exception.class, () -> jsc
+          .parallelize(IntStream.range(0, 2).boxed().collect(Collectors.toList()), 1)
+          .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
+          .groupByKey(2).count());
+      assertTrue(causes(e).contains("spark.shuffle.rdma.fallback=false"), causes(e));
+      assertTrue(causes(e).contains("registration budget exhausted"), causes(e));
+    } finally {
+      strict.stop();
+    }
+  }
+
+  @Test
   void invalidSettingStopsStartupNamingTheKey() {
     Exception e = assertThrows(Exception.class, () -> local()
         .config("spark.shuffle.rdma.readBatchBytes", "1k").getOrCreate().stop());

@@ -25,7 +25,8 @@ import scala.Tuple2;
  *
  * <pre>mvn -B -pl shuffle-manager exec:exec@bench -Dbench.bytes=2g</pre>
  *
- * Prints, per job and manager, the median of the timed repetitions: wall time, total shuffle
+ * Rounds alternate which manager runs first (each round starts a fresh cluster per manager).
+ * Prints, per job and manager, the median over rounds: wall time, total shuffle
  * fetch wait, remote bytes read and remote bytes per second of wall time, then RDMA/Netty ratios.
  */
 public final class ShuffleBenchmark {
@@ -60,13 +61,30 @@ public final class ShuffleBenchmark {
     int maps = (int) Math.max(4, Math.min(64, bytes / (32L << 20)));
     int reducers = maps;
     System.out.printf("shuffle benchmark: %,d records of %d bytes (%,d MiB), %d maps, %d reducers,"
-        + " %d timed repetitions%n", records, RECORD_BYTES, bytes >> 20, maps, reducers, reps);
+        + " %d rounds%n", records, RECORD_BYTES, bytes >> 20, maps, reducers, reps);
 
-    Map<String, Map<String, Result>> results = new LinkedHashMap<>();
-    for (String manager : List.of("sort", RdmaShuffleManager.class.getName())) {
-      String label = manager.equals("sort") ? "netty" : "rdma";
-      results.put(label, run(manager, records, maps, reducers, reps));
+    // Rounds alternate which manager goes first, so drift in machine load hits both alike.
+    String rdma = RdmaShuffleManager.class.getName();
+    Map<String, Map<String, List<Result>>> all = new LinkedHashMap<>();
+    all.put("netty", new LinkedHashMap<>());
+    all.put("rdma", new LinkedHashMap<>());
+    for (int round = 0; round < reps; round++) {
+      List<String> order = round % 2 == 0 ? List.of("sort", rdma) : List.of(rdma, "sort");
+      for (String manager : order) {
+        String label = manager.equals("sort") ? "netty" : "rdma";
+        run(manager, records, maps, reducers).forEach((job, r) ->
+            all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
+      }
     }
+    Map<String, Map<String, Result>> results = new LinkedHashMap<>();
+    all.forEach((label, byJob) -> {
+      Map<String, Result> medians = new LinkedHashMap<>();
+      byJob.forEach((job, runs) -> {
+        runs.sort((a, b) -> Double.compare(a.wallSeconds(), b.wallSeconds()));
+        medians.put(job, runs.get(runs.size() / 2));
+      });
+      results.put(label, medians);
+    });
 
     System.out.println();
     System.out.printf("%-8s %-6s %10s %14s %14s %14s%n", "job", "shuffle", "wall s",
@@ -86,8 +104,8 @@ public final class ShuffleBenchmark {
     }
   }
 
-  private static Map<String, Result> run(String manager, long records, int maps, int reducers,
-      int reps) {
+  /** One cluster with {@code manager}: a warm-up, then each job once. */
+  private static Map<String, Result> run(String manager, long records, int maps, int reducers) {
     try (LocalSparkCluster cluster = LocalSparkCluster.builder()
         .executors(2)
         .coresPerExecutor(1)
@@ -106,26 +124,21 @@ public final class ShuffleBenchmark {
       groupByKey(input(jsc, Math.min(records, 200_000), maps), reducers);
       sort(input(jsc, Math.min(records, 200_000), maps), reducers);
 
-      Map<String, Result> medians = new LinkedHashMap<>();
+      Map<String, Result> out = new LinkedHashMap<>();
       for (String job : List.of("groupByKey", "sort")) {
-        List<Result> runs = new ArrayList<>();
-        for (int i = 0; i < reps; i++) {
-          cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-          metrics.fetchWaitMs.set(0);
-          metrics.remoteBytes.set(0);
-          long t0 = System.nanoTime();
-          long check = job.equals("groupByKey") ? groupByKey(input, reducers) : sort(input, reducers);
-          double wall = (System.nanoTime() - t0) / 1e9;
-          cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-          runs.add(new Result(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get()));
-          System.out.printf("  %s %s run %d: %.2f s, fetch wait %d ms, remote %.1f MiB (check %d)%n",
-              manager.equals("sort") ? "netty" : "rdma", job, i + 1, wall,
-              metrics.fetchWaitMs.get(), metrics.remoteBytes.get() / 1048576.0, check);
-        }
-        runs.sort((a, b) -> Double.compare(a.wallSeconds(), b.wallSeconds()));
-        medians.put(job, runs.get(runs.size() / 2));
+        cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
+        metrics.fetchWaitMs.set(0);
+        metrics.remoteBytes.set(0);
+        long t0 = System.nanoTime();
+        long check = job.equals("groupByKey") ? groupByKey(input, reducers) : sort(input, reducers);
+        double wall = (System.nanoTime() - t0) / 1e9;
+        cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
+        out.put(job, new Result(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get()));
+        System.out.printf("  %s %s: %.2f s, fetch wait %d ms, remote %.1f MiB (check %d)%n",
+            manager.equals("sort") ? "netty" : "rdma", job, wall, metrics.fetchWaitMs.get(),
+            metrics.remoteBytes.get() / 1048576.0, check);
       }
-      return medians;
+      return out;
     } catch (Exception e) {
       throw new IllegalStateException("benchmark with " + manager + " failed", e);
     }
