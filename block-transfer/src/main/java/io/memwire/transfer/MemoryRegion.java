@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -42,6 +43,7 @@ public final class MemoryRegion implements AutoCloseable {
   private final FileChannel channel;
   private final long length;
   private final AtomicBoolean open = new AtomicBoolean(true);
+  private final CompletableFuture<Void> released = new CompletableFuture<>();
 
   MemoryRegion(
       TransferNode node, List<Segment> segments, RemoteRegion remote, Path file, FileChannel ch) {
@@ -86,6 +88,18 @@ public final class MemoryRegion implements AutoCloseable {
 
   TransferNode node() {
     return node;
+  }
+
+  /**
+   * Completes once the region is closed and the transport will never touch its memory again
+   * (mappings are unmapped by then). Only after that may a caller free a buffer it registered.
+   */
+  public CompletableFuture<Void> released() {
+    return released;
+  }
+
+  void markReleased() {
+    released.complete(null);
   }
 
   /** Deregisters every segment and unmaps file mappings; idempotent. */

@@ -163,9 +163,11 @@ public final class TransferConfig {
         continue;
       }
       String name = e.getKey().substring(prefix.length());
-      if (KEYS.containsKey(name)) {
-        b.set(name, e.getValue());
+      if (!KEYS.containsKey(name)) {
+        throw new TransferConfigException("unknown configuration key " + e.getKey()
+            + "; known keys under " + prefix + ": " + KEYS.keySet());
       }
+      b.set(name, e.getValue());
     }
     return b.build();
   }

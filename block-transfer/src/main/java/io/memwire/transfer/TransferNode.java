@@ -266,12 +266,15 @@ public final class TransferNode implements AutoCloseable {
         if (s.mapped) {
           unmap(s.memory);
         }
-        if (left.decrementAndGet() == 0 && region.channel() != null) {
-          try {
-            region.channel().close();
-          } catch (IOException e) {
-            LOG.debug("closing {} failed", region.file(), e);
+        if (left.decrementAndGet() == 0) {
+          if (region.channel() != null) {
+            try {
+              region.channel().close();
+            } catch (IOException e) {
+              LOG.debug("closing {} failed", region.file(), e);
+            }
           }
+          region.markReleased();
         }
       });
     }

@@ -32,7 +32,7 @@ class TransferConfigTest {
         Map.entry(P + "poolMaxBytes", "64m"),
         Map.entry(P + "ioThreads", "4"),
         Map.entry(P + "authSecret", "x"),
-        Map.entry("spark.other", "ignored")), P);
+        Map.entry("spark.other", "not under the prefix: ignored")), P);
     assertEquals(ProviderKind.TCP, c.provider());
     assertEquals(7077, c.port());
     assertEquals(Duration.ofSeconds(3), c.connectTimeout());
@@ -64,6 +64,8 @@ class TransferConfigTest {
         .contains(P + "maxTransferSize"));
     assertTrue(error(Map.of(P + "poolMaxBytes", "4g", P + "registrationBudget", "1g"))
         .contains(P + "poolMaxBytes"));
+    assertTrue(error(Map.of(P + "readTimout", "5s")).contains("unknown configuration key "
+        + P + "readTimout"), "a misspelt key is refused, not ignored");
   }
 
   @Test

@@ -359,6 +359,7 @@ public abstract class TransferContractTest {
     region.close();
     assertTrue(!region.isOpen());
     region.close(); // idempotent
+    region.released().get(WAIT_SECONDS, TimeUnit.SECONDS);
     assertEquals(0, server.stats().registeredRegions());
     awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(region.remote(), 0, 1000)));
     assertEquals(0, server.stats().mappedSegments(), "closing unmapped the file");

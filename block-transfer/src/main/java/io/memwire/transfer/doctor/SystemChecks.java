@@ -46,12 +46,29 @@ final class SystemChecks {
     return config.provider() == ProviderKind.TCP;
   }
 
-  /** Problem status: FAIL when verbs was requested, WARN otherwise. */
+  /**
+   * A problem that makes the verbs probe fail: FAIL with {@code provider=verbs} (the node refuses
+   * to start), WARN with {@code auto} (it runs on tcp), OK with {@code tcp} (not used). The
+   * finding says which of these happens.
+   */
   private Check problem(String name, String finding, String advice) {
-    if (verbsIrrelevant()) {
-      return Check.ok(name, finding + " (not needed: provider=tcp)");
+    switch (config.provider()) {
+      case TCP:
+        return Check.ok(name, finding + " (not needed: provider=tcp)");
+      case VERBS:
+        return Check.fail(name, finding + "; a node with provider=verbs will refuse to start",
+            advice);
+      default:
+        return Check.warn(name, finding + "; provider=auto will fall back to tcp", advice);
     }
-    return verbsRequired() ? Check.fail(name, finding, advice) : Check.warn(name, finding, advice);
+  }
+
+  /** Verbs still runs, but not as well or not everywhere: WARN, or OK with provider=tcp. */
+  private Check advisory(String name, String finding, String advice) {
+    if (config.provider() == ProviderKind.TCP) {
+      return Check.ok(name, finding + " (not used: provider=tcp)");
+    }
+    return Check.warn(name, finding, advice);
   }
 
   List<Check> run() {
@@ -60,9 +77,9 @@ final class SystemChecks {
     Path ib = inventory.sysfs().resolve("class/infiniband");
     if (devices.isEmpty()) {
       out.add(problem("rdma-devices", "no RDMA device exists on this machine (" + ib
-          + " is empty or missing): verbs cannot run here, tcp will be used",
+          + " is empty or missing)",
           "to use verbs install the NIC's RDMA driver and rdma-core (or load rdma_rxe for "
-              + "Soft-RoCE); with no RDMA NIC keep provider=auto or tcp"));
+              + "Soft-RoCE); with no RDMA NIC use provider=auto or tcp"));
     } else {
       out.add(Check.ok("rdma-devices", devices.size() + " device(s): " + inventory.summary()));
       for (RdmaInventory.Device d : devices) {
@@ -87,12 +104,12 @@ final class SystemChecks {
         + (p.isEthernet() ? " (RoCE)" : ""));
     String finding = p.state() + ", " + p.physState() + ", " + link + ", " + mtu;
     if (!p.isActive() || !p.isLinkUp()) {
-      return Check.warn(name, finding, "bring the link up: cable and switch port, `ip link set "
+      return advisory(name, finding, "bring the link up: cable and switch port, `ip link set "
           + (d.netdevs().isEmpty() ? "<netdev>" : d.netdevs().get(0)) + " up`"
           + (p.isEthernet() ? "" : ", and a running subnet manager (opensm) for InfiniBand"));
     }
     if (p.isEthernet() && p.activeMtu().isPresent() && p.activeMtu().getAsInt() < 4096) {
-      return Check.warn(name, finding, "set the interface MTU to 9000 (and the switch ports) "
+      return advisory(name, finding, "set the interface MTU to 9000 (and the switch ports) "
           + "for a 4096-byte RoCE MTU; larger packets mean fewer per read");
     }
     return Check.ok(name, finding);
@@ -129,11 +146,11 @@ final class SystemChecks {
         out.add(Check.ok("roce-gid", "RoCE v2 GID index " + v2.index() + " (" + v2.value()
             + ") carries " + b.address().getHostAddress()));
       } else if (other != null) {
-        out.add(Check.warn("roce-gid", "only a " + other.type() + " GID (index " + other.index()
+        out.add(advisory("roce-gid", "only a " + other.type() + " GID (index " + other.index()
             + ") carries " + b.address().getHostAddress(), "use RoCE v2 (routable, ECN): check "
             + "the NIC firmware and rdma_cm's default RoCE mode (configfs default_roce_mode)"));
       } else {
-        out.add(Check.warn("roce-gid", "no GID carries " + b.address().getHostAddress(),
+        out.add(advisory("roce-gid", "no GID carries " + b.address().getHostAddress(),
             "the address must be configured on the RoCE interface itself (not on a bridge or "
                 + "a VLAN the NIC does not serve)"));
       }
@@ -160,16 +177,18 @@ final class SystemChecks {
     Optional<MemlockLimit> m = MemlockLimit.read(limitsFile);
     long budget = config.registrationBudget();
     if (m.isEmpty()) {
-      return problem("memlock", "cannot read the locked-memory limit from " + limitsFile,
-          "check `ulimit -l`: it must cover registrationBudget=" + budget);
+      // The verbs probe passes without it: the node starts, registrations may fail later.
+      return advisory("memlock", "cannot read the locked-memory limit from " + limitsFile
+          + "; registrations fail if it is below " + TransferConfig.REGISTRATION_BUDGET + "="
+          + budget, "check `ulimit -l`: it must cover " + TransferConfig.REGISTRATION_BUDGET
+          + "=" + budget);
     }
     if (m.get().allows(budget)) {
       return Check.ok("memlock", "ulimit -l is " + m.get().describeSoft() + ", covers "
           + TransferConfig.REGISTRATION_BUDGET + "=" + budget);
     }
     return problem("memlock", "ulimit -l is " + m.get().describeSoft() + ", below "
-        + TransferConfig.REGISTRATION_BUDGET + "=" + budget + ": registrations would fail with "
-        + "'Cannot allocate memory'", "raise memlock (limits.conf `* - memlock unlimited`, "
+        + TransferConfig.REGISTRATION_BUDGET + "=" + budget, "raise memlock (limits.conf `* - memlock unlimited`, "
         + "systemd LimitMEMLOCK=infinity, docker --ulimit memlock=-1) or lower "
         + TransferConfig.REGISTRATION_BUDGET);
   }

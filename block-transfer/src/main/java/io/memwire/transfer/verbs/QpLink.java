@@ -29,29 +29,29 @@ import org.slf4j.LoggerFactory;
 final class QpLink {
   private static final Logger LOG = LoggerFactory.getLogger(QpLink.class);
 
-  /** A posted read and its sequence number. */
-  static final class Posted {
-    final long seq;
-    final WireRead read;
-
-    Posted(long seq, WireRead read) {
-      this.seq = seq;
-      this.read = read;
-    }
-  }
-
   final int id;
   private final RdmaEventChannel channel;
   private final RdmaCmId cmId;
   private final IbvQP qp;
-  final ArrayDeque<Posted> outstanding = new ArrayDeque<>();
-  private long nextSeq;
+  /** Reads posted and not yet completed, in posting order; the first has sequence {@link #headSeq}. */
+  final ArrayDeque<WireRead> outstanding = new ArrayDeque<>();
+  /** Sequence number of the first outstanding read (32-bit, wraps). */
+  private long headSeq;
+  /**
+   * Posting calls by chain length, built on first use and then only rewritten in place: DiSNI
+   * serializes a work-request list into native memory when the call is created, so reusing it
+   * saves that (and a dozen objects) per post.
+   */
+  private final SVCPostSend[] calls;
+  private final int maxChain;
   /** No more posts: the QP errored or the connection failed. */
   boolean dead;
   private boolean destroyed;
 
-  QpLink(int id, RdmaEventChannel channel, RdmaCmId cmId, IbvQP qp) {
+  QpLink(int id, RdmaEventChannel channel, RdmaCmId cmId, IbvQP qp, int maxChain) {
     this.id = id;
+    this.maxChain = Math.max(1, maxChain);
+    this.calls = new SVCPostSend[this.maxChain + 1];
     this.channel = channel;
     this.cmId = cmId;
     this.qp = qp;
@@ -65,36 +65,83 @@ final class QpLink {
     return wrId & 0xffffffffL;
   }
 
-  /** Posts {@code reads} as one chain, only the last signaled. Caller holds the connection lock. */
+  /**
+   * Posts {@code reads} as one chain (longer lists as chains of at most the send-queue depth),
+   * only the last of each chain signaled. Caller holds the connection lock.
+   */
   void post(List<WireRead> reads) throws IOException {
-    List<IbvSendWR> wrs = new ArrayList<>(reads.size());
-    int last = reads.size() - 1;
-    for (int i = 0; i <= last; i++) {
-      WireRead r = reads.get(i);
-      long seq = nextSeq++ & 0xffffffffL;
-      IbvSendWR wr = new IbvSendWR();
-      wr.setWr_id(((long) id << 32) | seq);
-      wr.setOpcode(IbvSendWR.IBV_WR_RDMA_READ);
-      wr.setSend_flags(i == last ? IbvSendWR.IBV_SEND_SIGNALED : 0);
-      wr.getRdma().setRemote_addr(r.remoteAddress());
-      wr.getRdma().setRkey((int) r.remoteKey());
-      IbvSge sge = new IbvSge();
+    int from = 0;
+    while (from < reads.size()) {
+      int n = Math.min(maxChain, reads.size() - from);
+      postChain(reads, from, n);
+      from += n;
+    }
+  }
+
+  private void postChain(List<WireRead> reads, int from, int n) throws IOException {
+    SVCPostSend call = calls[n];
+    if (call == null) {
+      call = qp.postSend(template(n), null);
+      calls[n] = call;
+    }
+    long seq = (headSeq + outstanding.size()) & 0xffffffffL;
+    for (int i = 0; i < n; i++) {
+      WireRead r = reads.get(from + i);
+      SVCPostSend.SendWRMod wr = call.getWrMod(i);
+      wr.setWr_id(((long) id << 32) | ((seq + i) & 0xffffffffL));
+      wr.setSend_flags(i == n - 1 ? IbvSendWR.IBV_SEND_SIGNALED : 0);
+      wr.getRdmaMod().setRemote_addr(r.remoteAddress());
+      wr.getRdmaMod().setRkey((int) r.remoteKey());
+      SVCPostSend.SgeMod sge = wr.getSgeMod(0);
       sge.setAddr(r.destinationAddress());
       sge.setLength(r.length());
       sge.setLkey((int) r.destinationKey());
+    }
+    // Queued before the post: if it fails, the caller fails everything outstanding, these too.
+    for (int i = 0; i < n; i++) {
+      outstanding.add(reads.get(from + i));
+    }
+    call.execute();
+  }
+
+  /** A chain of {@code n} RDMA read requests with one scatter entry each, fields filled later. */
+  private static List<IbvSendWR> template(int n) {
+    List<IbvSendWR> wrs = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      IbvSendWR wr = new IbvSendWR();
+      wr.setOpcode(IbvSendWR.IBV_WR_RDMA_READ);
       LinkedList<IbvSge> sgl = new LinkedList<>();
-      sgl.add(sge);
+      sgl.add(new IbvSge());
       wr.setSg_list(sgl);
       wr.setNum_sge(1);
       wrs.add(wr);
-      outstanding.add(new Posted(seq, r));
     }
-    SVCPostSend call = qp.postSend(wrs, null);
-    try {
-      call.execute();
-    } finally {
-      call.free();
+    return wrs;
+  }
+
+  /**
+   * Removes the reads up to and including sequence {@code seq} (the signaled one) from the
+   * outstanding queue: those before it into {@code before}, which completed successfully because
+   * a reliable connection completes in order. Returns the read of {@code seq}, or null when it is
+   * not outstanding. Caller holds the connection lock.
+   */
+  WireRead completeThrough(long seq, List<WireRead> before) {
+    long ahead = (seq - headSeq) & 0xffffffffL;
+    if (ahead >= outstanding.size()) {
+      return null;
     }
+    for (long i = 0; i < ahead; i++) {
+      before.add(outstanding.poll());
+    }
+    headSeq = (seq + 1) & 0xffffffffL;
+    return outstanding.poll();
+  }
+
+  /** Empties the outstanding queue into {@code out}. Caller holds the connection lock. */
+  void takeOutstanding(List<WireRead> out) {
+    headSeq = (headSeq + outstanding.size()) & 0xffffffffL;
+    out.addAll(outstanding);
+    outstanding.clear();
   }
 
   /** A pending CM event on this link's channel, without waiting; null when none or destroyed. */
@@ -123,6 +170,15 @@ final class QpLink {
       cmId.destroyQP();
     } catch (IOException | RuntimeException e) {
       LOG.warn("destroying the QP of link {} failed", id, e);
+    }
+    for (SVCPostSend c : calls) {
+      if (c != null) {
+        try {
+          c.free();
+        } catch (RuntimeException e) {
+          LOG.debug("freeing a post-send call of link {} failed", id, e);
+        }
+      }
     }
     try {
       cmId.destroyId();

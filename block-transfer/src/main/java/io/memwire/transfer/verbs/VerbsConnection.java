@@ -38,6 +38,7 @@ final class VerbsConnection implements ProviderConnection {
   /** Reads waiting for a queue pair while one is being re-established. */
   private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
   private volatile TransferException failure;
+  private static final List<WireRead> EMPTY_BEFORE = List.of();
 
   VerbsConnection(VerbsProvider provider, InetSocketAddress peer, QpLink link) {
     this.provider = provider;
@@ -114,10 +115,7 @@ final class VerbsConnection implements ProviderConnection {
   private List<WireRead> takeAll(QpLink l) {
     List<WireRead> out = new ArrayList<>();
     if (l != null) {
-      for (QpLink.Posted p : l.outstanding) {
-        out.add(p.read);
-      }
-      l.outstanding.clear();
+      l.takeOutstanding(out);
     }
     out.addAll(pending);
     pending.clear();
@@ -132,7 +130,9 @@ final class VerbsConnection implements ProviderConnection {
 
   /** A completion for {@code l}; runs on the completion thread and never blocks. */
   void completed(QpLink l, long seq, int status) {
-    List<WireRead> done = new ArrayList<>();
+    // Usually one signaled read with no unsignaled ones before it: no list then.
+    List<WireRead> before = EMPTY_BEFORE;
+    WireRead ok = null;
     WireRead refused = null;
     RemoteAccessException refusal = null;
     List<WireRead> failed = null;
@@ -142,33 +142,25 @@ final class VerbsConnection implements ProviderConnection {
       if (l.dead) {
         return; // flushed behind an error already handled, or after the link was retired
       }
-      QpLink.Posted hit = null;
-      while (!l.outstanding.isEmpty()) {
-        QpLink.Posted p = l.outstanding.poll();
-        if (p.seq == seq) {
-          hit = p;
-          break;
-        }
-        done.add(p.read); // unsignaled and before the completed one: finished successfully
+      if (l.outstanding.size() > 1) {
+        before = new ArrayList<>();
       }
+      WireRead hit = l.completeThrough(seq, before);
       if (hit == null) {
         LOG.warn("completion for unknown read {} on link {} to {}", seq, l.id, peer);
       } else if (status == SUCCESS) {
-        done.add(hit.read);
+        ok = hit;
       } else if (status == REMOTE_ACCESS || status == REMOTE_INVALID) {
-        refused = hit.read;
+        refused = hit;
         refusal = new RemoteAccessException(status == REMOTE_ACCESS
             ? RemoteAccessException.Reason.ACCESS_ERROR
             : RemoteAccessException.Reason.INVALID_REQUEST,
             "the remote NIC refused the read with " + statusName(status) + " (the key is not a "
-                + "live registration or the range lies outside it)", hit.read.source(), peer);
+                + "live registration or the range lies outside it)", hit.source(), peer);
         l.dead = true;
         // The rest were flushed, not refused: they go out again on a fresh queue pair.
         List<WireRead> rest = new ArrayList<>();
-        for (QpLink.Posted p : l.outstanding) {
-          rest.add(p.read);
-        }
-        l.outstanding.clear();
+        l.takeOutstanding(rest);
         for (int i = rest.size() - 1; i >= 0; i--) {
           pending.addFirst(rest.get(i));
         }
@@ -187,15 +179,18 @@ final class VerbsConnection implements ProviderConnection {
           failure = fatal;
         }
         failed = new ArrayList<>();
-        failed.add(hit.read);
+        failed.add(hit);
         if (link == l) {
           link = null;
         }
         failed.addAll(takeAll(l));
       }
     }
-    for (WireRead r : done) {
+    for (WireRead r : before) {
       r.complete();
+    }
+    if (ok != null) {
+      ok.complete();
     }
     if (refused != null) {
       provider.accessErrors.increment();

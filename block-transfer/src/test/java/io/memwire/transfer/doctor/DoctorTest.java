@@ -130,7 +130,7 @@ class DoctorTest {
     assertEquals(0, r.code, r.out);
     String dev = r.line("rdma-devices");
     assertTrue(dev.startsWith("WARN") && dev.contains("no RDMA device exists on this machine")
-        && dev.contains("tcp will be used"), r.out);
+        && dev.contains("provider=auto will fall back to tcp"), r.out);
     assertTrue(r.line("provider").contains("provider=auto will use tcp (auto: verbs not used "
         + "because no RDMA device found"), r.out);
     assertTrue(r.line("memlock").contains("65536 bytes"), r.out);
@@ -145,6 +145,69 @@ class DoctorTest {
     assertEquals(0, t.code, t.out);
     assertTrue(t.line("provider").startsWith("OK") && t.line("provider").contains("use tcp"),
         t.out);
+  }
+
+  /**
+   * Each problem line tells what the configured provider will do about it: auto falls back to
+   * tcp, verbs refuses to start (never "tcp will be used"), tcp does not need verbs at all.
+   */
+  @Test
+  void everyProblemLineSaysWhatTheConfiguredProviderDoes() {
+    FakeSysfs none = new FakeSysfs(tmp.resolve("none"));
+    FakeSysfs rxe = new FakeSysfs(tmp.resolve("rxe"))
+        .rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 1500);
+    for (ProviderKind p : ProviderKind.values()) {
+      // No device, no libdisni, memlock below the budget: every check has something to say.
+      List<Check> bare = checks(cfg().provider(p).build(), none, none.limits("65536", "65536"),
+          Optional.of("libdisni is not loadable (x)"));
+      // A device whose MTU is small: verbs runs, just not at its best.
+      List<Check> small = checks(cfg().provider(p).bindAddress("198.18.0.1").build(), rxe,
+          rxe.limits("unlimited", "unlimited"), Optional.empty());
+      String all = p + ":\n" + bare.stream().map(Check::line).collect(Collectors.joining("\n"))
+          + "\n" + small.stream().map(Check::line).collect(Collectors.joining("\n"));
+      for (String name : List.of("rdma-devices", "libdisni", "memlock")) {
+        Check c = byName(bare, name);
+        String f = c.finding();
+        switch (p) {
+          case VERBS:
+            assertEquals(Check.Status.FAIL, c.status(), all);
+            assertTrue(f.endsWith("a node with provider=verbs will refuse to start"), all);
+            assertTrue(!f.contains("tcp"), "a verbs node never falls back to tcp: " + c.line());
+            break;
+          case AUTO:
+            assertEquals(Check.Status.WARN, c.status(), all);
+            assertTrue(f.endsWith("provider=auto will fall back to tcp") && !f.contains("refuse"),
+                all);
+            break;
+          default:
+            assertEquals(Check.Status.OK, c.status(), all);
+            assertTrue(f.endsWith("(not needed: provider=tcp)") && !f.contains("refuse")
+                && !f.contains("fall back"), all);
+        }
+      }
+      Check provider = byName(bare, "provider");
+      Check port = byName(small, "port rxe0/1");
+      switch (p) {
+        case VERBS:
+          assertEquals(Check.Status.FAIL, provider.status(), all);
+          assertTrue(provider.finding().startsWith("provider=verbs was requested but verbs cannot "
+              + "be used"), all);
+          assertEquals(Check.Status.WARN, port.status(), all);
+          assertTrue(byName(small, "provider").finding().startsWith("provider=verbs will use verbs"),
+              all);
+          break;
+        case AUTO:
+          assertEquals(Check.Status.WARN, provider.status(), all);
+          assertTrue(provider.finding().startsWith("provider=auto will use tcp"), all);
+          assertEquals(Check.Status.WARN, port.status(), all);
+          break;
+        default:
+          assertEquals(Check.Status.OK, provider.status(), all);
+          assertTrue(provider.finding().startsWith("provider=tcp will use tcp"), all);
+          assertEquals(Check.Status.OK, port.status(), all);
+          assertTrue(port.finding().endsWith("(not used: provider=tcp)"), all);
+      }
+    }
   }
 
   @Test
