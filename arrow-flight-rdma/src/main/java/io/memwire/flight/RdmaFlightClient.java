@@ -83,6 +83,16 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
   private boolean loggedRdma;
   private volatile boolean closed;
+  /** Batches whose guard check failed: read while the server ended their lease, dropped. */
+  final java.util.concurrent.atomic.LongAdder staleBatchesRejected =
+      new java.util.concurrent.atomic.LongAdder();
+  /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */
+  volatile BeforeReads beforeReads;
+
+  /** Called with each batch descriptor before its reads go out (tests delay reads with it). */
+  interface BeforeReads {
+    void run(io.memwire.flight.wire.ServerMessage batch) throws InterruptedException;
+  }
 
   private RdmaFlightClient(Builder b) {
     this.flight = b.flight;

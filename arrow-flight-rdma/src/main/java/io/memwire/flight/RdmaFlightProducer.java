@@ -68,6 +68,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final int maxWindowBatches;
   private final long maxWindowBytes;
   private final RegisteredMemory memory;
+  private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
   private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
   private final ExecutorService executor;
@@ -88,6 +89,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.maxWindowBytes = b.maxWindowBytes;
     this.memory = new RegisteredMemory(node, b.arenaSize, b.maxRegisteredBytes,
         "flight producer memory on " + node.localAddress());
+    this.guards = new LeaseGuards(node);
     int id = IDS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
     this.executor = Executors.newCachedThreadPool(r -> {
@@ -150,6 +152,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     m.put("registeredBlocks", memory.outstandingBlocks());
     m.put("registeredBlockBytes", memory.allocatedBytesNow());
     return m;
+  }
+
+  LeaseGuards guards() {
+    return guards;
   }
 
   ServerStats serverStats() {
@@ -346,6 +352,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    guards.close();
     memory.close();
     allocator.close();
   }

@@ -196,8 +196,8 @@ final class RdmaSource implements StreamSource {
     p.block = memory.allocate(m.bodyLength(), readTimeout);
     List<ReadRequest> reads = new ArrayList<>(m.buffers().size());
     InetSocketAddress peer = null;
+    RemoteRegion[] regions = new RemoteRegion[m.regions().size()];
     try {
-      RemoteRegion[] regions = new RemoteRegion[m.regions().size()];
       for (int i = 0; i < regions.length; i++) {
         regions[i] = RemoteRegion.of(m.regions().get(i));
       }
@@ -223,13 +223,26 @@ final class RdmaSource implements StreamSource {
       enqueueFree(p.seq);
       return p;
     }
+    ServerMessage.Guard guard = m.guard();
     Connection c;
     try {
+      if (guard == null) {
+        throw new WireException("batch " + m.sequence() + " has buffers to read but no lease guard");
+      }
+      if (!peer.equals(regions[guard.regionIndex].node())) {
+        throw new WireException("batch " + m.sequence() + " has its lease guard on another node");
+      }
+      RdmaFlightClient.BeforeReads hook = client.beforeReads;
+      if (hook != null) {
+        hook.run(m);
+      }
       c = node.connection(peer);
-    } catch (TransferException | RuntimeException e) {
+    } catch (TransferException | InterruptedException | RuntimeException e) {
       p.freeBlock();
       throw e;
     }
+    ReadRequest guardRead = ReadRequest.of(regions[guard.regionIndex], guard.regionOffset,
+        LeaseGuards.SLOT_BYTES);
     ReadBatch rb = c.read(reads);
     synchronized (pending) {
       pending.add(p);
@@ -241,19 +254,63 @@ final class RdmaSource implements StreamSource {
           f.join().release();
         }
       }
-      enqueueFree(p.seq);
       if (err != null) {
-        p.freeBlock();
-        p.done.completeExceptionally(err instanceof CompletionException ? err.getCause() : err);
-      } else {
-        p.done.complete(null);
+        ended(p, err instanceof CompletionException ? err.getCause() : err);
+        return;
       }
-      synchronized (pending) {
-        pending.remove(p);
-        pending.notifyAll();
+      // The guard is read only now that every body read has completed, i.e. the server has sent
+      // (tcp) or the NIC has fetched (verbs) every body byte. Posting it in the same batch would
+      // rely on the responder reading memory in request order, which verbs does not promise.
+      // If the word still holds this lease's generation, the lease was alive after the last body
+      // byte was read; the server revokes the word before it frees a body, so none of these
+      // bytes can belong to a batch that reused the memory.
+      CompletableFuture<TransferBuffer> gf;
+      try {
+        gf = c.read(guardRead);
+      } catch (RuntimeException e) {
+        ended(p, e);
+        return;
       }
+      gf.whenComplete((buf, gerr) -> {
+        if (gerr != null) {
+          ended(p, gerr instanceof CompletionException ? gerr.getCause() : gerr);
+          return;
+        }
+        long found;
+        try {
+          found = buf.nioBuffer().order(java.nio.ByteOrder.BIG_ENDIAN).getLong(0);
+        } finally {
+          buf.release();
+        }
+        if (found != guard.generation) {
+          client.staleBatchesRejected.increment();
+          LOG.warn("batch {}: the server ended its lease while it was being read; dropped it",
+              p.seq);
+          ended(p, CallStatus.UNAVAILABLE.withDescription("memwire: the lease of batch " + p.seq
+              + " ended on the server (lease timeout or cancellation) before its reads were "
+              + "verified; its bytes were dropped as they may belong to another batch")
+              .withCause(new LeaseEnded()).toRuntimeException());
+        } else {
+          ended(p, null);
+        }
+      });
     });
     return p;
+  }
+
+  /** A pull's reads and guard check ended: FREE it, complete it, let END go on. */
+  private void ended(Pull p, Throwable err) {
+    enqueueFree(p.seq);
+    if (err != null) {
+      p.freeBlock();
+      p.done.completeExceptionally(err);
+    } else {
+      p.done.complete(null);
+    }
+    synchronized (pending) {
+      pending.remove(p);
+      pending.notifyAll();
+    }
   }
 
   private void awaitPending() throws InterruptedException {
@@ -352,9 +409,10 @@ final class RdmaSource implements StreamSource {
       try {
         await((Pull) it);
       } catch (FlightRuntimeException e) {
-        sticky = new Failure(e);
         discard(it);
-        throw e;
+        FlightRuntimeException why = whyLeaseEnded(e);
+        sticky = new Failure(why);
+        throw why;
       }
     }
     if (it instanceof Failure) {
@@ -386,12 +444,48 @@ final class RdmaSource implements StreamSource {
       await(p);
       load(p);
     } catch (FlightRuntimeException e) {
-      sticky = new Failure(e);
       discard(p);
-      throw e;
+      FlightRuntimeException why = whyLeaseEnded(e);
+      sticky = new Failure(why);
+      throw why;
     }
     batches++;
     return true;
+  }
+
+  /**
+   * A batch dropped by its guard check means the server ended the exchange (lease timeout,
+   * producer error, cancellation): its own status is on its way and says more, so wait for it.
+   */
+  private FlightRuntimeException whyLeaseEnded(FlightRuntimeException e) {
+    if (!(e.getCause() instanceof LeaseEnded)) {
+      return e;
+    }
+    long deadline = System.nanoTime() + Math.min(readTimeout.toNanos(), 10_000_000_000L);
+    try {
+      while (System.nanoTime() < deadline) {
+        Object it = queue.poll(50, TimeUnit.MILLISECONDS);
+        if (it instanceof Failure) {
+          FlightRuntimeException f = toFlight(((Failure) it).cause);
+          f.addSuppressed(e);
+          return f;
+        }
+        if (it == END) {
+          return e;
+        }
+        discard(it); // later batches of an ended exchange are dropped too
+      }
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+    }
+    return e;
+  }
+
+  /** Marks a batch dropped because the server had ended its lease. */
+  private static final class LeaseEnded extends RuntimeException {
+    LeaseEnded() {
+      super("lease guard revoked", null, false, false);
+    }
   }
 
   private void await(Pull p) {

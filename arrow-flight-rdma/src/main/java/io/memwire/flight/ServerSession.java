@@ -42,17 +42,31 @@ import org.slf4j.LoggerFactory;
 final class ServerSession implements FlightProducer.ServerStreamListener {
   private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
 
-  /** A batch body the client may read until it is released. */
-  private static final class Lease {
+  /**
+   * A batch body the client may read until it is released. However the lease ends (FREE, cancel,
+   * client crash, end of exchange, timeout) its guard is revoked before the body is released, so
+   * a read racing the end is caught by the client's guard check instead of returning the bytes of
+   * whatever batch reuses the memory.
+   */
+  private final class Lease {
     final long seq;
     final long bytes;
     final long sentNanos = System.nanoTime();
+    final LeaseGuards.Guard guard;
     final Runnable release;
 
-    Lease(long seq, long bytes, Runnable release) {
+    Lease(long seq, long bytes, LeaseGuards.Guard guard, Runnable release) {
       this.seq = seq;
       this.bytes = bytes;
+      this.guard = guard;
       this.release = release;
+    }
+
+    void end() {
+      if (guard != null) {
+        owner.guards().revoke(guard);
+      }
+      release.run();
     }
   }
 
@@ -72,6 +86,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   private int peakLeasedBatches;
   private long nextSeq;
   private boolean producerDone;
+  private Throwable producerError;
   private boolean clientDone;
   private volatile boolean cancelled;
   private volatile boolean ended;
@@ -117,9 +132,13 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
           return;
         }
       }
-      send(ServerMessage.end(nextSeq));
+      if (producerError == null) {
+        send(ServerMessage.end(nextSeq));
+      }
       synchronized (this) {
-        // The lease timer bounds this wait: an overdue lease ends the session.
+        // Batches already described stay leased until the client has read them, also before a
+        // producer error: ending the exchange revokes their guards and the client would drop
+        // them. The lease timer bounds this wait: an overdue lease ends the session.
         while (!leases.isEmpty() && !clientDone && !cancelled && !ended) {
           wait(100);
         }
@@ -127,7 +146,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
           return;
         }
       }
-      finish(null);
+      finish(producerError);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       finish(CallStatus.CANCELLED.withDescription("server shutting down").toRuntimeException());
@@ -178,7 +197,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       ready = hasCredit(0);
       notifyAll();
     }
-    l.release.run();
+    l.end();
     owner.serverStats().leasesFreed.increment();
     Runnable r = onReady;
     if (ready && r != null) {
@@ -328,14 +347,30 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       release = block::free;
       owner.serverStats().batchesCopied.increment();
     }
+    LeaseGuards.Guard guard = null;
+    ServerMessage.Guard guardRef = null;
+    if (bodyLength > 0) {
+      try {
+        guard = owner.guards().issue();
+      } catch (RuntimeException e) {
+        release.run();
+        throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot guard a "
+            + "lease: " + e.getMessage()).withCause(e).toRuntimeException();
+      }
+      guardRef = new ServerMessage.Guard(regionIndex(guard.region(), regions, regionIndex),
+          guard.regionOffset(), guard.generation);
+    }
     long seq;
     synchronized (this) {
       if (cancelled || ended) {
+        if (guard != null) {
+          owner.guards().revoke(guard);
+        }
         release.run();
         return;
       }
       seq = nextSeq++;
-      leases.put(seq, new Lease(seq, bodyLength, release));
+      leases.put(seq, new Lease(seq, bodyLength, guard, release));
       leasedBytes += bodyLength;
       peakLeasedBytes = Math.max(peakLeasedBytes, leasedBytes);
       peakLeasedBatches = Math.max(peakLeasedBatches, leases.size());
@@ -343,7 +378,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     }
     owner.serverStats().bodyBytes.add(bodyLength);
     send(ServerMessage.batch(seq, (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
-        header, bodyLength, regions, refs, appMetadata));
+        header, bodyLength, regions, refs, appMetadata, guardRef));
   }
 
   private static ServerMessage.BufferRef ref(MemoryRegion region, long regionOffset,
@@ -352,6 +387,12 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     if (length == 0) {
       return new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, layout.getOffset(), 0);
     }
+    return new ServerMessage.BufferRef(regionIndex(region, regions, index), regionOffset,
+        layout.getOffset(), length);
+  }
+
+  private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
+      Map<MemoryRegion, Integer> index) {
     Integer i = index.get(region);
     if (i == null) {
       if (region.descriptors().size() != 1) {
@@ -361,7 +402,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       regions.add(region.descriptors().get(0));
       index.put(region, i);
     }
-    return new ServerMessage.BufferRef(i, regionOffset, layout.getOffset(), length);
+    return i;
   }
 
   /** Waits until the window has room for {@code bytes}; false when the session ended meanwhile. */
@@ -424,10 +465,12 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   @Override
   public void error(Throwable ex) {
     synchronized (this) {
+      if (producerError == null) {
+        producerError = ex;
+      }
       producerDone = true;
-      notifyAll();
+      notifyAll(); // run() ends the exchange with this error once the sent batches are read
     }
-    finish(ex);
   }
 
   @Override
@@ -559,7 +602,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       notifyAll();
     }
     for (Lease l : left) {
-      l.release.run();
+      l.end();
       owner.serverStats().leasesReleasedUnfreed.increment();
     }
   }

@@ -1,6 +1,7 @@
 package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -57,6 +58,21 @@ class LeaseTest {
     }
   }
 
+  /** The lease's guard word as a one-sided reader sees it now. */
+  private long guardWord(ServerMessage m) throws Exception {
+    ServerMessage.Guard g = m.guard();
+    io.memwire.transfer.RemoteRegion r =
+        io.memwire.transfer.RemoteRegion.of(m.regions().get(g.regionIndex));
+    io.memwire.transfer.TransferBuffer b = f.node.connection(r.node())
+        .read(io.memwire.transfer.ReadRequest.of(r, g.regionOffset, 8))
+        .get(10, java.util.concurrent.TimeUnit.SECONDS);
+    try {
+      return b.nioBuffer().getLong(0);
+    } finally {
+      b.release();
+    }
+  }
+
   @Test
   void batchWindowBoundsLeases() throws Exception {
     try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:6:20000", 2,
@@ -69,8 +85,10 @@ class LeaseTest {
       await("producer waits for credit", () -> stat("creditWaits") >= 1);
       assertEquals(2, stat("leasedBatches"));
       assertEquals(2 * BATCH_BYTES, stat("leasedBytes"));
+      assertEquals(a.guard().generation, guardWord(a));
       x.free(a.sequence());
       ServerMessage c = x.next();
+      assertNotEquals(a.guard().generation, guardWord(a), "FREE revoked the guard");
       assertEquals(2, c.sequence(), "one FREE lets exactly the next batch go");
       x.free(b.sequence(), c.sequence());
       long n = 3;
@@ -137,12 +155,21 @@ class LeaseTest {
   void rawCancelReleasesUnfreedLeases() throws Exception {
     RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000", 3,
         1L << 30);
+    ServerMessage[] sent = new ServerMessage[3];
     for (int i = 0; i < 3; i++) {
-      assertEquals(ServerMessage.BATCH, x.next().kind());
+      sent[i] = x.next();
+      assertEquals(ServerMessage.BATCH, sent[i].kind());
     }
     await("three leases", () -> stat("leasedBatches") == 3);
+    for (ServerMessage m : sent) {
+      assertEquals(m.guard().generation, guardWord(m));
+    }
     x.rw.getReader().cancel("raw client cancels", null);
     f.awaitServerIdle();
+    for (ServerMessage m : sent) {
+      // A read still in flight for these leases would now be rejected by its guard check.
+      assertNotEquals(m.guard().generation, guardWord(m), "cancel revoked the guard");
+    }
     assertEquals(3, stat("leasesReleasedUnfreed"));
     x.close();
   }
@@ -154,12 +181,15 @@ class LeaseTest {
     BufferAllocator alloc = f.clientAllocator.newChildAllocator("crashing", 0, Long.MAX_VALUE);
     FlightClient crashing = FlightGrpcUtils.createFlightClient(alloc, channel);
     RawExchange x = new RawExchange(crashing, alloc, "many:100:20000", 2, 1L << 30);
-    assertNotNull(x.next());
+    ServerMessage first = x.next();
+    assertNotNull(first);
     assertNotNull(x.next());
     await("two leases", () -> stat("leasedBatches") == 2);
+    assertEquals(first.guard().generation, guardWord(first));
     channel.shutdownNow(); // the client goes away without FREE or cancel
     assertTrue(channel.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
     f.awaitServerIdle();
+    assertNotEquals(first.guard().generation, guardWord(first), "crash revoked the guard");
     assertEquals(2, stat("leasesReleasedUnfreed"));
     x.close();
     alloc.close();

@@ -29,7 +29,8 @@ class WireTest {
     ServerMessage m = ServerMessage.batch(42, 60_000, header, 4096, List.of(REGION),
         List.of(new ServerMessage.BufferRef(0, 128, 0, 64),
             new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, 64, 0),
-            new ServerMessage.BufferRef(0, 8192, 64, 4032)), "md".getBytes());
+            new ServerMessage.BufferRef(0, 8192, 64, 4032)), "md".getBytes(),
+        new ServerMessage.Guard(0, 4088, 0x8000_0000_0000_0001L));
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     assertFalse(b.hasRemaining(), "encodedSize is exact");
@@ -46,6 +47,25 @@ class WireTest {
     assertEquals(4032, d.buffers().get(2).length);
     assertEquals(ServerMessage.NO_REGION, d.buffers().get(1).regionIndex);
     assertArrayEquals("md".getBytes(), d.appMetadata());
+    assertEquals(0, d.guard().regionIndex);
+    assertEquals(4088, d.guard().regionOffset);
+    assertEquals(0x8000_0000_0000_0001L, d.guard().generation);
+  }
+
+  @Test
+  void guardOutsideTheRegionListOrWithGenerationZeroIsRefused() {
+    assertThrows(IllegalArgumentException.class, () -> ServerMessage.batch(1, 1, new byte[0], 8,
+        List.of(REGION), List.of(), null, new ServerMessage.Guard(1, 0, 5)));
+    assertThrows(IllegalArgumentException.class, () -> ServerMessage.batch(1, 1, new byte[0], 8,
+        List.of(REGION), List.of(), null, new ServerMessage.Guard(0, 0, 0)));
+    ServerMessage m = ServerMessage.batch(1, 1, new byte[0], 8, List.of(REGION), List.of(), null,
+        new ServerMessage.Guard(0, 0, 5));
+    ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
+    m.encode(b);
+    b.putLong(56, 0); // generation 0 on the wire
+    b.flip();
+    WireException e = assertThrows(WireException.class, () -> ServerMessage.decode(b));
+    assertTrue(e.getMessage().contains("bad lease guard"), e.getMessage());
   }
 
   @Test
@@ -66,7 +86,7 @@ class WireTest {
   @Test
   void bufferOutsideBodyIsRefused() {
     ServerMessage m = ServerMessage.batch(1, 1, new byte[0], 100, List.of(REGION),
-        List.of(new ServerMessage.BufferRef(0, 0, 90, 20)), null);
+        List.of(new ServerMessage.BufferRef(0, 0, 90, 20)), null, null);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip();
@@ -76,7 +96,8 @@ class WireTest {
 
   @Test
   void truncatedMessageIsRefused() {
-    ServerMessage m = ServerMessage.batch(1, 1, new byte[10], 0, List.of(REGION), List.of(), null);
+    ServerMessage m = ServerMessage.batch(1, 1, new byte[10], 0, List.of(REGION), List.of(), null,
+        null);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip().limit(b.limit() - 10);

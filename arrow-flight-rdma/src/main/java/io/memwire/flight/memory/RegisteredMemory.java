@@ -190,7 +190,8 @@ public final class RegisteredMemory implements AutoCloseable {
     byAddress.remove(a.base);
     arenaBytes -= a.memory.capacity();
     a.region.close();
-    MemoryAccess.free(a.memory);
+    // A read the transport is still serving may touch the memory until the region is released.
+    a.region.released().whenComplete((v, e) -> MemoryAccess.free(a.memory));
   }
 
   /**

@@ -21,7 +21,8 @@ import java.nio.ByteOrder;
  */
 public final class ExchangeRequest {
   static final int MAGIC = 0x4D574658; // "MWFX"
-  public static final short VERSION = 1;
+  /** 2: BATCH carries a lease guard (version 1 clients could hand out bytes of a reused body). */
+  public static final short VERSION = 2;
   private static final int FIXED = 24;
 
   private final ProviderKind provider;

@@ -13,11 +13,13 @@ import java.util.List;
  * the client reads one-sidedly.
  *
  * <pre>
- * common:  0 4B magic "MWFS" | 4 u16 version (1) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
+ * common:  0 4B magic "MWFS" | 4 u16 version (2) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
  * BATCH (kind 1), sequence = lease id:
  *   16 u32 lease timeout in ms     20 u32 header length H      24 u64 body length
  *   32 u16 region count R          34 u16 reserved             36 u32 buffer count N
- *   40 H bytes: the batch's IPC Message flatbuffer (MessageSerializer.serializeMetadata)
+ *   40 u16 guard region index (0xFFFF: no guard, empty body)   42 u16 reserved  44 u32 reserved
+ *   48 u64 guard offset in region  56 u64 lease generation (the guard word's value, never 0)
+ *   64 H bytes: the batch's IPC Message flatbuffer (MessageSerializer.serializeMetadata)
  *   then R region descriptors (RegionDescriptor encoding, 48 bytes each)
  *   then N buffers of 32 bytes: u16 region index (0xFFFF: empty buffer), u16 reserved,
  *        u32 reserved, u64 offset in region, u64 offset in body, u64 length
@@ -49,6 +51,19 @@ public final class ServerMessage {
     }
   }
 
+  /** Where the lease's guard word is and what it holds while the lease lives. */
+  public static final class Guard {
+    public final int regionIndex;
+    public final long regionOffset;
+    public final long generation;
+
+    public Guard(int regionIndex, long regionOffset, long generation) {
+      this.regionIndex = regionIndex;
+      this.regionOffset = regionOffset;
+      this.generation = generation;
+    }
+  }
+
   private final byte kind;
   private final long sequence;
   private final int leaseTimeoutMillis;
@@ -57,9 +72,12 @@ public final class ServerMessage {
   private final List<RegionDescriptor> regions;
   private final List<BufferRef> buffers;
   private final byte[] appMetadata;
+  private final Guard guard;
 
   private ServerMessage(byte kind, long sequence, int leaseTimeoutMillis, byte[] header,
-      long bodyLength, List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata) {
+      long bodyLength, List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata,
+      Guard guard) {
+    this.guard = guard;
     this.kind = kind;
     this.sequence = sequence;
     this.leaseTimeoutMillis = leaseTimeoutMillis;
@@ -70,21 +88,33 @@ public final class ServerMessage {
     this.appMetadata = appMetadata;
   }
 
+  /**
+   * A batch descriptor; {@code guard} is null only for a batch with nothing to read.
+   */
   public static ServerMessage batch(long seq, int leaseTimeoutMillis, byte[] header, long bodyLength,
-      List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata) {
+      List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata, Guard guard) {
     if (regions.size() >= NO_REGION) {
       throw new IllegalArgumentException("too many regions in one batch: " + regions.size());
     }
+    if (guard != null && (guard.regionIndex >= regions.size() || guard.generation == 0)) {
+      throw new IllegalArgumentException("guard names region " + guard.regionIndex + " of "
+          + regions.size() + " or generation 0");
+    }
     return new ServerMessage(BATCH, seq, leaseTimeoutMillis, header, bodyLength, regions, buffers,
-        appMetadata);
+        appMetadata, guard);
   }
 
   public static ServerMessage metadata(long seq, byte[] appMetadata) {
-    return new ServerMessage(METADATA, seq, 0, null, 0, List.of(), List.of(), appMetadata);
+    return new ServerMessage(METADATA, seq, 0, null, 0, List.of(), List.of(), appMetadata, null);
   }
 
   public static ServerMessage end(long batches) {
-    return new ServerMessage(END, batches, 0, null, 0, List.of(), List.of(), null);
+    return new ServerMessage(END, batches, 0, null, 0, List.of(), List.of(), null, null);
+  }
+
+  /** The lease guard of a BATCH, or null when it has nothing to read. */
+  public Guard guard() {
+    return guard;
   }
 
   public byte kind() {
@@ -125,7 +155,7 @@ public final class ServerMessage {
     int md = appMetadata == null ? 0 : appMetadata.length;
     switch (kind) {
       case BATCH:
-        return 40 + header.length + regions.size() * RegionDescriptor.ENCODED_SIZE
+        return 64 + header.length + regions.size() * RegionDescriptor.ENCODED_SIZE
             + buffers.size() * 32 + 4 + md;
       case METADATA:
         return 16 + 4 + md;
@@ -140,6 +170,12 @@ public final class ServerMessage {
     if (kind == BATCH) {
       b.putInt(leaseTimeoutMillis).putInt(header.length).putLong(bodyLength);
       b.putShort((short) regions.size()).putShort((short) 0).putInt(buffers.size());
+      if (guard == null) {
+        b.putShort((short) NO_REGION).putShort((short) 0).putInt(0).putLong(0).putLong(0);
+      } else {
+        b.putShort((short) guard.regionIndex).putShort((short) 0).putInt(0);
+        b.putLong(guard.regionOffset).putLong(guard.generation);
+      }
       b.put(header);
       for (RegionDescriptor d : regions) {
         d.encode(b);
@@ -166,7 +202,7 @@ public final class ServerMessage {
   /**
    * Decodes a message.
    *
-   * @throws WireException when the bytes are not a valid version-1 server message
+   * @throws WireException when the bytes are not a valid server message of this version
    */
   public static ServerMessage decode(ByteBuffer in) {
     ByteBuffer b = in.duplicate().order(ByteOrder.BIG_ENDIAN);
@@ -189,9 +225,18 @@ public final class ServerMessage {
           int r = Short.toUnsignedInt(b.getShort());
           b.getShort();
           int n = b.getInt();
+          int gi = Short.toUnsignedInt(b.getShort());
+          b.getShort();
+          b.getInt();
+          long go = b.getLong();
+          long gen = b.getLong();
           if (h < 0 || n < 0 || body < 0) {
             throw new WireException("corrupt batch descriptor");
           }
+          if (gi != NO_REGION && (gi >= r || gen == 0)) {
+            throw new WireException("batch " + seq + " has a bad lease guard");
+          }
+          Guard guard = gi == NO_REGION ? null : new Guard(gi, go, gen);
           byte[] header = new byte[h];
           b.get(header);
           List<RegionDescriptor> regions = new ArrayList<>(r);
@@ -211,7 +256,7 @@ public final class ServerMessage {
             }
             buffers.add(new BufferRef(idx, ro, bo, len));
           }
-          return batch(seq, lease, header, body, regions, buffers, readBytes(b));
+          return batch(seq, lease, header, body, regions, buffers, readBytes(b), guard);
         }
         case METADATA:
           return metadata(seq, readBytes(b));
