@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -38,9 +39,14 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * provider, in one run, same producer, same JVM. Prints GB/s of body bytes and the ratio, and
  * writes a CSV.
  *
+ * <p>Against machine noise each point runs both paths alternately (gRPC first in odd
+ * repetitions, RDMA first in even ones) several times and reports the median of each and the
+ * ratio of the medians, with the spread of the per-repetition ratios.
+ *
  * <p>Arguments: {@code --quick} (fewer cases, less data), {@code --bytes <n>} body bytes per
- * measured run (default 1 GiB, quick 256 MiB), {@code --csv <path>} (default
- * target/flight-bench.csv).
+ * measured run (default 1 GiB, quick 256 MiB), {@code --reps <n>} repetitions per point (default
+ * 5, quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
+ * --csv <path>} (default target/flight-bench.csv).
  */
 public final class FlightBench {
   private static final int COLUMNS = 4;
@@ -101,6 +107,9 @@ public final class FlightBench {
     boolean quick = false;
     long target = -1;
     Path csv = Path.of("target", "flight-bench.csv");
+    int reps = -1;
+    int[] rowsArg = null;
+    int[] streamsArg = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--quick":
@@ -112,18 +121,32 @@ public final class FlightBench {
         case "--csv":
           csv = Path.of(args[++i]);
           break;
+        case "--reps":
+          reps = Integer.parseInt(args[++i]);
+          break;
+        case "--rows":
+          rowsArg = ints(args[++i]);
+          break;
+        case "--streams":
+          streamsArg = ints(args[++i]);
+          break;
         default:
           throw new IllegalArgumentException("unknown argument " + args[i]
-              + "; expected --quick, --bytes <n>, --csv <path>");
+              + "; expected --quick, --bytes <n>, --reps <n>, --rows a,b, --streams a,b, "
+              + "--csv <path>");
       }
     }
     if (target < 0) {
       target = quick ? 256L << 20 : 1L << 30;
     }
+    if (reps < 1) {
+      reps = quick ? 3 : 5;
+    }
     // rows per batch: 4K rows, then 1, 4, 16 and 32 MiB bodies (32 bytes of data per row).
-    int[] rowsPerBatch = quick ? new int[] {4096, 1 << 15, 1 << 17, 1 << 20}
+    int[] rowsPerBatch = rowsArg != null ? rowsArg : quick ? new int[] {4096, 1 << 15, 1 << 17, 1 << 20}
         : new int[] {4096, 1 << 15, 1 << 17, 1 << 19, 1 << 20};
-    int[] streamCounts = quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
+    int[] streamCounts = streamsArg != null ? streamsArg
+        : quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
 
     try (RootAllocator root = new RootAllocator();
         TransferNode node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
@@ -147,9 +170,11 @@ public final class FlightBench {
         return t;
       });
       List<String> lines = new ArrayList<>();
-      lines.add("batch_rows,batch_bytes,streams,body_bytes,grpc_gbps,rdma_tcp_gbps,ratio");
-      System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s%n", "rows/batch",
-          "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio");
+      lines.add("batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
+          + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
+      System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s %s%n", "rows/batch",
+          "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio", "(ratio min-max, " + reps
+              + " alternating reps, medians)");
       for (int rows : rowsPerBatch) {
         long batchBytes = bodyBytes(rows);
         int window = (int) Math.max(2, Math.min(8, (96L << 20) / batchBytes));
@@ -164,14 +189,28 @@ public final class FlightBench {
             // Warm up both paths once, then measure each.
             run(pool, streams, () -> grpc(plainClient, ticket));
             run(pool, streams, () -> rdma(rdma, ticket));
-            double g = measure(pool, streams, () -> grpc(plainClient, ticket),
-                batchBytes * batchesPerStream * streams);
-            double r = measure(pool, streams, () -> rdma(rdma, ticket),
-                batchBytes * batchesPerStream * streams);
-            System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f%n", rows,
-                human(batchBytes), streams, g, r, r / g);
-            lines.add(String.format(Locale.ROOT, "%d,%d,%d,%d,%.3f,%.3f,%.3f", rows, batchBytes,
-                streams, batchBytes * batchesPerStream * streams, g, r, r / g));
+            long bytes = batchBytes * batchesPerStream * streams;
+            double[] gs = new double[reps];
+            double[] rs = new double[reps];
+            double[] ratios = new double[reps];
+            for (int rep = 0; rep < reps; rep++) {
+              // Alternate which path goes first, so a burst of noise does not favour one.
+              if (rep % 2 == 0) {
+                gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+              } else {
+                rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+              }
+              ratios[rep] = rs[rep] / gs[rep];
+            }
+            double g = median(gs);
+            double r = median(rs);
+            Arrays.sort(ratios);
+            System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f (%.2f-%.2f)%n",
+                rows, human(batchBytes), streams, g, r, r / g, ratios[0], ratios[reps - 1]);
+            lines.add(String.format(Locale.ROOT, "%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f", rows,
+                batchBytes, streams, bytes, reps, g, r, r / g, ratios[0], ratios[reps - 1]));
           }
         }
       }
@@ -192,6 +231,17 @@ public final class FlightBench {
       clientAlloc.close();
       serverAlloc.close();
     }
+  }
+
+  private static double median(double[] v) {
+    double[] c = v.clone();
+    Arrays.sort(c);
+    int n = c.length;
+    return n % 2 == 1 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+  }
+
+  private static int[] ints(String csv) {
+    return Arrays.stream(csv.split(",")).mapToInt(x -> Integer.parseInt(x.trim())).toArray();
   }
 
   private static String human(long bytes) {
