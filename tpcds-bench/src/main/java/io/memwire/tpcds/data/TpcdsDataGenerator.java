@@ -135,7 +135,8 @@ public final class TpcdsDataGenerator {
             if (!Files.isDirectory(dir)) {
                 throw new IllegalStateException("Table directory missing: " + dir);
             }
-            spark.read().parquet(dir.toString()).createOrReplaceTempView(table.getName());
+            // The schema is known: no footer reads for schema inference.
+            spark.read().schema(TpcdsSchema.structType(table)).parquet(dir.toString()).createOrReplaceTempView(table.getName());
         }
     }
 

@@ -96,7 +96,8 @@ public final class BenchmarkRun {
                 say("starting " + clusterDescription() + " for " + config.name() + " (" + config.manager()
                         + (config.provider().equals("-") ? "" : ", provider " + config.provider()) + ")");
                 WorkerProcess worker = WorkerProcess.start(spec(config, runDir), classPath, options.driverMemoryMb(),
-                        runDir.resolve("logs").resolve(config.name() + ".log"), START_TIMEOUT);
+                        runDir.resolve("logs").resolve(config.name() + ".log"), START_TIMEOUT,
+                        line -> say("  " + config.name() + ": " + line));
                 workers.add(worker);
                 ClusterInfo info = worker.info();
                 say(String.format("  %s: Spark %s, %s, %d executors, up in %.1f s", config.name(), info.sparkVersion(),

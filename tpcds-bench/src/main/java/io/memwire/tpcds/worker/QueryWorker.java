@@ -38,12 +38,14 @@ public final class QueryWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(QueryWorker.class);
     private static final long LISTENER_TIMEOUT_MS = 60_000;
 
+    private final PrintStream protocol;
     private final SparkSession spark;
     private final LocalSparkCluster cluster;
     private final TaskMetricsCollector collector;
     private final ClusterInfo info;
 
-    private QueryWorker(WorkerSpec spec) {
+    private QueryWorker(WorkerSpec spec, PrintStream protocol) {
+        this.protocol = protocol;
         long start = System.nanoTime();
         if (spec.master() == null) {
             cluster = LocalSparkCluster.builder()
@@ -87,7 +89,7 @@ public final class QueryWorker implements AutoCloseable {
         WorkerSpec spec = WorkerMessages.JSON.readValue(args[0], WorkerSpec.class);
         QueryWorker worker;
         try {
-            worker = new QueryWorker(spec);
+            worker = new QueryWorker(spec, protocol);
         } catch (Throwable t) {
             LOG.error("Worker for {} failed to start", spec.configName(), t);
             reply(protocol, Response.failed("cluster for configuration '" + spec.configName() + "' failed to start: " + describe(t)));
@@ -133,8 +135,10 @@ public final class QueryWorker implements AutoCloseable {
 
     private DataSetInfo generate(Request request) {
         ChunkPlanner planner = new ChunkPlanner(request.costPerChunk());
-        // Progress of generation goes to the log; the benchmark reports the summary.
-        TpcdsDataGenerator generator = new TpcdsDataGenerator(spark, planner, LOG::info);
+        TpcdsDataGenerator generator = new TpcdsDataGenerator(spark, planner, line -> {
+            LOG.info(line);
+            protocol.println(WorkerMessages.PROGRESS_PREFIX + line);
+        });
         return generator.generateOrReuse(Path.of(request.dataDir()), request.scale());
     }
 

@@ -7,12 +7,14 @@ import io.memwire.tpcds.data.DataSetInfo;
 
 /**
  * The line protocol between the benchmark and its query workers: one JSON request per line on the worker's
- * stdin, one JSON response per line on its stdout prefixed with {@link #PREFIX} (anything else on stdout
- * is log output).
+ * stdin, one JSON response per line on its stdout prefixed with {@link #PREFIX}, progress text prefixed with
+ * {@link #PROGRESS_PREFIX} (anything else on stdout is log output).
  */
 public final class WorkerMessages {
     /** Marks a protocol line on a worker's stdout. */
     public static final String PREFIX = "@@memwire ";
+    /** Marks a progress line (plain text, e.g. a generated table) on a worker's stdout. */
+    public static final String PROGRESS_PREFIX = "@@memwire-progress ";
     /** The JSON mapper both sides use. */
     public static final ObjectMapper JSON = new ObjectMapper()
             .setSerializationInclusion(JsonInclude.Include.NON_NULL)

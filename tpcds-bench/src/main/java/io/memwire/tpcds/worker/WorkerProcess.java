@@ -23,6 +23,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 
 /**
  * The benchmark's handle on one {@link QueryWorker} child process: starts it, sends requests, waits for
@@ -39,11 +40,13 @@ public final class WorkerProcess implements AutoCloseable {
     private final Writer requests;
     private final BlockingQueue<Response> responses = new LinkedBlockingQueue<>();
     private final Thread reader;
+    private final Consumer<String> progress;
     private ClusterInfo info;
     private boolean closed;
 
-    private WorkerProcess(String name, Process process, Path logFile) {
+    private WorkerProcess(String name, Process process, Path logFile, Consumer<String> progress) {
         this.name = name;
+        this.progress = progress;
         this.process = process;
         this.logFile = logFile;
         this.requests = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
@@ -58,9 +61,10 @@ public final class WorkerProcess implements AutoCloseable {
      * @param classPath      the worker's (and the local cluster's executors') class path
      * @param driverMemoryMb the worker JVM's heap
      * @param logFile        where the worker's output goes
+     * @param progress       receives the worker's progress lines (e.g. each generated table)
      */
     public static WorkerProcess start(WorkerSpec spec, String classPath, int driverMemoryMb, Path logFile,
-                                      Duration startTimeout) throws IOException, TimeoutException {
+                                      Duration startTimeout, Consumer<String> progress) throws IOException, TimeoutException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx" + driverMemoryMb + "m");
@@ -75,7 +79,7 @@ public final class WorkerProcess implements AutoCloseable {
                 .redirectError(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
                 .start();
         LOG.info("Started worker {} (pid {}) for configuration {}", spec.configName(), process.pid(), spec.configName());
-        WorkerProcess worker = new WorkerProcess(spec.configName(), process, logFile);
+        WorkerProcess worker = new WorkerProcess(spec.configName(), process, logFile, progress);
         try {
             Response ready = worker.await(startTimeout, "start");
             worker.info = ready.cluster();
@@ -150,7 +154,9 @@ public final class WorkerProcess implements AutoCloseable {
         try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
-                if (line.startsWith(WorkerMessages.PREFIX)) {
+                if (line.startsWith(WorkerMessages.PROGRESS_PREFIX)) {
+                    progress.accept(line.substring(WorkerMessages.PROGRESS_PREFIX.length()));
+                } else if (line.startsWith(WorkerMessages.PREFIX)) {
                     responses.add(WorkerMessages.JSON.readValue(line.substring(WorkerMessages.PREFIX.length()), Response.class));
                 } else {
                     Files.writeString(logFile, line + System.lineSeparator(), StandardCharsets.UTF_8, StandardOpenOption.APPEND);

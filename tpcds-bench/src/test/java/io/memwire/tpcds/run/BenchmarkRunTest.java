@@ -58,6 +58,7 @@ class BenchmarkRunTest {
         assertEquals(24, result.dataSet().rowCounts().size());
         assertTrue(result.dataSet().rowCounts().values().stream().allMatch(n -> n > 0), "every table has rows");
         assertTrue(progress.stream().anyMatch(l -> l.contains("generated TPC-DS data at scale 0.01")), progress.toString());
+        assertTrue(progress.stream().anyMatch(l -> l.contains("sort: generated store_sales")), "generation reports each table");
 
         // 2 queries x 2 configurations x (1 warm-up + 1 timed)
         assertEquals(8, result.measurements().size());
