@@ -4,7 +4,6 @@ import io.memwire.tpcds.run.Measurement;
 import io.memwire.tpcds.run.QueryStats;
 import io.memwire.tpcds.run.RunResult;
 import io.memwire.tpcds.run.ShuffleConfig;
-import io.memwire.tpcds.worker.ClusterInfo;
 import io.memwire.tpcds.worker.ShuffleMetrics;
 import io.memwire.tpcds.worker.WorkerMessages;
 
@@ -82,9 +81,5 @@ public final class ReportWriter {
 
     static String fmt(double v) {
         return Double.isNaN(v) ? "" : String.format(Locale.ROOT, "%.3f", v);
-    }
-
-    static ClusterInfo cluster(RunResult result, String config) {
-        return result.clusters().stream().filter(c -> c.configName().equals(config)).findFirst().orElse(null);
     }
 }

@@ -1,6 +1,5 @@
 package io.memwire.tpcds.worker;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.memwire.tpcds.data.DataSetInfo;
@@ -17,7 +16,6 @@ public final class WorkerMessages {
     public static final String PROGRESS_PREFIX = "@@memwire-progress ";
     /** The JSON mapper both sides use. */
     public static final ObjectMapper JSON = new ObjectMapper()
-            .setSerializationInclusion(JsonInclude.Include.NON_NULL)
             .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
     private WorkerMessages() {
