@@ -113,6 +113,42 @@ class VerbsProviderTest {
     assertTrue(s.asMap().get("verbsReconnects") >= 1, "the queue pair was re-established: " + s);
   }
 
+  /**
+   * Reads that a completion lets go are posted together: a long batch goes out in chains of up
+   * to the queue depth (one post call, one signaled request each), not one post per read, and
+   * every read still lands its own bytes (the reused work requests are rewritten correctly).
+   */
+  @Test
+  void aLongBatchIsPostedInChainsAndEveryReadGetsItsOwnBytes() throws Exception {
+    byte[] data = new byte[1 << 20];
+    new Random(3).nextBytes(data);
+    ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
+    memory.put(data).flip();
+    TransferNode server = node();
+    TransferNode client = TransferNode.start(
+        VerbsTransferContractTest.verbsConfig().maxOutstandingRequests(16).build());
+    nodes.add(client);
+    MemoryRegion region = server.register(memory);
+    int reads = 240;
+    int size = 4096;
+    List<ReadRequest> reqs = new ArrayList<>();
+    for (int i = 0; i < reads; i++) {
+      reqs.add(ReadRequest.of(region.remote(), (i * 7L % 256) * size, size));
+    }
+    ReadBatch batch = client.connection(server.localAddress()).read(reqs);
+    for (int i = 0; i < reads; i++) {
+      TransferBuffer b = batch.result(i).get(120, TimeUnit.SECONDS);
+      int off = (int) (i * 7L % 256) * size;
+      assertArrayEquals(Arrays.copyOfRange(data, off, off + size), bytes(b), "read " + i);
+      b.release();
+    }
+    java.util.Map<String, Long> s = client.stats().asMap();
+    assertEquals(reads, s.get("verbsPostedReads"), s.toString());
+    assertTrue(s.get("verbsPostCalls") * 4 <= reads,
+        "reads freed by one completion go out as one chain: " + s);
+    assertTrue(s.get("verbsCompletions") * 4 <= reads, "one signaled request per chain: " + s);
+  }
+
   @Test
   void keysAreRkeysAndDifferPerRegion() {
     TransferNode server = node();

@@ -67,15 +67,19 @@ final class QpLink {
 
   /**
    * Posts {@code reads} as one chain (longer lists as chains of at most the send-queue depth),
-   * only the last of each chain signaled. Caller holds the connection lock.
+   * only the last of each chain signaled; returns the number of chains (post calls). Caller
+   * holds the connection lock.
    */
-  void post(List<WireRead> reads) throws IOException {
+  int post(List<WireRead> reads) throws IOException {
     int from = 0;
+    int chains = 0;
     while (from < reads.size()) {
       int n = Math.min(maxChain, reads.size() - from);
       postChain(reads, from, n);
       from += n;
+      chains++;
     }
+    return chains;
   }
 
   private void postChain(List<WireRead> reads, int from, int n) throws IOException {

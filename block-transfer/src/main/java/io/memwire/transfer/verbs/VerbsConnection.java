@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * outstanding read and the connection.
  *
  * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post
- * the next on the same thread.
+ * the next on the same thread; reads posted that way are gathered and go out as one chain.
  */
 final class VerbsConnection implements ProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
@@ -39,6 +39,15 @@ final class VerbsConnection implements ProviderConnection {
   private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
   private volatile TransferException failure;
   private static final List<WireRead> EMPTY_BEFORE = List.of();
+  /**
+   * The completion thread while it hands this connection's completed reads to their owners.
+   * Completing a read frees a slot and the owner posts the next one from inside that call; such
+   * posts are collected in {@link #deferred} and go out afterwards as one chain with one signaled
+   * request, instead of one post call and one completion per read.
+   */
+  private volatile Thread completer;
+  /** Posts made by {@link #completer} while it completes reads; only that thread touches it. */
+  private List<WireRead> deferred;
 
   VerbsConnection(VerbsProvider provider, InetSocketAddress peer, QpLink link) {
     this.provider = provider;
@@ -64,6 +73,13 @@ final class VerbsConnection implements ProviderConnection {
 
   @Override
   public void post(List<WireRead> reads) {
+    if (completer == Thread.currentThread()) {
+      if (deferred == null) {
+        deferred = new ArrayList<>();
+      }
+      deferred.addAll(reads);
+      return;
+    }
     List<WireRead> toPost = new ArrayList<>(reads.size());
     for (WireRead r : reads) {
       if ((r.remoteKey() >>> 32) != 0) {
@@ -88,7 +104,7 @@ final class VerbsConnection implements ProviderConnection {
         pending.addAll(toPost);
       } else {
         try {
-          link.post(toPost);
+          provider.posted(link.post(toPost), toPost.size());
         } catch (IOException | RuntimeException e) {
           failNow = new TransferConnectionException("posting " + toPost.size()
               + " RDMA reads failed: " + e.getMessage(), peer, e);
@@ -186,11 +202,25 @@ final class VerbsConnection implements ProviderConnection {
         failed.addAll(takeAll(l));
       }
     }
-    for (WireRead r : before) {
-      r.complete();
-    }
     if (ok != null) {
-      ok.complete();
+      completer = Thread.currentThread();
+      try {
+        for (WireRead r : before) {
+          r.complete();
+        }
+        ok.complete();
+      } finally {
+        completer = null;
+      }
+      List<WireRead> next = deferred;
+      deferred = null;
+      if (next != null) {
+        post(next);
+      }
+    } else {
+      for (WireRead r : before) {
+        r.complete();
+      }
     }
     if (refused != null) {
       provider.accessErrors.increment();
@@ -234,7 +264,7 @@ final class VerbsConnection implements ProviderConnection {
         pending.clear();
         if (!toPost.isEmpty()) {
           try {
-            fresh.post(toPost);
+            provider.posted(fresh.post(toPost), toPost.size());
           } catch (IOException | RuntimeException e) {
             failNow = new TransferConnectionException("posting reads on the re-established queue "
                 + "pair failed: " + e.getMessage(), peer, e);

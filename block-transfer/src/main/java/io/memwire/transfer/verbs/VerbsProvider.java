@@ -104,6 +104,8 @@ public final class VerbsProvider implements TransportProvider {
   private final AtomicLong registeredBytes = new AtomicLong();
   final LongAdder accessErrors = new LongAdder();
   private final LongAdder reconnects = new LongAdder();
+  private final LongAdder postCalls = new LongAdder();
+  private final LongAdder postedReads = new LongAdder();
   private final LongAdder acceptedTotal = new LongAdder();
   private volatile boolean closed;
 
@@ -608,11 +610,19 @@ public final class VerbsProvider implements TransportProvider {
     m.put("verbsRegisteredBytes", registeredBytes.get());
     m.put("verbsRemoteAccessErrors", accessErrors.sum());
     m.put("verbsReconnects", reconnects.sum());
+    m.put("verbsPostCalls", postCalls.sum());
+    m.put("verbsPostedReads", postedReads.sum());
     m.put("verbsCompletions", completions.polled());
     m.put("verbsCqPollsWithWork", completions.pollsWithWork());
     m.put("verbsCqSleeps", completions.sleeps());
     m.put("verbsCqEvents", completions.events());
     return m;
+  }
+
+  /** Counts {@code calls} ibv_post_send calls that posted {@code reads} reads. */
+  void posted(int calls, int reads) {
+    postCalls.add(calls);
+    postedReads.add(reads);
   }
 
   void reconnected() {
