@@ -18,10 +18,13 @@ import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.Tuple2;
 
 /** Starts real clusters: one that runs a shuffle across two executor JVMs, one that cannot start. */
 class LocalSparkClusterTest {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalSparkClusterTest.class);
 
   @Test
   void runsAShuffleAcrossTwoExecutorProcesses(@TempDir Path work) {
@@ -41,6 +44,19 @@ class LocalSparkClusterTest {
           .collect();
       assertEquals(2, pids.size(), "tasks ran in " + pids);
       assertFalse(pids.contains(ProcessHandle.current().pid()));
+
+      // Executors run the driver's Spark: the one the test classpath holds (-Pspark-4.0/4.1 swap it).
+      String driverVersion = org.apache.spark.package$.MODULE$.SPARK_VERSION();
+      List<String> executorVersions = jsc.parallelize(List.of(1, 2, 3, 4), 4)
+          .map(i -> org.apache.spark.package$.MODULE$.SPARK_VERSION())
+          .distinct()
+          .collect();
+      LOG.info("Spark version: driver {}, executors {}", driverVersion, executorVersions);
+      assertEquals(List.of(driverVersion), executorVersions);
+      String wanted = System.getProperty("memwire.test.sparkVersion");
+      if (wanted != null) {
+        assertEquals(wanted, driverVersion, "Spark on the test classpath");
+      }
 
       List<Integer> data = IntStream.range(0, 10_000).boxed().collect(Collectors.toList());
       Map<Integer, Long> expected = new HashMap<>();
