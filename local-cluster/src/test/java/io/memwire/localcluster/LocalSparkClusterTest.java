@@ -45,7 +45,7 @@ class LocalSparkClusterTest {
       assertEquals(2, pids.size(), "tasks ran in " + pids);
       assertFalse(pids.contains(ProcessHandle.current().pid()));
 
-      // Executors run the driver's Spark: the one the test classpath holds (-Pspark-4.0/4.1 swap it).
+      // Executors run the driver's Spark: the one the test classpath holds (-Dspark.runtime.version swaps it).
       String driverVersion = org.apache.spark.package$.MODULE$.SPARK_VERSION();
       List<String> executorVersions = jsc.parallelize(List.of(1, 2, 3, 4), 4)
           .map(i -> org.apache.spark.package$.MODULE$.SPARK_VERSION())
