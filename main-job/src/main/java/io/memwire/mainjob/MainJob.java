@@ -62,7 +62,7 @@ public final class MainJob {
     Path sparkHome = null;
     Path appJar = null;
     Path memwireJar = null;
-    long records = 1_000_000;
+    long records = 500_000;
     String provider = "tcp";
     int executors = 2;
     Path workDir = Paths.get("target", "main-job");
