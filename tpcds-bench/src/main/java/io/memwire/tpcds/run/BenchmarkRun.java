@@ -125,8 +125,16 @@ public final class BenchmarkRun {
             }
             if (dataSet != null) {
                 result = result(runDir, configs, queries, dataSet, workers, measurements, failure);
-                new ReportWriter(runDir).write(result);
-                say("wrote " + runDir.resolve("report.md"));
+                try {
+                    new ReportWriter(runDir).write(result);
+                    say("wrote " + runDir.resolve("report.md"));
+                } catch (IOException | RuntimeException writeError) {
+                    if (failure == null) {
+                        throw writeError;
+                    }
+                    // Keep the original failure visible; the partial report is a bonus.
+                    LOG.warn("Could not write the report of the failed run", writeError);
+                }
             }
         }
         return result;
