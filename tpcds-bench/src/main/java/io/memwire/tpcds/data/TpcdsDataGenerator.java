@@ -57,7 +57,12 @@ public final class TpcdsDataGenerator {
         if (!(scale > 0)) {
             throw new IllegalArgumentException("scale must be positive, got " + scale);
         }
-        return dataDir.toAbsolutePath().resolve("sf" + BigDecimal.valueOf(scale).stripTrailingZeros().toPlainString());
+        return dataDir.toAbsolutePath().resolve("sf" + scaleText(scale));
+    }
+
+    /** A scale factor as paths and reports write it: 1, 0.01, 10. */
+    public static String scaleText(double scale) {
+        return BigDecimal.valueOf(scale).stripTrailingZeros().toPlainString();
     }
 
     /** Reuses the cached data set for {@code scale} if complete, otherwise generates it. */

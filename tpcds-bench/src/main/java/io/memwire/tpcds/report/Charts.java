@@ -1,5 +1,6 @@
 package io.memwire.tpcds.report;
 
+import io.memwire.tpcds.data.TpcdsDataGenerator;
 import io.memwire.tpcds.run.QueryStats;
 import io.memwire.tpcds.run.RunResult;
 import io.memwire.tpcds.run.ShuffleConfig;
@@ -54,7 +55,7 @@ final class Charts {
                 }
             }
         }
-        String subtitle = String.format("TPC-DS SF %s, Spark %s", result.environment().get("scale"),
+        String subtitle = String.format("TPC-DS SF %s, Spark %s", TpcdsDataGenerator.scaleText(result.dataSet().scale()),
                 result.environment().get("sparkVersion"));
         JFreeChart chart = ChartFactory.createBarChart(title + " - " + subtitle, "query", axis, data,
                 PlotOrientation.VERTICAL, true, false, false);

@@ -1,5 +1,6 @@
 package io.memwire.tpcds.report;
 
+import io.memwire.tpcds.data.TpcdsDataGenerator;
 import io.memwire.tpcds.run.QueryStats;
 import io.memwire.tpcds.run.RunResult;
 import io.memwire.tpcds.run.ShuffleConfig;
@@ -26,7 +27,7 @@ final class MarkdownReport {
         md.append("| | |\n|---|---|\n");
         row(md, "Spark", env.get("sparkVersion"));
         row(md, "cluster", env.get("master") + ", " + env.get("executors") + " executors");
-        row(md, "scale factor", env.get("scale") + " (data " + (r.dataSet().generated() ? "generated" : "reused")
+        row(md, "scale factor", TpcdsDataGenerator.scaleText(r.dataSet().scale()) + " (data " + (r.dataSet().generated() ? "generated" : "reused")
                 + ": " + r.dataSet().path() + ")");
         row(md, "broadcast joins", Boolean.TRUE.equals(env.get("noBroadcast")) ? "off" : "on (Spark defaults)");
         row(md, "rounds", env.get("warmups") + " warm-up + " + env.get("iterations") + " timed, configuration order rotating");

@@ -1,6 +1,7 @@
 package io.memwire.tpcds.run;
 
 import io.memwire.tpcds.data.DataSetInfo;
+import io.memwire.tpcds.data.TpcdsDataGenerator;
 import io.memwire.tpcds.query.QueryCatalog;
 import io.memwire.tpcds.report.ReportWriter;
 import io.memwire.tpcds.verify.Answer;
@@ -106,7 +107,7 @@ public final class BenchmarkRun {
             dataSet = workers.get(0).call(Request.generate(options.scale(), options.dataDir().toString(),
                     options.costPerChunk()), options.queryTimeout().multipliedBy(10)).dataSet();
             say(String.format("%s TPC-DS data at scale %s in %s (%.1f s, store_sales %,d rows)",
-                    dataSet.generated() ? "generated" : "reused", fmtScale(dataSet.scale()), dataSet.path(),
+                    dataSet.generated() ? "generated" : "reused", TpcdsDataGenerator.scaleText(dataSet.scale()), dataSet.path(),
                     dataSet.seconds(), dataSet.rowCounts().getOrDefault("store_sales", 0L)));
             for (WorkerProcess worker : workers) {
                 worker.call(Request.load(dataSet.path()), options.queryTimeout());
@@ -263,10 +264,6 @@ public final class BenchmarkRun {
 
     static String mb(long bytes) {
         return String.format("%.1f MB", bytes / 1e6);
-    }
-
-    static String fmtScale(double scale) {
-        return java.math.BigDecimal.valueOf(scale).stripTrailingZeros().toPlainString();
     }
 
     private static String hostName() {
