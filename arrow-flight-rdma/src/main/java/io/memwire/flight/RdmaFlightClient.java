@@ -317,30 +317,12 @@ public final class RdmaFlightClient implements AutoCloseable {
 
   private static int intProperty(String key, int def) {
     String v = System.getProperty(key);
-    if (v == null) {
-      return def;
-    }
-    try {
-      int n = Integer.parseInt(v.trim());
-      if (n < 1) {
-        throw new NumberFormatException();
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key + "=" + v + " is not a positive integer");
-    }
+    return v == null ? def : parsePositive(key, v);
   }
 
   private static long bytesProperty(String key, long def) {
     String v = System.getProperty(key);
-    if (v == null) {
-      return def;
-    }
-    try {
-      return TransferConfig.parseBytes(v);
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException(key + "=" + v + " is not a byte size (e.g. 64m)");
-    }
+    return v == null ? def : parseSize(key, v);
   }
 
   /** Options of an {@link RdmaFlightClient}. */
