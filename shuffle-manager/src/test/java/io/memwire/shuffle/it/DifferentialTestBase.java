@@ -107,10 +107,17 @@ abstract class DifferentialTestBase {
   @Order(3)
   void unregisteringEveryShuffleReleasesAllRegions() {
     var sc = cluster.sparkContext();
-    // Shuffle ids are dense from 0; remove a generous range (unknown ids are no-ops).
+    // A shuffle of this test's own, held until the end: Spark's ContextCleaner may already have
+    // removed the earlier tests' shuffles once their RDDs were garbage collected.
+    var held = cluster.javaSparkContext().parallelize(java.util.List.of(1, 2, 3, 4, 5, 6), 4)
+        .mapToPair(i -> new scala.Tuple2<>(i % 3, i)).reduceByKey(Integer::sum, 4);
+    assertEquals(3L, held.count());
     var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
     assertTrue(Clusters.sum(before, "node.registeredRegions") > 0, before.toString());
-    for (int id = 0; id < 200; id++) {
+    int heldShuffle =
+        ((org.apache.spark.ShuffleDependency<?, ?, ?>) held.rdd().dependencies().head()).shuffleId();
+    // Shuffle ids are dense from 0; remove them all (unknown ids are no-ops).
+    for (int id = 0; id <= heldShuffle; id++) {
       sc.cleaner().get().doCleanupShuffle(id, true);
     }
     var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
@@ -124,5 +131,6 @@ abstract class DifferentialTestBase {
       assertEquals(0L, m.get("node.poolBuffersOutstanding"), e.getKey() + " " + m);
       assertEquals(0L, m.get("node.outstandingRequests"), e.getKey() + " " + m);
     }
+    assertTrue(held.getNumPartitions() == 4); // keeps the RDD reachable until here
   }
 }
