@@ -148,4 +148,21 @@ final class Fixture implements AutoCloseable {
     root.close();
     assertEquals(0, node.stats().registeredBytes(), "registered bytes after close");
   }
+
+  /** A server counter of the wrapped producer. */
+  long stat(String k) {
+    return rdma.stats().get(k);
+  }
+
+  /** Waits (at most 10 s) until {@code cond} holds. */
+  static void await(String what, java.util.function.BooleanSupplier cond)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not within 10 s: " + what);
+      }
+      Thread.sleep(5);
+    }
+  }
 }

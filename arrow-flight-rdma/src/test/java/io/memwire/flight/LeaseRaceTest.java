@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightEndpoint;
 import org.apache.arrow.flight.FlightRuntimeException;
@@ -36,20 +35,6 @@ class LeaseRaceTest {
   @AfterEach
   void stop() throws Exception {
     f.close();
-  }
-
-  private long stat(String k) {
-    return f.rdma.stats().get(k);
-  }
-
-  private static void await(String what, BooleanSupplier cond) throws InterruptedException {
-    long deadline = System.nanoTime() + 10_000_000_000L;
-    while (!cond.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within 10 s: " + what);
-      }
-      Thread.sleep(5);
-    }
   }
 
   /** The region key and offset of the batch's value buffer (its largest one). */
@@ -87,8 +72,8 @@ class LeaseRaceTest {
 
       // Batch 1's descriptor is here, its reads are held back; the server expires its lease.
       assertTrue(heldBack.await(10, TimeUnit.SECONDS), "batch 1 descriptor");
-      await("lease of batch 1 expired and freed", () -> stat("leasesExpired") >= 1
-          && stat("activeSessions") == 0 && stat("registeredBlocks") == 0);
+      Fixture.await("lease of batch 1 expired and freed", () -> f.stat("leasesExpired") >= 1
+          && f.stat("activeSessions") == 0 && f.stat("registeredBlocks") == 0);
 
       // Another exchange now leases the same memory with its own batch 0.
       try (RawExchange other = new RawExchange(f.wrappedClient(), f.clientAllocator,

@@ -10,7 +10,6 @@ import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.memwire.flight.wire.ServerMessage;
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightEndpoint;
@@ -44,20 +43,6 @@ class LeaseTest {
     f.close();
   }
 
-  private long stat(String k) {
-    return f.rdma.stats().get(k);
-  }
-
-  private static void await(String what, BooleanSupplier cond) throws InterruptedException {
-    long deadline = System.nanoTime() + 10_000_000_000L;
-    while (!cond.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within 10 s: " + what);
-      }
-      Thread.sleep(5);
-    }
-  }
-
   /** The lease's guard word as a one-sided reader sees it now. */
   private long guardWord(ServerMessage m) throws Exception {
     ServerMessage.Guard g = m.guard();
@@ -82,9 +67,9 @@ class LeaseTest {
       assertEquals(ServerMessage.BATCH, a.kind());
       assertEquals(BATCH_BYTES, a.bodyLength());
       // The producer is now blocked on credit, with exactly the window leased.
-      await("producer waits for credit", () -> stat("creditWaits") >= 1);
-      assertEquals(2, stat("leasedBatches"));
-      assertEquals(2 * BATCH_BYTES, stat("leasedBytes"));
+      Fixture.await("producer waits for credit", () -> f.stat("creditWaits") >= 1);
+      assertEquals(2, f.stat("leasedBatches"));
+      assertEquals(2 * BATCH_BYTES, f.stat("leasedBytes"));
       assertEquals(a.guard().generation, guardWord(a));
       x.free(a.sequence());
       ServerMessage c = x.next();
@@ -101,8 +86,8 @@ class LeaseTest {
       assertEquals(null, x.next());
     }
     f.awaitServerIdle();
-    assertEquals(2 * BATCH_BYTES, stat("peakLeasedBytes"));
-    assertEquals(0, stat("leasesReleasedUnfreed"));
+    assertEquals(2 * BATCH_BYTES, f.stat("peakLeasedBytes"));
+    assertEquals(0, f.stat("leasesReleasedUnfreed"));
   }
 
   @Test
@@ -125,8 +110,8 @@ class LeaseTest {
       }
     }
     f.awaitServerIdle();
-    assertTrue(stat("peakLeasedBytes") <= window, "peak " + stat("peakLeasedBytes"));
-    assertTrue(stat("peakLeasedBytes") >= BATCH_BYTES);
+    assertTrue(f.stat("peakLeasedBytes") <= window, "peak " + f.stat("peakLeasedBytes"));
+    assertTrue(f.stat("peakLeasedBytes") >= BATCH_BYTES);
   }
 
   @Test
@@ -147,8 +132,8 @@ class LeaseTest {
     assertEquals(FlightStatusCode.CANCELLED, ex.status().code());
     s.close();
     f.awaitServerIdle();
-    await("producer sees the cancellation", () -> f.producer.cancellationsSeen.get() == 1);
-    assertEquals(1, stat("sessionsCancelled"));
+    Fixture.await("producer sees the cancellation", () -> f.producer.cancellationsSeen.get() == 1);
+    assertEquals(1, f.stat("sessionsCancelled"));
   }
 
   @Test
@@ -160,7 +145,7 @@ class LeaseTest {
       sent[i] = x.next();
       assertEquals(ServerMessage.BATCH, sent[i].kind());
     }
-    await("three leases", () -> stat("leasedBatches") == 3);
+    Fixture.await("three leases", () -> f.stat("leasedBatches") == 3);
     for (ServerMessage m : sent) {
       assertEquals(m.guard().generation, guardWord(m));
     }
@@ -170,7 +155,7 @@ class LeaseTest {
       // A read still in flight for these leases would now be rejected by its guard check.
       assertNotEquals(m.guard().generation, guardWord(m), "cancel revoked the guard");
     }
-    assertEquals(3, stat("leasesReleasedUnfreed"));
+    assertEquals(3, f.stat("leasesReleasedUnfreed"));
     x.close();
   }
 
@@ -184,13 +169,13 @@ class LeaseTest {
     ServerMessage first = x.next();
     assertNotNull(first);
     assertNotNull(x.next());
-    await("two leases", () -> stat("leasedBatches") == 2);
+    Fixture.await("two leases", () -> f.stat("leasedBatches") == 2);
     assertEquals(first.guard().generation, guardWord(first));
     channel.shutdownNow(); // the client goes away without FREE or cancel
     assertTrue(channel.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
     f.awaitServerIdle();
     assertNotEquals(first.guard().generation, guardWord(first), "crash revoked the guard");
-    assertEquals(2, stat("leasesReleasedUnfreed"));
+    assertEquals(2, f.stat("leasesReleasedUnfreed"));
     x.close();
     alloc.close();
   }
@@ -205,6 +190,6 @@ class LeaseTest {
       assertTrue(ex.getMessage().contains("lease timeout"), ex.getMessage());
     }
     f.awaitServerIdle();
-    assertTrue(stat("leasesExpired") >= 1);
+    assertTrue(f.stat("leasesExpired") >= 1);
   }
 }
