@@ -72,37 +72,23 @@ class FallbackTest {
 
   @Test
   void optionOffBySystemProperty() throws Exception {
-    String old = System.setProperty(DataPlane.PROPERTY, "grpc");
-    try {
+    withDataPlaneProperty("grpc", () -> {
       RdmaFlightClient c = f.rdmaClient(f.wrappedClient(), b -> {});
       assertEquals(DataPlane.GRPC, c.dataPlane());
       FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints()
           .get(0);
       check(c.getStream(e), "ints", DataPlane.GRPC);
       assertEquals(0, f.rdma.stats().get("activeSessions"));
-    } finally {
-      if (old == null) {
-        System.clearProperty(DataPlane.PROPERTY);
-      } else {
-        System.setProperty(DataPlane.PROPERTY, old);
-      }
-    }
+    });
   }
 
   @Test
-  void badSystemPropertyNamesKeyAndValue() {
-    String old = System.setProperty(DataPlane.PROPERTY, "infiniband");
-    try {
+  void badSystemPropertyNamesKeyAndValue() throws Exception {
+    withDataPlaneProperty("infiniband", () -> {
       IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
           () -> RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator).build());
       assertTrue(ex.getMessage().contains(DataPlane.PROPERTY + "=infiniband"), ex.getMessage());
-    } finally {
-      if (old == null) {
-        System.clearProperty(DataPlane.PROPERTY);
-      } else {
-        System.setProperty(DataPlane.PROPERTY, old);
-      }
-    }
+    });
   }
 
   @Test
@@ -213,5 +199,23 @@ class FallbackTest {
       }
       guarded.awaitServerIdle();
     }
+  }
+
+  /** Runs {@code body} with the data-plane system property set, restoring it afterwards. */
+  private static void withDataPlaneProperty(String value, ThrowingRunnable body) throws Exception {
+    String old = System.setProperty(DataPlane.PROPERTY, value);
+    try {
+      body.run();
+    } finally {
+      if (old == null) {
+        System.clearProperty(DataPlane.PROPERTY);
+      } else {
+        System.setProperty(DataPlane.PROPERTY, old);
+      }
+    }
+  }
+
+  private interface ThrowingRunnable {
+    void run() throws Exception;
   }
 }

@@ -49,10 +49,8 @@ class VerbsProviderTest {
 
   @Test
   void aDeregisteredRegionGivesTheRemoteAccessErrorNotStaleBytes() throws Exception {
-    byte[] data = new byte[256 << 10];
-    new Random(1).nextBytes(data);
-    ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
-    memory.put(data).flip();
+    byte[] data = TransferContractTest.random(new Random(1), 256 << 10);
+    ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
     TransferNode client = node();
     MemoryRegion region = server.register(memory);
@@ -79,10 +77,8 @@ class VerbsProviderTest {
 
   @Test
   void oneRefusedReadInABatchFailsAloneAndTheReadsBehindItStillArrive() throws Exception {
-    byte[] data = new byte[512 << 10];
-    new Random(2).nextBytes(data);
-    ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
-    memory.put(data).flip();
+    byte[] data = TransferContractTest.random(new Random(2), 512 << 10);
+    ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
     TransferNode client = node();
     MemoryRegion region = server.register(memory);
@@ -120,10 +116,8 @@ class VerbsProviderTest {
    */
   @Test
   void aLongBatchIsPostedInChainsAndEveryReadGetsItsOwnBytes() throws Exception {
-    byte[] data = new byte[1 << 20];
-    new Random(3).nextBytes(data);
-    ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
-    memory.put(data).flip();
+    byte[] data = TransferContractTest.random(new Random(3), 1 << 20);
+    ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
     TransferNode client = TransferNode.start(
         VerbsTransferContractTest.verbsConfig().maxOutstandingRequests(16).build());
