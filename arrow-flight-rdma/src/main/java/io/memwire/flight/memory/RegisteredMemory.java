@@ -7,11 +7,10 @@ import io.memwire.transfer.TransferNode;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -20,21 +19,26 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Direct memory registered with a {@link TransferNode} once, in large arenas, and handed out in
- * blocks (a buddy allocator per arena: power-of-two blocks that merge again when freed). Record
- * batch bodies are copied into blocks or allocated there directly through {@link
+ * blocks. Record batch bodies are copied into blocks or allocated there directly through {@link
  * #allocationManagerFactory()}, so nothing is registered per batch. A block larger than an arena
  * gets an arena of its own, registered for that block and dropped when it is freed.
+ *
+ * <p>Blocks are sized to what was asked, rounded up to {@value #UNIT} bytes (Arrow's 64-byte
+ * alignment holds), and carved from an arena's free extents best-fit; freed extents merge with
+ * free neighbours. So a block pins at most {@value #UNIT} - 1 bytes more than asked: a 17 MB
+ * record-batch body takes 17 MB, not the 32 MiB a power-of-two block would.
  *
  * <p>The total of all arenas never exceeds {@code maxBytes}; {@link #allocate(long, Duration)}
  * waits for frees up to a deadline when it would.
  */
 public final class RegisteredMemory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
-  /** Smallest block: 512 bytes, enough for Arrow's 64-byte alignment and small validity buffers. */
-  static final int MIN_SHIFT = 9;
+  /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
+  static final int UNIT = 512;
+  private static final int PAGE = 4096;
 
   private final TransferNode node;
-  private final int arenaShift;
+  private final long arenaSize;
   private final long maxBytes;
   private final String name;
   private final List<Arena> arenas = new ArrayList<>();
@@ -47,7 +51,7 @@ public final class RegisteredMemory implements AutoCloseable {
 
   /**
    * @param node where arenas are registered
-   * @param arenaSize bytes per arena, rounded up to a power of two (at least 1 MiB)
+   * @param arenaSize bytes per arena, rounded up to a multiple of 1 MiB
    * @param maxBytes most bytes all arenas together may take
    * @param name used in log lines and errors
    */
@@ -60,7 +64,7 @@ public final class RegisteredMemory implements AutoCloseable {
           name + ": maxBytes " + maxBytes + " is smaller than one arena of " + arenaSize);
     }
     this.node = node;
-    this.arenaShift = Math.max(20, 64 - Long.numberOfLeadingZeros(arenaSize - 1));
+    this.arenaSize = (arenaSize + (1 << 20) - 1) & -(1L << 20);
     this.maxBytes = maxBytes;
     this.name = name;
   }
@@ -96,7 +100,7 @@ public final class RegisteredMemory implements AutoCloseable {
           return b;
         }
         long left = deadline - System.nanoTime();
-        if (left <= 0 || blockSize(size) > maxBytes) {
+        if (left <= 0 || roundUp(size) > maxBytes) {
           throw new RegistrationException(name + ": no registered memory for a block of " + size
               + " bytes within " + wait.toMillis() + " ms: " + allocatedBytes + " of maxBytes="
               + maxBytes + " in use");
@@ -106,9 +110,9 @@ public final class RegisteredMemory implements AutoCloseable {
     }
   }
 
-  private long blockSize(long size) {
-    int shift = Math.max(MIN_SHIFT, 64 - Long.numberOfLeadingZeros(Math.max(1, size) - 1));
-    return shift > arenaShift ? size : 1L << shift;
+  /** Bytes a block of {@code size} takes: a whole number of units. */
+  static long roundUp(long size) {
+    return (Math.max(1, size) + UNIT - 1) & -(long) UNIT;
   }
 
   /** A block, or null when {@code maxBytes} would be exceeded. */
@@ -116,53 +120,56 @@ public final class RegisteredMemory implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException(name + " is closed");
     }
-    if (size <= 0 || size > Integer.MAX_VALUE - 8) {
+    if (size <= 0 || size > Integer.MAX_VALUE - 3 * PAGE) {
       throw new IllegalArgumentException(name + ": block size must be in [1, 2 GiB), got " + size);
     }
-    int shift = Math.max(MIN_SHIFT, 64 - Long.numberOfLeadingZeros(size - 1));
-    if (shift > arenaShift) {
+    long bytes = roundUp(size);
+    if (bytes > arenaSize) {
       // Too big for an arena: a dedicated one, registered once for this block.
       if (arenaBytes + size > maxBytes) {
         return null;
       }
-      Arena a = newArena(size, -1);
-      return take(a, 0, -1, size);
+      Arena a = newArena(size, false);
+      return take(a, 0, size);
     }
     for (Arena a : arenas) {
       if (a.dedicated) {
         continue;
       }
-      long off = a.alloc(shift);
+      long off = a.alloc(bytes);
       if (off >= 0) {
-        return take(a, off, shift, 1L << shift);
+        return take(a, off, bytes);
       }
     }
-    long size1 = 1L << arenaShift;
-    if (arenaBytes + size1 > maxBytes) {
+    if (arenaBytes + arenaSize > maxBytes) {
       return null;
     }
-    Arena a = newArena(size1, arenaShift);
-    return take(a, a.alloc(shift), shift, 1L << shift);
+    Arena a = newArena(arenaSize, true);
+    return take(a, a.alloc(bytes), bytes);
   }
 
-  private Block take(Arena a, long off, int shift, long bytes) {
+  private Block take(Arena a, long off, long bytes) {
     a.used += bytes;
     allocatedBytes += bytes;
     peakAllocatedBytes = Math.max(peakAllocatedBytes, allocatedBytes);
     outstandingBlocks++;
-    return new Block(this, a, off, shift, bytes);
+    return new Block(this, a, off, bytes);
   }
 
-  private Arena newArena(long size, int shift) {
-    ByteBuffer memory = ByteBuffer.allocateDirect((int) size);
+  private Arena newArena(long size, boolean shared) {
+    // Page-aligned, so every block is aligned to the unit (and bodies start on a page).
+    ByteBuffer allocation = ByteBuffer.allocateDirect((int) size + 2 * PAGE);
+    ByteBuffer memory = allocation.alignedSlice(PAGE);
+    memory.limit((int) size);
+    memory = memory.slice();
     MemoryRegion region;
     try {
       region = node.register(memory);
     } catch (RuntimeException e) {
-      MemoryAccess.free(memory);
+      MemoryAccess.free(allocation);
       throw e;
     }
-    Arena a = new Arena(memory, MemoryAccess.address(memory), region, shift);
+    Arena a = new Arena(allocation, memory, MemoryAccess.address(memory), region, shared);
     arenas.add(a);
     byAddress.put(a.base, a);
     arenaBytes += size;
@@ -173,8 +180,8 @@ public final class RegisteredMemory implements AutoCloseable {
 
   synchronized void free(Block b) {
     Arena a = b.arena;
-    if (b.shift >= 0) {
-      a.release(b.offset, b.shift);
+    if (!a.dedicated) {
+      a.release(b.offset, b.size);
     }
     a.used -= b.size;
     allocatedBytes -= b.size;
@@ -191,7 +198,7 @@ public final class RegisteredMemory implements AutoCloseable {
     arenaBytes -= a.memory.capacity();
     a.region.close();
     // A read the transport is still serving may touch the memory until the region is released.
-    a.region.released().whenComplete((v, e) -> MemoryAccess.free(a.memory));
+    a.region.released().whenComplete((v, e) -> MemoryAccess.free(a.allocation));
   }
 
   /**
@@ -235,6 +242,15 @@ public final class RegisteredMemory implements AutoCloseable {
 
   public synchronized long outstandingBlocks() {
     return outstandingBlocks;
+  }
+
+  /** Free extents over all shared arenas (merged neighbours count once); for tests. */
+  synchronized int freeExtents() {
+    int n = 0;
+    for (Arena a : arenas) {
+      n += a.freeExtents();
+    }
+    return n;
   }
 
   /** Bytes registered in arenas right now. */
@@ -292,15 +308,13 @@ public final class RegisteredMemory implements AutoCloseable {
     private final RegisteredMemory owner;
     private final Arena arena;
     private final long offset;
-    private final int shift;
     private final long size;
     private boolean freed;
 
-    Block(RegisteredMemory owner, Arena arena, long offset, int shift, long size) {
+    Block(RegisteredMemory owner, Arena arena, long offset, long size) {
       this.owner = owner;
       this.arena = arena;
       this.offset = offset;
-      this.shift = shift;
       this.size = size;
     }
 
@@ -308,7 +322,7 @@ public final class RegisteredMemory implements AutoCloseable {
       return arena.base + offset;
     }
 
-    /** Usable bytes (at least what was asked for). */
+    /** Usable bytes: what was asked for, rounded up to {@value RegisteredMemory#UNIT}. */
     public long size() {
       return size;
     }
@@ -334,63 +348,84 @@ public final class RegisteredMemory implements AutoCloseable {
     }
   }
 
-  /** One registered arena and its buddy free lists (offsets per block size). */
+  /**
+   * One registered arena and its free extents, indexed by offset (to merge neighbours on free)
+   * and by size (best fit: the smallest extent that holds the block, lowest offset first).
+   */
   private static final class Arena {
+    final ByteBuffer allocation;
     final ByteBuffer memory;
     final long base;
     final MemoryRegion region;
     final boolean dedicated;
-    final int shift;
-    final HashSet<Long>[] free;
+    /** Free extents: offset to length. */
+    final TreeMap<Long, Long> freeByOffset;
+    /** The same extents as {length, offset} pairs, ordered by length then offset. */
+    final TreeSet<long[]> freeBySize;
     long used;
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    Arena(ByteBuffer memory, long base, MemoryRegion region, int shift) {
+    Arena(ByteBuffer allocation, ByteBuffer memory, long base, MemoryRegion region,
+        boolean shared) {
+      this.allocation = allocation;
       this.memory = memory;
       this.base = base;
       this.region = region;
-      this.dedicated = shift < 0;
-      this.shift = shift;
+      this.dedicated = !shared;
       if (dedicated) {
-        this.free = null;
+        this.freeByOffset = null;
+        this.freeBySize = null;
       } else {
-        this.free = new HashSet[shift - MIN_SHIFT + 1];
-        for (int i = 0; i < free.length; i++) {
-          free[i] = new HashSet<>();
-        }
-        free[shift - MIN_SHIFT].add(0L);
+        this.freeByOffset = new TreeMap<>();
+        this.freeBySize = new TreeSet<>((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0])
+            : Long.compare(x[1], y[1]));
+        addFree(0, memory.capacity());
       }
     }
 
-    /** Offset of a free block of 2^s bytes, splitting larger ones; -1 when none. */
-    long alloc(int s) {
-      for (int k = s; k <= shift; k++) {
-        HashSet<Long> list = free[k - MIN_SHIFT];
-        if (list.isEmpty()) {
-          continue;
-        }
-        Iterator<Long> it = list.iterator();
-        long off = it.next();
-        it.remove();
-        while (k > s) {
-          k--;
-          free[k - MIN_SHIFT].add(off + (1L << k));
-        }
-        return off;
+    /** Offset of a free range of {@code bytes} (a multiple of the unit); -1 when none fits. */
+    long alloc(long bytes) {
+      long[] fit = freeBySize.ceiling(new long[] {bytes, -1});
+      if (fit == null) {
+        return -1;
       }
-      return -1;
+      long off = fit[1];
+      long len = fit[0];
+      removeFree(off, len);
+      if (len > bytes) {
+        addFree(off + bytes, len - bytes);
+      }
+      return off;
     }
 
-    void release(long off, int s) {
-      while (s < shift) {
-        long buddy = off ^ (1L << s);
-        if (!free[s - MIN_SHIFT].remove(buddy)) {
-          break;
-        }
-        off = Math.min(off, buddy);
-        s++;
+    void release(long off, long bytes) {
+      long len = bytes;
+      Map.Entry<Long, Long> before = freeByOffset.floorEntry(off);
+      if (before != null && before.getKey() + before.getValue() == off) {
+        removeFree(before.getKey(), before.getValue());
+        off = before.getKey();
+        len += before.getValue();
       }
-      free[s - MIN_SHIFT].add(off);
+      Long after = freeByOffset.get(off + len);
+      if (after != null) {
+        removeFree(off + len, after);
+        len += after;
+      }
+      addFree(off, len);
+    }
+
+    private void addFree(long off, long len) {
+      freeByOffset.put(off, len);
+      freeBySize.add(new long[] {len, off});
+    }
+
+    private void removeFree(long off, long len) {
+      freeByOffset.remove(off);
+      freeBySize.remove(new long[] {len, off});
+    }
+
+    /** Free extents (for tests): merged neighbours show as one. */
+    int freeExtents() {
+      return freeByOffset == null ? 0 : freeByOffset.size();
     }
   }
 }

@@ -63,6 +63,59 @@ class RegisteredMemoryTest {
   }
 
   @Test
+  void blocksPinWhatWasAskedNotAPowerOfTwo() {
+    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test")) {
+      // Three bodies just over 300 KiB: a power-of-two allocator would give each 512 KiB and
+      // need two arenas; sized blocks share one.
+      long body = 300 * 1024 + 1;
+      List<RegisteredMemory.Block> bs = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        bs.add(m.allocate(body));
+      }
+      assertEquals(MIB, m.arenaBytes(), "three sized blocks fit one arena");
+      long each = 300 * 1024 + 512;
+      assertEquals(each, bs.get(0).size(), "rounded up to the 512-byte unit only");
+      assertEquals(3 * each, m.allocatedBytesNow(), "pinned bytes are the blocks' sizes");
+      for (RegisteredMemory.Block b : bs) {
+        assertEquals(0, b.address() % 512, "blocks stay 512-byte aligned");
+      }
+      // Free the middle block, then its neighbours: the extents merge back into one.
+      bs.get(1).free();
+      assertEquals(2, m.freeExtents(), "the freed middle and the arena's tail");
+      bs.get(0).free();
+      assertEquals(2, m.freeExtents(), "first and middle merged");
+      bs.get(2).free();
+      assertEquals(1, m.freeExtents(), "everything merged into the whole arena");
+      assertEquals(0, m.allocatedBytesNow());
+      RegisteredMemory.Block whole = m.allocate(MIB);
+      assertEquals(MIB, m.arenaBytes(), "the merged arena holds a whole-arena block");
+      whole.free();
+    }
+    assertEquals(0, node.stats().registeredBytes());
+  }
+
+  @Test
+  void bestFitKeepsLargeExtentsWhole() {
+    try (RegisteredMemory m = new RegisteredMemory(node, MIB, MIB, "test")) {
+      RegisteredMemory.Block a = m.allocate(4096);
+      RegisteredMemory.Block gap = m.allocate(8192);
+      RegisteredMemory.Block b = m.allocate(4096);
+      gap.free();
+      // A small block goes into the 8 KiB hole, not the large tail.
+      RegisteredMemory.Block small = m.allocate(4096);
+      assertEquals(gap.regionOffset(), small.regionOffset());
+      RegisteredMemory.Block rest = m.allocate(MIB - 4 * 4096);
+      assertNotNull(rest, "the tail is still one extent");
+      assertNull(m.tryAllocate(8192), "only the 4 KiB left in the hole remains");
+      for (RegisteredMemory.Block x : List.of(a, b, small, rest)) {
+        x.free();
+      }
+      assertEquals(1, m.freeExtents());
+      assertEquals(0, m.outstandingBlocks());
+    }
+  }
+
+  @Test
   void oversizedBlockGetsItsOwnArenaAndGivesItBack() {
     try (RegisteredMemory m = new RegisteredMemory(node, MIB, 8 * MIB, "test")) {
       RegisteredMemory.Block big = m.allocate(3 * MIB + 5);
