@@ -5,6 +5,7 @@ import io.memwire.flight.wire.ClientMessage;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.Connection;
+import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
@@ -243,27 +244,43 @@ final class RdmaSource implements StreamSource {
     }
     ReadRequest guardRead = ReadRequest.of(regions[guard.regionIndex], guard.regionOffset,
         LeaseGuards.SLOT_BYTES);
+    // The tcp responder serves one connection's reads in order and copies each response's bytes
+    // into the socket in that order, so a guard read posted after the body reads leaves the
+    // server after every body byte: one round trip per batch, not two. Verbs does not promise
+    // to fetch the responses of a chain in order, so there the guard is read only afterwards.
+    boolean guardInBatch = node.provider() == ProviderKind.TCP;
+    if (guardInBatch) {
+      reads.add(guardRead);
+    }
     ReadBatch rb = c.read(reads);
     synchronized (pending) {
       pending.add(p);
     }
     // allOf: runs once every read has ended, so no read still lands in the block when it is freed.
     rb.all().whenComplete((v, err) -> {
-      for (CompletableFuture<TransferBuffer> f : rb.results()) {
+      List<CompletableFuture<TransferBuffer>> results = rb.results();
+      int bodies = guardInBatch ? results.size() - 1 : results.size();
+      for (int i = 0; i < bodies; i++) {
+        CompletableFuture<TransferBuffer> f = results.get(i);
         if (!f.isCompletedExceptionally()) {
           f.join().release();
         }
       }
       if (err != null) {
+        if (guardInBatch && !results.get(bodies).isCompletedExceptionally()) {
+          results.get(bodies).join().release();
+        }
         ended(p, err instanceof CompletionException ? err.getCause() : err);
         return;
       }
-      // The guard is read only now that every body read has completed, i.e. the server has sent
-      // (tcp) or the NIC has fetched (verbs) every body byte. Posting it in the same batch would
-      // rely on the responder reading memory in request order, which verbs does not promise.
-      // If the word still holds this lease's generation, the lease was alive after the last body
-      // byte was read; the server revokes the word before it frees a body, so none of these
-      // bytes can belong to a batch that reused the memory.
+      if (guardInBatch) {
+        checkGuard(p, results.get(bodies).join(), guard.generation);
+        return;
+      }
+      // The guard is read only now that every body read has completed, i.e. the NIC has fetched
+      // every body byte. If the word still holds this lease's generation, the lease was alive
+      // after the last body byte was read; the server revokes the word before it frees a body,
+      // so none of these bytes can belong to a batch that reused the memory.
       CompletableFuture<TransferBuffer> gf;
       try {
         gf = c.read(guardRead);
@@ -274,28 +291,35 @@ final class RdmaSource implements StreamSource {
       gf.whenComplete((buf, gerr) -> {
         if (gerr != null) {
           ended(p, gerr instanceof CompletionException ? gerr.getCause() : gerr);
-          return;
-        }
-        long found;
-        try {
-          found = buf.nioBuffer().order(java.nio.ByteOrder.BIG_ENDIAN).getLong(0);
-        } finally {
-          buf.release();
-        }
-        if (found != guard.generation) {
-          client.staleBatchesRejected.increment();
-          LOG.warn("batch {}: the server ended its lease while it was being read; dropped it",
-              p.seq);
-          ended(p, CallStatus.UNAVAILABLE.withDescription("memwire: the lease of batch " + p.seq
-              + " ended on the server (lease timeout or cancellation) before its reads were "
-              + "verified; its bytes were dropped as they may belong to another batch")
-              .withCause(new LeaseEnded()).toRuntimeException());
         } else {
-          ended(p, null);
+          checkGuard(p, buf, guard.generation);
         }
       });
     });
     return p;
+  }
+
+  /**
+   * Ends a pull whose body reads all completed: kept when the guard word still holds the lease's
+   * generation, dropped (another batch may own the memory now) when it does not.
+   */
+  private void checkGuard(Pull p, TransferBuffer buf, long generation) {
+    long found;
+    try {
+      found = buf.nioBuffer().order(java.nio.ByteOrder.BIG_ENDIAN).getLong(0);
+    } finally {
+      buf.release();
+    }
+    if (found != generation) {
+      client.staleBatchesRejected.increment();
+      LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
+      ended(p, CallStatus.UNAVAILABLE.withDescription("memwire: the lease of batch " + p.seq
+          + " ended on the server (lease timeout or cancellation) before its reads were "
+          + "verified; its bytes were dropped as they may belong to another batch")
+          .withCause(new LeaseEnded()).toRuntimeException());
+    } else {
+      ended(p, null);
+    }
   }
 
   /** A pull's reads and guard check ended: FREE it, complete it, let END go on. */
