@@ -70,6 +70,9 @@ class LeaseTest {
       Fixture.await("producer waits for credit", () -> f.stat("creditWaits") >= 1);
       assertEquals(2, f.stat("leasedBatches"));
       assertEquals(2 * BATCH_BYTES, f.stat("leasedBytes"));
+      // What the two leases pin in registered memory: each body rounded up to 512 bytes only
+      // (162,816), not to a power of two (262,144).
+      assertEquals(2 * 162_816L, f.stat("registeredBlockBytes"));
       assertEquals(a.guard().generation, guardWord(a));
       x.free(a.sequence());
       ServerMessage c = x.next();

@@ -39,6 +39,12 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * provider, in one run, same producer, same JVM. Prints GB/s of body bytes and the ratio, and
  * writes a CSV.
  *
+ * <p>Two producers, each served by both paths: {@code copy} refills one root and reuses it for
+ * every batch, as Arrow's perf server does, so the RDMA wrapper copies each batch into registered
+ * memory; {@code inplace} is an in-memory table whose batches live in the wrapper's registered
+ * memory and are declared zero-copy, so they are leased in place (and plain DoGet sends the same
+ * buffers without Flight's copy).
+ *
  * <p>Against machine noise each point runs both paths alternately (gRPC first in odd
  * repetitions, RDMA first in even ones) several times and reports the median of each and the
  * ratio of the medians, with the spread of the per-repetition ratios.
@@ -46,7 +52,10 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <p>Arguments: {@code --quick} (fewer cases, less data), {@code --bytes <n>} body bytes per
  * measured run (default 1 GiB, quick 256 MiB), {@code --reps <n>} repetitions per point (default
  * 5, quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
- * --csv <path>} (default target/flight-bench.csv).
+ * --producer copy,inplace} (default both), {@code --window <batches>} and {@code --window-bytes
+ * <n>} (default: the client's defaults), {@code --csv <path>} (default
+ * target/flight-bench.csv), {@code --profile-rdma} (the RDMA path alone, for a profiler; prints
+ * GB/s only).
  */
 public final class FlightBench {
   private static final int COLUMNS = 4;
@@ -76,19 +85,7 @@ public final class FlightBench {
       int rows = Integer.parseInt(p[0]);
       long batches = Long.parseLong(p[1]);
       try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
-        for (int c = 0; c < COLUMNS; c++) {
-          BigIntVector v = (BigIntVector) root.getVector(c);
-          v.allocateNew(rows);
-          for (int r = 0; r < rows; r++) {
-            if (r % 101 == 100) {
-              v.setNull(r);
-            } else {
-              v.set(r, (long) r * (c + 1));
-            }
-          }
-          v.setValueCount(rows);
-        }
-        root.setRowCount(rows);
+        fill(root, rows, 0);
         listener.start(root);
         for (long b = 0; b < batches && !listener.isCancelled(); b++) {
           listener.putNext();
@@ -96,6 +93,81 @@ public final class FlightBench {
         listener.completed();
       }
     }
+  }
+
+  /**
+   * An in-memory table server: for each batch size it builds a few distinct batches once, in
+   * memory from the given allocator, and serves "rows:batches" tickets by loading them in turn
+   * into a root and calling {@code putNext}. The batches never change, so it declares zero-copy:
+   * the RDMA wrapper leases them in place when the allocator is its registered memory, and plain
+   * DoGet sends them without Flight's copy into the gRPC message.
+   */
+  static final class TableProducer extends NoOpFlightProducer implements AutoCloseable {
+    /** Distinct batches per size: enough that consecutive batches are different memory. */
+    private static final long TABLE_BYTES = 64L << 20;
+    private volatile BufferAllocator allocator;
+    private final java.util.Map<Integer, List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch>>
+        tables = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Where the table lives; set before the first stream. */
+    void allocator(BufferAllocator allocator) {
+      this.allocator = allocator;
+    }
+
+    private List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> table(int rows) {
+      return tables.computeIfAbsent(rows, r -> {
+        int n = (int) Math.max(2, Math.min(16, TABLE_BYTES / bodyBytes(r)));
+        List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> t = new ArrayList<>();
+        try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
+          for (int i = 0; i < n; i++) {
+            fill(root, r, i);
+            t.add(new org.apache.arrow.vector.VectorUnloader(root).getRecordBatch());
+          }
+        }
+        return t;
+      });
+    }
+
+    @Override
+    public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+      String[] p = new String(ticket.getBytes(), StandardCharsets.UTF_8).split(":");
+      int rows = Integer.parseInt(p[0]);
+      long batches = Long.parseLong(p[1]);
+      List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> t = table(rows);
+      try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
+        org.apache.arrow.vector.VectorLoader loader = new org.apache.arrow.vector.VectorLoader(root);
+        listener.setUseZeroCopy(true);
+        listener.start(root);
+        for (long b = 0; b < batches && !listener.isCancelled(); b++) {
+          loader.load(t.get((int) (b % t.size())));
+          listener.putNext();
+        }
+        listener.completed();
+      }
+    }
+
+    @Override
+    public void close() {
+      tables.values().forEach(t -> t.forEach(org.apache.arrow.vector.ipc.message.ArrowRecordBatch::close));
+      tables.clear();
+    }
+  }
+
+  /** Fills every column of {@code root} with {@code rows} values (every 101st null). */
+  static void fill(VectorSchemaRoot root, int rows, int seed) {
+    for (int c = 0; c < COLUMNS; c++) {
+      BigIntVector v = (BigIntVector) root.getVector(c);
+      v.allocateNew(rows);
+      for (int r = 0; r < rows; r++) {
+        if (r % 101 == 100) {
+          v.setNull(r);
+        } else {
+          v.set(r, (long) r * (c + 1) + seed);
+        }
+      }
+      v.setValueCount(rows);
+    }
+    root.setRowCount(rows);
   }
 
   static long bodyBytes(int rows) {
@@ -110,6 +182,10 @@ public final class FlightBench {
     int reps = -1;
     int[] rowsArg = null;
     int[] streamsArg = null;
+    boolean profileRdma = false;
+    List<String> producers = List.of("copy", "inplace");
+    int windowBatches = 0;
+    long windowBytes = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--quick":
@@ -130,10 +206,28 @@ public final class FlightBench {
         case "--streams":
           streamsArg = ints(args[++i]);
           break;
+        case "--profile-rdma":
+          profileRdma = true;
+          break;
+        case "--producer":
+          producers = List.of(args[++i].split(","));
+          for (String m : producers) {
+            if (!m.equals("copy") && !m.equals("inplace")) {
+              throw new IllegalArgumentException("--producer takes copy, inplace or both: " + m);
+            }
+          }
+          break;
+        case "--window":
+          windowBatches = Integer.parseInt(args[++i]);
+          break;
+        case "--window-bytes":
+          windowBytes = TransferConfig.parseBytes(args[++i]);
+          break;
         default:
           throw new IllegalArgumentException("unknown argument " + args[i]
               + "; expected --quick, --bytes <n>, --reps <n>, --rows a,b, --streams a,b, "
-              + "--csv <path>");
+              + "--csv <path>, --producer copy,inplace, --window <batches>, --window-bytes <n>, "
+              + "--profile-rdma");
       }
     }
     if (target < 0) {
@@ -148,89 +242,124 @@ public final class FlightBench {
     int[] streamCounts = streamsArg != null ? streamsArg
         : quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
 
+    List<String> lines = new ArrayList<>();
+    lines.add("producer,batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
+        + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
     try (RootAllocator root = new RootAllocator();
         TransferNode node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
             .registrationBudget(8L << 30).build())) {
-      BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
-      BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
-      Producer producer = new Producer(serverAlloc);
-      FlightServer plain = FlightServer.builder(serverAlloc,
-          Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
-      RdmaFlightProducer rdmaProducer = RdmaFlightProducer.builder(producer, node, serverAlloc)
-          .registeredMemory(64L << 20, 1536L << 20).build();
-      FlightServer wrapped = FlightServer.builder(serverAlloc,
-          Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer).build().start();
-      FlightClient plainClient = FlightClient.builder(clientAlloc,
-          Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
-      FlightClient wrappedClient = FlightClient.builder(clientAlloc,
-          Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
-      ExecutorService pool = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "bench-stream");
-        t.setDaemon(true);
-        return t;
-      });
-      List<String> lines = new ArrayList<>();
-      lines.add("batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
-          + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
-      System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s %s%n", "rows/batch",
-          "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio", "(ratio min-max, " + reps
-              + " alternating reps, medians)");
-      for (int rows : rowsPerBatch) {
-        long batchBytes = bodyBytes(rows);
-        int window = (int) Math.max(2, Math.min(8, (96L << 20) / batchBytes));
-        try (RdmaFlightClient rdma = RdmaFlightClient.builder(wrappedClient, clientAlloc)
-            .dataPlane(DataPlane.TCP).window(window, window * batchBytes)
-            .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
-                .registrationBudget(8L << 30).build())
-            .registeredMemory(64L << 20, 1536L << 20).build()) {
-          for (int streams : streamCounts) {
-            long batchesPerStream = Math.max(4, target / batchBytes / streams);
-            String ticket = rows + ":" + batchesPerStream;
-            // Warm up both paths once, then measure each.
-            run(pool, streams, () -> grpc(plainClient, ticket));
-            run(pool, streams, () -> rdma(rdma, ticket));
-            long bytes = batchBytes * batchesPerStream * streams;
-            double[] gs = new double[reps];
-            double[] rs = new double[reps];
-            double[] ratios = new double[reps];
-            for (int rep = 0; rep < reps; rep++) {
-              // Alternate which path goes first, so a burst of noise does not favour one.
-              if (rep % 2 == 0) {
-                gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
-                rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
-              } else {
-                rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
-                gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+      for (String mode : producers) {
+        BufferAllocator serverAlloc = root.newChildAllocator("server-" + mode, 0, Long.MAX_VALUE);
+        BufferAllocator clientAlloc = root.newChildAllocator("client-" + mode, 0, Long.MAX_VALUE);
+        boolean inPlace = mode.equals("inplace");
+        TableProducer table = inPlace ? new TableProducer() : null;
+        NoOpFlightProducer producer = inPlace ? table : new Producer(serverAlloc);
+        FlightServer plain = FlightServer.builder(serverAlloc,
+            Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
+        RdmaFlightProducer rdmaProducer = RdmaFlightProducer.builder(producer, node, serverAlloc)
+            .registeredMemory(64L << 20, 1536L << 20).build();
+        // The table lives in the wrapper's registered memory, so it is leased in place; plain
+        // DoGet serves the very same buffers.
+        BufferAllocator tableAlloc = inPlace
+            ? rdmaProducer.memory().newRootAllocator(Long.MAX_VALUE) : null;
+        if (inPlace) {
+          table.allocator(tableAlloc);
+        }
+        FlightServer wrapped = FlightServer.builder(serverAlloc,
+            Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer).build().start();
+        FlightClient plainClient = FlightClient.builder(clientAlloc,
+            Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
+        FlightClient wrappedClient = FlightClient.builder(clientAlloc,
+            Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
+        ExecutorService pool = Executors.newCachedThreadPool(r -> {
+          Thread t = new Thread(r, "bench-stream");
+          t.setDaemon(true);
+          return t;
+        });
+        System.out.println(inPlace
+            ? "producer inplace: an in-memory table in registered memory, zero-copy (leased in "
+                + "place; DoGet sends the same buffers without a copy)"
+            : "producer copy: one root refilled per stream and reused for every batch (copied "
+                + "into registered memory per batch)");
+        System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s %s%n", "rows/batch",
+            "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio", "(ratio min-max, " + reps
+                + " alternating reps, medians)");
+        for (int rows : rowsPerBatch) {
+          long batchBytes = bodyBytes(rows);
+          RdmaFlightClient.Builder cb = RdmaFlightClient.builder(wrappedClient, clientAlloc)
+              .dataPlane(DataPlane.TCP)
+              .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
+                  .registrationBudget(8L << 30).build())
+              .registeredMemory(64L << 20, 1536L << 20);
+          if (windowBatches > 0) {
+            cb.window(windowBatches, windowBytes > 0 ? windowBytes : windowBatches * batchBytes);
+          }
+          try (RdmaFlightClient rdma = cb.build()) {
+            for (int streams : streamCounts) {
+              long batchesPerStream = Math.max(4, target / batchBytes / streams);
+              String ticket = rows + ":" + batchesPerStream;
+              long bytes = batchBytes * batchesPerStream * streams;
+              if (profileRdma) {
+                // Only the RDMA path, for a profiler: no gRPC DoGet runs, no ratio is printed.
+                run(pool, streams, () -> rdma(rdma, ticket));
+                for (int rep = 0; rep < reps; rep++) {
+                  double r = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10s %-10.2f%n", rows,
+                      human(batchBytes), streams, "-", r);
+                }
+                continue;
               }
-              ratios[rep] = rs[rep] / gs[rep];
+              // Warm up both paths once, then measure each.
+              run(pool, streams, () -> grpc(plainClient, ticket));
+              run(pool, streams, () -> rdma(rdma, ticket));
+              double[] gs = new double[reps];
+              double[] rs = new double[reps];
+              double[] ratios = new double[reps];
+              for (int rep = 0; rep < reps; rep++) {
+                // Alternate which path goes first, so a burst of noise does not favour one.
+                if (rep % 2 == 0) {
+                  gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                  rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                } else {
+                  rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                }
+                ratios[rep] = rs[rep] / gs[rep];
+              }
+              double g = median(gs);
+              double r = median(rs);
+              Arrays.sort(ratios);
+              System.out.printf(Locale.ROOT,
+                  "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f (%.2f-%.2f)%n", rows,
+                  human(batchBytes), streams, g, r, r / g, ratios[0], ratios[reps - 1]);
+              lines.add(String.format(Locale.ROOT, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f",
+                  mode, rows, batchBytes, streams, bytes, reps, g, r, r / g, ratios[0],
+                  ratios[reps - 1]));
             }
-            double g = median(gs);
-            double r = median(rs);
-            Arrays.sort(ratios);
-            System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f (%.2f-%.2f)%n",
-                rows, human(batchBytes), streams, g, r, r / g, ratios[0], ratios[reps - 1]);
-            lines.add(String.format(Locale.ROOT, "%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f", rows,
-                batchBytes, streams, bytes, reps, g, r, r / g, ratios[0], ratios[reps - 1]));
           }
         }
+        System.out.println("server (" + mode + "): " + rdmaProducer.stats());
+        pool.shutdownNow();
+        plainClient.close();
+        wrappedClient.close();
+        wrapped.shutdown();
+        plain.shutdown();
+        wrapped.awaitTermination();
+        plain.awaitTermination();
+        if (inPlace) {
+          table.close();
+          tableAlloc.close();
+        }
+        rdmaProducer.close();
+        clientAlloc.close();
+        serverAlloc.close();
       }
-      Files.createDirectories(csv.toAbsolutePath().getParent());
-      try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(csv))) {
-        lines.forEach(w::println);
-      }
-      System.out.println("wrote " + csv.toAbsolutePath());
-      System.out.println("server: " + rdmaProducer.stats());
-      pool.shutdownNow();
-      plainClient.close();
-      wrappedClient.close();
-      wrapped.shutdown();
-      plain.shutdown();
-      wrapped.awaitTermination();
-      plain.awaitTermination();
-      rdmaProducer.close();
-      clientAlloc.close();
-      serverAlloc.close();
     }
+    Files.createDirectories(csv.toAbsolutePath().getParent());
+    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(csv))) {
+      lines.forEach(w::println);
+    }
+    System.out.println("wrote " + csv.toAbsolutePath());
   }
 
   private static double median(double[] v) {
