@@ -190,7 +190,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     MapOutputPublisher publisher =
         new MapOutputPublisher(node, directory, resolver, shuffleConf.fallback(), counters);
     ReadContext rc = new ReadContext(node, shuffleConf.readBatchBlocks(),
-        shuffleConf.readBatchBytes(), shuffleConf.fallback(), counters);
+        shuffleConf.readBatchBytes(), shuffleConf.fallback(), shuffleConf.indexCacheSize(),
+        counters);
     LOG.info("Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
         who, SparkCompat.sparkVersion(), node.provider(), node.selectionReason(),
         node.localAddress(), shuffleConf.fallback() ? "allowed" : "off");

@@ -18,6 +18,12 @@ public final class ShuffleCounters {
   public final LongAdder rdmaBytes = new LongAdder();
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = new LongAdder();
+  /** Whole index files read from peers (then kept for later tasks). */
+  public final LongAdder indexReads = new LongAdder();
+  /** Reads of one block's index entries (index too large or the cache full or off). */
+  public final LongAdder indexEntryReads = new LongAdder();
+  /** Blocks located from an index this executor already kept: no index read at all. */
+  public final LongAdder indexCacheHits = new LongAdder();
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = new LongAdder();
   /** Blocks handed to Spark's own block-store client. */
@@ -34,6 +40,9 @@ public final class ShuffleCounters {
     m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());
     m.put("rdmaBytes", rdmaBytes.sum());
     m.put("slotReads", slotReads.sum());
+    m.put("indexReads", indexReads.sum());
+    m.put("indexEntryReads", indexEntryReads.sum());
+    m.put("indexCacheHits", indexCacheHits.sum());
     m.put("staleSlots", staleSlots.sum());
     m.put("fallbackBlocks", fallbackBlocks.sum());
     m.put("failedBlocks", failedBlocks.sum());

@@ -25,6 +25,8 @@ public final class ShuffleConf {
   public static final String READ_BATCH_BLOCKS = "readBatchBlocks";
   /** Most bytes of block data posted to one peer as one batch. */
   public static final String READ_BATCH_BYTES = "readBatchBytes";
+  /** Bytes of peers' index files a reader keeps per executor. */
+  public static final String INDEX_CACHE_SIZE = "indexCacheSize";
 
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
@@ -58,6 +60,12 @@ public final class ShuffleConf {
         "Most blocks whose reads are posted to one peer as one batch.", false));
     k.put(READ_BATCH_BYTES, new Key(READ_BATCH_BYTES, "64m", "64k to 1g",
         "Most bytes of block data posted to one peer as one batch; a larger block goes alone.",
+        false));
+    k.put(INDEX_CACHE_SIZE, new Key(INDEX_CACHE_SIZE, "64m", "0 to 1g",
+        "Bytes of peers' shuffle index files each executor keeps (per executor, all shuffles). The "
+            + "first reduce task to read a map output reads its whole index (up to 64 KiB) and keeps "
+            + "it, so later tasks read block data in one round trip. 0: read only the two index "
+            + "entries of each block, on every fetch.",
         false));
     KEYS = Collections.unmodifiableMap(k);
   }
@@ -110,14 +118,16 @@ public final class ShuffleConf {
   private final boolean fallback;
   private final int readBatchBlocks;
   private final long readBatchBytes;
+  private final long indexCacheSize;
 
   private ShuffleConf(TransferConfig transfer, boolean bindAddressGiven, boolean fallback,
-      int readBatchBlocks, long readBatchBytes) {
+      int readBatchBlocks, long readBatchBytes, long indexCacheSize) {
     this.transfer = transfer;
     this.bindAddressGiven = bindAddressGiven;
     this.fallback = fallback;
     this.readBatchBlocks = readBatchBlocks;
     this.readBatchBytes = readBatchBytes;
+    this.indexCacheSize = indexCacheSize;
   }
 
   /**
@@ -154,8 +164,10 @@ public final class ShuffleConf {
         parseLong(READ_BATCH_BLOCKS, ours.getOrDefault(READ_BATCH_BLOCKS, "512")), 1, 65536);
     long bytes = range(READ_BATCH_BYTES,
         parseSize(READ_BATCH_BYTES, ours.getOrDefault(READ_BATCH_BYTES, "64m")), 64 * KIB, GIB);
+    long indexCache = range(INDEX_CACHE_SIZE,
+        parseSize(INDEX_CACHE_SIZE, ours.getOrDefault(INDEX_CACHE_SIZE, "64m")), 0, GIB);
     return new ShuffleConf(transfer, ours.containsKey(TransferConfig.BIND_ADDRESS), fallback,
-        blocks, bytes);
+        blocks, bytes, indexCache);
   }
 
   /** The transport settings; the bind address is the executor's host unless given explicitly. */
@@ -180,6 +192,10 @@ public final class ShuffleConf {
 
   public long readBatchBytes() {
     return readBatchBytes;
+  }
+
+  public long indexCacheSize() {
+    return indexCacheSize;
   }
 
   private static boolean parseBoolean(String key, String v) {
@@ -234,6 +250,6 @@ public final class ShuffleConf {
   @Override
   public String toString() {
     return "ShuffleConf{" + transfer + ", fallback=" + fallback + ", readBatch=" + readBatchBlocks
-        + " blocks/" + readBatchBytes + " bytes}";
+        + " blocks/" + readBatchBytes + " bytes, indexCache=" + indexCacheSize + "}";
   }
 }

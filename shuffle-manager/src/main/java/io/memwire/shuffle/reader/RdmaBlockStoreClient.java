@@ -32,10 +32,13 @@ import org.slf4j.LoggerFactory;
 /**
  * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. For each
  * fetch request (one peer, many blocks) it reads, all with one-sided reads and each step posted as
- * one batch: the directory slots not yet cached, the index entries ({@code [r, r+1]} or {@code [a,
- * b]}), then the data ranges. Blocks it cannot read that way go to Spark's own client; a
- * directory slot that still names another map id after one re-read fails its blocks, so Spark
- * reruns the map stage instead of reading the wrong output.
+ * one batch: the directory slots not yet known to this executor, the index of each map output not
+ * yet cached (the whole file, kept for later tasks, or only the entries {@code [r, r+1]} / {@code
+ * [a, b]} when the cache is full or off), then the data ranges. Once an executor has read a map
+ * output's slot and index, its later reduce tasks reach the data in one round trip. Blocks it
+ * cannot read that way go to Spark's own client; a directory slot that still names another map id
+ * after one re-read fails its blocks, so Spark reruns the map stage instead of reading the wrong
+ * output.
  */
 public final class RdmaBlockStoreClient extends BlockStoreClient {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
@@ -237,10 +240,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
       List<ReadContext.SlotKey> missing = new ArrayList<>();
       for (Map.Entry<ReadContext.SlotKey, List<Wanted>> e : byMap.entrySet()) {
-        DirectorySlot cached = ctx.cachedSlot(shuffleId, e.getKey());
-        long wantedId = e.getValue().get(0).mapId;
-        if (cached != null && cached.mapId() == wantedId) {
-          e.getValue().forEach(w -> w.slot = cached);
+        ReadContext.MapOutput cached =
+            ctx.cached(shuffleId, e.getKey(), e.getValue().get(0).mapId);
+        if (cached != null) {
+          e.getValue().forEach(w -> w.slot = cached.slot());
         } else {
           missing.add(e.getKey());
         }
@@ -308,7 +311,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           ctx.cacheSlot(shuffleId, key, slot);
           ws.forEach(w -> w.slot = slot);
         } else {
-          ctx.dropSlot(shuffleId, key);
+          ctx.drop(shuffleId, key);
           stale.add(key);
         }
       }
@@ -330,82 +333,147 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       readIndexes();
     }
 
+    /**
+     * Locates every pending block: from a cached index at once, else by one batch that reads the
+     * whole index of each map output that may be cached and the entries of the others.
+     */
     void readIndexes() {
-      List<Wanted> ready = new ArrayList<>();
+      List<Wanted> located = new ArrayList<>();
+      List<Wanted> unreadable = new ArrayList<>();
+      List<IndexRead> reads = new ArrayList<>();
       List<ReadRequest> reqs = new ArrayList<>();
-      for (Wanted w : all()) {
-        if (w.done.get() || w.slot == null) {
+      for (Map.Entry<ReadContext.SlotKey, List<Wanted>> e : byMap.entrySet()) {
+        List<Wanted> pending = new ArrayList<>();
+        for (Wanted w : e.getValue()) {
+          if (!w.done.get() && w.slot != null) {
+            pending.add(w);
+          }
+        }
+        if (pending.isEmpty()) {
           continue;
         }
-        long from = (long) w.start * 8;
-        int len = (w.end - w.start + 1) * 8;
-        if (from + len > w.slot.index().length()) {
-          fail(w, new IOException("block " + w.id + " is outside map output " + w.mapId
-              + "'s index of " + w.slot.index().length() + " bytes"));
-          continue;
+        DirectorySlot slot = pending.get(0).slot;
+        ReadContext.MapOutput cached = ctx.cached(shuffleId, e.getKey(), slot.mapId());
+        if (cached != null && cached.offsets() != null) {
+          ctx.counters.indexCacheHits.add(pending.size());
+          for (Wanted w : pending) {
+            locate(w, cached.offsets(), located, unreadable);
+          }
+        } else if (ctx.wantsWholeIndex(slot.index().length())) {
+          reads.add(new IndexRead(e.getKey(), pending));
+          reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
+        } else {
+          for (Wanted w : pending) {
+            long from = (long) w.start * 8;
+            int len = (w.end - w.start + 1) * 8;
+            if (from + len > slot.index().length()) {
+              fail(w, outsideIndex(w));
+              continue;
+            }
+            reads.add(new IndexRead(null, List.of(w)));
+            reqs.add(ReadRequest.of(slot.index(), from, len));
+          }
         }
-        ready.add(w);
-        reqs.add(ReadRequest.of(w.slot.index(), from, len));
       }
-      if (ready.isEmpty()) {
+      if (!unreadable.isEmpty()) {
+        fallbackAll(unreadable, "block exceeds one read");
+      }
+      // Blocks located from the cache need not wait for the others' index reads.
+      readData(located, 0);
+      if (reads.isEmpty()) {
         return;
       }
+      List<Wanted> reading = new ArrayList<>();
+      reads.forEach(r -> reading.addAll(r.blocks));
       ReadBatch batch;
       try {
         batch = connection.read(reqs);
-      } catch (RuntimeException e) {
-        fallbackAll(ready, "index read failed: " + e);
+      } catch (RuntimeException ex) {
+        fallbackAll(reading, "index read failed: " + ex);
         return;
       }
       batch.all().whenComplete((ok, err) -> {
         try {
-          onIndexes(ready, batch);
-        } catch (RuntimeException e) {
-          LOG.warn("reading index entries from {} failed", peer, e);
-          fallbackAll(ready, "internal error: " + e);
+          onIndexes(reads, batch);
+        } catch (RuntimeException ex) {
+          LOG.warn("reading index entries from {} failed", peer, ex);
+          fallbackAll(reading, "internal error: " + ex);
         }
       });
     }
 
-    void onIndexes(List<Wanted> ready, ReadBatch batch) {
+    void onIndexes(List<IndexRead> reads, ReadBatch batch) {
       List<Wanted> data = new ArrayList<>();
       List<Wanted> unreadable = new ArrayList<>();
       String cause = null;
-      for (int i = 0; i < ready.size(); i++) {
-        Wanted w = ready.get(i);
+      for (int i = 0; i < reads.size(); i++) {
+        IndexRead r = reads.get(i);
         TransferBuffer buf;
         try {
           buf = batch.result(i).join();
         } catch (CompletionException e) {
-          unreadable.add(w);
+          unreadable.addAll(r.blocks);
           cause = "index read failed: " + e.getCause().getMessage();
           continue;
         }
-        long first;
-        long last;
         try {
           ByteBuffer b = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
-          first = b.getLong(0);
-          last = b.getLong((w.end - w.start) * 8);
+          if (r.key == null) {
+            Wanted w = r.blocks.get(0);
+            ctx.counters.indexEntryReads.increment();
+            locate(w, b.getLong(0), b.getLong((w.end - w.start) * 8), data, unreadable);
+          } else {
+            ctx.counters.indexReads.increment();
+            DirectorySlot slot = r.blocks.get(0).slot;
+            long[] offsets = decodeIndex(b, slot.dataLength());
+            if (offsets == null) {
+              IOException e = new IOException("index of map output " + slot.mapId() + " on "
+                  + peer + " is invalid (" + b.remaining() + " bytes for a data file of "
+                  + slot.dataLength() + " bytes)");
+              r.blocks.forEach(w -> fail(w, e));
+              continue;
+            }
+            ctx.cacheIndex(shuffleId, r.key, slot, offsets);
+            for (Wanted w : r.blocks) {
+              locate(w, offsets, data, unreadable);
+            }
+          }
         } finally {
           buf.release();
         }
-        if (first < 0 || last < first || last > w.slot.dataLength()) {
-          fail(w, new IOException("index entries of block " + w.id + " are invalid: [" + first
-              + ", " + last + ") in a data file of " + w.slot.dataLength() + " bytes"));
-        } else if (last - first > Integer.MAX_VALUE) {
-          unreadable.add(w);
-          cause = "block of " + (last - first) + " bytes exceeds one read";
-        } else {
-          w.offset = first;
-          w.length = last - first;
-          data.add(w);
-        }
       }
       if (!unreadable.isEmpty()) {
-        fallbackAll(unreadable, cause);
+        fallbackAll(unreadable, cause != null ? cause : "block exceeds one read");
       }
       readData(data, 0);
+    }
+
+    /** Locates a block from its map output's whole index. */
+    void locate(Wanted w, long[] offsets, List<Wanted> data, List<Wanted> unreadable) {
+      if (w.end >= offsets.length) {
+        fail(w, outsideIndex(w));
+      } else {
+        locate(w, offsets[w.start], offsets[w.end], data, unreadable);
+      }
+    }
+
+    /** Checks a block's range against its data file and queues it for reading. */
+    void locate(Wanted w, long first, long last, List<Wanted> data, List<Wanted> unreadable) {
+      if (first < 0 || last < first || last > w.slot.dataLength()) {
+        fail(w, new IOException("index entries of block " + w.id + " are invalid: [" + first
+            + ", " + last + ") in a data file of " + w.slot.dataLength() + " bytes"));
+      } else if (last - first > Integer.MAX_VALUE) {
+        unreadable.add(w);
+      } else {
+        w.offset = first;
+        w.length = last - first;
+        data.add(w);
+      }
+    }
+
+    IOException outsideIndex(Wanted w) {
+      return new IOException("block " + w.id + " is outside map output " + w.mapId
+          + "'s index of " + w.slot.index().length() + " bytes");
     }
 
     /** Posts data reads from {@code from} on, within the batch limits; the rest when they end. */
@@ -445,6 +513,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         CompletableFuture<TransferBuffer> f = batch.result(k);
         f.whenComplete((buf, err) -> {
           if (err != null) {
+            ctx.drop(shuffleId, new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()));
             fallbackAll(List.of(w), "data read failed: " + rootMessage(err));
           } else {
             deliver(w, new TransferManagedBuffer(buf), w.length);
@@ -493,6 +562,34 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         fallback(host, port, execId, ids, listener, null, reason, true);
       }
     }
+  }
+
+  /** One index read: a map output's whole index ({@code key} set) or one block's entries. */
+  private record IndexRead(ReadContext.SlotKey key, List<Wanted> blocks) {}
+
+  /**
+   * Decodes a whole index file: at least two big-endian offsets, starting at 0, never decreasing,
+   * the last no beyond the data file.
+   *
+   * @return the offsets, or null when the bytes are not such an index
+   */
+  static long[] decodeIndex(ByteBuffer b, long dataLength) {
+    int n = b.remaining() / 8;
+    if (b.remaining() % 8 != 0 || n < 2) {
+      return null;
+    }
+    long[] offsets = new long[n];
+    int base = b.position();
+    long previous = 0;
+    for (int i = 0; i < n; i++) {
+      long v = b.getLong(base + i * 8);
+      if (v < previous || (i == 0 && v != 0)) {
+        return null;
+      }
+      offsets[i] = v;
+      previous = v;
+    }
+    return offsets[n - 1] <= dataLength ? offsets : null;
   }
 
   private static String rootMessage(Throwable t) {

@@ -4,26 +4,33 @@ import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.TransferNode;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What every reduce task of this executor shares: the transfer node, read limits, counters, the
- * cache of directory slots already read (per shuffle, dropped when the shuffle is unregistered),
- * the threads that call Spark's fallback client, and which peers were already logged as falling
- * back.
+ * What every reduce task of this executor shares: the transfer node, read limits, counters, what
+ * is known of peers' map outputs (their directory slots and, within a byte budget, their whole
+ * index files; per shuffle, dropped when the shuffle is unregistered), the threads that call
+ * Spark's fallback client, and which peers were already logged as falling back.
+ *
+ * <p>Index files are immutable once Spark commits a map output, and a recomputed output has a new
+ * map id, so an entry cached under (slot, map id) never goes stale; a read that fails drops it.
  */
 public final class ReadContext implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ReadContext.class);
   private static final AtomicInteger THREAD_IDS = new AtomicInteger();
   /** Cached slots per shuffle before the cache stops growing (about 300 bytes each). */
   static final int MAX_CACHED_SLOTS_PER_SHUFFLE = 100_000;
+  /** Largest index file read and kept whole (8191 reduce partitions); larger ones are read by entry. */
+  static final int MAX_CACHED_INDEX_BYTES = 64 * 1024;
 
   final TransferNode node;
   final int readBatchBlocks;
@@ -31,15 +38,21 @@ public final class ReadContext implements AutoCloseable {
   final boolean fallbackAllowed;
   final ShuffleCounters counters;
   final ExecutorService fallbackThreads;
-  private final Map<Integer, Map<SlotKey, DirectorySlot>> slots = new ConcurrentHashMap<>();
+  private final long indexCacheBudget;
+  private final AtomicLong indexCacheBytes = new AtomicLong();
+  private final Map<Integer, Map<SlotKey, MapOutput>> outputs = new ConcurrentHashMap<>();
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
 
+  /**
+   * @param indexCacheBudget bytes of peers' index files kept (0: none; every fetch reads entries)
+   */
   public ReadContext(TransferNode node, int readBatchBlocks, long readBatchBytes,
-      boolean fallbackAllowed, ShuffleCounters counters) {
+      boolean fallbackAllowed, long indexCacheBudget, ShuffleCounters counters) {
     this.node = node;
     this.readBatchBlocks = readBatchBlocks;
     this.readBatchBytes = readBatchBytes;
     this.fallbackAllowed = fallbackAllowed;
+    this.indexCacheBudget = indexCacheBudget;
     this.counters = counters;
     this.fallbackThreads = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "memwire-shuffle-fallback-" + THREAD_IDS.incrementAndGet());
@@ -51,28 +64,75 @@ public final class ReadContext implements AutoCloseable {
   /** Where one slot lives: a directory chunk and a map index. */
   record SlotKey(DirectoryPointer pointer, int mapIndex) {}
 
-  DirectorySlot cachedSlot(int shuffleId, SlotKey key) {
-    Map<SlotKey, DirectorySlot> m = slots.get(shuffleId);
-    return m == null ? null : m.get(key);
+  /**
+   * What is known of one map output: its slot, and its index entries when they were read whole
+   * and kept (else null).
+   */
+  record MapOutput(DirectorySlot slot, long[] offsets) {}
+
+  /** The cached entry of a map output, or null when it is not cached under this map id. */
+  MapOutput cached(int shuffleId, SlotKey key, long mapId) {
+    Map<SlotKey, MapOutput> m = outputs.get(shuffleId);
+    MapOutput o = m == null ? null : m.get(key);
+    return o != null && o.slot().mapId() == mapId ? o : null;
   }
 
   void cacheSlot(int shuffleId, SlotKey key, DirectorySlot slot) {
-    Map<SlotKey, DirectorySlot> m = slots.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+    Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
     if (m.size() < MAX_CACHED_SLOTS_PER_SHUFFLE) {
-      m.put(key, slot);
+      m.compute(key, (k, old) -> old != null && old.slot().mapId() == slot.mapId()
+          ? old : replaced(old, new MapOutput(slot, null)));
     }
   }
 
-  void dropSlot(int shuffleId, SlotKey key) {
-    Map<SlotKey, DirectorySlot> m = slots.get(shuffleId);
+  /** True when an index of {@code bytes} should be read whole: small enough and room left. */
+  boolean wantsWholeIndex(long bytes) {
+    return bytes <= MAX_CACHED_INDEX_BYTES && indexCacheBytes.get() + bytes <= indexCacheBudget;
+  }
+
+  /** Keeps a map output's whole index, within the budget. */
+  void cacheIndex(int shuffleId, SlotKey key, DirectorySlot slot, long[] offsets) {
+    long bytes = offsets.length * 8L;
+    Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+    m.compute(key, (k, old) -> {
+      if (old != null && old.slot().mapId() == slot.mapId() && old.offsets() != null) {
+        return old;
+      }
+      long freed = old != null && old.offsets() != null ? old.offsets().length * 8L : 0;
+      if (indexCacheBytes.addAndGet(bytes - freed) > indexCacheBudget) {
+        indexCacheBytes.addAndGet(freed - bytes);
+        return old;
+      }
+      return new MapOutput(slot, offsets);
+    });
+  }
+
+  private MapOutput replaced(MapOutput old, MapOutput now) {
+    if (old != null && old.offsets() != null) {
+      indexCacheBytes.addAndGet(-old.offsets().length * 8L);
+    }
+    return now;
+  }
+
+  /** Forgets one map output (its slot was stale or a read from it failed). */
+  void drop(int shuffleId, SlotKey key) {
+    Map<SlotKey, MapOutput> m = outputs.get(shuffleId);
     if (m != null) {
-      m.remove(key);
+      m.computeIfPresent(key, (k, old) -> replaced(old, null));
     }
   }
 
-  /** Forgets a shuffle's cached slots (it was unregistered). */
+  /** Forgets what is known of a shuffle's map outputs (it was unregistered). */
   public void forget(int shuffleId) {
-    slots.remove(shuffleId);
+    Map<SlotKey, MapOutput> m = outputs.remove(shuffleId);
+    if (m != null) {
+      m.keySet().forEach(k -> m.computeIfPresent(k, (kk, old) -> replaced(old, null)));
+    }
+  }
+
+  /** Bytes of index entries cached now (for tests and stats). */
+  public long indexCacheBytes() {
+    return indexCacheBytes.get();
   }
 
   /** Logs the first fallback for a peer at WARN, later ones at DEBUG. */
@@ -87,6 +147,6 @@ public final class ReadContext implements AutoCloseable {
   @Override
   public void close() {
     fallbackThreads.shutdownNow();
-    slots.clear();
+    List.copyOf(outputs.keySet()).forEach(this::forget);
   }
 }

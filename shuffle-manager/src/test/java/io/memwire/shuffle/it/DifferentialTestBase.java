@@ -45,6 +45,11 @@ abstract class DifferentialTestBase {
     return true;
   }
 
+  /** Whether this variant keeps peers' index files (spark.shuffle.rdma.indexCacheSize > 0). */
+  boolean expectIndexCache() {
+    return true;
+  }
+
   @BeforeAll
   void startCluster() {
     expected = Reference.results();
@@ -101,6 +106,16 @@ abstract class DifferentialTestBase {
     }
     assertEquals(0, Clusters.sum(stats, "staleSlots"));
     assertEquals(0, Clusters.sum(stats, "outputsServedByFallback"));
+    if (expectIndexCache()) {
+      // Later reduce tasks of an executor located blocks from indexes read by earlier ones.
+      assertTrue(Clusters.sum(stats, "indexReads") > 0, stats.toString());
+      assertTrue(Clusters.sum(stats, "indexCacheHits") > 0, stats.toString());
+      assertEquals(0, Clusters.sum(stats, "indexEntryReads"), stats.toString());
+    } else {
+      assertEquals(0, Clusters.sum(stats, "indexReads"), stats.toString());
+      assertEquals(0, Clusters.sum(stats, "indexCacheHits"), stats.toString());
+      assertTrue(Clusters.sum(stats, "indexEntryReads") > 0, stats.toString());
+    }
   }
 
   @Test

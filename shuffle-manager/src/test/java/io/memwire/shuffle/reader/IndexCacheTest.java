@@ -1,0 +1,136 @@
+package io.memwire.shuffle.reader;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.shuffle.ShuffleCounters;
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.RegionDescriptor;
+import io.memwire.transfer.RemoteRegion;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The executor-wide cache of peers' map outputs and the decoding of whole index files. */
+class IndexCacheTest {
+  private static final InetSocketAddress PEER = new InetSocketAddress("127.0.0.1", 7000);
+  private static final DirectoryPointer POINTER = new DirectoryPointer(0, region(1, 256 * 1024));
+
+  private final ReadContext ctx = new ReadContext(null, 8, 1 << 20, true, 1000, new ShuffleCounters());
+
+  @AfterEach
+  void close() {
+    ctx.close();
+  }
+
+  private static RemoteRegion region(long key, long length) {
+    return RemoteRegion.of(new RegionDescriptor(ProviderKind.TCP, PEER, key, 4096, length));
+  }
+
+  private static DirectorySlot slot(int mapIndex, long mapId, int partitions, long dataLength) {
+    return new DirectorySlot(mapIndex, mapId, region(10 + mapId, (partitions + 1) * 8L),
+        region(20 + mapId, dataLength));
+  }
+
+  private static ByteBuffer index(long... offsets) {
+    ByteBuffer b = ByteBuffer.allocate(offsets.length * 8);
+    for (long o : offsets) {
+      b.putLong(o);
+    }
+    return b.flip();
+  }
+
+  @Test
+  void decodesAValidIndexAndRefusesEveryKindOfInvalidOne() {
+    assertArrayEquals(new long[] {0, 0, 5, 9}, RdmaBlockStoreClient.decodeIndex(index(0, 0, 5, 9), 9));
+    assertArrayEquals(new long[] {0, 3}, RdmaBlockStoreClient.decodeIndex(index(0, 3), 100));
+    assertNull(RdmaBlockStoreClient.decodeIndex(index(1, 5), 9), "must start at 0");
+    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, 5, 4), 9), "decreasing");
+    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, 5, 10), 9), "beyond the data file");
+    assertNull(RdmaBlockStoreClient.decodeIndex(index(0), 9), "a single entry");
+    assertNull(RdmaBlockStoreClient.decodeIndex(ByteBuffer.allocate(12), 9), "not whole longs");
+    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, -1), 9), "negative");
+  }
+
+  @Test
+  void entriesAreFoundOnlyUnderTheirMapId() {
+    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 3);
+    DirectorySlot s = slot(3, 77, 4, 100);
+    ctx.cacheSlot(1, key, s);
+    assertSame(s, ctx.cached(1, key, 77).slot());
+    assertNull(ctx.cached(1, key, 78), "another map id: a recomputed output");
+    assertNull(ctx.cached(2, key, 77), "another shuffle");
+    assertNull(ctx.cached(1, key, 77).offsets(), "slot only, no index yet");
+
+    long[] offsets = {0, 10, 20, 30, 100};
+    ctx.cacheIndex(1, key, s, offsets);
+    assertArrayEquals(offsets, ctx.cached(1, key, 77).offsets());
+    assertEquals(40, ctx.indexCacheBytes());
+    // Caching the slot again (another task read it) keeps the index.
+    ctx.cacheSlot(1, key, s);
+    assertNotNull(ctx.cached(1, key, 77).offsets());
+    assertEquals(40, ctx.indexCacheBytes());
+  }
+
+  @Test
+  void theBudgetBoundsCachedIndexBytesAndEveryWayOutReturnsThem() {
+    assertTrue(ctx.wantsWholeIndex(1000));
+    assertFalse(ctx.wantsWholeIndex(1008), "beyond the budget of 1000 bytes");
+    ReadContext.SlotKey a = new ReadContext.SlotKey(POINTER, 0);
+    ReadContext.SlotKey b = new ReadContext.SlotKey(POINTER, 1);
+    ReadContext.SlotKey c = new ReadContext.SlotKey(POINTER, 2);
+    ctx.cacheIndex(1, a, slot(0, 1, 59, 10), new long[60]); // 480 bytes
+    ctx.cacheIndex(1, b, slot(1, 2, 59, 10), new long[60]); // 960
+    assertFalse(ctx.wantsWholeIndex(480));
+    ctx.cacheIndex(1, c, slot(2, 3, 59, 10), new long[60]); // would be 1440: not kept
+    assertEquals(960, ctx.indexCacheBytes());
+    assertNull(ctx.cached(1, c, 3));
+
+    // A recomputed output (new map id) replaces the old entry and its bytes.
+    ctx.cacheIndex(1, a, slot(0, 9, 9, 10), new long[10]);
+    assertEquals(480 + 80, ctx.indexCacheBytes());
+    assertNull(ctx.cached(1, a, 1));
+    ctx.drop(1, b);
+    assertEquals(80, ctx.indexCacheBytes());
+    assertNull(ctx.cached(1, b, 2));
+
+    ctx.cacheIndex(2, a, slot(0, 4, 9, 10), new long[10]);
+    ctx.forget(1);
+    assertEquals(80, ctx.indexCacheBytes());
+    assertNull(ctx.cached(1, a, 9));
+    ctx.close();
+    assertEquals(0, ctx.indexCacheBytes());
+  }
+
+  @Test
+  void aZeroBudgetNeverReadsWholeIndexes() {
+    ReadContext off = new ReadContext(null, 8, 1 << 20, true, 0, new ShuffleCounters());
+    try {
+      assertFalse(off.wantsWholeIndex(16));
+      ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 0);
+      off.cacheIndex(1, key, slot(0, 1, 1, 10), new long[] {0, 10});
+      assertEquals(0, off.indexCacheBytes());
+    } finally {
+      off.close();
+    }
+  }
+
+  @Test
+  void indexesAbove64KiBAreReadByEntry() {
+    ReadContext big = new ReadContext(null, 8, 1 << 20, true, 1L << 30, new ShuffleCounters());
+    try {
+      assertTrue(big.wantsWholeIndex(64 * 1024));
+      assertFalse(big.wantsWholeIndex(64 * 1024 + 8));
+    } finally {
+      big.close();
+    }
+  }
+}
