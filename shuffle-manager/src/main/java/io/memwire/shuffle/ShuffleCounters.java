@@ -14,6 +14,8 @@ public final class ShuffleCounters {
   public final LongAdder rdmaBlocks = new LongAdder();
   /** Of those, batch blocks (shuffle_s_m_a_b). */
   public final LongAdder rdmaBatchBlocks = new LongAdder();
+  /** Of those, blocks Spark wanted on disk (above spark.network.maxRemoteBlockSizeFetchToMem). */
+  public final LongAdder rdmaBlocksToDisk = new LongAdder();
   /** Block data bytes delivered to Spark by one-sided reads (what Spark counts as remote bytes). */
   public final LongAdder rdmaBytes = new LongAdder();
   /** Directory slots read from peers (cache misses). */
@@ -38,6 +40,7 @@ public final class ShuffleCounters {
     m.put("outputsServedByFallback", outputsServedByFallback.sum());
     m.put("rdmaBlocks", rdmaBlocks.sum());
     m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());
+    m.put("rdmaBlocksToDisk", rdmaBlocksToDisk.sum());
     m.put("rdmaBytes", rdmaBytes.sum());
     m.put("slotReads", slotReads.sum());
     m.put("indexReads", indexReads.sum());

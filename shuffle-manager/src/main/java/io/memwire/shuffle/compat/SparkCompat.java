@@ -7,6 +7,8 @@ import org.apache.spark.Aggregator;
 import org.apache.spark.SparkConf;
 import org.apache.spark.TaskContext;
 import org.apache.spark.internal.config.ConfigEntry;
+import org.apache.spark.network.netty.SparkTransportConf$;
+import org.apache.spark.network.util.TransportConf;
 import org.apache.spark.serializer.Serializer;
 import org.apache.spark.util.collection.ExternalSorter;
 import scala.Option;
@@ -78,6 +80,15 @@ public final class SparkCompat {
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("cannot construct ExternalSorter on Spark " + sparkVersion(), e);
     }
+  }
+
+  /**
+   * Spark's transport settings of its shuffle client (temp-file buffers use them); the same
+   * five-argument factory on 4.0 to 4.2.
+   */
+  public static TransportConf shuffleTransportConf(SparkConf conf) {
+    return SparkTransportConf$.MODULE$.fromSparkConf(conf, "shuffle", 0, Option.empty(),
+        Option.empty());
   }
 
   /** Reads one of Spark's own typed settings ({@code org.apache.spark.internal.config}). */

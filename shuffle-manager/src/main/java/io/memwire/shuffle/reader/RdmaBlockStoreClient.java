@@ -21,7 +21,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.network.buffer.NioManagedBuffer;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
+import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.apache.spark.network.shuffle.DownloadFileWritableChannel;
 import org.apache.spark.network.shuffle.checksum.Cause;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.ShuffleBlockBatchId;
@@ -67,13 +69,6 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   public void fetchBlocks(String host, int port, String execId, String[] blockIds,
       BlockFetchingListener listener, DownloadFileManager downloadFileManager) {
     String peer = execId + "@" + host + ":" + port;
-    if (downloadFileManager != null) {
-      // Spark streams requests above spark.network.maxRemoteBlockSizeFetchToMem to disk.
-      fallback(host, port, execId, List.of(blockIds), listener, downloadFileManager,
-          "request above spark.network.maxRemoteBlockSizeFetchToMem goes to disk through Spark",
-          false);
-      return;
-    }
     List<String> viaSpark = new ArrayList<>();
     String reason = null;
     Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
@@ -92,10 +87,12 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
     }
     if (!viaSpark.isEmpty()) {
-      fallback(host, port, execId, viaSpark, listener, null, reason, true);
+      fallback(host, port, execId, viaSpark, listener, downloadFileManager, reason, true);
     }
     if (!byMap.isEmpty()) {
-      new PeerFetch(host, port, execId, peer, byMap, listener).start();
+      // A download-file manager means Spark wants this request's blocks on disk (above
+      // spark.network.maxRemoteBlockSizeFetchToMem).
+      new PeerFetch(host, port, execId, peer, byMap, listener, downloadFileManager).start();
     }
   }
 
@@ -218,16 +215,19 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     final String peer;
     final Map<ReadContext.SlotKey, List<Wanted>> byMap;
     final BlockFetchingListener listener;
+    final DownloadFileManager toDisk;
     Connection connection;
 
     PeerFetch(String host, int port, String execId, String peer,
-        Map<ReadContext.SlotKey, List<Wanted>> byMap, BlockFetchingListener listener) {
+        Map<ReadContext.SlotKey, List<Wanted>> byMap, BlockFetchingListener listener,
+        DownloadFileManager toDisk) {
       this.host = host;
       this.port = port;
       this.execId = execId;
       this.peer = peer;
       this.byMap = byMap;
       this.listener = listener;
+      this.toDisk = toDisk;
     }
 
     void start() {
@@ -462,7 +462,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       if (first < 0 || last < first || last > w.slot.dataLength()) {
         fail(w, new IOException("index entries of block " + w.id + " are invalid: [" + first
             + ", " + last + ") in a data file of " + w.slot.dataLength() + " bytes"));
-      } else if (last - first > Integer.MAX_VALUE) {
+      } else if (toDisk == null && last - first > Integer.MAX_VALUE) {
         unreadable.add(w);
       } else {
         w.offset = first;
@@ -478,6 +478,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
 
     /** Posts data reads from {@code from} on, within the batch limits; the rest when they end. */
     void readData(List<Wanted> blocks, int from) {
+      if (toDisk != null) {
+        readToDisk(blocks, from);
+        return;
+      }
       List<Wanted> batchBlocks = new ArrayList<>();
       List<ReadRequest> reqs = new ArrayList<>();
       long bytes = 0;
@@ -525,6 +529,106 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
     }
 
+    /**
+     * Streams blocks Spark wants on disk into its temp files, one block after another, each in
+     * reads of at most readBatchBytes; the file writes run on a pool thread, never on the I/O
+     * thread.
+     */
+    void readToDisk(List<Wanted> blocks, int i) {
+      while (i < blocks.size() && blocks.get(i).done.get()) {
+        i++;
+      }
+      if (i >= blocks.size()) {
+        return;
+      }
+      Wanted w = blocks.get(i);
+      DownloadFile file;
+      DownloadFileWritableChannel channel;
+      try {
+        file = toDisk.createTempFile(ctx.transportConf());
+        channel = file.openForWriting();
+      } catch (IOException | RuntimeException e) {
+        fail(w, e);
+        readToDisk(blocks, i + 1);
+        return;
+      }
+      readPiece(blocks, i, file, channel, 0);
+    }
+
+    private void readPiece(List<Wanted> blocks, int i, DownloadFile file,
+        DownloadFileWritableChannel channel, long done) {
+      Wanted w = blocks.get(i);
+      int n = (int) Math.min(w.length - done, Math.min(ctx.readBatchBytes, Integer.MAX_VALUE));
+      if (n == 0) {
+        finishFile(blocks, i, file, channel);
+        return;
+      }
+      CompletableFuture<TransferBuffer> f;
+      try {
+        f = connection.read(ReadRequest.of(w.slot.data(), w.offset + done, n));
+      } catch (RuntimeException e) {
+        discard(file, channel);
+        fallbackAll(blocks.subList(i, blocks.size()), "data read failed: " + e);
+        return;
+      }
+      f.whenCompleteAsync((buf, err) -> {
+        if (err != null) {
+          discard(file, channel);
+          ctx.drop(shuffleId, new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()));
+          fallbackAll(blocks.subList(i, blocks.size()), "data read failed: " + rootMessage(err));
+          return;
+        }
+        try {
+          ByteBuffer b = buf.nioBuffer();
+          while (b.hasRemaining()) {
+            channel.write(b);
+          }
+        } catch (IOException | RuntimeException e) {
+          discard(file, channel);
+          fail(w, e);
+          readToDisk(blocks, i + 1);
+          return;
+        } finally {
+          buf.release();
+        }
+        if (done + n < w.length) {
+          readPiece(blocks, i, file, channel, done + n);
+        } else {
+          finishFile(blocks, i, file, channel);
+        }
+      }, ctx.fallbackThreads);
+    }
+
+    private void finishFile(List<Wanted> blocks, int i, DownloadFile file,
+        DownloadFileWritableChannel channel) {
+      Wanted w = blocks.get(i);
+      org.apache.spark.network.buffer.ManagedBuffer onDisk;
+      try {
+        onDisk = channel.closeAndRead();
+      } catch (IOException | RuntimeException e) {
+        file.delete();
+        fail(w, e);
+        readToDisk(blocks, i + 1);
+        return;
+      }
+      ctx.counters.rdmaBlocksToDisk.increment();
+      deliver(w, onDisk, w.length);
+      // Spark deletes the file when the iterator is done with it; if it already is, we do.
+      if (!toDisk.registerTempFileToClean(file)) {
+        file.delete();
+      }
+      readToDisk(blocks, i + 1);
+    }
+
+    private void discard(DownloadFile file, DownloadFileWritableChannel channel) {
+      try {
+        channel.close();
+      } catch (IOException | RuntimeException e) {
+        LOG.debug("closing temp file {}", file.path(), e);
+      }
+      file.delete();
+    }
+
     void deliver(Wanted w, org.apache.spark.network.buffer.ManagedBuffer buf, long bytes) {
       if (!w.done.compareAndSet(false, true)) {
         buf.release();
@@ -559,7 +663,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         }
       }
       if (!ids.isEmpty()) {
-        fallback(host, port, execId, ids, listener, null, reason, true);
+        fallback(host, port, execId, ids, listener, toDisk, reason, true);
       }
     }
   }

@@ -1,6 +1,7 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters;
+import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.TransferNode;
@@ -12,6 +13,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.network.util.TransportConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +42,7 @@ public final class ReadContext implements AutoCloseable {
   final ShuffleCounters counters;
   final ExecutorService fallbackThreads;
   private final long indexCacheBudget;
+  private volatile TransportConf transportConf;
   private final AtomicLong indexCacheBytes = new AtomicLong();
   private final Map<Integer, Map<SlotKey, MapOutput>> outputs = new ConcurrentHashMap<>();
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
@@ -133,6 +137,16 @@ public final class ReadContext implements AutoCloseable {
   /** Bytes of index entries cached now (for tests and stats). */
   public long indexCacheBytes() {
     return indexCacheBytes.get();
+  }
+
+  /** Spark's shuffle transport settings, for temp files of blocks fetched to disk. */
+  TransportConf transportConf() {
+    TransportConf c = transportConf;
+    if (c == null) {
+      c = SparkCompat.shuffleTransportConf(SparkEnv.get().conf());
+      transportConf = c;
+    }
+    return c;
   }
 
   /** Logs the first fallback for a peer at WARN, later ones at DEBUG. */

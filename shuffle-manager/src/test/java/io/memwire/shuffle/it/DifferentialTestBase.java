@@ -45,6 +45,11 @@ abstract class DifferentialTestBase {
     return true;
   }
 
+  /** Whether this variant makes Spark fetch some requests to disk (maxRemoteBlockSizeFetchToMem). */
+  boolean expectBlocksToDisk() {
+    return false;
+  }
+
   /** Whether this variant keeps peers' index files (spark.shuffle.rdma.indexCacheSize > 0). */
   boolean expectIndexCache() {
     return true;
@@ -106,6 +111,11 @@ abstract class DifferentialTestBase {
     }
     assertEquals(0, Clusters.sum(stats, "staleSlots"));
     assertEquals(0, Clusters.sum(stats, "outputsServedByFallback"));
+    if (expectBlocksToDisk()) {
+      assertTrue(Clusters.sum(stats, "rdmaBlocksToDisk") > 0, stats.toString());
+    } else {
+      assertEquals(0, Clusters.sum(stats, "rdmaBlocksToDisk"), stats.toString());
+    }
     if (expectIndexCache()) {
       // Later reduce tasks of an executor located blocks from indexes read by earlier ones.
       assertTrue(Clusters.sum(stats, "indexReads") > 0, stats.toString());
