@@ -360,8 +360,17 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
             locate(w, cached.offsets(), located, unreadable);
           }
         } else if (ctx.wantsWholeIndex(slot.index().length())) {
-          reads.add(new IndexRead(e.getKey(), pending));
-          reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
+          CompletableFuture<long[]> mine = new CompletableFuture<>();
+          CompletableFuture<long[]> other =
+              ctx.joinIndexLoad(shuffleId, e.getKey(), slot.mapId(), mine);
+          if (other == null) {
+            reads.add(new IndexRead(e.getKey(), pending, mine));
+            reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
+          } else {
+            // Another task of this executor is reading this index: use its result.
+            ctx.counters.indexCacheHits.add(pending.size());
+            other.whenComplete((offsets, err) -> afterSharedLoad(pending, offsets, err));
+          }
         } else {
           for (Wanted w : pending) {
             long from = (long) w.start * 8;
@@ -370,7 +379,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
               fail(w, outsideIndex(w));
               continue;
             }
-            reads.add(new IndexRead(null, List.of(w)));
+            reads.add(new IndexRead(null, List.of(w), null));
             reqs.add(ReadRequest.of(slot.index(), from, len));
           }
         }
@@ -389,6 +398,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       try {
         batch = connection.read(reqs);
       } catch (RuntimeException ex) {
+        endLoads(reads, ex);
         fallbackAll(reading, "index read failed: " + ex);
         return;
       }
@@ -397,6 +407,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           onIndexes(reads, batch);
         } catch (RuntimeException ex) {
           LOG.warn("reading index entries from {} failed", peer, ex);
+          endLoads(reads, ex);
           fallbackAll(reading, "internal error: " + ex);
         }
       });
@@ -414,6 +425,9 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         } catch (CompletionException e) {
           unreadable.addAll(r.blocks);
           cause = "index read failed: " + e.getCause().getMessage();
+          if (r.key != null) {
+            ctx.indexLoaded(shuffleId, r.key, r.blocks.get(0).slot, r.load, null, e.getCause());
+          }
           continue;
         }
         try {
@@ -427,13 +441,14 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
             DirectorySlot slot = r.blocks.get(0).slot;
             long[] offsets = decodeIndex(b, slot.dataLength());
             if (offsets == null) {
-              IOException e = new IOException("index of map output " + slot.mapId() + " on "
-                  + peer + " is invalid (" + b.remaining() + " bytes for a data file of "
-                  + slot.dataLength() + " bytes)");
+              InvalidIndexException e = new InvalidIndexException("index of map output "
+                  + slot.mapId() + " on " + peer + " is invalid (" + b.remaining()
+                  + " bytes for a data file of " + slot.dataLength() + " bytes)");
+              ctx.indexLoaded(shuffleId, r.key, slot, r.load, null, e);
               r.blocks.forEach(w -> fail(w, e));
               continue;
             }
-            ctx.cacheIndex(shuffleId, r.key, slot, offsets);
+            ctx.indexLoaded(shuffleId, r.key, slot, r.load, offsets, null);
             for (Wanted w : r.blocks) {
               locate(w, offsets, data, unreadable);
             }
@@ -446,6 +461,41 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         fallbackAll(unreadable, cause != null ? cause : "block exceeds one read");
       }
       readData(data, 0);
+    }
+
+    /** Ends (as failed) every whole-index load of {@code reads} not ended yet: none may hang. */
+    void endLoads(List<IndexRead> reads, Throwable cause) {
+      for (IndexRead r : reads) {
+        if (r.key != null) {
+          ctx.indexLoaded(shuffleId, r.key, r.blocks.get(0).slot, r.load, null, cause);
+        }
+      }
+    }
+
+    /** Continues blocks whose index another task loaded (or failed to). */
+    void afterSharedLoad(List<Wanted> blocks, long[] offsets, Throwable err) {
+      try {
+        if (err instanceof InvalidIndexException) {
+          blocks.forEach(w -> fail(w, err));
+          return;
+        }
+        if (err != null) {
+          fallbackAll(blocks, "index read failed: " + rootMessage(err));
+          return;
+        }
+        List<Wanted> data = new ArrayList<>();
+        List<Wanted> unreadable = new ArrayList<>();
+        for (Wanted w : blocks) {
+          locate(w, offsets, data, unreadable);
+        }
+        if (!unreadable.isEmpty()) {
+          fallbackAll(unreadable, "block exceeds one read");
+        }
+        readData(data, 0);
+      } catch (RuntimeException e) {
+        LOG.warn("continuing blocks of {} after a shared index read failed", peer, e);
+        fallbackAll(blocks, "internal error: " + e);
+      }
     }
 
     /** Locates a block from its map output's whole index. */
@@ -668,8 +718,19 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     }
   }
 
-  /** One index read: a map output's whole index ({@code key} set) or one block's entries. */
-  private record IndexRead(ReadContext.SlotKey key, List<Wanted> blocks) {}
+  /** A whole index whose bytes are not an index file: its blocks fail, they are not retried. */
+  private static final class InvalidIndexException extends IOException {
+    InvalidIndexException(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * One index read: a map output's whole index ({@code key} and the claimed {@code load} set) or
+   * one block's entries.
+   */
+  private record IndexRead(ReadContext.SlotKey key, List<Wanted> blocks,
+      CompletableFuture<long[]> load) {}
 
   /**
    * Decodes a whole index file: at least two big-endian offsets, starting at 0, never decreasing,

@@ -8,6 +8,7 @@ import io.memwire.transfer.TransferNode;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -116,6 +117,38 @@ public final class ReadContext implements AutoCloseable {
       indexCacheBytes.addAndGet(-old.offsets().length * 8L);
     }
     return now;
+  }
+
+  /** Where one whole-index load of a map output stands. */
+  private record LoadKey(int shuffleId, SlotKey key, long mapId) {}
+
+  private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
+
+  /**
+   * Claims the load of a map output's whole index, so concurrent tasks of this executor read it
+   * once: returns null when {@code mine} was registered (the caller reads the index and then calls
+   * {@link #indexLoaded}), else the future of the load already under way.
+   */
+  CompletableFuture<long[]> joinIndexLoad(int shuffleId, SlotKey key, long mapId,
+      CompletableFuture<long[]> mine) {
+    return loading.putIfAbsent(new LoadKey(shuffleId, key, mapId), mine);
+  }
+
+  /**
+   * Ends a load claimed with {@link #joinIndexLoad} (idempotent): caches the offsets (null when
+   * the load failed with {@code error}) and completes the future waiting tasks hold.
+   */
+  void indexLoaded(int shuffleId, SlotKey key, DirectorySlot slot, CompletableFuture<long[]> mine,
+      long[] offsets, Throwable error) {
+    if (offsets != null) {
+      cacheIndex(shuffleId, key, slot, offsets);
+    }
+    loading.remove(new LoadKey(shuffleId, key, slot.mapId()), mine);
+    if (offsets != null) {
+      mine.complete(offsets);
+    } else {
+      mine.completeExceptionally(error);
+    }
   }
 
   /** Forgets one map output (its slot was stale or a read from it failed). */

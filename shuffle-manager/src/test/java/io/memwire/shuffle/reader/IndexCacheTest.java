@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.ShuffleCounters;
@@ -15,7 +16,10 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteRegion;
 import java.net.InetSocketAddress;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -132,5 +136,40 @@ class IndexCacheTest {
     } finally {
       big.close();
     }
+  }
+
+  @Test
+  void concurrentTasksShareOneWholeIndexLoadAndAFailureReachesThemAll() throws Exception {
+    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 5);
+    DirectorySlot s = slot(5, 50, 2, 30);
+    CompletableFuture<long[]> first = new CompletableFuture<>();
+    assertNull(ctx.joinIndexLoad(1, key, 50, first), "the first task reads the index");
+    CompletableFuture<long[]> shared = ctx.joinIndexLoad(1, key, 50, new CompletableFuture<>());
+    assertSame(first, shared, "a second task waits for the first one's read");
+    assertNull(ctx.joinIndexLoad(1, key, 51, new CompletableFuture<>()), "another map id");
+
+    long[] offsets = {0, 10, 30};
+    ctx.indexLoaded(1, key, s, first, offsets, null);
+    assertArrayEquals(offsets, shared.get());
+    assertArrayEquals(offsets, ctx.cached(1, key, 50).offsets());
+
+    // A failed load fails its waiters; ending it twice changes nothing, and never ends the load
+    // a later task claimed.
+    ReadContext.SlotKey other = new ReadContext.SlotKey(POINTER, 6);
+    DirectorySlot t = slot(6, 60, 2, 30);
+    CompletableFuture<long[]> failing = new CompletableFuture<>();
+    assertNull(ctx.joinIndexLoad(1, other, 60, failing));
+    CompletableFuture<long[]> waiter = ctx.joinIndexLoad(1, other, 60, new CompletableFuture<>());
+    IOException cause = new IOException("peer gone");
+    ctx.indexLoaded(1, other, t, failing, null, cause);
+    ExecutionException e = assertThrows(ExecutionException.class, waiter::get);
+    assertSame(cause, e.getCause());
+    assertNull(ctx.cached(1, other, 60));
+    CompletableFuture<long[]> retry = new CompletableFuture<>();
+    assertNull(ctx.joinIndexLoad(1, other, 60, retry), "after a failure the next task reads again");
+    ctx.indexLoaded(1, other, t, failing, null, cause);
+    assertSame(retry, ctx.joinIndexLoad(1, other, 60, new CompletableFuture<>()));
+    ctx.indexLoaded(1, other, t, retry, new long[] {0, 1, 2}, null);
+    assertTrue(retry.isDone());
   }
 }
