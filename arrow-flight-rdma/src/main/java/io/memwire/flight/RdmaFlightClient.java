@@ -256,6 +256,10 @@ public final class RdmaFlightClient implements AutoCloseable {
     return readTimeout;
   }
 
+  int windowBatches() {
+    return windowBatches;
+  }
+
   ExecutorService executor() {
     return executor;
   }

@@ -133,7 +133,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client,
+   * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
+   * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
    * released without FREE (cancel, crash, end) or expired, credit waits, peak leased bytes, plus
    * the current {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
    * registeredBlocks}.

@@ -168,6 +168,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
         }
         ByteBuffer bytes = md.nioBuffer(0, (int) md.readableBytes());
         long[] seqs = ClientMessage.readFree(bytes);
+        owner.serverStats().freeMessages.increment();
         for (long s : seqs) {
           free(s);
         }

@@ -13,6 +13,8 @@ final class ServerStats {
   final LongAdder batchesInPlace = new LongAdder();
   final LongAdder bodyBytes = new LongAdder();
   final LongAdder leasesFreed = new LongAdder();
+  /** FREE messages received; below {@code leasesFreed} when the client groups its FREEs. */
+  final LongAdder freeMessages = new LongAdder();
   final LongAdder leasesReleasedUnfreed = new LongAdder();
   final LongAdder leasesExpired = new LongAdder();
   final LongAdder creditWaits = new LongAdder();
@@ -30,6 +32,7 @@ final class ServerStats {
     m.put("batchesInPlace", batchesInPlace.sum());
     m.put("bodyBytes", bodyBytes.sum());
     m.put("leasesFreed", leasesFreed.sum());
+    m.put("freeMessages", freeMessages.sum());
     m.put("leasesReleasedUnfreed", leasesReleasedUnfreed.sum());
     m.put("leasesExpired", leasesExpired.sum());
     m.put("creditWaits", creditWaits.sum());

@@ -95,7 +95,9 @@ class LeaseTest {
 
   @Test
   void byteWindowBoundsPinnedBytes() throws Exception {
-    long window = 2 * BATCH_BYTES + BATCH_BYTES / 2; // room for two batches, not three
+    // Room for two batches, not three, while the batch window (100) would let the client group
+    // 25 FREEs: the client must send FREEs once the reads run dry, or this stream stalls.
+    long window = 2 * BATCH_BYTES + BATCH_BYTES / 2;
     try (RdmaFlightClient client = RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator)
         .dataPlane(DataPlane.TCP).window(100, window)
         .transferConfig(io.memwire.transfer.TransferConfig.builder()
@@ -114,6 +116,8 @@ class LeaseTest {
     }
     f.awaitServerIdle();
     assertTrue(f.stat("peakLeasedBytes") <= window, "peak " + f.stat("peakLeasedBytes"));
+    assertEquals(40, f.stat("leasesFreed"), "every lease freed by the client");
+    assertTrue(f.stat("freeMessages") <= 40);
     assertTrue(f.stat("peakLeasedBytes") >= BATCH_BYTES);
   }
 
