@@ -53,7 +53,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * measured run (default 1 GiB, quick 256 MiB), {@code --reps <n>} repetitions per point (default
  * 5, quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
  * --producer copy,inplace} (default both), {@code --window <batches>} and {@code --window-bytes
- * <n>} (default: the client's defaults), {@code --csv <path>} (default
+ * <n>} (default: the client's defaults), {@code --warmup <seconds>} (both paths alternately
+ * before each producer's first point, default 10), {@code --csv <path>} (default
  * target/flight-bench.csv), {@code --profile-rdma} (the RDMA path alone, for a profiler; prints
  * GB/s only).
  */
@@ -185,6 +186,7 @@ public final class FlightBench {
     boolean profileRdma = false;
     List<String> producers = List.of("copy", "inplace");
     int windowBatches = 0;
+    int warmupSeconds = 10;
     long windowBytes = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -217,6 +219,9 @@ public final class FlightBench {
             }
           }
           break;
+        case "--warmup":
+          warmupSeconds = Integer.parseInt(args[++i]);
+          break;
         case "--window":
           windowBatches = Integer.parseInt(args[++i]);
           break;
@@ -227,7 +232,7 @@ public final class FlightBench {
           throw new IllegalArgumentException("unknown argument " + args[i]
               + "; expected --quick, --bytes <n>, --reps <n>, --rows a,b, --streams a,b, "
               + "--csv <path>, --producer copy,inplace, --window <batches>, --window-bytes <n>, "
-              + "--profile-rdma");
+              + "--warmup <seconds>, --profile-rdma");
       }
     }
     if (target < 0) {
@@ -276,6 +281,7 @@ public final class FlightBench {
           t.setDaemon(true);
           return t;
         });
+        boolean warmedUp = false;
         System.out.println(inPlace
             ? "producer inplace: an in-memory table in registered memory, zero-copy (leased in "
                 + "place; DoGet sends the same buffers without a copy)"
@@ -299,6 +305,20 @@ public final class FlightBench {
               long batchesPerStream = Math.max(4, target / batchBytes / streams);
               String ticket = rows + ":" + batchesPerStream;
               long bytes = batchBytes * batchesPerStream * streams;
+              if (!warmedUp) {
+                // A cold JVM runs whichever path it meets first at a fraction of its speed
+                // (gRPC DoGet at a third): both paths run alternately for a while before the
+                // first measurement of each producer, so the JIT has compiled both.
+                long until = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+                String small = rows + ":" + Math.max(4, (64L << 20) / batchBytes);
+                while (System.nanoTime() < until) {
+                  if (!profileRdma) {
+                    run(pool, 1, () -> grpc(plainClient, small));
+                  }
+                  run(pool, 1, () -> rdma(rdma, small));
+                }
+                warmedUp = true;
+              }
               if (profileRdma) {
                 // Only the RDMA path, for a profiler: no gRPC DoGet runs, no ratio is printed.
                 run(pool, streams, () -> rdma(rdma, ticket));
@@ -309,7 +329,7 @@ public final class FlightBench {
                 }
                 continue;
               }
-              // Warm up both paths once, then measure each.
+              // Warm up both paths once at this point, then measure each.
               run(pool, streams, () -> grpc(plainClient, ticket));
               run(pool, streams, () -> rdma(rdma, ticket));
               double[] gs = new double[reps];
