@@ -44,10 +44,15 @@ import org.slf4j.LoggerFactory;
 public final class RdmaFlightClient implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightClient.class);
   private static final AtomicInteger IDS = new AtomicInteger();
-  /** System property: most batches leased to this client at once (default 8). */
+  /**
+   * System property: most batches leased to this client at once (default 32; the byte window
+   * bounds large batches). Deep enough that one stream of 1 MiB batches keeps the transfer
+   * connection busy while FREEs and new descriptors cross gRPC (8 measured 10-20% slower).
+   */
   public static final String WINDOW_BATCHES_PROPERTY = "memwire.flight.windowBatches";
   /** System property: most body bytes leased to this client at once (default 128m). */
   public static final String WINDOW_BYTES_PROPERTY = "memwire.flight.windowBytes";
+  static final int DEFAULT_WINDOW_BATCHES = 32;
 
   /** What a stream reads: a ticket, and the endpoint it came from when known. */
   static final class Target {
@@ -100,7 +105,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     this.dataPlane = b.dataPlane != null ? b.dataPlane
         : DataPlane.parse(DataPlane.PROPERTY, System.getProperty(DataPlane.PROPERTY, "auto"));
     this.windowBatches = b.windowBatches > 0 ? b.windowBatches
-        : intProperty(WINDOW_BATCHES_PROPERTY, 8);
+        : intProperty(WINDOW_BATCHES_PROPERTY, DEFAULT_WINDOW_BATCHES);
     this.windowBytes = b.windowBytes > 0 ? b.windowBytes
         : bytesProperty(WINDOW_BYTES_PROPERTY, 128L << 20);
     this.transferConfig = b.transferConfig != null ? b.transferConfig : TransferConfig.defaults();
@@ -361,7 +366,7 @@ public final class RdmaFlightClient implements AutoCloseable {
       String wb = p.get(WINDOW_BATCHES_PROPERTY);
       String wy = p.get(WINDOW_BYTES_PROPERTY);
       if (wb != null || wy != null) {
-        window(wb == null ? 8 : parsePositive(WINDOW_BATCHES_PROPERTY, wb),
+        window(wb == null ? DEFAULT_WINDOW_BATCHES : parsePositive(WINDOW_BATCHES_PROPERTY, wb),
             wy == null ? 128L << 20 : parseSize(WINDOW_BYTES_PROPERTY, wy));
       }
       if (p.keySet().stream().anyMatch(k -> k.startsWith(TRANSFER_PREFIX))) {
