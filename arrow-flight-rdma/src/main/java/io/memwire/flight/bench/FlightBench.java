@@ -54,7 +54,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * 5, quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
  * --producer copy,inplace} (default both), {@code --window <batches>} and {@code --window-bytes
  * <n>} (default: the client's defaults), {@code --warmup <seconds>} (both paths alternately
- * before each producer's first point, default 10), {@code --csv <path>} (default
+ * before each producer's first point, default 20), {@code --csv <path>} (default
  * target/flight-bench.csv), {@code --profile-rdma} (the RDMA path alone, for a profiler; prints
  * GB/s only).
  */
@@ -186,7 +186,7 @@ public final class FlightBench {
     boolean profileRdma = false;
     List<String> producers = List.of("copy", "inplace");
     int windowBatches = 0;
-    int warmupSeconds = 10;
+    int warmupSeconds = 20;
     long windowBytes = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
