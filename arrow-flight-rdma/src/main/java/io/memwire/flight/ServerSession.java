@@ -82,6 +82,9 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   private final Object writeLock = new Object();
   private final Map<Long, Lease> leases = new LinkedHashMap<>();
   private long leasedBytes;
+  /** Leases freed by the client whose guard and body are being released right now. */
+  private int endingLeases;
+  private long endingBytes;
   private long peakLeasedBytes;
   private int peakLeasedBatches;
   private long nextSeq;
@@ -195,10 +198,18 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
         return; // already released (end of exchange, timeout) or a duplicate FREE
       }
       leasedBytes -= l.bytes;
+      endingLeases++;
+      endingBytes += l.bytes;
+    }
+    // The credit comes back only once the guard is revoked and the body released: the window
+    // bounds what is pinned, and the producer's next block can reuse this one.
+    l.end();
+    synchronized (this) {
+      endingLeases--;
+      endingBytes -= l.bytes;
       ready = hasCredit(0);
       notifyAll();
     }
-    l.end();
     owner.serverStats().leasesFreed.increment();
     Runnable r = onReady;
     if (ready && r != null) {
@@ -441,8 +452,9 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
   /** Credit for one more batch of {@code bytes}; an empty window always admits one batch. */
   private boolean hasCredit(long bytes) {
-    return leases.isEmpty()
-        || (leases.size() < windowBatches && leasedBytes + bytes <= windowBytes);
+    int batches = leases.size() + endingLeases;
+    return batches == 0
+        || (batches < windowBatches && leasedBytes + endingBytes + bytes <= windowBytes);
   }
 
   @Override
