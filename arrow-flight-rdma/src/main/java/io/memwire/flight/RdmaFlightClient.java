@@ -47,7 +47,8 @@ public final class RdmaFlightClient implements AutoCloseable {
   /**
    * System property: most batches leased to this client at once (default 32; the byte window
    * bounds large batches). Deep enough that one stream of 1 MiB batches keeps the transfer
-   * connection busy while FREEs and new descriptors cross gRPC (8 measured 10-20% slower).
+   * connection busy while FREEs and new descriptors cross gRPC (with 8 it ran dry: lower ratios
+   * to DoGet in the benchmark, see docs/FLIGHT.md).
    */
   public static final String WINDOW_BATCHES_PROPERTY = "memwire.flight.windowBatches";
   /** System property: most body bytes leased to this client at once (default 128m). */
