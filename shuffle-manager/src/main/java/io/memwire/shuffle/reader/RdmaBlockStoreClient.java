@@ -387,11 +387,15 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       if (!unreadable.isEmpty()) {
         fallbackAll(unreadable, "block exceeds one read");
       }
-      // Blocks located from the cache need not wait for the others' index reads.
-      readData(located, 0);
-      if (reads.isEmpty()) {
-        return;
+      if (!reads.isEmpty()) {
+        postIndexReads(reads, reqs);
       }
+      // Blocks located from the cache need not wait for the others' index reads; posted after
+      // them, so the small index reads are not queued behind this data.
+      readData(located, 0);
+    }
+
+    void postIndexReads(List<IndexRead> reads, List<ReadRequest> reqs) {
       List<Wanted> reading = new ArrayList<>();
       reads.forEach(r -> reading.addAll(r.blocks));
       ReadBatch batch;
