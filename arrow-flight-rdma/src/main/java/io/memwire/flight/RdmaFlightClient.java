@@ -266,6 +266,10 @@ public final class RdmaFlightClient implements AutoCloseable {
     return windowBatches;
   }
 
+  long windowBytes() {
+    return windowBytes;
+  }
+
   ExecutorService executor() {
     return executor;
   }

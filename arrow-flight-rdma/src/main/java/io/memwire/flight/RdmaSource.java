@@ -117,8 +117,8 @@ final class RdmaSource implements StreamSource {
   /** FREEs queued and not yet sent. */
   private final java.util.concurrent.atomic.AtomicInteger unflushedFrees =
       new java.util.concurrent.atomic.AtomicInteger();
-  /** FREEs sent together at most: a quarter of the batch window (see {@link #ended}). */
-  private final int freeGroup;
+  private final int windowBatches;
+  private final long windowBytes;
   private final List<Pull> pending = new ArrayList<>();
   private final Object writerLock = new Object();
   private final Future<?> pumpTask;
@@ -140,7 +140,8 @@ final class RdmaSource implements StreamSource {
     this.exchange = exchange;
     this.reader = exchange.getReader();
     this.readTimeout = client.readTimeout();
-    this.freeGroup = Math.max(1, client.windowBatches() / 4);
+    this.windowBatches = client.windowBatches();
+    this.windowBytes = client.windowBytes();
     this.pumpTask = client.executor().submit(this::pump);
   }
 
@@ -333,7 +334,8 @@ final class RdmaSource implements StreamSource {
    *
    * <p>FREEs are sent in groups: each FREE message costs a gRPC message and a chain of thread
    * wake-ups on both sides, which at 1 MiB batches cost as much as the reads. A group goes out
-   * when it holds a quarter of the batch window, or as soon as the FREEs held back are at least
+   * when it holds a quarter of the batches the window admits (by count and by bytes: 8 of 1 MiB
+   * with the defaults, 1 of 16 MiB), or as soon as the FREEs held back are at least
    * as many as the reads still running, so the server gets credit before the reads run dry; the
    * last read to end always sends, so nothing is held back for good.
    */
@@ -352,7 +354,9 @@ final class RdmaSource implements StreamSource {
       stillReading = pending.size();
       pending.notifyAll();
     }
-    if (err != null || held >= freeGroup || stillReading <= held) {
+    // The window holds as many of these batches as both its limits allow; a group is a quarter.
+    long fit = Math.min(windowBatches, windowBytes / Math.max(1, p.bodyLength));
+    if (err != null || held >= Math.max(1, fit / 4) || stillReading <= held) {
       scheduleFlush();
     }
   }
