@@ -18,6 +18,10 @@ public final class ShuffleCounters {
   public final LongAdder rdmaBlocksToDisk = new LongAdder();
   /** Block data bytes delivered to Spark by one-sided reads (what Spark counts as remote bytes). */
   public final LongAdder rdmaBytes = new LongAdder();
+  /** Fetch requests (one peer, many blocks) that delivered at least one block one-sided. */
+  public final LongAdder fetchRequests = new LongAdder();
+  /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
+  public final LongAdder firstBlockMicros = new LongAdder();
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = new LongAdder();
   /** Whole index files read from peers (then kept for later tasks). */
@@ -42,6 +46,8 @@ public final class ShuffleCounters {
     m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());
     m.put("rdmaBlocksToDisk", rdmaBlocksToDisk.sum());
     m.put("rdmaBytes", rdmaBytes.sum());
+    m.put("fetchRequests", fetchRequests.sum());
+    m.put("firstBlockMicros", firstBlockMicros.sum());
     m.put("slotReads", slotReads.sum());
     m.put("indexReads", indexReads.sum());
     m.put("indexEntryReads", indexEntryReads.sum());

@@ -216,6 +216,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     final Map<ReadContext.SlotKey, List<Wanted>> byMap;
     final BlockFetchingListener listener;
     final DownloadFileManager toDisk;
+    final long startNanos = System.nanoTime();
+    final AtomicBoolean firstDelivered = new AtomicBoolean();
     Connection connection;
 
     PeerFetch(String host, int port, String execId, String peer,
@@ -687,6 +689,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       if (!w.done.compareAndSet(false, true)) {
         buf.release();
         return;
+      }
+      if (firstDelivered.compareAndSet(false, true)) {
+        ctx.counters.fetchRequests.increment();
+        ctx.counters.firstBlockMicros.add((System.nanoTime() - startNanos) / 1000);
       }
       ctx.counters.rdmaBlocks.increment();
       if (w.batch) {

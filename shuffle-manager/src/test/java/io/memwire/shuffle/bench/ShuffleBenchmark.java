@@ -57,6 +57,17 @@ public final class ShuffleBenchmark {
   public static void main(String[] args) {
     long bytes = TransferConfig.parseBytes(args.length > 0 ? args[0] : "256m");
     int reps = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+    // Optional settings for the RDMA manager's cluster only: "key=value;key=value".
+    Map<String, String> rdmaConf = new LinkedHashMap<>();
+    if (args.length > 2 && !args[2].isBlank()) {
+      for (String kv : args[2].split(";")) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) {
+          throw new IllegalArgumentException("not key=value: " + kv);
+        }
+        rdmaConf.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+      }
+    }
     long records = bytes / RECORD_BYTES;
     int maps = (int) Math.max(4, Math.min(64, bytes / (32L << 20)));
     int reducers = maps;
@@ -72,7 +83,8 @@ public final class ShuffleBenchmark {
       List<String> order = round % 2 == 0 ? List.of("sort", rdma) : List.of(rdma, "sort");
       for (String manager : order) {
         String label = manager.equals("sort") ? "netty" : "rdma";
-        run(manager, records, maps, reducers).forEach((job, r) ->
+        Map<String, String> extra = label.equals("rdma") ? rdmaConf : Map.of();
+        run(manager, extra, records, maps, reducers).forEach((job, r) ->
             all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
       }
     }
@@ -105,8 +117,11 @@ public final class ShuffleBenchmark {
   }
 
   /** One cluster with {@code manager}: a warm-up, then each job once. */
-  private static Map<String, Result> run(String manager, long records, int maps, int reducers) {
-    try (LocalSparkCluster cluster = LocalSparkCluster.builder()
+  private static Map<String, Result> run(String manager, Map<String, String> extra, long records,
+      int maps, int reducers) {
+    LocalSparkCluster.Builder builder = LocalSparkCluster.builder();
+    extra.forEach(builder::conf);
+    try (LocalSparkCluster cluster = builder
         .executors(2)
         .coresPerExecutor(1)
         .memoryPerExecutorMb(2048)
@@ -129,6 +144,8 @@ public final class ShuffleBenchmark {
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
         metrics.fetchWaitMs.set(0);
         metrics.remoteBytes.set(0);
+        boolean rdma = !manager.equals("sort");
+        Map<String, Long> before = rdma ? readerStats(jsc) : Map.of();
         long t0 = System.nanoTime();
         long check = job.equals("groupByKey") ? groupByKey(input, reducers) : sort(input, reducers);
         double wall = (System.nanoTime() - t0) / 1e9;
@@ -137,11 +154,45 @@ public final class ShuffleBenchmark {
         System.out.printf("  %s %s: %.2f s, fetch wait %d ms, remote %.1f MiB (check %d)%n",
             manager.equals("sort") ? "netty" : "rdma", job, wall, metrics.fetchWaitMs.get(),
             metrics.remoteBytes.get() / 1048576.0, check);
+        if (rdma) {
+          Map<String, Long> after = readerStats(jsc);
+          long requests = after.get("fetchRequests") - before.get("fetchRequests");
+          System.out.printf("      %d one-sided fetch requests, first block after %.0f us on "
+              + "average; index reads %d, index cache hits %d, slot reads %d%n", requests,
+              requests == 0 ? Double.NaN : (after.get("firstBlockMicros")
+                  - before.get("firstBlockMicros")) / (double) requests,
+              after.get("indexReads") - before.get("indexReads"),
+              after.get("indexCacheHits") - before.get("indexCacheHits"),
+              after.get("slotReads") - before.get("slotReads"));
+        }
       }
       return out;
     } catch (Exception e) {
       throw new IllegalStateException("benchmark with " + manager + " failed", e);
     }
+  }
+
+  /** The reader counters of the manager, summed over both executors. */
+  static Map<String, Long> readerStats(JavaSparkContext jsc) {
+    Map<String, Map<String, Long>> byExecutor = new LinkedHashMap<>();
+    for (int attempt = 0; attempt < 20 && byExecutor.size() < 2; attempt++) {
+      List<Integer> slots = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        slots.add(i);
+      }
+      jsc.parallelize(slots, slots.size()).mapPartitions(it -> {
+        RdmaShuffleManager m = RdmaShuffleManager.current();
+        Map<String, Long> stats = m == null ? Map.of() : new LinkedHashMap<>(m.stats());
+        return Collections.singletonList(
+            new Tuple2<>(org.apache.spark.SparkEnv.get().executorId(), stats)).iterator();
+      }).collect().forEach(t -> byExecutor.put(t._1(), t._2()));
+    }
+    Map<String, Long> sum = new LinkedHashMap<>();
+    for (String k : List.of("fetchRequests", "firstBlockMicros", "indexReads", "indexCacheHits",
+        "slotReads")) {
+      sum.put(k, byExecutor.values().stream().mapToLong(m -> m.getOrDefault(k, 0L)).sum());
+    }
+    return sum;
   }
 
   /** Random pairs generated on the executors, the same for every run (seeded by partition). */
