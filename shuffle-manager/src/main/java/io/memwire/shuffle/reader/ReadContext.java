@@ -46,6 +46,8 @@ public final class ReadContext implements AutoCloseable {
   private volatile TransportConf transportConf;
   private final AtomicLong indexCacheBytes = new AtomicLong();
   private final Map<Integer, Map<SlotKey, MapOutput>> outputs = new ConcurrentHashMap<>();
+  /** Whole-index reads under way, so concurrent tasks of this executor share one. */
+  private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
 
   /**
@@ -68,6 +70,9 @@ public final class ReadContext implements AutoCloseable {
 
   /** Where one slot lives: a directory chunk and a map index. */
   record SlotKey(DirectoryPointer pointer, int mapIndex) {}
+
+  /** One map output's whole-index read: which shuffle, slot and map id. */
+  private record LoadKey(int shuffleId, SlotKey key, long mapId) {}
 
   /**
    * What is known of one map output: its slot, and its index entries when they were read whole
@@ -118,11 +123,6 @@ public final class ReadContext implements AutoCloseable {
     }
     return now;
   }
-
-  /** Where one whole-index load of a map output stands. */
-  private record LoadKey(int shuffleId, SlotKey key, long mapId) {}
-
-  private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
 
   /**
    * Claims the load of a map output's whole index, so concurrent tasks of this executor read it
