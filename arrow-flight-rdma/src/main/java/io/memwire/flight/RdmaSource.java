@@ -27,6 +27,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.flatbuf.Message;
 import org.apache.arrow.flatbuf.MessageHeader;
@@ -115,8 +116,7 @@ final class RdmaSource implements StreamSource {
   private final ConcurrentLinkedQueue<Long> frees = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean flushScheduled = new AtomicBoolean();
   /** FREEs queued and not yet sent. */
-  private final java.util.concurrent.atomic.AtomicInteger unflushedFrees =
-      new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger unflushedFrees = new AtomicInteger();
   private final int windowBatches;
   private final long windowBytes;
   private final List<Pull> pending = new ArrayList<>();

@@ -386,15 +386,20 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           }
         }
       }
-      if (!unreadable.isEmpty()) {
-        fallbackAll(unreadable, "block exceeds one read");
-      }
       if (!reads.isEmpty()) {
         postIndexReads(reads, reqs);
       }
       // Blocks located from the cache need not wait for the others' index reads; posted after
       // them, so the small index reads are not queued behind this data.
-      readData(located, 0);
+      proceed(located, unreadable, null);
+    }
+
+    /** Reads the located blocks; hands those too large for one read to Spark's client. */
+    void proceed(List<Wanted> data, List<Wanted> unreadable, String cause) {
+      if (!unreadable.isEmpty()) {
+        fallbackAll(unreadable, cause != null ? cause : "block exceeds one read");
+      }
+      readData(data, 0);
     }
 
     void postIndexReads(List<IndexRead> reads, List<ReadRequest> reqs) {
@@ -463,10 +468,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           buf.release();
         }
       }
-      if (!unreadable.isEmpty()) {
-        fallbackAll(unreadable, cause != null ? cause : "block exceeds one read");
-      }
-      readData(data, 0);
+      proceed(data, unreadable, cause);
     }
 
     /** Ends (as failed) every whole-index load of {@code reads} not ended yet: none may hang. */
@@ -494,10 +496,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         for (Wanted w : blocks) {
           locate(w, offsets, data, unreadable);
         }
-        if (!unreadable.isEmpty()) {
-          fallbackAll(unreadable, "block exceeds one read");
-        }
-        readData(data, 0);
+        proceed(data, unreadable, null);
       } catch (RuntimeException e) {
         LOG.warn("continuing blocks of {} after a shared index read failed", peer, e);
         fallbackAll(blocks, "internal error: " + e);
@@ -614,7 +613,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     private void readPiece(List<Wanted> blocks, int i, DownloadFile file,
         DownloadFileWritableChannel channel, long done) {
       Wanted w = blocks.get(i);
-      int n = (int) Math.min(w.length - done, Math.min(ctx.readBatchBytes, Integer.MAX_VALUE));
+      int n = (int) Math.min(w.length - done, ctx.readBatchBytes); // readBatchBytes <= 1 GiB
       if (n == 0) {
         finishFile(blocks, i, file, channel);
         return;
