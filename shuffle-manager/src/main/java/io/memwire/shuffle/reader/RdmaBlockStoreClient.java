@@ -41,6 +41,13 @@ import org.slf4j.LoggerFactory;
  * cannot read that way go to Spark's own client; a directory slot that still names another map id
  * after one re-read fails its blocks, so Spark reruns the map stage instead of reading the wrong
  * output.
+ *
+ * <p>The reader brackets each step of Spark's iterator (its construction, each {@code next()})
+ * with {@link #holdRequests()} and {@link #releaseRequests()}: fetch requests Spark issues inside
+ * the step are queued and posted together when control returns to the reader. Spark issues
+ * several requests back to back and, from 4.1 on, counts the time spent issuing them as fetch
+ * wait; posting one request starts its transfer at once, whose I/O threads then compete with the
+ * task thread for the CPU before it has issued the next request.
  */
 public final class RdmaBlockStoreClient extends BlockStoreClient {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
@@ -52,6 +59,9 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   private final int shuffleId;
   private final Map<Long, Route> routes;
   private final BlockStoreClient fallback;
+  /** Requests issued while held (task thread only); null when not holding. */
+  private List<Runnable> held;
+  private Thread holder;
 
   /**
    * @param routes by map id, for every map output whose location carried a directory pointer
@@ -87,12 +97,40 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
     }
     if (!viaSpark.isEmpty()) {
-      fallback(host, port, execId, viaSpark, listener, downloadFileManager, reason, true);
+      String why = reason;
+      post(() -> fallback(host, port, execId, viaSpark, listener, downloadFileManager, why, true));
     }
     if (!byMap.isEmpty()) {
       // A download-file manager means Spark wants this request's blocks on disk (above
       // spark.network.maxRemoteBlockSizeFetchToMem).
-      new PeerFetch(host, port, execId, peer, byMap, listener, downloadFileManager).start();
+      PeerFetch f = new PeerFetch(host, port, execId, peer, byMap, listener, downloadFileManager);
+      post(f::start);
+    }
+  }
+
+  private void post(Runnable start) {
+    if (holder == Thread.currentThread()) {
+      if (held == null) {
+        held = new ArrayList<>(4);
+      }
+      held.add(start);
+    } else {
+      start.run();
+    }
+  }
+
+  /** Queues the requests this thread issues from now on, until {@link #releaseRequests()}. */
+  public void holdRequests() {
+    holder = Thread.currentThread();
+  }
+
+  /** Posts the queued requests, in the order Spark issued them, and stops holding. */
+  public void releaseRequests() {
+    List<Runnable> queued = held;
+    holder = null;
+    held = null;
+    if (queued != null) {
+      queued.forEach(Runnable::run);
     }
   }
 

@@ -110,29 +110,38 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     long maxSizeInFlight =
         SparkCompat.<Long>get(conf, package$.MODULE$.REDUCER_MAX_SIZE_IN_FLIGHT()) * 1024 * 1024;
-    ShuffleBlockFetcherIterator fetcher = new ShuffleBlockFetcherIterator(
-        context,
-        client,
-        blockManager,
-        tracker,
-        CollectionConverters.asScala(groups.iterator()),
-        (BlockId id, InputStream in) -> serializerManager.wrapStream(id, in),
-        maxSizeInFlight,
-        SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_REQS_IN_FLIGHT()),
-        SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_BLOCKS_IN_FLIGHT_PER_ADDRESS()),
-        SparkCompat.<Long>get(conf, package$.MODULE$.MAX_REMOTE_BLOCK_SIZE_FETCH_TO_MEM()),
-        SparkCompat.<Integer>get(conf, package$.MODULE$.SHUFFLE_MAX_ATTEMPTS_ON_NETTY_OOM()),
-        SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT()),
-        SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT_MEMORY()),
-        SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED()),
-        SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()),
-        readMetrics,
-        fetchContinuousBlocksInBatch(conf, dep),
-        new org.apache.spark.util.SystemClock());
+    // The constructor issues the first requests: post them once it has returned.
+    client.holdRequests();
+    ShuffleBlockFetcherIterator fetcher;
+    try {
+      fetcher = new ShuffleBlockFetcherIterator(
+          context,
+          client,
+          blockManager,
+          tracker,
+          CollectionConverters.asScala(groups.iterator()),
+          (BlockId id, InputStream in) -> serializerManager.wrapStream(id, in),
+          maxSizeInFlight,
+          SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_REQS_IN_FLIGHT()),
+          SparkCompat.<Integer>get(conf,
+              package$.MODULE$.REDUCER_MAX_BLOCKS_IN_FLIGHT_PER_ADDRESS()),
+          SparkCompat.<Long>get(conf, package$.MODULE$.MAX_REMOTE_BLOCK_SIZE_FETCH_TO_MEM()),
+          SparkCompat.<Integer>get(conf, package$.MODULE$.SHUFFLE_MAX_ATTEMPTS_ON_NETTY_OOM()),
+          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT()),
+          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT_MEMORY()),
+          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED()),
+          SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()),
+          readMetrics,
+          fetchContinuousBlocksInBatch(conf, dep),
+          new org.apache.spark.util.SystemClock());
+    } finally {
+      client.releaseRequests();
+    }
     Iterator<Tuple2<BlockId, InputStream>> wrappedStreams = fetcher.toCompletionIterator();
 
     SerializerInstance serializer = dep.serializer().newInstance();
-    Iterator<Tuple2<Object, Object>> records = new RecordIterator(wrappedStreams, serializer);
+    Iterator<Tuple2<Object, Object>> records =
+        new RecordIterator(wrappedStreams, serializer, client);
     InterruptibleIterator<Tuple2<Object, Object>> interruptible =
         new InterruptibleIterator<>(context, records);
 
@@ -180,12 +189,15 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
   private final class RecordIterator extends AbstractIterator<Tuple2<Object, Object>> {
     private final Iterator<Tuple2<BlockId, InputStream>> streams;
     private final SerializerInstance serializer;
+    private final RdmaBlockStoreClient client;
     private Iterator<Tuple2<Object, Object>> current = scala.collection.Iterator$.MODULE$.empty();
     private boolean completed;
 
-    RecordIterator(Iterator<Tuple2<BlockId, InputStream>> streams, SerializerInstance serializer) {
+    RecordIterator(Iterator<Tuple2<BlockId, InputStream>> streams, SerializerInstance serializer,
+        RdmaBlockStoreClient client) {
       this.streams = streams;
       this.serializer = serializer;
+      this.client = client;
     }
 
     @Override
@@ -198,7 +210,15 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
           }
           return false;
         }
-        current = serializer.deserializeStream(streams.next()._2()).asKeyValueIterator();
+        // next() may issue further requests (Spark keeps maxBytesInFlight): post them after it.
+        InputStream in;
+        client.holdRequests();
+        try {
+          in = streams.next()._2();
+        } finally {
+          client.releaseRequests();
+        }
+        current = serializer.deserializeStream(in).asKeyValueIterator();
       }
       return true;
     }

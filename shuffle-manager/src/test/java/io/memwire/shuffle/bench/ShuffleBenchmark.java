@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.HashPartitioner;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.executor.ShuffleReadMetrics;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import scala.Tuple2;
@@ -26,8 +27,11 @@ import scala.Tuple2;
  * <pre>mvn -B -pl shuffle-manager exec:exec@bench -Dbench.bytes=2g</pre>
  *
  * Rounds alternate which manager runs first (each round starts a fresh cluster per manager).
- * Prints, per job and manager, the median over rounds: wall time, total shuffle
- * fetch wait, remote bytes read and remote bytes per second of wall time, then RDMA/Netty ratios.
+ * Prints, per job and manager, the median over rounds: wall time, total shuffle fetch wait, the
+ * summed run time of the reduce tasks, remote bytes read and remote bytes per second of wall time,
+ * then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA cluster only),
+ * {@code -Dbench.conf="k=v;k=v"} (both, for example executor JVM options),
+ * {@code -Dbench.perTask=true} (a line per task that waited).
  */
 public final class ShuffleBenchmark {
   private static final int RECORD_BYTES = 100;
@@ -35,20 +39,40 @@ public final class ShuffleBenchmark {
 
   /** Sums shuffle read metrics of finished tasks. */
   static final class Metrics extends SparkListener {
+    /** {@code -Dbench.perTask=true}: one line per task that waited for shuffle data. */
+    private static final boolean PER_TASK = Boolean.getBoolean("bench.perTask");
     final AtomicLong fetchWaitMs = new AtomicLong();
     final AtomicLong remoteBytes = new AtomicLong();
+    final AtomicLong reduceTaskMs = new AtomicLong();
 
     @Override
     public void onTaskEnd(SparkListenerTaskEnd end) {
-      if (end.taskMetrics() != null) {
-        fetchWaitMs.addAndGet(end.taskMetrics().shuffleReadMetrics().fetchWaitTime());
-        remoteBytes.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBytesRead());
+      if (end.taskMetrics() == null) {
+        return;
       }
+      ShuffleReadMetrics read = end.taskMetrics().shuffleReadMetrics();
+      fetchWaitMs.addAndGet(read.fetchWaitTime());
+      remoteBytes.addAndGet(read.remoteBytesRead());
+      if (read.totalBlocksFetched() > 0) {
+        reduceTaskMs.addAndGet(end.taskMetrics().executorRunTime());
+      }
+      if (PER_TASK && read.fetchWaitTime() > 0) {
+        System.out.printf("    task %d (stage %d, executor %s): fetch wait %d ms, run %d ms,"
+            + " remote %d B, local %d B%n", end.taskInfo().taskId(), end.stageId(),
+            end.taskInfo().executorId(), read.fetchWaitTime(), end.taskMetrics().executorRunTime(),
+            read.remoteBytesRead(), read.localBytesRead());
+      }
+    }
+
+    void reset() {
+      fetchWaitMs.set(0);
+      remoteBytes.set(0);
+      reduceTaskMs.set(0);
     }
   }
 
   /** One measured run of one job. */
-  record Result(double wallSeconds, long fetchWaitMs, long remoteBytes) {
+  record Result(double wallSeconds, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds) {
     double remoteMiBPerSecond() {
       return remoteBytes / 1048576.0 / wallSeconds;
     }
@@ -57,17 +81,9 @@ public final class ShuffleBenchmark {
   public static void main(String[] args) {
     long bytes = TransferConfig.parseBytes(args.length > 0 ? args[0] : "256m");
     int reps = args.length > 1 ? Integer.parseInt(args[1]) : 3;
-    // Optional settings for the RDMA manager's cluster only: "key=value;key=value".
-    Map<String, String> rdmaConf = new LinkedHashMap<>();
-    if (args.length > 2 && !args[2].isBlank()) {
-      for (String kv : args[2].split(";")) {
-        int eq = kv.indexOf('=');
-        if (eq <= 0) {
-          throw new IllegalArgumentException("not key=value: " + kv);
-        }
-        rdmaConf.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
-      }
-    }
+    // Optional settings "key=value;key=value": for the RDMA manager's cluster only, for both.
+    Map<String, String> rdmaConf = settings(args, 2);
+    Map<String, String> bothConf = settings(args, 3);
     long records = bytes / RECORD_BYTES;
     int maps = (int) Math.max(4, Math.min(64, bytes / (32L << 20)));
     int reducers = maps;
@@ -83,7 +99,10 @@ public final class ShuffleBenchmark {
       List<String> order = round % 2 == 0 ? List.of("sort", rdma) : List.of(rdma, "sort");
       for (String manager : order) {
         String label = manager.equals("sort") ? "netty" : "rdma";
-        Map<String, String> extra = label.equals("rdma") ? rdmaConf : Map.of();
+        Map<String, String> extra = new LinkedHashMap<>(bothConf);
+        if (label.equals("rdma")) {
+          extra.putAll(rdmaConf);
+        }
         run(manager, extra, records, maps, reducers).forEach((job, r) ->
             all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
       }
@@ -99,21 +118,37 @@ public final class ShuffleBenchmark {
     });
 
     System.out.println();
-    System.out.printf("%-8s %-6s %10s %14s %14s %14s%n", "job", "shuffle", "wall s",
-        "fetch wait ms", "remote MiB", "remote MiB/s");
+    System.out.printf("%-8s %-6s %10s %14s %14s %14s %14s%n", "job", "shuffle", "wall s",
+        "fetch wait ms", "reduce tasks s", "remote MiB", "remote MiB/s");
     for (String job : List.of("groupByKey", "sort")) {
       for (String label : results.keySet()) {
         Result r = results.get(label).get(job);
-        System.out.printf("%-8s %-6s %10.2f %14d %14.1f %14.1f%n", job, label, r.wallSeconds(),
-            r.fetchWaitMs(), r.remoteBytes() / 1048576.0, r.remoteMiBPerSecond());
+        System.out.printf("%-8s %-6s %10.2f %14d %14.2f %14.1f %14.1f%n", job, label,
+            r.wallSeconds(), r.fetchWaitMs(), r.reduceTaskSeconds(), r.remoteBytes() / 1048576.0,
+            r.remoteMiBPerSecond());
       }
       Result n = results.get("netty").get(job);
       Result d = results.get("rdma").get(job);
-      System.out.printf("%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, remote MiB/s %.2f%n",
-          job, d.wallSeconds() / n.wallSeconds(),
+      System.out.printf("%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
+          + " remote MiB/s %.2f%n", job, d.wallSeconds() / n.wallSeconds(),
           n.fetchWaitMs() == 0 ? Double.NaN : (double) d.fetchWaitMs() / n.fetchWaitMs(),
+          d.reduceTaskSeconds() / n.reduceTaskSeconds(),
           d.remoteMiBPerSecond() / n.remoteMiBPerSecond());
     }
+  }
+
+  private static Map<String, String> settings(String[] args, int i) {
+    Map<String, String> conf = new LinkedHashMap<>();
+    if (args.length > i && !args[i].isBlank()) {
+      for (String kv : args[i].split(";")) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) {
+          throw new IllegalArgumentException("not key=value: " + kv);
+        }
+        conf.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+      }
+    }
+    return conf;
   }
 
   /** One cluster with {@code manager}: a warm-up, then each job once. */
@@ -142,17 +177,18 @@ public final class ShuffleBenchmark {
       Map<String, Result> out = new LinkedHashMap<>();
       for (String job : List.of("groupByKey", "sort")) {
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-        metrics.fetchWaitMs.set(0);
-        metrics.remoteBytes.set(0);
+        metrics.reset();
         boolean rdma = !manager.equals("sort");
         Map<String, Long> before = rdma ? readerStats(jsc) : Map.of();
         long t0 = System.nanoTime();
         long check = job.equals("groupByKey") ? groupByKey(input, reducers) : sort(input, reducers);
         double wall = (System.nanoTime() - t0) / 1e9;
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-        out.put(job, new Result(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get()));
-        System.out.printf("  %s %s: %.2f s, fetch wait %d ms, remote %.1f MiB (check %d)%n",
-            manager.equals("sort") ? "netty" : "rdma", job, wall, metrics.fetchWaitMs.get(),
+        out.put(job, new Result(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get(),
+            metrics.reduceTaskMs.get() / 1000.0));
+        System.out.printf("  %s %s: %.2f s, fetch wait %d ms, reduce tasks %.2f s, remote %.1f MiB"
+            + " (check %d)%n", manager.equals("sort") ? "netty" : "rdma", job, wall,
+            metrics.fetchWaitMs.get(), metrics.reduceTaskMs.get() / 1000.0,
             metrics.remoteBytes.get() / 1048576.0, check);
         if (rdma) {
           Map<String, Long> after = readerStats(jsc);
