@@ -59,9 +59,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   private final int shuffleId;
   private final Map<Long, Route> routes;
   private final BlockStoreClient fallback;
-  /** Requests issued while held (task thread only); null when not holding. */
-  private List<Runnable> held;
+  /** The thread whose requests are held, or null; only that thread touches {@link #held}. */
   private Thread holder;
+  /** Requests held so far, in the order issued; null while there are none. */
+  private List<Runnable> held;
 
   /**
    * @param routes by map id, for every map output whose location carried a directory pointer
