@@ -340,8 +340,7 @@ final class RdmaSource implements StreamSource {
    * last read to end always sends, so nothing is held back for good.
    */
   private void ended(Pull p, Throwable err) {
-    frees.add(p.seq);
-    int held = unflushedFrees.incrementAndGet();
+    int held = queueFree(p.seq);
     if (err != null) {
       p.freeBlock();
       p.done.completeExceptionally(err);
@@ -378,9 +377,14 @@ final class RdmaSource implements StreamSource {
 
   /** Queues a FREE and sends it without waiting for a group. */
   private void enqueueFree(long seq) {
-    frees.add(seq);
-    unflushedFrees.incrementAndGet();
+    queueFree(seq);
     scheduleFlush();
+  }
+
+  /** Queues a FREE for the next flush; returns how many are now waiting to be sent. */
+  private int queueFree(long seq) {
+    frees.add(seq);
+    return unflushedFrees.incrementAndGet();
   }
 
   private void scheduleFlush() {
