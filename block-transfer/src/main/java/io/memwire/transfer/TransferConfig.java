@@ -68,6 +68,9 @@ public final class TransferConfig {
   public static final String POOL_MAX_BYTES = "poolMaxBytes";
   public static final String IO_THREADS = "ioThreads";
   public static final String AUTH_SECRET = "authSecret";
+  public static final String MAX_CONNECTIONS = "maxConnections";
+  public static final String IDLE_TIMEOUT = "idleTimeout";
+  public static final String WRITE_TIMEOUT = "writeTimeout";
 
   /** Every key, in documentation order. */
   public static final Map<String, Key> KEYS;
@@ -102,6 +105,15 @@ public final class TransferConfig {
     put(k, IO_THREADS, "2", "1 to 64", "tcp: I/O threads shared by all connections of the node.");
     put(k, AUTH_SECRET, "(none)", "any non-empty string",
         "tcp: shared secret; peers prove knowledge of it with an HMAC-SHA256 challenge.");
+    put(k, MAX_CONNECTIONS, "4096", "1 to 1048576",
+        "tcp: most connections this node serves at once; further ones are refused at once "
+            + "(the peer is told the node is at its connection limit).");
+    put(k, IDLE_TIMEOUT, "10min", "1s to 24h",
+        "tcp: a served connection with no request and nothing to send for this long is closed; "
+            + "a reader reconnects on its next read.");
+    put(k, WRITE_TIMEOUT, "60s", "100ms to 1h",
+        "tcp: a served connection whose peer takes none of its pending response bytes for this "
+            + "long is closed, releasing the regions those responses pinned.");
     KEYS = Collections.unmodifiableMap(k);
   }
 
@@ -123,6 +135,9 @@ public final class TransferConfig {
   private final long poolMaxBytes;
   private final int ioThreads;
   private final byte[] authSecret;
+  private final int maxConnections;
+  private final Duration idleTimeout;
+  private final Duration writeTimeout;
 
   private TransferConfig(Builder b) {
     this.provider = b.provider;
@@ -139,6 +154,9 @@ public final class TransferConfig {
     this.poolMaxBytes = b.poolMaxBytes;
     this.ioThreads = b.ioThreads;
     this.authSecret = b.authSecret;
+    this.maxConnections = b.maxConnections;
+    this.idleTimeout = b.idleTimeout;
+    this.writeTimeout = b.writeTimeout;
   }
 
   public static Builder builder() {
@@ -188,6 +206,9 @@ public final class TransferConfig {
     b.poolMaxBytes = poolMaxBytes;
     b.ioThreads = ioThreads;
     b.authSecret = authSecret;
+    b.maxConnections = maxConnections;
+    b.idleTimeout = idleTimeout;
+    b.writeTimeout = writeTimeout;
     return b;
   }
 
@@ -244,6 +265,21 @@ public final class TransferConfig {
     return ioThreads;
   }
 
+  /** tcp: most connections served at once. */
+  public int maxConnections() {
+    return maxConnections;
+  }
+
+  /** tcp: how long a served connection may stay idle before it is closed. */
+  public Duration idleTimeout() {
+    return idleTimeout;
+  }
+
+  /** tcp: how long a served connection may make no write progress before it is closed. */
+  public Duration writeTimeout() {
+    return writeTimeout;
+  }
+
   /** The shared secret, if any (a copy). */
   public Optional<byte[]> authSecret() {
     return Optional.ofNullable(authSecret).map(byte[]::clone);
@@ -271,7 +307,9 @@ public final class TransferConfig {
         + readTimeout.toMillis() + "ms, maxOutstanding=" + maxOutstandingRequests + "/"
         + maxOutstandingBytes + "B, maxTransfer=" + maxTransferSize + ", maxSegment="
         + maxSegmentSize + ", budget=" + registrationBudget + ", pool=" + poolMaxBytes
-        + ", ioThreads=" + ioThreads + ", auth=" + (authSecret != null) + "}";
+        + ", ioThreads=" + ioThreads + ", auth=" + (authSecret != null) + ", maxConnections="
+        + maxConnections + ", idleTimeout=" + idleTimeout.toMillis() + "ms, writeTimeout="
+        + writeTimeout.toMillis() + "ms}";
   }
 
   /** Builder; every setter validates and names the key in its error. */
@@ -291,6 +329,9 @@ public final class TransferConfig {
     private long poolMaxBytes = 256 * MIB;
     private int ioThreads = 2;
     private byte[] authSecret;
+    private int maxConnections = 4096;
+    private Duration idleTimeout = Duration.ofMinutes(10);
+    private Duration writeTimeout = Duration.ofSeconds(60);
 
     private Builder() {}
 
@@ -332,6 +373,12 @@ public final class TransferConfig {
           return ioThreads((int) parseLong(name, v));
         case AUTH_SECRET:
           return authSecret(v);
+        case MAX_CONNECTIONS:
+          return maxConnections((int) range(name, parseLong(name, v), 1, 1 << 20));
+        case IDLE_TIMEOUT:
+          return idleTimeout(parseDuration(name, v));
+        case WRITE_TIMEOUT:
+          return writeTimeout(parseDuration(name, v));
         default:
           throw new TransferConfigException("unknown configuration key " + prefix + name
               + "; known keys: " + KEYS.keySet());
@@ -405,6 +452,23 @@ public final class TransferConfig {
 
     public Builder ioThreads(int n) {
       this.ioThreads = (int) range(IO_THREADS, n, 1, 64);
+      return this;
+    }
+
+    public Builder maxConnections(int n) {
+      this.maxConnections = (int) range(MAX_CONNECTIONS, n, 1, 1 << 20);
+      return this;
+    }
+
+    public Builder idleTimeout(Duration d) {
+      range(IDLE_TIMEOUT, d.toMillis(), 1_000, 86_400_000);
+      this.idleTimeout = d;
+      return this;
+    }
+
+    public Builder writeTimeout(Duration d) {
+      range(WRITE_TIMEOUT, d.toMillis(), 100, 3_600_000);
+      this.writeTimeout = d;
       return this;
     }
 

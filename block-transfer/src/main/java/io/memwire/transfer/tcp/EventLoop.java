@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -15,6 +16,11 @@ import org.slf4j.LoggerFactory;
  * One I/O thread with its selector. Every channel (server sessions and client connections) lives
  * on exactly one loop, so its state is touched by one thread only; other threads hand work over
  * with {@link #execute}.
+ *
+ * <p>The thread never dies of a handler's failure, {@link Error}s included (an
+ * {@link OutOfMemoryError} for direct memory is the likely one): the failing channel is closed,
+ * the failure counted and logged (the first one at ERROR, later ones at DEBUG), and the loop
+ * goes on serving every other channel.
  */
 final class EventLoop implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(EventLoop.class);
@@ -35,9 +41,16 @@ final class EventLoop implements Runnable {
   private final Thread thread;
   private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean wakeupPending = new AtomicBoolean();
+  private final LongAdder loopErrors;
+  private final AtomicBoolean errorLogged = new AtomicBoolean();
   private volatile boolean running = true;
 
-  EventLoop(String name) throws IOException {
+  /**
+   * @param loopErrors counts failures the loop survived that were not the channel's own I/O
+   *     errors: {@link Error}s and unexpected exceptions
+   */
+  EventLoop(String name, LongAdder loopErrors) throws IOException {
+    this.loopErrors = loopErrors;
     this.selector = Selector.open();
     this.thread = new Thread(this, name);
     this.thread.setDaemon(true);
@@ -80,8 +93,11 @@ final class EventLoop implements Runnable {
             if (key.isValid()) {
               h.ready(key);
             }
-          } catch (IOException | RuntimeException e) {
-            h.closeOnLoop(e);
+          } catch (IOException e) {
+            close(key, h, e);
+          } catch (RuntimeException | Error e) {
+            survived("serving a channel", e);
+            close(key, h, e);
           }
         }
         runTasks();
@@ -89,18 +105,24 @@ final class EventLoop implements Runnable {
         if (now - lastTick >= TICK_MS * 1_000_000L) {
           lastTick = now;
           for (SelectionKey key : selector.keys()) {
-            if (key.isValid()) {
-              ((Handler) key.attachment()).tick(now);
+            Handler h = (Handler) key.attachment();
+            try {
+              if (key.isValid()) {
+                h.tick(now);
+              }
+            } catch (RuntimeException | Error e) {
+              survived("checking a deadline", e);
+              close(key, h, e);
             }
           }
         }
-      } catch (IOException | RuntimeException e) {
-        LOG.warn("{} survived an unexpected error", thread.getName(), e);
+      } catch (IOException | RuntimeException | Error e) {
+        survived("selecting", e);
       }
     }
     runTasks();
     for (SelectionKey key : selector.keys()) {
-      ((Handler) key.attachment()).closeOnLoop(new IOException("transport stopped"));
+      close(key, (Handler) key.attachment(), new IOException("transport stopped"));
     }
     runTasks();
     try {
@@ -115,9 +137,38 @@ final class EventLoop implements Runnable {
     while ((r = tasks.poll()) != null) {
       try {
         r.run();
-      } catch (RuntimeException e) {
-        LOG.warn("task on {} failed", thread.getName(), e);
+      } catch (RuntimeException | Error e) {
+        survived("running a task", e);
       }
+    }
+  }
+
+  /** Closes a failed channel; a failure while closing only cancels its key. */
+  private void close(SelectionKey key, Handler h, Throwable cause) {
+    try {
+      h.closeOnLoop(cause instanceof Exception
+          ? (Exception) cause
+          : new IOException("I/O thread error: " + cause, cause));
+    } catch (RuntimeException | Error e) {
+      survived("closing a failed channel", e);
+      key.cancel();
+      try {
+        key.channel().close();
+      } catch (IOException | RuntimeException ignored) {
+        // the key is cancelled; nothing else holds the channel
+      }
+    }
+  }
+
+  /** Counts a failure the thread survives; logs the first at ERROR, later ones at DEBUG. */
+  private void survived(String what, Throwable e) {
+    loopErrors.increment();
+    if (errorLogged.compareAndSet(false, true)) {
+      LOG.error("{} survived {} while {}; the failed channel is closed, the thread goes on "
+          + "(further such failures are counted as loopErrors and logged at DEBUG)",
+          thread.getName(), e, what, e);
+    } else {
+      LOG.debug("{} survived {} while {}", thread.getName(), e, what, e);
     }
   }
 

@@ -15,7 +15,8 @@ import javax.crypto.spec.SecretKeySpec;
  * <pre>
  * client -> HELLO      24 B: u32 magic "MWT1" | u16 version (1) | u16 flags (bit 0: client has a secret)
  *                            | 16 B client nonce
- * server -> CHALLENGE  56 B: u32 magic | u16 version | u8 status (0 ok, 2 unsupported version)
+ * server -> CHALLENGE  56 B: u32 magic | u16 version | u8 status (0 ok, 2 unsupported version,
+ *                            3 at its connection limit: the server closes after it)
  *                            | u8 flags (bit 0: authentication required) | 16 B server nonce
  *                            | 32 B server proof = HMAC(secret, "memwire-server" | client nonce | server nonce), or zeros
  * client -> AUTH       32 B: client proof = HMAC(secret, "memwire-client" | server nonce | client nonce)
@@ -37,6 +38,7 @@ final class Handshake {
   static final byte STATUS_OK = 0;
   static final byte STATUS_AUTH_FAILED = 1;
   static final byte STATUS_BAD_VERSION = 2;
+  static final byte STATUS_BUSY = 3;
 
   private static final SecureRandom RANDOM = new SecureRandom();
 

@@ -17,7 +17,11 @@ import org.slf4j.LoggerFactory;
  * from the file by sendfile ({@link FileChannel#transferTo}); application code is never called.
  *
  * <p>Bounded: at most {@link #MAX_QUEUED} responses are queued; beyond that the session stops
- * reading requests until the client drains them.
+ * reading requests until the client drains them. Every decode reads a fixed-size frame only once
+ * that many bytes have arrived, and nothing is allocated from a count the peer sent. The input
+ * buffer is a heap buffer taken at the first read, so an accepted connection costs no direct
+ * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing
+ * the regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
  */
 final class ResponderSession implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(ResponderSession.class);
@@ -70,7 +74,8 @@ final class ResponderSession implements EventLoop.Handler {
   private final SocketChannel channel;
   private final String remote;
   private final long startedNanos = System.nanoTime();
-  private final ByteBuffer in = ByteBuffer.allocateDirect(Wire.REQUEST_SIZE * 512);
+  private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
+  private ByteBuffer in; // taken at the first read
   private final ArrayDeque<Response> out = new ArrayDeque<>();
   private final ByteBuffer[] gather = new ByteBuffer[GATHER];
   private ByteBuffer control; // handshake bytes waiting to be sent
@@ -80,6 +85,10 @@ final class ResponderSession implements EventLoop.Handler {
   private SelectionKey key;
   private byte[] clientNonce;
   private byte[] serverNonce;
+  /** Last time bytes came in or went out. */
+  private long lastActivity = startedNanos;
+  /** Last time response bytes went out, or the time something was queued to an empty queue. */
+  private long lastWriteProgress = startedNanos;
 
   ResponderSession(TcpProvider provider, SocketChannel channel) {
     this.provider = provider;
@@ -100,10 +109,16 @@ final class ResponderSession implements EventLoop.Handler {
   @Override
   public void ready(SelectionKey k) throws IOException {
     if (k.isReadable()) {
+      if (in == null) {
+        in = ByteBuffer.allocate(IN_BUFFER);
+      }
       int n = channel.read(in);
       if (n < 0) {
         closeOnLoop(null);
         return;
+      }
+      if (n > 0) {
+        lastActivity = System.nanoTime();
       }
       parse();
     }
@@ -112,7 +127,12 @@ final class ResponderSession implements EventLoop.Handler {
     }
   }
 
+  private boolean pending() {
+    return control != null || !out.isEmpty();
+  }
+
   private void parse() throws IOException {
+    boolean wasPending = pending();
     in.flip();
     try {
       while (state != State.CLOSED) {
@@ -135,6 +155,9 @@ final class ResponderSession implements EventLoop.Handler {
       }
     } finally {
       in.compact();
+    }
+    if (!wasPending && pending()) {
+      lastWriteProgress = System.nanoTime(); // the write clock starts with the first response
     }
     boolean full = out.size() >= MAX_QUEUED;
     if (full != paused) {
@@ -218,8 +241,10 @@ final class ResponderSession implements EventLoop.Handler {
       }
       return;
     }
+    // Modular difference: any offset in [0, length - read] names bytes inside the region, and
+    // nothing else does, whatever the two addresses are (no overflow can sneak past).
     long offset = address - e.address;
-    if (address < e.address || offset > e.length - length) {
+    if (offset < 0 || offset > e.length - length) {
       error(id, Wire.STATUS_OUT_OF_BOUNDS, "read [0x" + Long.toHexString(address) + ", +" + length
           + ") is outside the region [0x" + Long.toHexString(e.address) + ", +" + e.length + ")");
       return;
@@ -270,9 +295,15 @@ final class ResponderSession implements EventLoop.Handler {
     return c.put(a).put(b).flip();
   }
 
+  private void wrote(long n) {
+    if (n > 0) {
+      lastWriteProgress = lastActivity = System.nanoTime();
+    }
+  }
+
   private void flush() throws IOException {
     if (control != null) {
-      channel.write(control);
+      wrote(channel.write(control));
       if (control.hasRemaining()) {
         setWriteInterest(true);
         return;
@@ -286,13 +317,18 @@ final class ResponderSession implements EventLoop.Handler {
     while (!out.isEmpty()) {
       Response head = out.peek();
       if (head.file != null) {
-        if (head.header.hasRemaining() && channel.write(head.header) == 0) {
-          break;
+        if (head.header.hasRemaining()) {
+          int n = channel.write(head.header);
+          wrote(n);
+          if (n == 0) {
+            break;
+          }
         }
         if (head.header.hasRemaining()) {
           break;
         }
         long n = head.file.transferTo(head.filePosition, head.fileRemaining, channel);
+        wrote(n);
         head.filePosition += n;
         head.fileRemaining -= n;
         if (head.fileRemaining > 0) {
@@ -309,7 +345,7 @@ final class ResponderSession implements EventLoop.Handler {
         gather[count++] = r.header;
         gather[count++] = r.body;
       }
-      channel.write(gather, 0, count);
+      wrote(channel.write(gather, 0, count));
       java.util.Arrays.fill(gather, 0, count, null);
       boolean progressed = false;
       while (!out.isEmpty() && out.peek().file == null && out.peek().done()) {
@@ -351,8 +387,39 @@ final class ResponderSession implements EventLoop.Handler {
 
   @Override
   public void tick(long nowNanos) {
-    if (state != State.SERVING && nowNanos - startedNanos > provider.handshakeTimeoutNanos()) {
-      LOG.debug("closing {}: handshake not completed in time", remote);
+    if (!channel.isOpen()) {
+      return;
+    }
+    if (state != State.SERVING) { // handshaking, or refused and flushing the answer
+      if (nowNanos - startedNanos > provider.handshakeTimeoutNanos()) {
+        LOG.debug("closing {}: handshake not completed in time", remote);
+        closeOnLoop(null);
+      }
+      return;
+    }
+    if (pending()) {
+      if (nowNanos - lastWriteProgress > provider.writeTimeoutNanos()) {
+        provider.writeTimeouts.increment();
+        String what = "closing tcp transfer connection from {}: it took no response bytes for "
+            + provider.config().writeTimeout().toMillis() + " ms (writeTimeout), " + out.size()
+            + " responses queued";
+        if (provider.writeTimeoutLogged.compareAndSet(false, true)) {
+          LOG.warn(what + "; further ones are counted as writeTimeouts and logged at DEBUG",
+              remote);
+        } else {
+          LOG.debug(what, remote);
+        }
+        closeOnLoop(null);
+      }
+    } else if (nowNanos - lastActivity > provider.idleTimeoutNanos()) {
+      provider.idleClosed.increment();
+      String what = "closing tcp transfer connection from {}: idle for "
+          + provider.config().idleTimeout().toMillis() + " ms (idleTimeout)";
+      if (provider.idleLogged.compareAndSet(false, true)) {
+        LOG.info(what + "; further ones are counted as idleClosed and logged at DEBUG", remote);
+      } else {
+        LOG.debug(what, remote);
+      }
       closeOnLoop(null);
     }
   }

@@ -149,6 +149,15 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
       throw new TransferConnectionException("peer does not speak protocol version "
           + Handshake.VERSION, peer, null);
     }
+    if (status == Handshake.STATUS_BUSY) {
+      throw new TransferConnectionException(
+          "peer refused the connection: it serves its limit of connections (maxConnections)",
+          peer, null);
+    }
+    if (status != Handshake.STATUS_OK) {
+      throw new TransferConnectionException("peer refused the handshake with status " + status,
+          peer, null);
+    }
     if (authRequired && secret == null) {
       throw new TransferConnectionException(
           "peer requires authentication and this node has no shared secret (authSecret)", peer, null);

@@ -12,6 +12,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
@@ -20,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -30,10 +32,21 @@ import org.slf4j.LoggerFactory;
  * runs a responder that answers (key, address, length) requests from its table of live registered
  * regions, without calling application code. A fixed set of I/O threads (event loops) carries all
  * connections of the node, serving and reading alike.
+ *
+ * <p>Robustness: a failed {@code accept()} (out of file descriptors, say) pauses accepting with a
+ * growing back-off and never closes the listener; at most {@code maxConnections} connections are
+ * served, further ones are told so and closed; served connections that stay idle past {@code
+ * idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed. Each
+ * condition is logged once when it starts and counted in {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
+  /** Shortest and longest pause of accepting after {@code accept()} failed. */
+  private static final long ACCEPT_BACKOFF_MIN_MS = 100;
+  private static final long ACCEPT_BACKOFF_MAX_MS = 2_000;
+  /** Connections taken per readiness event, so one flood does not starve the loop's others. */
+  private static final int ACCEPTS_PER_EVENT = 256;
 
   private final TransferConfig config;
   private final byte[] secret;
@@ -49,6 +62,14 @@ public final class TcpProvider implements TransportProvider {
   final LongAdder servedErrors = new LongAdder();
   final LongAdder protocolViolations = new LongAdder();
   final LongAdder authFailures = new LongAdder();
+  final LongAdder acceptFailures = new LongAdder();
+  final LongAdder connectionsRefused = new LongAdder();
+  final LongAdder idleClosed = new LongAdder();
+  final LongAdder writeTimeouts = new LongAdder();
+  final LongAdder loopErrors = new LongAdder();
+  /** Whether the current run of idle closes / write timeouts has been logged at WARN. */
+  final AtomicBoolean idleLogged = new AtomicBoolean();
+  final AtomicBoolean writeTimeoutLogged = new AtomicBoolean();
   private volatile boolean closed;
 
   private TcpProvider(TransferConfig config) throws IOException {
@@ -69,15 +90,16 @@ public final class TcpProvider implements TransportProvider {
     this.localAddress = (InetSocketAddress) server.getLocalAddress();
     this.loops = new EventLoop[config.ioThreads()];
     for (int i = 0; i < loops.length; i++) {
-      loops[i] = new EventLoop("memwire-tcp-" + id + "-io-" + i);
+      loops[i] = new EventLoop("memwire-tcp-" + id + "-io-" + i, loopErrors);
       loops[i].start();
     }
     loops[0].execute(() -> {
       if (closed) {
         return;
       }
+      Acceptor acceptor = new Acceptor();
       try {
-        loops[0].register(server, SelectionKey.OP_ACCEPT, new Acceptor());
+        acceptor.key = loops[0].register(server, SelectionKey.OP_ACCEPT, acceptor);
       } catch (IOException e) {
         LOG.error("cannot accept connections on {}", localAddress, e);
       }
@@ -97,35 +119,148 @@ public final class TcpProvider implements TransportProvider {
     }
   }
 
-  /** Accepts connections and spreads them over the loops. */
+  /**
+   * Accepts connections and spreads them over the loops. It never closes the listener on a
+   * failure: a failed {@code accept()} pauses accepting (100 ms, doubling up to 2 s, resumed by
+   * the loop's tick) and the next success resumes normal service.
+   */
   private final class Acceptor implements EventLoop.Handler {
+    SelectionKey key;
+    private long pausedUntil;
+    private boolean paused;
+    private long backoffMs;
+    private long failuresInRow;
+    private boolean refusing;
+
     @Override
-    public void ready(SelectionKey key) throws IOException {
-      SocketChannel ch;
-      while ((ch = server.accept()) != null) {
+    public void ready(SelectionKey k) {
+      for (int i = 0; i < ACCEPTS_PER_EVENT && !closed; i++) {
+        SocketChannel ch;
+        try {
+          ch = server.accept();
+        } catch (ClosedChannelException e) {
+          return; // the provider is closing
+        } catch (IOException | RuntimeException | Error e) {
+          acceptFailed(k, e);
+          return;
+        }
+        if (ch == null) {
+          return;
+        }
+        if (failuresInRow > 0) {
+          LOG.info("accepting tcp transfer connections on {} again after {} failed accepts",
+              localAddress, failuresInRow);
+          failuresInRow = 0;
+          backoffMs = 0;
+        }
+        admit(ch);
+      }
+    }
+
+    private void acceptFailed(SelectionKey k, Throwable e) {
+      acceptFailures.increment();
+      failuresInRow++;
+      backoffMs = backoffMs == 0 ? ACCEPT_BACKOFF_MIN_MS
+          : Math.min(backoffMs * 2, ACCEPT_BACKOFF_MAX_MS);
+      pausedUntil = System.nanoTime() + backoffMs * 1_000_000L;
+      paused = true;
+      if (k.isValid()) {
+        k.interestOps(0);
+      }
+      if (failuresInRow == 1) {
+        LOG.warn("accept() failed on {} ({}); still listening, retrying with a back-off of up to "
+            + "{} ms (failures are counted as acceptFailures)", localAddress, e.toString(),
+            ACCEPT_BACKOFF_MAX_MS);
+      } else {
+        LOG.debug("accept() failed again on {}: {}", localAddress, e.toString());
+      }
+    }
+
+    @Override
+    public void tick(long nowNanos) {
+      if (paused && nowNanos - pausedUntil >= 0) {
+        paused = false;
+        if (key != null && key.isValid()) {
+          key.interestOps(SelectionKey.OP_ACCEPT);
+        }
+      }
+    }
+
+    private void admit(SocketChannel ch) {
+      if (sessions.size() >= config.maxConnections()) {
+        refuse(ch);
+        return;
+      }
+      if (refusing) {
+        refusing = false;
+        LOG.info("serving fewer than {} connections on {} again; accepting", 
+            config.maxConnections(), localAddress);
+      }
+      ResponderSession s = null;
+      try {
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        ResponderSession s = new ResponderSession(TcpProvider.this, ch);
+        s = new ResponderSession(TcpProvider.this, ch);
         sessions.add(s);
         EventLoop loop = pickLoop();
-        SocketChannel accepted = ch;
+        ResponderSession session = s;
         loop.execute(() -> {
           try {
-            s.attach(loop.register(accepted, SelectionKey.OP_READ, s));
-          } catch (IOException e) {
-            s.closeOnLoop(e);
+            session.attach(loop.register(ch, SelectionKey.OP_READ, session));
+          } catch (IOException | RuntimeException | Error e) {
+            session.closeOnLoop(e instanceof Exception ? (Exception) e : new IOException(e));
           }
         });
+      } catch (IOException | RuntimeException | Error e) {
+        // Out of memory for the session, say: drop this connection only.
+        loopErrors.increment();
+        LOG.debug("dropped an accepted connection on {}: {}", localAddress, e.toString());
+        if (s != null) {
+          sessions.remove(s);
+        }
+        closeQuietly(ch);
+      }
+    }
+
+    /** Tells the peer the node is at its connection limit, then closes. */
+    private void refuse(SocketChannel ch) {
+      connectionsRefused.increment();
+      if (!refusing) {
+        refusing = true;
+        LOG.warn("serving {} connections on {}, the limit ({}); refusing further ones until "
+            + "fewer are open (counted as connectionsRefused)", sessions.size(), localAddress,
+            TransferConfig.MAX_CONNECTIONS);
+      }
+      try {
+        ch.configureBlocking(false);
+        // Take the client's HELLO if it is already here, so the close is a FIN, not a reset
+        // that could discard the answer before the client reads it.
+        ch.read(ByteBuffer.allocate(Handshake.HELLO_SIZE));
+        ch.write(Handshake.challenge(Handshake.STATUS_BUSY, false,
+            new byte[Handshake.NONCE_SIZE], null));
+      } catch (IOException | RuntimeException | Error e) {
+        LOG.debug("refusing a connection on {}: {}", localAddress, e.toString());
+      } finally {
+        closeQuietly(ch);
       }
     }
 
     @Override
     public void closeOnLoop(Exception cause) {
+      // Only at loop shutdown: ready() and tick() handle their own failures.
       try {
         server.close();
       } catch (IOException e) {
         LOG.debug("close server", e);
       }
+    }
+  }
+
+  private static void closeQuietly(SocketChannel ch) {
+    try {
+      ch.close();
+    } catch (IOException e) {
+      LOG.debug("close", e);
     }
   }
 
@@ -147,6 +282,14 @@ public final class TcpProvider implements TransportProvider {
 
   long handshakeTimeoutNanos() {
     return config.connectTimeout().toNanos();
+  }
+
+  long idleTimeoutNanos() {
+    return config.idleTimeout().toNanos();
+  }
+
+  long writeTimeoutNanos() {
+    return config.writeTimeout().toNanos();
   }
 
   void sessionClosed(ResponderSession s) {
@@ -194,6 +337,11 @@ public final class TcpProvider implements TransportProvider {
     m.put("servedErrors", servedErrors.sum());
     m.put("protocolViolations", protocolViolations.sum());
     m.put("authFailures", authFailures.sum());
+    m.put("acceptFailures", acceptFailures.sum());
+    m.put("connectionsRefused", connectionsRefused.sum());
+    m.put("idleClosed", idleClosed.sum());
+    m.put("writeTimeouts", writeTimeouts.sum());
+    m.put("loopErrors", loopErrors.sum());
     m.put("servingSessions", (long) sessions.size());
     m.put("liveRemoteKeys", (long) table.size());
     return m;
