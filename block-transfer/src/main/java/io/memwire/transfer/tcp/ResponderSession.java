@@ -205,7 +205,12 @@ final class ResponderSession implements EventLoop.Handler {
       state = State.SERVING;
     } else {
       provider.authFailures.increment();
-      LOG.warn("refused tcp transfer client {}: authentication failed", remote);
+      if (provider.authFailureLogged.compareAndSet(false, true)) {
+        LOG.warn("refused tcp transfer client {}: authentication failed (further ones are "
+            + "counted as authFailures and logged at DEBUG)", remote);
+      } else {
+        LOG.debug("refused tcp transfer client {}: authentication failed", remote);
+      }
       send(Handshake.welcome(Handshake.STATUS_AUTH_FAILED));
       closeAfterFlush = true;
       state = State.CLOSED;
@@ -282,7 +287,12 @@ final class ResponderSession implements EventLoop.Handler {
 
   private void protocolViolation(String what) {
     provider.protocolViolations.increment();
-    LOG.warn("closing tcp transfer connection from {}: {}", remote, what);
+    if (provider.violationLogged.compareAndSet(false, true)) {
+      LOG.warn("closing tcp transfer connection from {}: {} (further protocol violations are "
+          + "counted as protocolViolations and logged at DEBUG)", remote, what);
+    } else {
+      LOG.debug("closing tcp transfer connection from {}: {}", remote, what);
+    }
     closeOnLoop(null);
   }
 

@@ -67,9 +67,11 @@ public final class TcpProvider implements TransportProvider {
   final LongAdder idleClosed = new LongAdder();
   final LongAdder writeTimeouts = new LongAdder();
   final LongAdder loopErrors = new LongAdder();
-  /** Whether the current run of idle closes / write timeouts has been logged at WARN. */
+  /** Whether the first idle close / write timeout / violation / auth failure was logged. */
   final AtomicBoolean idleLogged = new AtomicBoolean();
   final AtomicBoolean writeTimeoutLogged = new AtomicBoolean();
+  final AtomicBoolean violationLogged = new AtomicBoolean();
+  final AtomicBoolean authFailureLogged = new AtomicBoolean();
   private volatile boolean closed;
 
   private TcpProvider(TransferConfig config) throws IOException {
