@@ -26,6 +26,7 @@ import org.slf4j.LoggerFactory;
 final class ResponderSession implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(ResponderSession.class);
   static final int MAX_QUEUED = 1024;
+  private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
   private static final int GATHER = 64;
   /**
    * File reads at least this long go out by sendfile ({@code transferTo}); shorter ones by
@@ -74,7 +75,6 @@ final class ResponderSession implements EventLoop.Handler {
   private final SocketChannel channel;
   private final String remote;
   private final long startedNanos = System.nanoTime();
-  private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
   private ByteBuffer in; // taken at the first read
   private final ArrayDeque<Response> out = new ArrayDeque<>();
   private final ByteBuffer[] gather = new ByteBuffer[GATHER];
