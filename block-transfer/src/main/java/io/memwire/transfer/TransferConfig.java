@@ -60,6 +60,7 @@ public final class TransferConfig {
   public static final String PORT = "port";
   public static final String CONNECT_TIMEOUT = "connectTimeout";
   public static final String READ_TIMEOUT = "readTimeout";
+  public static final String PEER_BACKOFF = "peerBackoff";
   public static final String MAX_OUTSTANDING_REQUESTS = "maxOutstandingRequests";
   public static final String MAX_OUTSTANDING_BYTES = "maxOutstandingBytes";
   public static final String MAX_TRANSFER_SIZE = "maxTransferSize";
@@ -90,6 +91,10 @@ public final class TransferConfig {
         "Deadline for opening a connection (route, connect, handshake).");
     put(k, READ_TIMEOUT, "60s", "100ms to 1h",
         "Deadline for one read; when it passes the connection is failed and reads on it fail.");
+    put(k, PEER_BACKOFF, "5s", "0 to 10min; 0 = off",
+        "After a connection to a peer could not be opened (refused, unreachable, timed out, "
+            + "handshake rejected), further attempts fail at once for this long, naming the first "
+            + "failure, instead of each waiting up to connectTimeout.");
     put(k, MAX_OUTSTANDING_REQUESTS, "64", "1 to 4096",
         "Reads in flight per connection (verbs: also capped by the device's max_qp_rd_atom).");
     put(k, MAX_OUTSTANDING_BYTES, "64m", "64k to 1g", "Bytes in flight per connection.");
@@ -127,6 +132,7 @@ public final class TransferConfig {
   private final int port;
   private final Duration connectTimeout;
   private final Duration readTimeout;
+  private final Duration peerBackoff;
   private final int maxOutstandingRequests;
   private final long maxOutstandingBytes;
   private final int maxTransferSize;
@@ -146,6 +152,7 @@ public final class TransferConfig {
     this.port = b.port;
     this.connectTimeout = b.connectTimeout;
     this.readTimeout = b.readTimeout;
+    this.peerBackoff = b.peerBackoff;
     this.maxOutstandingRequests = b.maxOutstandingRequests;
     this.maxOutstandingBytes = b.maxOutstandingBytes;
     this.maxTransferSize = b.maxTransferSize;
@@ -198,6 +205,7 @@ public final class TransferConfig {
     b.port = port;
     b.connectTimeout = connectTimeout;
     b.readTimeout = readTimeout;
+    b.peerBackoff = peerBackoff;
     b.maxOutstandingRequests = maxOutstandingRequests;
     b.maxOutstandingBytes = maxOutstandingBytes;
     b.maxTransferSize = maxTransferSize;
@@ -235,6 +243,11 @@ public final class TransferConfig {
 
   public Duration readTimeout() {
     return readTimeout;
+  }
+
+  /** How long a peer that could not be connected to is refused at once; zero: never. */
+  public Duration peerBackoff() {
+    return peerBackoff;
   }
 
   public int maxOutstandingRequests() {
@@ -304,7 +317,8 @@ public final class TransferConfig {
     return "TransferConfig{provider=" + provider + ", bind=" + bindAddress + ":" + port
         + (device != null ? ", device=" + device : "")
         + ", connectTimeout=" + connectTimeout.toMillis() + "ms, readTimeout="
-        + readTimeout.toMillis() + "ms, maxOutstanding=" + maxOutstandingRequests + "/"
+        + readTimeout.toMillis() + "ms, peerBackoff=" + peerBackoff.toMillis()
+        + "ms, maxOutstanding=" + maxOutstandingRequests + "/"
         + maxOutstandingBytes + "B, maxTransfer=" + maxTransferSize + ", maxSegment="
         + maxSegmentSize + ", budget=" + registrationBudget + ", pool=" + poolMaxBytes
         + ", ioThreads=" + ioThreads + ", auth=" + (authSecret != null) + ", maxConnections="
@@ -321,6 +335,7 @@ public final class TransferConfig {
     private int port;
     private Duration connectTimeout = Duration.ofSeconds(10);
     private Duration readTimeout = Duration.ofSeconds(60);
+    private Duration peerBackoff = Duration.ofSeconds(5);
     private int maxOutstandingRequests = 64;
     private long maxOutstandingBytes = 64 * MIB;
     private int maxTransferSize = (int) MIB;
@@ -357,6 +372,8 @@ public final class TransferConfig {
           return connectTimeout(parseDuration(name, v));
         case READ_TIMEOUT:
           return readTimeout(parseDuration(name, v));
+        case PEER_BACKOFF:
+          return peerBackoff(parseDuration(name, v));
         case MAX_OUTSTANDING_REQUESTS:
           return maxOutstandingRequests((int) parseLong(name, v));
         case MAX_OUTSTANDING_BYTES:
@@ -417,6 +434,12 @@ public final class TransferConfig {
     public Builder readTimeout(Duration d) {
       range(READ_TIMEOUT, d.toMillis(), 100, 3_600_000);
       this.readTimeout = d;
+      return this;
+    }
+
+    public Builder peerBackoff(Duration d) {
+      range(PEER_BACKOFF, d.toMillis(), 0, 600_000);
+      this.peerBackoff = d;
       return this;
     }
 

@@ -49,6 +49,7 @@ public final class TransferNode implements AutoCloseable {
   private final Set<MemoryRegion> regions = ConcurrentHashMap.newKeySet();
   private final Map<InetSocketAddress, Connection> connections = new ConcurrentHashMap<>();
   private final Map<InetSocketAddress, Object> connectLocks = new ConcurrentHashMap<>();
+  private final Map<InetSocketAddress, PeerDown> downPeers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
   private volatile boolean closed;
 
@@ -285,9 +286,11 @@ public final class TransferNode implements AutoCloseable {
 
   /**
    * The connection to {@code peer}, opened on first use and reused; a failed or closed one is
-   * replaced. Blocks at most the connect timeout.
+   * replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,
+   * attempts within {@link TransferConfig#peerBackoff()} fail at once, naming that failure.
    *
-   * @throws TransferConnectionException when the peer cannot be reached or refuses
+   * @throws TransferConnectionException when the peer cannot be reached, refuses, or is backed
+   *     off after such a failure
    * @throws TransferTimeoutException when connecting takes longer than the connect timeout
    */
   public Connection connection(InetSocketAddress peer) throws TransferException {
@@ -296,6 +299,7 @@ public final class TransferNode implements AutoCloseable {
     if (c != null && c.isOpen()) {
       return c;
     }
+    checkBackoff(peer);
     synchronized (connectLocks.computeIfAbsent(peer, p -> new Object())) {
       c = connections.get(peer);
       if (c != null && c.isOpen()) {
@@ -304,7 +308,21 @@ public final class TransferNode implements AutoCloseable {
       if (c != null) {
         c.close();
       }
-      ProviderConnection pc = provider.connect(peer);
+      // Callers that waited for the lock while an attempt failed fail at once too.
+      checkBackoff(peer);
+      ProviderConnection pc;
+      try {
+        pc = provider.connect(peer);
+      } catch (TransferException e) {
+        counters.connectFailures.increment();
+        if (!config.peerBackoff().isZero()) {
+          downPeers.put(peer, new PeerDown(System.nanoTime() + config.peerBackoff().toNanos(), e));
+          LOG.info("cannot connect to {} ({}); further attempts fail at once for {} ms",
+              peer, e.getMessage(), config.peerBackoff().toMillis());
+        }
+        throw e;
+      }
+      downPeers.remove(peer);
       c = new Connection(this, pc, config, provider.maxReadsInFlightPerConnection());
       connections.put(peer, c);
       if (closed) {
@@ -315,6 +333,25 @@ public final class TransferNode implements AutoCloseable {
       return c;
     }
   }
+
+  private void checkBackoff(InetSocketAddress peer) throws TransferConnectionException {
+    PeerDown down = downPeers.get(peer);
+    if (down == null) {
+      return;
+    }
+    long left = down.untilNanos - System.nanoTime();
+    if (left <= 0) {
+      downPeers.remove(peer, down);
+      return;
+    }
+    counters.peerBackoffRejects.increment();
+    throw new TransferConnectionException("not connecting: the last attempt failed ("
+        + down.cause.getMessage() + "); next attempt allowed in "
+        + TimeUnit.NANOSECONDS.toMillis(left) + " ms", peer, down.cause);
+  }
+
+  /** A peer an attempt to connect to failed, until when attempts fail at once, and why. */
+  private record PeerDown(long untilNanos, TransferException cause) {}
 
   /** Closes the cached connection to {@code peer}, if any; its outstanding reads fail. */
   public void disconnect(InetSocketAddress peer) {
@@ -343,6 +380,8 @@ public final class TransferNode implements AutoCloseable {
     m.put("remoteAccessErrors", counters.remoteAccessErrors.sum());
     m.put("connectionErrors", counters.connectionErrors.sum());
     m.put("timeouts", counters.timeouts.sum());
+    m.put("connectFailures", counters.connectFailures.sum());
+    m.put("peerBackoffRejects", counters.peerBackoffRejects.sum());
     m.put("outstandingRequests", counters.outstandingRequests.get());
     m.put("registeredRegions", counters.registeredRegions.get());
     m.put("registeredBytes", counters.registeredBytes.get());

@@ -1,0 +1,168 @@
+package io.memwire.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A peer that could not be connected to is remembered for {@code peerBackoff}: attempts within it
+ * fail at once, without touching the network, and name the first failure.
+ */
+class PeerBackoffTest {
+  private final List<AutoCloseable> open = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (int i = open.size() - 1; i >= 0; i--) {
+      open.get(i).close();
+    }
+  }
+
+  /** Accepts connections and never answers the handshake; counts the attempts that reach it. */
+  private static final class SilentPeer implements AutoCloseable {
+    final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    final AtomicInteger accepted = new AtomicInteger();
+    final List<Socket> sockets = new ArrayList<>();
+    final Thread acceptor;
+
+    SilentPeer() throws IOException {
+      acceptor = new Thread(() -> {
+        try {
+          while (true) {
+            Socket s = server.accept();
+            synchronized (sockets) {
+              sockets.add(s);
+            }
+            accepted.incrementAndGet();
+          }
+        } catch (IOException closed) {
+          // close() ends the loop
+        }
+      }, "silent-peer");
+      acceptor.setDaemon(true);
+      acceptor.start();
+    }
+
+    /**
+     * How many connections reached this peer: opens one more itself and waits for it, so every
+     * earlier connection (queued before it in the backlog) has been accepted too.
+     */
+    int attemptsSoFar() throws Exception {
+      int before = accepted.get();
+      try (Socket probe = new Socket(server.getInetAddress(), server.getLocalPort())) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+          synchronized (sockets) {
+            if (!sockets.isEmpty()
+                && sockets.get(sockets.size() - 1).getPort() == probe.getLocalPort()) {
+              break;
+            }
+          }
+          assertTrue(System.nanoTime() < deadline, "probe not accepted within 30 s");
+          Thread.sleep(5);
+        }
+      }
+      int n = accepted.decrementAndGet();
+      assertTrue(n >= before);
+      return n;
+    }
+
+    InetSocketAddress address() {
+      return new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort());
+    }
+
+    @Override
+    public void close() throws Exception {
+      server.close();
+      synchronized (sockets) {
+        for (Socket s : sockets) {
+          s.close();
+        }
+      }
+      acceptor.join(5000);
+    }
+  }
+
+  private TransferNode node(Duration backoff) {
+    TransferNode n = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
+        .connectTimeout(Duration.ofMillis(300)).peerBackoff(backoff).build());
+    open.add(n);
+    return n;
+  }
+
+  @Test
+  void attemptsWithinTheBackoffFailAtOnceNamingTheFirstFailure() throws Exception {
+    SilentPeer peer = new SilentPeer();
+    open.add(peer);
+    TransferNode node = node(Duration.ofMinutes(5));
+
+    TransferException first =
+        assertThrows(TransferException.class, () -> node.connection(peer.address()));
+    assertInstanceOf(TransferTimeoutException.class, first, "the handshake never came");
+    assertEquals(1, peer.attemptsSoFar());
+
+    TransferConnectionException again =
+        assertThrows(TransferConnectionException.class, () -> node.connection(peer.address()));
+    assertSame(first, again.getCause(), "the refusal carries the failure it remembers");
+    assertTrue(again.getMessage().contains("last attempt failed"), again.getMessage());
+    assertEquals(1, peer.attemptsSoFar(), "no second connection attempt reached the peer");
+    assertEquals(1L, node.stats().asMap().get("connectFailures"));
+    assertEquals(1L, node.stats().asMap().get("peerBackoffRejects"));
+  }
+
+  @Test
+  void aRefusingPeerIsRetriedOnceTheBackoffHasPassed() throws Exception {
+    SilentPeer peer = new SilentPeer();
+    open.add(peer);
+    TransferNode node = node(Duration.ofMillis(200));
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    // Once the back-off is over the next call really tries again (and times out again).
+    while (peer.accepted.get() < 2) {
+      assertTrue(System.nanoTime() < deadline, "no second attempt within 30 s");
+      assertThrows(TransferException.class, () -> node.connection(peer.address()));
+      Thread.sleep(10);
+    }
+    assertEquals(2L, node.stats().asMap().get("connectFailures"));
+  }
+
+  @Test
+  void aSuccessfulConnectionClearsTheBackoff() throws Exception {
+    TransferNode server = node(Duration.ofMillis(200));
+    TransferNode client = node(Duration.ofMillis(200));
+    // A port nobody listens on: refused.
+    InetSocketAddress dead;
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      dead = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
+    }
+    assertThrows(TransferConnectionException.class, () -> client.connection(dead));
+    assertTrue(client.connection(server.localAddress()).isOpen(),
+        "another peer is not affected by one peer's back-off");
+    assertEquals(1L, client.stats().asMap().get("connectFailures"));
+  }
+
+  @Test
+  void zeroTurnsTheBackoffOff() throws Exception {
+    SilentPeer peer = new SilentPeer();
+    open.add(peer);
+    TransferNode node = node(Duration.ZERO);
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    assertEquals(2, peer.attemptsSoFar(), "every attempt reaches the peer");
+    assertEquals(0L, node.stats().asMap().get("peerBackoffRejects"));
+  }
+}
