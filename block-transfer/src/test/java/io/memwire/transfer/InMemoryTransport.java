@@ -70,11 +70,16 @@ public final class InMemoryTransport implements AutoCloseable {
     });
   }
 
-  /** Starts a node on this transport with {@code config}'s limits and timeouts. */
+  /**
+   * Starts a node on this transport with {@code config}'s limits and timeouts, at its port when
+   * one is configured (so a node can come back at the address of one that closed).
+   */
   public TransferNode start(TransferConfig config) {
-    Provider p = new Provider(new InetSocketAddress(InetAddress.getLoopbackAddress(),
-        PORTS.incrementAndGet()));
-    nodes.put(p.address, p);
+    int port = config.port() != 0 ? config.port() : PORTS.incrementAndGet();
+    Provider p = new Provider(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+    if (nodes.putIfAbsent(p.address, p) != null) {
+      throw new TransferConfigException("an in-memory node already listens on " + p.address);
+    }
     return TransferNode.startWith(config, p, "in-memory test transport");
   }
 
@@ -283,6 +288,7 @@ public final class InMemoryTransport implements AutoCloseable {
     final InetSocketAddress address;
     final Map<Long, Registration> table = new ConcurrentHashMap<>();
     final Set<InMemoryConnection> connections = ConcurrentHashMap.newKeySet();
+    final Set<InMemoryConnection> incoming = ConcurrentHashMap.newKeySet();
 
     Provider(InetSocketAddress address) {
       this.address = address;
@@ -323,15 +329,19 @@ public final class InMemoryTransport implements AutoCloseable {
       }
       InMemoryConnection c = new InMemoryConnection(this, target);
       connections.add(c);
+      target.incoming.add(c);
       connects.incrementAndGet();
       return c;
     }
 
     @Override
     public void close() {
-      nodes.remove(address);
+      nodes.remove(address, this);
       for (InMemoryConnection c : connections.toArray(new InMemoryConnection[0])) {
         c.close();
+      }
+      for (InMemoryConnection c : incoming.toArray(new InMemoryConnection[0])) {
+        c.fail(new TransferConnectionException("peer closed the connection", c.peer(), null));
       }
     }
   }
@@ -425,6 +435,14 @@ public final class InMemoryTransport implements AutoCloseable {
         return;
       }
       posted.addAndGet(reads.size());
+      try {
+        schedule(accepted);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        fail(new TransferConnectionException("in-memory transport closed", peer(), e));
+      }
+    }
+
+    private void schedule(List<PostedRead> accepted) {
       Function<PostedRead, Action> decide = script;
       for (PostedRead p : accepted) {
         Action a = decide.apply(p);
@@ -514,6 +532,7 @@ public final class InMemoryTransport implements AutoCloseable {
       }
       held.removeIf(p -> p.connection == this);
       local.connections.remove(this);
+      target.incoming.remove(this);
     }
 
     @Override
