@@ -384,24 +384,42 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     }
     List<WireRead> fromLoop = new ArrayList<>();
     CountDownLatch done = new CountDownLatch(1);
+    Object handOver = new Object();
+    boolean[] ranAbandoned = new boolean[2];
     loop.execute(() -> {
+      boolean failHere;
       try {
         quiesceOnLoop(fromLoop);
       } finally {
+        synchronized (handOver) {
+          ranAbandoned[0] = true;
+          failHere = ranAbandoned[1];
+        }
         done.countDown();
+      }
+      if (failHere) {
+        fromLoop.forEach(r -> r.fail(cause)); // the failing thread gave up waiting
       }
     });
     try {
       // Wait so that no destination is written once this returns (buffers may be freed next).
-      if (!done.await(10, TimeUnit.SECONDS)) {
-        LOG.warn("I/O thread did not stop the connection to {} within 10 s", peer());
-        return;
-      }
+      done.await(10, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return;
     }
-    held.addAll(fromLoop);
+    synchronized (handOver) {
+      if (ranAbandoned[0]) {
+        held.addAll(fromLoop);
+        return;
+      }
+      ranAbandoned[1] = true;
+    }
+    if (!loop.isAlive()) {
+      quiesceOnLoop(held); // the loop ended before running the task: nothing else touches them
+    } else {
+      LOG.warn("I/O thread did not stop the connection to {} within 10 s; its reads fail when it "
+          + "does", peer());
+    }
   }
 
   @Override
