@@ -225,7 +225,7 @@ public final class Connection {
       stale = !queued.isEmpty() && transport.failure() != null;
     }
     if (stale) {
-      pump(); // drains: with the checks above this never finds work, but must not hang if it does
+      pump(); // a safety net: read() and the failure path keep a failed queue empty
     }
     if (oldest != null && nowNanos - oldest.postedNanos > readTimeoutNanos) {
       transport.fail(new TransferTimeoutException("read of " + oldest.length() + " bytes from "
