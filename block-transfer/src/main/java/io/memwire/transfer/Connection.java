@@ -14,7 +14,14 @@ import java.util.concurrent.CompletableFuture;
  * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
  * queued, and posted to the transport while the connection stays within its limits on reads and
  * bytes in flight (like a queue pair's send-queue depth); completions let the next ones go.
- * Futures complete on the transport's I/O thread: chain only short, non-blocking work on them.
+ * Futures complete on the transport's I/O thread (or, when the connection fails, on the thread
+ * that failed it): chain only short, non-blocking work on them.
+ *
+ * <p>The connection's state is its provider connection's ({@link ProviderConnection#failure()}):
+ * one state, no copy here. A connection error on any read fails the provider connection; the
+ * queue is checked against that state and drained under {@link #lock}, so a batch is either failed
+ * by the drain or sees the failure itself, never left queued. Nothing is called out of this class
+ * (posts, completions) while holding the lock.
  *
  * <p>Connections are owned and cached by the {@link TransferNode}; a failed connection stays
  * failed and {@link TransferNode#connection} opens a fresh one.
@@ -31,7 +38,6 @@ public final class Connection {
   private final ArrayDeque<Piece> queued = new ArrayDeque<>();
   private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
   private long inFlightBytes;
-  private volatile TransferException failure;
 
   Connection(TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
     this.node = node;
@@ -48,7 +54,7 @@ public final class Connection {
 
   /** False once the connection failed or was closed. */
   public boolean isOpen() {
-    return failure == null && transport.isOpen();
+    return transport.isOpen();
   }
 
   /** Reads one range. */
@@ -73,13 +79,17 @@ public final class Connection {
       split(req, pieces);
     }
     node.counters().requestsStarted(requests.size());
-    TransferException f = failure;
-    if (f != null || !transport.isOpen()) {
-      failAll(pieces, f != null ? f : closedError());
-    } else {
-      synchronized (lock) {
+    TransferException f = null;
+    synchronized (lock) {
+      if (!transport.isOpen()) {
+        f = failureOrClosed();
+      } else {
         queued.addAll(pieces);
       }
+    }
+    if (f != null) {
+      failAll(pieces, f);
+    } else {
       pump();
     }
     return new ReadBatch(futures);
@@ -108,8 +118,16 @@ public final class Connection {
   /** Moves queued pieces into flight while the limits allow, then posts them as one batch. */
   private void pump() {
     List<WireRead> post = null;
+    List<Piece> drained = null;
+    List<Piece> noMemory = null;
+    RuntimeException noMemoryCause = null;
+    TransferException failed;
     synchronized (lock) {
-      while (!queued.isEmpty() && failure == null) {
+      failed = transport.failure();
+      if (failed != null) {
+        drained = drainQueued();
+      }
+      while (failed == null && !queued.isEmpty()) {
         Piece p = queued.peek();
         boolean fits = inFlight.size() < maxReads
             && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
@@ -121,9 +139,11 @@ public final class Connection {
         try {
           part = p.toPart(node);
         } catch (RuntimeException e) {
-          p.request.partDone(new TransferConnectionException(
-              "no destination memory for a read of " + p.length + " bytes: " + e.getMessage(),
-              peer(), e), node);
+          if (noMemory == null) {
+            noMemory = new ArrayList<>();
+          }
+          noMemory.add(p);
+          noMemoryCause = e;
           continue;
         }
         inFlight.add(part);
@@ -134,48 +154,78 @@ public final class Connection {
         post.add(part);
       }
     }
+    if (drained != null) {
+      failAll(drained, failed);
+    }
+    if (noMemory != null) {
+      for (Piece p : noMemory) {
+        p.request.partDone(new TransferConnectionException("no destination memory for a read of "
+            + p.length + " bytes: " + noMemoryCause.getMessage(), peer(), noMemoryCause), node);
+      }
+    }
     if (post != null) {
+      assert !Thread.holdsLock(lock) : "posting while holding the connection lock";
       transport.post(post);
     }
   }
 
+  /** Empties the queue; caller holds {@link #lock}. */
+  private List<Piece> drainQueued() {
+    List<Piece> drained = new ArrayList<>(queued);
+    queued.clear();
+    return drained;
+  }
+
   private void partEnded(Part part, TransferException error) {
+    boolean broken = error != null && !(error instanceof RemoteAccessException);
+    if (broken) {
+      // The transport is broken: fail it (the first failure wins; a no-op when it is already
+      // failing) before draining, so that any later read sees the failure under the lock.
+      transport.fail(error);
+    }
+    List<Piece> drained = null;
     synchronized (lock) {
       if (inFlight.remove(part)) {
         inFlightBytes -= part.length();
       }
-    }
-    if (error != null && !(error instanceof RemoteAccessException)) {
-      // The transport is broken: nothing queued can succeed on it.
-      failure = error;
-      List<Piece> drained;
-      synchronized (lock) {
-        drained = new ArrayList<>(queued);
-        queued.clear();
+      if (broken) {
+        drained = drainQueued();
       }
-      failAll(drained, error);
+    }
+    if (drained != null) {
+      failAll(drained, failureOrClosed());
     }
     part.piece.request.partDone(error, node);
-    if (error == null || error instanceof RemoteAccessException) {
+    if (!broken) {
       pump();
     }
   }
 
   private void failAll(List<Piece> pieces, TransferException error) {
+    assert !Thread.holdsLock(lock) : "completing requests while holding the connection lock";
     for (Piece p : pieces) {
       p.request.partDone(error, node);
     }
   }
 
-  private TransferConnectionException closedError() {
-    return new TransferConnectionException("connection is closed", peer(), null);
+  private TransferException failureOrClosed() {
+    TransferException f = transport.failure();
+    return f != null ? f : new TransferConnectionException("connection is closed", peer(), null);
   }
 
-  /** Called by the node's timer: fails the connection when its oldest read is overdue. */
+  /**
+   * Called by the node's timer: fails the connection when its oldest read is overdue, and fails
+   * whatever is still queued on a connection that has failed.
+   */
   void checkTimeout(long nowNanos) {
     Part oldest;
+    boolean stale;
     synchronized (lock) {
       oldest = inFlight.isEmpty() ? null : inFlight.iterator().next();
+      stale = !queued.isEmpty() && transport.failure() != null;
+    }
+    if (stale) {
+      pump(); // a safety net: read() and the failure path keep a failed queue empty
     }
     if (oldest != null && nowNanos - oldest.postedNanos > readTimeoutNanos) {
       transport.fail(new TransferTimeoutException("read of " + oldest.length() + " bytes from "
@@ -194,12 +244,7 @@ public final class Connection {
   /** Closes the transport; reads in flight fail with a connection error. */
   void close() {
     transport.close();
-    List<Piece> drained;
-    synchronized (lock) {
-      drained = new ArrayList<>(queued);
-      queued.clear();
-    }
-    failAll(drained, closedError());
+    pump(); // the transport has failed: this drains the queue
   }
 
   /** One caller request and its future; completes when all its parts have ended. */
@@ -304,12 +349,12 @@ public final class Connection {
     }
 
     @Override
-    public void complete() {
+    protected void onComplete() {
       partEnded(this, null);
     }
 
     @Override
-    public void fail(TransferException cause) {
+    protected void onFail(TransferException cause) {
       partEnded(this, cause);
     }
   }

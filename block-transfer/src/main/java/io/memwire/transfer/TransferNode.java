@@ -98,6 +98,14 @@ public final class TransferNode implements AutoCloseable {
     return node;
   }
 
+  /**
+   * Starts a node on a provider built by the caller, without selection. A test hook (the test
+   * jar's in-memory provider uses it); applications use {@link #start}.
+   */
+  static TransferNode startWith(TransferConfig config, TransportProvider provider, String reason) {
+    return new TransferNode(config, provider, reason);
+  }
+
   public TransferConfig config() {
     return config;
   }

@@ -41,8 +41,13 @@ public abstract class TransferContractTest {
   /** The provider under test, with anything it needs (bind address, device). */
   protected abstract TransferConfig.Builder baseConfig();
 
+  /** Starts a node; a subclass may start it on another transport (the in-memory one). */
+  protected TransferNode startNode(TransferConfig config) {
+    return TransferNode.start(config);
+  }
+
   protected TransferNode node(TransferConfig.Builder b) {
-    TransferNode n = TransferNode.start(b.build());
+    TransferNode n = startNode(b.build());
     nodes.add(n);
     return n;
   }

@@ -6,7 +6,9 @@ import java.util.List;
 
 /**
  * One provider connection (a TCP socket, a verbs queue pair). Flow control happens above it: a
- * provider may assume the reads it is given fit its limits.
+ * provider may assume the reads it is given fit its limits. Providers extend {@link
+ * AbstractProviderConnection}, which owns the lifecycle (open, failing, failed) and the rule that
+ * outstanding reads fail once, after the provider has quiesced.
  */
 public interface ProviderConnection {
 
@@ -27,6 +29,9 @@ public interface ProviderConnection {
   void fail(TransferException cause);
 
   boolean isOpen();
+
+  /** The failure that ended this connection (the first one), or null while it is open. */
+  TransferException failure();
 
   /** Closes the connection; outstanding reads fail with a connection error. */
   void close();

@@ -4,7 +4,7 @@ import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
-import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -16,6 +16,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
@@ -25,6 +26,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The reading side of one tcp connection. Requests are pipelined: every posted read goes out as a
@@ -32,10 +35,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * in the read's destination (large bodies are read from the socket straight into it, small ones
  * are copied out of a receive buffer so one system call can carry many).
  *
- * <p>All socket and destination access happens on the connection's event-loop thread; a failure
- * is applied there too, so once a read has failed nothing writes into its destination.
+ * <p>All socket and destination access happens on the connection's event-loop thread; quiescing
+ * on failure happens there too (see {@link AbstractProviderConnection}), so once a read has failed
+ * nothing writes into its destination.
  */
-final class TcpConnection implements ProviderConnection, EventLoop.Handler {
+final class TcpConnection extends AbstractProviderConnection implements EventLoop.Handler {
+  private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
   private static final int DIRECT_READ_MIN = 32 << 10;
   /**
    * Small on purpose: whatever of a large body lands here is copied, the rest is read straight
@@ -45,12 +50,10 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   private static final int RECV_BUFFER = 32 << 10;
 
   private final TcpProvider provider;
-  private final InetSocketAddress peer;
   private final SocketChannel channel;
   private final EventLoop loop;
   private final Queue<WireRead> submitted = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean flushScheduled = new AtomicBoolean();
-  private volatile TransferException failure;
 
   /**
    * Guards the send side ({@link #send}, {@link #nextId}, adding to {@link #inFlight}): a posting
@@ -71,8 +74,8 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   private int errorFilled;
 
   private TcpConnection(TcpProvider provider, InetSocketAddress peer, SocketChannel ch, EventLoop l) {
+    super(peer);
     this.provider = provider;
-    this.peer = peer;
     this.channel = ch;
     this.loop = l;
     recv.flip(); // read mode, empty
@@ -98,7 +101,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
         try {
           c.key = loop.register(registered, SelectionKey.OP_READ, c);
         } catch (IOException | RuntimeException e) {
-          c.failOnLoop(new TransferConnectionException("cannot register connection", peer, e));
+          c.fail(new TransferConnectionException("cannot register connection", peer, e));
         } finally {
           latch.countDown();
         }
@@ -194,21 +197,14 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   }
 
   @Override
-  public InetSocketAddress peer() {
-    return peer;
-  }
-
-  @Override
-  public boolean isOpen() {
-    return failure == null;
-  }
-
-  @Override
   public void post(List<WireRead> reads) {
     submitted.addAll(reads);
-    TransferException f = failure;
-    if (f != null || !loop.isAlive()) {
-      drainSubmitted(f != null ? f : new TransferConnectionException("transport stopped", peer, null));
+    if (!loop.isAlive()) {
+      fail(new TransferConnectionException("transport stopped", peer(), null));
+    }
+    if (!isOpen()) {
+      // The failure's quiesce may already have drained the queue: whatever is left is ours.
+      reject(drainSubmitted());
       return;
     }
     if (!loop.inLoop() && key != null && sendLock.tryLock()) {
@@ -233,7 +229,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
     try {
       interest(!trySend());
     } catch (IOException | RuntimeException e) {
-      failOnLoop(new TransferConnectionException("send failed: " + e.getMessage(), peer, e));
+      fail(new TransferConnectionException("send failed: " + e.getMessage(), peer(), e));
     } finally {
       sendLock.unlock();
     }
@@ -244,8 +240,8 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
     while (true) {
       WireRead r;
       while (send.remaining() >= Wire.REQUEST_SIZE && (r = submitted.poll()) != null) {
-        if (failure != null) {
-          r.fail(failure);
+        if (!isOpen()) {
+          reject(r);
           continue;
         }
         long id = nextId++;
@@ -253,8 +249,8 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
         send.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(r.length())
             .putLong(id).putLong(r.remoteKey()).putLong(r.remoteAddress());
       }
-      if (send.position() == 0 || failure != null) {
-        return submitted.isEmpty() || failure != null;
+      if (send.position() == 0 || !isOpen()) {
+        return submitted.isEmpty() || !isOpen();
       }
       send.flip();
       channel.write(send);
@@ -283,7 +279,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   }
 
   private void receive() throws IOException {
-    for (int round = 0; round < 16 && failure == null; round++) {
+    for (int round = 0; round < 16 && isOpen(); round++) {
       if (current != null && currentDst != null && !recv.hasRemaining()
           && currentDst.remaining() >= DIRECT_READ_MIN) {
         int n = channel.read(currentDst);
@@ -314,11 +310,11 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   }
 
   private void peerClosed() {
-    failOnLoop(new TransferConnectionException("peer closed the connection", peer, null));
+    fail(new TransferConnectionException("peer closed the connection", peer(), null));
   }
 
   private void process() throws IOException {
-    while (failure == null) {
+    while (isOpen()) {
       if (current == null) {
         if (recv.remaining() < Wire.RESPONSE_HEADER_SIZE) {
           return;
@@ -371,7 +367,7 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
         WireRead r = current;
         current = null;
         r.fail(new RemoteAccessException(Wire.reason(errorStatus),
-            new String(errorMessage, StandardCharsets.UTF_8), r.source(), peer));
+            new String(errorMessage, StandardCharsets.UTF_8), r.source(), peer()));
       }
     }
   }
@@ -384,15 +380,35 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
   }
 
   @Override
-  public void fail(TransferException cause) {
+  protected boolean onProviderThread() {
+    return loop.inLoop();
+  }
+
+  /** Stops the socket on the loop thread, where every destination write happens. */
+  @Override
+  protected void quiesce(TransferException cause, List<WireRead> held) {
     if (loop.inLoop() || !loop.isAlive()) {
-      failOnLoop(cause);
+      quiesceOnLoop(held);
       return;
     }
+    List<WireRead> fromLoop = new ArrayList<>();
     CountDownLatch done = new CountDownLatch(1);
+    Object handOver = new Object();
+    boolean[] ranAbandoned = new boolean[2];
     loop.execute(() -> {
-      failOnLoop(cause);
-      done.countDown();
+      boolean failHere;
+      try {
+        quiesceOnLoop(fromLoop);
+      } finally {
+        synchronized (handOver) {
+          ranAbandoned[0] = true;
+          failHere = ranAbandoned[1];
+        }
+        done.countDown();
+      }
+      if (failHere) {
+        fromLoop.forEach(r -> r.fail(cause)); // the failing thread gave up waiting
+      }
     });
     try {
       // Wait so that no destination is written once this returns (buffers may be freed next).
@@ -400,53 +416,55 @@ final class TcpConnection implements ProviderConnection, EventLoop.Handler {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  @Override
-  public void close() {
-    fail(new TransferConnectionException("connection closed locally", peer, null));
+    synchronized (handOver) {
+      if (ranAbandoned[0]) {
+        held.addAll(fromLoop);
+        return;
+      }
+      ranAbandoned[1] = true;
+    }
+    if (!loop.isAlive()) {
+      quiesceOnLoop(held); // the loop ended before running the task: nothing else touches them
+    } else {
+      LOG.warn("I/O thread did not stop the connection to {} within 10 s; its reads fail when it "
+          + "does", peer());
+    }
   }
 
   @Override
   public void closeOnLoop(Exception cause) {
-    failOnLoop(cause instanceof TransferException
+    fail(cause instanceof TransferException
         ? (TransferException) cause
         : new TransferConnectionException(
-            "connection failed: " + (cause == null ? "closed" : cause.getMessage()), peer, cause));
+            "connection failed: " + (cause == null ? "closed" : cause.getMessage()), peer(), cause));
   }
 
-  private void failOnLoop(TransferException cause) {
-    if (failure != null) {
-      return;
-    }
+  private void quiesceOnLoop(List<WireRead> held) {
+    assert loop.inLoop() || !loop.isAlive() : "tcp connection quiesced off its loop";
+    // A posting thread holding the lock finishes first; later ones see the state is not open.
     sendLock.lock();
-    try {
-      failure = cause; // under the lock: no posting thread adds to inFlight after this
-    } finally {
-      sendLock.unlock();
-    }
+    sendLock.unlock();
     if (key != null) {
       key.cancel();
     }
     closeQuietly(channel);
     if (current != null) {
-      WireRead r = current;
+      held.add(current);
       current = null;
       currentDst = null;
-      r.fail(cause);
     }
-    for (WireRead r : inFlight.values()) {
-      r.fail(cause);
-    }
+    held.addAll(inFlight.values());
     inFlight.clear();
-    drainSubmitted(cause);
+    held.addAll(drainSubmitted());
     provider.connectionClosed(this);
   }
 
-  private void drainSubmitted(TransferException cause) {
+  private List<WireRead> drainSubmitted() {
+    List<WireRead> out = new ArrayList<>();
     WireRead r;
     while ((r = submitted.poll()) != null) {
-      r.fail(cause);
+      out.add(r);
     }
+    return out;
   }
 }

@@ -4,7 +4,7 @@ import com.ibm.disni.verbs.IbvWC;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.spi.ProviderConnection;
+import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -18,13 +18,14 @@ import org.slf4j.LoggerFactory;
  * The reading side of one peer over verbs. A remote access error moves the queue pair into the
  * error state on both sides; the connection then fails only that read, keeps the reads flushed
  * behind it, opens a fresh queue pair in the background and posts them there, so it stays usable
- * as the tcp provider's does. Retry-exceeded, flush without cause and other errors fail every
- * outstanding read and the connection.
+ * as the tcp provider's does. Retry-exceeded, flush without cause and other errors fail the
+ * connection through {@link AbstractProviderConnection#fail}: {@link #quiesce} destroys the queue
+ * pair and hands back every outstanding read, which then fail once.
  *
  * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post
  * the next on the same thread; reads posted that way are gathered and go out as one chain.
  */
-final class VerbsConnection implements ProviderConnection {
+final class VerbsConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
   private static final int SUCCESS = IbvWC.IbvWcStatus.IBV_WC_SUCCESS.ordinal();
   private static final int FLUSH = IbvWC.IbvWcStatus.IBV_WC_WR_FLUSH_ERR.ordinal();
@@ -32,12 +33,15 @@ final class VerbsConnection implements ProviderConnection {
   private static final int REMOTE_INVALID = IbvWC.IbvWcStatus.IBV_WC_REM_INV_REQ_ERR.ordinal();
 
   private final VerbsProvider provider;
-  private final InetSocketAddress peer;
   private final Object lock = new Object();
   private QpLink link;
   /** Reads waiting for a queue pair while one is being re-established. */
   private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
-  private volatile TransferException failure;
+  /**
+   * Reads ended by a fatal completion, held until {@link #quiesce} hands them out. A link whose
+   * QP already reported the error stays {@link #link} (marked dead) until then.
+   */
+  private final List<WireRead> stranded = new ArrayList<>();
   private static final List<WireRead> EMPTY_BEFORE = List.of();
   /**
    * The completion thread while it hands this connection's completed reads to their owners.
@@ -50,19 +54,9 @@ final class VerbsConnection implements ProviderConnection {
   private List<WireRead> deferred;
 
   VerbsConnection(VerbsProvider provider, InetSocketAddress peer, QpLink link) {
+    super(peer);
     this.provider = provider;
-    this.peer = peer;
     this.link = link;
-  }
-
-  @Override
-  public InetSocketAddress peer() {
-    return peer;
-  }
-
-  @Override
-  public boolean isOpen() {
-    return failure == null;
   }
 
   QpLink currentLink() {
@@ -86,7 +80,7 @@ final class VerbsConnection implements ProviderConnection {
         // Verbs keys are 32-bit rkeys: a wider key was never issued by a verbs node.
         r.fail(new RemoteAccessException(RemoteAccessException.Reason.UNKNOWN_KEY,
             "key 0x" + Long.toHexString(r.remoteKey()) + " is not a 32-bit rkey", r.source(),
-            peer));
+            peer()));
       } else {
         toPost.add(r);
       }
@@ -94,37 +88,27 @@ final class VerbsConnection implements ProviderConnection {
     if (toPost.isEmpty()) {
       return;
     }
-    TransferException failNow = null;
-    QpLink broken = null;
-    List<WireRead> failed = null;
+    boolean rejected = false;
+    TransferConnectionException postFailed = null;
     synchronized (lock) {
-      if (failure != null) {
-        failNow = failure;
+      if (!isOpen()) {
+        rejected = true;
       } else if (link == null) {
         pending.addAll(toPost);
       } else {
         try {
+          // The chain is outstanding on the link before the post: a failed post leaves it there.
           provider.posted(link.post(toPost), toPost.size());
         } catch (IOException | RuntimeException e) {
-          failNow = new TransferConnectionException("posting " + toPost.size()
-              + " RDMA reads failed: " + e.getMessage(), peer, e);
-          failure = failNow;
-          broken = link;
-          link = null;
-          broken.dead = true;
-          failed = takeAll(broken);
+          postFailed = new TransferConnectionException("posting " + toPost.size()
+              + " RDMA reads failed: " + e.getMessage(), peer(), e);
         }
       }
     }
-    if (broken != null) {
-      broken.destroy(); // after this the NIC writes into none of these destinations
-      provider.linkRetired(broken);
-      failAll(failed, failNow);
-      provider.connectionFailed(this);
-      return;
-    }
-    if (failNow != null) {
-      failAll(toPost, failNow);
+    if (rejected) {
+      reject(toPost);
+    } else if (postFailed != null) {
+      fail(postFailed);
     }
   }
 
@@ -138,12 +122,6 @@ final class VerbsConnection implements ProviderConnection {
     return out;
   }
 
-  private static void failAll(List<WireRead> reads, TransferException cause) {
-    for (WireRead r : reads) {
-      r.fail(cause);
-    }
-  }
-
   /** A completion for {@code l}; runs on the completion thread and never blocks. */
   void completed(QpLink l, long seq, int status) {
     // Usually one signaled read with no unsignaled ones before it: no list then.
@@ -151,7 +129,6 @@ final class VerbsConnection implements ProviderConnection {
     WireRead ok = null;
     WireRead refused = null;
     RemoteAccessException refusal = null;
-    List<WireRead> failed = null;
     TransferConnectionException fatal = null;
     boolean reconnect = false;
     synchronized (lock) {
@@ -163,7 +140,7 @@ final class VerbsConnection implements ProviderConnection {
       }
       WireRead hit = l.completeThrough(seq, before);
       if (hit == null) {
-        LOG.warn("completion for unknown read {} on link {} to {}", seq, l.id, peer);
+        LOG.warn("completion for unknown read {} on link {} to {}", seq, l.id, peer());
       } else if (status == SUCCESS) {
         ok = hit;
       } else if (status == REMOTE_ACCESS || status == REMOTE_INVALID) {
@@ -172,7 +149,7 @@ final class VerbsConnection implements ProviderConnection {
             ? RemoteAccessException.Reason.ACCESS_ERROR
             : RemoteAccessException.Reason.INVALID_REQUEST,
             "the remote NIC refused the read with " + statusName(status) + " (the key is not a "
-                + "live registration or the range lies outside it)", hit.source(), peer);
+                + "live registration or the range lies outside it)", hit.source(), peer());
         l.dead = true;
         // The rest were flushed, not refused: they go out again on a fresh queue pair.
         List<WireRead> rest = new ArrayList<>();
@@ -182,24 +159,20 @@ final class VerbsConnection implements ProviderConnection {
         }
         if (link == l) {
           link = null;
-          reconnect = failure == null;
+          reconnect = isOpen();
         }
       } else {
         fatal = new TransferConnectionException("RDMA read failed with " + statusName(status)
             + (status == FLUSH ? " (the queue pair was moved to the error state)" : "")
             + (status == IbvWC.IbvWcStatus.IBV_WC_RETRY_EXC_ERR.ordinal()
                 ? " (the peer stopped answering: node down or network path broken)" : ""),
-            peer, null);
+            peer(), null);
+        // The QP is in the error state: the NIC writes nothing more. Its reads wait for quiesce.
         l.dead = true;
-        if (failure == null) {
-          failure = fatal;
+        stranded.add(hit);
+        if (link != l) {
+          l.takeOutstanding(stranded);
         }
-        failed = new ArrayList<>();
-        failed.add(hit);
-        if (link == l) {
-          link = null;
-        }
-        failed.addAll(takeAll(l));
       }
     }
     if (ok != null) {
@@ -230,10 +203,7 @@ final class VerbsConnection implements ProviderConnection {
       provider.reconnectLater(this, l);
     }
     if (fatal != null) {
-      // The QP is in the error state: the NIC writes nothing more, so failing now is safe.
-      failAll(failed, fatal);
-      provider.retireLater(l);
-      provider.connectionFailed(this);
+      fail(fatal);
     }
   }
 
@@ -243,20 +213,19 @@ final class VerbsConnection implements ProviderConnection {
     provider.retire(old);
     QpLink fresh;
     try {
-      fresh = provider.openLink(peer);
+      fresh = provider.openLink(peer());
       provider.linkOpened(fresh, this);
       provider.reconnected();
     } catch (TransferException e) {
       fail(new TransferConnectionException(
           "re-establishing the queue pair after a remote access error failed: " + e.getMessage(),
-          peer, e));
+          peer(), e));
       return;
     }
     List<WireRead> toPost;
-    TransferException failNow = null;
-    List<WireRead> failed = null;
+    TransferConnectionException postFailed = null;
     synchronized (lock) {
-      if (failure != null) {
+      if (!isOpen()) {
         toPost = null;
       } else {
         link = fresh;
@@ -266,25 +235,19 @@ final class VerbsConnection implements ProviderConnection {
           try {
             provider.posted(fresh.post(toPost), toPost.size());
           } catch (IOException | RuntimeException e) {
-            failNow = new TransferConnectionException("posting reads on the re-established queue "
-                + "pair failed: " + e.getMessage(), peer, e);
-            failure = failNow;
-            link = null;
-            fresh.dead = true;
-            failed = takeAll(fresh);
+            postFailed = new TransferConnectionException("posting reads on the re-established "
+                + "queue pair failed: " + e.getMessage(), peer(), e);
           }
         }
       }
     }
-    if (toPost == null || failNow != null) {
-      provider.retire(fresh);
+    if (toPost == null) {
+      provider.retire(fresh); // failed meanwhile: quiesce already took the pending reads
+    } else if (postFailed != null) {
+      fail(postFailed);
     } else {
       LOG.debug("queue pair to {} re-established in {} ms after a remote access error; {} reads "
-          + "re-posted", peer, (System.nanoTime() - start) / 1_000_000, toPost.size());
-    }
-    if (failNow != null) {
-      failAll(failed, failNow);
-      provider.connectionFailed(this);
+          + "re-posted", peer(), (System.nanoTime() - start) / 1_000_000, toPost.size());
     }
   }
 
@@ -295,34 +258,37 @@ final class VerbsConnection implements ProviderConnection {
         return; // an old link being replaced
       }
     }
-    fail(new TransferConnectionException(why, peer, null));
+    fail(new TransferConnectionException(why, peer(), null));
   }
 
+  /**
+   * Destroys the current queue pair (or leaves one the NIC already put in the error state to the
+   * connector thread) and hands back every read outstanding on it, waiting for it, or stranded by
+   * a fatal completion.
+   */
   @Override
-  public void fail(TransferException cause) {
+  protected void quiesce(TransferException cause, List<WireRead> held) {
     QpLink l;
-    List<WireRead> all;
+    boolean inError;
     synchronized (lock) {
-      if (failure == null) {
-        failure = cause;
-      }
       l = link;
       link = null;
+      inError = l != null && l.dead;
       if (l != null) {
         l.dead = true;
       }
-      all = takeAll(l);
+      held.addAll(stranded);
+      stranded.clear();
+      held.addAll(takeAll(l));
     }
     if (l != null) {
-      provider.retire(l); // destroys the QP: no write lands in a destination after this
+      if (inError) {
+        provider.retireLater(l); // off the completion thread; the QP writes nothing more
+      } else {
+        provider.retire(l); // destroys the QP: no write lands in a destination after this
+      }
     }
-    failAll(all, cause);
     provider.connectionFailed(this);
-  }
-
-  @Override
-  public void close() {
-    fail(new TransferConnectionException("connection closed locally", peer, null));
   }
 
   static String statusName(int status) {
@@ -332,6 +298,6 @@ final class VerbsConnection implements ProviderConnection {
 
   @Override
   public String toString() {
-    return "verbs connection to " + peer;
+    return "verbs connection to " + peer();
   }
 }

@@ -1,7 +1,8 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.transfer.TransferBuffer;
-import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.buffer.UnpooledDirectByteBuf;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import org.apache.spark.network.buffer.ManagedBuffer;
@@ -9,7 +10,8 @@ import org.apache.spark.network.buffer.ManagedBuffer;
 /**
  * A block read one-sided, as Spark's {@link ManagedBuffer}: reference counts map one to one onto
  * the {@link TransferBuffer}'s, so the pooled memory goes back when Spark releases its last
- * reference.
+ * reference. The Netty object {@link #convertToNetty()} returns is a new owner, as Spark's
+ * contract says: it holds a reference of its own until Netty releases it.
  */
 final class TransferManagedBuffer extends ManagedBuffer {
   private final TransferBuffer buffer;
@@ -47,17 +49,37 @@ final class TransferManagedBuffer extends ManagedBuffer {
 
   @Override
   public Object convertToNetty() {
-    return Unpooled.wrappedBuffer(buffer.nioBuffer());
+    return new LeasedByteBuf(buffer);
   }
 
   @Override
   public Object convertToNettyForSsl() {
-    return Unpooled.wrappedBuffer(buffer.nioBuffer());
+    return new LeasedByteBuf(buffer);
   }
 
   @Override
   public String toString() {
     return "TransferManagedBuffer{" + buffer + "}";
+  }
+
+  /**
+   * A Netty buffer over the pooled memory that owns one reference of the {@link TransferBuffer}
+   * and drops it when Netty releases the buffer, never frees the memory itself.
+   */
+  static final class LeasedByteBuf extends UnpooledDirectByteBuf {
+    private final TransferBuffer lease;
+
+    LeasedByteBuf(TransferBuffer buffer) {
+      // Takes the reference first: if the buffer was already released this throws, no leak.
+      super(UnpooledByteBufAllocator.DEFAULT, buffer.retain().nioBuffer(), buffer.length());
+      this.lease = buffer;
+    }
+
+    @Override
+    protected void deallocate() {
+      super.deallocate(); // a wrapped buffer: Netty does not free it
+      lease.release();
+    }
   }
 
   /** Reads a ByteBuffer from its position to its limit. */

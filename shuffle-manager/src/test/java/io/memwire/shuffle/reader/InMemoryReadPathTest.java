@@ -1,0 +1,390 @@
+package io.memwire.shuffle.reader;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.shuffle.ShuffleCounters;
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.TestSlots;
+import io.memwire.transfer.InMemoryTransport;
+import io.memwire.transfer.InMemoryTransport.Action;
+import io.memwire.transfer.InMemoryTransport.PostedRead;
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConnectionException;
+import io.memwire.transfer.TransferNode;
+import java.io.File;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.spark.network.buffer.ManagedBuffer;
+import org.apache.spark.network.shuffle.BlockFetchingListener;
+import org.apache.spark.network.shuffle.BlockStoreClient;
+import org.apache.spark.network.shuffle.DownloadFile;
+import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.apache.spark.network.shuffle.SimpleDownloadFile;
+import org.apache.spark.network.util.MapConfigProvider;
+import org.apache.spark.network.util.TransportConf;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The reduce-side read path ({@link RdmaBlockStoreClient}) on the in-memory provider: a "map"
+ * node serves a directory chunk, index files and data files as registered memory, as the shuffle
+ * manager's writer side lays them out; the reader runs unchanged, without Spark or sockets.
+ */
+class InMemoryReadPathTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private static final int SHUFFLE = 7;
+  private static final int MAPS = 2;
+  /** Block sizes per map output and reduce partition. */
+  private static final int[][] SIZES = {{1000, 3000, 20000, 700}, {4096, 1, 5000, 12345}};
+
+  @TempDir Path tmp;
+
+  private InMemoryTransport transport;
+  private TransferNode mapNode;
+  private TransferNode reduceNode;
+  private ByteBuffer chunk;
+  private final List<MemoryRegion> indexRegions = new ArrayList<>();
+  private final List<MemoryRegion> dataRegions = new ArrayList<>();
+  private final List<long[]> offsets = new ArrayList<>();
+  private final List<byte[]> data = new ArrayList<>();
+  private final Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+  private DirectoryPointer pointer;
+  private final ShuffleCounters counters = new ShuffleCounters();
+  private ReadContext ctx;
+  private final Spark spark = new Spark();
+
+  @BeforeEach
+  void setUp() {
+    transport = new InMemoryTransport();
+    mapNode = transport.start();
+    reduceNode = transport.start();
+    chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.SIZE);
+    MemoryRegion chunkRegion = mapNode.register(chunk);
+    pointer = new DirectoryPointer(0, chunkRegion.remote());
+    for (int m = 0; m < MAPS; m++) {
+      long[] off = new long[SIZES[m].length + 1];
+      for (int r = 0; r < SIZES[m].length; r++) {
+        off[r + 1] = off[r] + SIZES[m][r];
+      }
+      byte[] bytes = new byte[(int) off[off.length - 1]];
+      for (int i = 0; i < bytes.length; i++) {
+        bytes[i] = (byte) (i * 7 + m * 101 + 3);
+      }
+      ByteBuffer d = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+      ByteBuffer idx = ByteBuffer.allocateDirect(off.length * 8);
+      for (long o : off) {
+        idx.putLong(o);
+      }
+      idx.flip();
+      dataRegions.add(mapNode.register(d));
+      indexRegions.add(mapNode.register(idx));
+      offsets.add(off);
+      data.add(bytes);
+      writeSlot(m, mapId(m));
+      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+    }
+    ctx = newContext(1 << 20);
+  }
+
+  private ReadContext newContext(long readBatchBytes) {
+    return new ReadContext(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
+  }
+
+  @AfterEach
+  void tearDown() {
+    ctx.close();
+    reduceNode.close();
+    mapNode.close();
+    assertEquals(0, reduceNode.stats().poolBuffersOutstanding(), "read buffers not returned");
+    transport.close();
+  }
+
+  private static long mapId(int m) {
+    return 100 + m;
+  }
+
+  /** Writes map index {@code m}'s slot, naming {@code mapId} (another id makes it stale). */
+  private void writeSlot(int m, long mapId) {
+    TestSlots.write(new DirectorySlot(m, mapId, indexRegions.get(m).remote(),
+        dataRegions.get(m).remote()), chunk, m * DirectorySlot.SIZE);
+  }
+
+  private static String block(int m, int r) {
+    return "shuffle_" + SHUFFLE + "_" + mapId(m) + "_" + r;
+  }
+
+  private byte[] expected(int m, int from, int to) {
+    long[] off = offsets.get(m);
+    byte[] out = new byte[(int) (off[to] - off[from])];
+    System.arraycopy(data.get(m), (int) off[from], out, 0, out.length);
+    return out;
+  }
+
+  private RdmaBlockStoreClient task() {
+    return new RdmaBlockStoreClient(ctx, SHUFFLE, routes, spark);
+  }
+
+  private void fetch(RdmaBlockStoreClient client, DownloadFileManager toDisk, String... ids) {
+    client.fetchBlocks("map-host", 7337, "exec-1", ids, spark.listener, toDisk);
+  }
+
+  private boolean isIndexRead(PostedRead r, int m) {
+    return r.remoteKey() == indexRegions.get(m).remote().segments().get(0).key();
+  }
+
+  private boolean isDataRead(PostedRead r, int m) {
+    return r.remoteKey() == dataRegions.get(m).remote().segments().get(0).key();
+  }
+
+  private boolean isSlotRead(PostedRead r, int m) {
+    return r.remoteKey() == pointer.region().segments().get(0).key()
+        && r.offsetInSegment() == (long) m * DirectorySlot.SIZE;
+  }
+
+  @Test
+  void readsBlocksOneSidedAndLaterTasksInOneRoundTrip() {
+    fetch(task(), null, block(0, 0), block(0, 2), block(1, 3),
+        "shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3");
+    spark.awaitEnded(4);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
+    assertArrayEquals(expected(1, 3, 4), spark.ok.get(block(1, 3)));
+    assertArrayEquals(expected(1, 1, 3), spark.ok.get("shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3"));
+    assertEquals(2, counters.slotReads.sum());
+    assertEquals(2, counters.indexReads.sum(), "whole indexes read and kept");
+    assertEquals(0, counters.fallbackBlocks.sum());
+
+    // A later task of this executor knows slots and indexes: only data is read.
+    long before = transport.posted();
+    fetch(task(), null, block(0, 1), block(1, 0));
+    spark.awaitEnded(6);
+    assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));
+    assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
+    assertEquals(2, transport.posted() - before, "one data read per block, nothing else");
+    assertEquals(2, counters.slotReads.sum());
+  }
+
+  @Test
+  void aStaleSlotIsReReadOnceThenItsBlocksFailForSparkToRerunTheMap() {
+    writeSlot(1, 999); // the executor reran map index 1 as another map id
+    fetch(task(), null, block(0, 0), block(1, 0), block(1, 2));
+    spark.awaitEnded(3);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    for (String id : List.of(block(1, 0), block(1, 2))) {
+      Throwable e = spark.failed.get(id);
+      assertInstanceOf(IOException.class, e, id);
+      assertTrue(e.getMessage().contains("does not hold map output " + mapId(1)), e.getMessage());
+    }
+    assertEquals(3, counters.slotReads.sum(), "two slots, the stale one read again once");
+    assertEquals(1, counters.staleSlots.sum());
+    assertEquals(Set.of(), spark.viaSpark, "a stale slot is no case for Spark's client");
+  }
+
+  @Test
+  void aSlotRewrittenBeforeTheReReadIsUsed() {
+    writeSlot(1, 999);
+    AtomicInteger slotReads = new AtomicInteger();
+    transport.script(r -> {
+      if (isSlotRead(r, 1) && slotReads.incrementAndGet() == 2) {
+        writeSlot(1, mapId(1)); // the map output was published meanwhile
+      }
+      return Action.serve();
+    });
+    fetch(task(), null, block(1, 2));
+    spark.awaitEnded(1);
+    assertArrayEquals(expected(1, 2, 3), spark.ok.get(block(1, 2)));
+    assertEquals(2, slotReads.get());
+    assertEquals(0, counters.staleSlots.sum());
+  }
+
+  @Test
+  void tasksShareOneWholeIndexLoad() {
+    transport.script(r -> isIndexRead(r, 0) ? Action.hold() : Action.serve());
+    fetch(task(), null, block(0, 0));
+    PostedRead load = transport.awaitHeld(1, WAIT).get(0);
+
+    fetch(task(), null, block(0, 1), block(0, 2)); // another task, same executor
+    InMemoryTransport.awaitCondition(() -> counters.indexCacheHits.sum() == 2, WAIT,
+        () -> "the second task did not join the load: " + counters.snapshot());
+    assertEquals(1, transport.held().size(), "the index is read once");
+    assertEquals(Map.of(), spark.ok);
+
+    load.serve();
+    spark.awaitEnded(3);
+    for (int r = 0; r < 3; r++) {
+      assertArrayEquals(expected(0, r, r + 1), spark.ok.get(block(0, r)));
+    }
+    assertEquals(1, counters.indexReads.sum());
+    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)).offsets());
+  }
+
+  @Test
+  void aFailedSharedIndexLoadSendsEveryWaitingTasksBlocksToSparkAndIsRetriedLater() {
+    transport.script(r -> isIndexRead(r, 0) ? Action.hold() : Action.serve());
+    fetch(task(), null, block(0, 0));
+    PostedRead load = transport.awaitHeld(1, WAIT).get(0);
+    fetch(task(), null, block(0, 1), block(0, 2));
+    InMemoryTransport.awaitCondition(() -> counters.indexCacheHits.sum() == 2, WAIT,
+        () -> "the second task did not join the load");
+
+    load.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED, "scripted",
+        indexRegions.get(0).remote().segments().get(0), load.peer()));
+    spark.awaitEnded(3);
+    assertEquals(Set.of(block(0, 0), block(0, 1), block(0, 2)), spark.viaSpark);
+    assertEquals(Map.of(), spark.failed);
+
+    // The load ended: a later task reads the index again instead of waiting on it.
+    transport.script(r -> Action.serve());
+    fetch(task(), null, block(0, 3));
+    spark.awaitEnded(4);
+    assertArrayEquals(expected(0, 3, 4), spark.ok.get(block(0, 3)));
+    assertEquals(1, counters.indexReads.sum());
+  }
+
+  @Test
+  void aRefusedDataReadSendsOnlyItsBlockToSparkAndForgetsItsMapOutput() {
+    long failAt = offsets.get(0)[2];
+    transport.script(r -> isDataRead(r, 0) && r.offsetInSegment() == failAt
+        ? Action.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED,
+            "scripted", dataRegions.get(0).remote().segments().get(0), r.peer()))
+        : Action.serve());
+    fetch(task(), null, block(0, 0), block(0, 1), block(0, 2), block(0, 3), block(1, 0));
+    spark.awaitEnded(5);
+    assertEquals(Set.of(block(0, 2)), spark.viaSpark);
+    for (int r : new int[] {0, 1, 3}) {
+      assertArrayEquals(expected(0, r, r + 1), spark.ok.get(block(0, r)));
+    }
+    assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
+    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)),
+        "a map output whose read failed is read afresh next time");
+    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+  }
+
+  @Test
+  void aConnectionLostMidBatchSendsTheUnreadBlocksToSparkWithoutHanging() {
+    long failAt = offsets.get(1)[2];
+    transport.script(r -> isDataRead(r, 1) && r.offsetInSegment() == failAt
+        ? Action.failConnection(new TransferConnectionException("peer vanished (scripted)",
+            r.peer(), null))
+        : isDataRead(r, 1) ? Action.hold() : Action.serve());
+    fetch(task(), null, block(0, 0), block(1, 0), block(1, 2), block(1, 3));
+    spark.awaitEnded(4);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertEquals(Set.of(block(1, 0), block(1, 2), block(1, 3)), spark.viaSpark);
+    assertEquals(0, transport.held().size(), "held reads were failed with the connection");
+  }
+
+  @Test
+  void blocksSparkWantsOnDiskAreReadInPiecesIntoItsTempFiles() throws Exception {
+    ctx.close();
+    ctx = newContext(4096); // 20000 bytes: five reads
+    Field conf = ReadContext.class.getDeclaredField("transportConf");
+    conf.setAccessible(true); // no SparkEnv here: give the context Spark's transport settings
+    conf.set(ctx, new TransportConf("shuffle", MapConfigProvider.EMPTY));
+    TempFiles files = new TempFiles(tmp);
+
+    AtomicInteger pieces = new AtomicInteger();
+    transport.script(r -> {
+      if (isDataRead(r, 0)) {
+        pieces.incrementAndGet();
+        assertTrue(r.length() <= 4096, "a piece is at most readBatchBytes");
+      }
+      return Action.serve();
+    });
+    fetch(task(), files, block(0, 2), block(0, 0));
+    spark.awaitEnded(2);
+    assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertEquals(5 + 1, pieces.get());
+    assertEquals(2, counters.rdmaBlocksToDisk.sum());
+    assertEquals(2, files.registered.size(), "Spark cleans the temp files");
+  }
+
+  /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
+  private static final class Spark extends BlockStoreClient {
+    final Map<String, byte[]> ok = new ConcurrentHashMap<>();
+    final Map<String, Throwable> failed = new ConcurrentHashMap<>();
+    final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
+
+    final BlockFetchingListener listener = new BlockFetchingListener() {
+      @Override
+      public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
+        try {
+          ByteBuffer b = buf.nioByteBuffer();
+          byte[] bytes = new byte[b.remaining()];
+          b.get(bytes);
+          ok.put(blockId, bytes);
+        } catch (IOException e) {
+          throw new AssertionError(e);
+        }
+      }
+
+      @Override
+      public void onBlockFetchFailure(String blockId, Throwable exception) {
+        failed.put(blockId, exception);
+      }
+    };
+
+    @Override
+    public void fetchBlocks(String host, int port, String execId, String[] blockIds,
+        BlockFetchingListener l, DownloadFileManager dfm) {
+      viaSpark.addAll(List.of(blockIds));
+    }
+
+    void awaitEnded(int n) {
+      InMemoryTransport.awaitCondition(() -> ok.size() + failed.size() + viaSpark.size() >= n,
+          WAIT, () -> "blocks ended: ok " + ok.keySet() + ", failed " + failed.keySet()
+              + ", via Spark " + viaSpark);
+      assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /** Spark's temp-file manager for blocks fetched to disk. */
+  private static final class TempFiles implements DownloadFileManager {
+    final Path dir;
+    final List<DownloadFile> registered = new ArrayList<>();
+
+    TempFiles(Path dir) {
+      this.dir = dir;
+    }
+
+    @Override
+    public DownloadFile createTempFile(TransportConf transportConf) {
+      try {
+        File f = File.createTempFile("block", ".tmp", dir.toFile());
+        return new SimpleDownloadFile(f, transportConf);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+
+    @Override
+    public synchronized boolean registerTempFileToClean(DownloadFile file) {
+      registered.add(file);
+      return true;
+    }
+  }
+}
