@@ -26,7 +26,11 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -56,8 +60,6 @@ import org.slf4j.LoggerFactory;
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
-  private static final java.util.concurrent.atomic.AtomicBoolean COPY_NOTED =
-      new java.util.concurrent.atomic.AtomicBoolean();
   private static final int MAX_CQ = 16384;
   /**
    * How long the completion thread keeps polling an empty queue before it arms the channel and
@@ -107,12 +109,22 @@ public final class VerbsProvider implements TransportProvider {
   private final LongAdder postCalls = new LongAdder();
   private final LongAdder postedReads = new LongAdder();
   private final LongAdder acceptedTotal = new LongAdder();
+  private final Map<FilePath, LongAdder> filePaths = new EnumMap<>(FilePath.class);
+  private final LongAdder copiedBytes = new LongAdder();
+  private final Set<FilePath> notedPaths = ConcurrentHashMap.newKeySet();
+  /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
+  private volatile boolean readOnlyPinRefused;
+  private final boolean iwarp;
   private volatile boolean closed;
 
   private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
     this.config = config;
     this.binding = binding;
     this.limits = DeviceLimits.query(binding.device().name());
+    this.iwarp = binding.device().isIwarp();
+    for (FilePath f : FilePath.values()) {
+      filePaths.put(f, new LongAdder());
+    }
     this.qpDepth = Math.max(1, Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()));
     int cqSize = Math.min(MAX_CQ, limits.maxCqe);
     this.maxConnections = Math.max(1, cqSize / qpDepth);
@@ -171,9 +183,10 @@ public final class VerbsProvider implements TransportProvider {
     this.cmThread = new Thread(this::cmLoop, "memwire-verbs-" + id + "-cm");
     cmThread.setDaemon(true);
     cmThread.start();
-    LOG.info("verbs provider on {} ({}): {} reads in flight per queue pair, CQ of {} entries "
-        + "for up to {} connections, CQ spin {} us; device {}", localAddress, binding, qpDepth,
-        cqSize, maxConnections, cqSpinMicros(), limits);
+    LOG.info("verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
+        + "entries for up to {} connections, CQ spin {} us; device {}", localAddress, binding,
+        iwarp ? "iWARP: read destinations registered with REMOTE_WRITE" : "InfiniBand/RoCE",
+        qpDepth, cqSize, maxConnections, cqSpinMicros(), limits);
   }
 
   /**
@@ -231,24 +244,168 @@ public final class VerbsProvider implements TransportProvider {
   @Override
   public ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
-    if (closed) {
-      throw new IllegalStateException("verbs provider is closed");
+    if (file != null && remoteReadable) {
+      return registerFile(buffer, address, null, file, fileOffset);
     }
+    ensureOpen();
     int length = buffer.capacity();
-    // Never remote write. Served memory: remote read (plus local write for a caller's buffer,
-    // which may also be a read destination); a read-only file mapping: remote read only.
-    // Pool destinations: local write only.
-    int access = !remoteReadable ? IbvMr.IBV_ACCESS_LOCAL_WRITE
-        : file != null ? IbvMr.IBV_ACCESS_REMOTE_READ
-        : IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE;
+    int access = accessFor(remoteReadable ? Use.SERVED : Use.DESTINATION, iwarp);
     try {
       return track(new VerbsRegistration(this, regMr(address, length, access), address, length,
           remoteReadable, null));
     } catch (IOException e) {
-      if (file != null && String.valueOf(e.getMessage()).contains("Bad address")) {
-        return registerCopy(buffer, length, e);
+      throw registrationFailed(length, e);
+    }
+  }
+
+  /** What a registration is for; decides its access flags. */
+  enum Use {
+    /** A pool buffer reads land in. */
+    DESTINATION,
+    /** A caller's buffer served to peers (it may also be a read destination on RoCE and IB). */
+    SERVED,
+    /** A file mapping served to peers. */
+    FILE
+  }
+
+  /**
+   * Access flags for a registration. Served memory is never remotely writable. An iWARP RNIC
+   * places RDMA Read responses into the sink with a remote write (iWARP's Read Response targets
+   * a tagged buffer), so read destinations there need REMOTE_WRITE; InfiniBand and RoCE write
+   * them locally and get LOCAL_WRITE only. File mappings get REMOTE_READ only: no write access,
+   * so registering them never dirties a page.
+   */
+  static int accessFor(Use use, boolean iwarp) {
+    switch (use) {
+      case DESTINATION:
+        return IbvMr.IBV_ACCESS_LOCAL_WRITE | (iwarp ? IbvMr.IBV_ACCESS_REMOTE_WRITE : 0);
+      case SERVED:
+        return IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE;
+      default:
+        return IbvMr.IBV_ACCESS_REMOTE_READ;
+    }
+  }
+
+  /**
+   * Registers a file region by the first of three ways that works: the read-only mapping itself;
+   * where the kernel cannot pin a read-only shared mapping (Linux before 6.2 pins with
+   * FOLL_FORCE|FOLL_WRITE and gets EFAULT), a read-write shared mapping of the same file range,
+   * registered with REMOTE_READ only (nothing writes through it, no page is dirtied); and, when
+   * the file cannot be opened for writing, a pinned private copy in direct memory (a memcpy of
+   * the region and twice its memory). Each way is counted in {@link #counters()}.
+   */
+  @Override
+  public ProviderRegistration registerFile(ByteBuffer mapping, long address, Path file,
+      FileChannel channel, long fileOffset) {
+    ensureOpen();
+    int length = mapping.capacity();
+    int access = accessFor(Use.FILE, iwarp);
+    IOException readOnlyFailure = null;
+    if (!readOnlyPinRefused) {
+      try {
+        VerbsRegistration r = track(new VerbsRegistration(this, regMr(address, length, access),
+            address, length, true, null));
+        fileRegistered(FilePath.READ_ONLY_MAPPING, file, length, null);
+        return r;
+      } catch (IOException e) {
+        if (!isBadAddress(e)) {
+          throw registrationFailed(length, e);
+        }
+        readOnlyFailure = e;
+        readOnlyPinRefused = true;
+        LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA ({}): file "
+            + "regions are registered through read-write shared mappings (REMOTE_READ only), "
+            + "or served from private copies when a file is not writable",
+            System.getProperty("os.version"), e.getMessage());
+      }
+    }
+    String why;
+    if (file == null) {
+      why = "the file's path is unknown";
+    } else {
+      try {
+        return registerSharedMapping(file, fileOffset, length, access);
+      } catch (IOException e) {
+        why = e.toString();
+      }
+    }
+    return registerCopy(mapping, file, length, why, readOnlyFailure);
+  }
+
+  private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length,
+      int access) throws IOException {
+    MappedByteBuffer shared;
+    // Opening for writing needs write permission; the mapping outlives the channel.
+    try (FileChannel rw = FileChannel.open(file, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      shared = rw.map(FileChannel.MapMode.READ_WRITE, fileOffset, length);
+    }
+    long sharedAddress = MemoryAccess.address(shared);
+    try {
+      VerbsRegistration r = track(new VerbsRegistration(this, regMr(sharedAddress, length,
+          access), sharedAddress, length, true, () -> MemoryAccess.free(shared)));
+      fileRegistered(FilePath.SHARED_MAPPING, file, length, null);
+      return r;
+    } catch (IOException | RuntimeException e) {
+      MemoryAccess.free(shared);
+      throw e instanceof IOException ? (IOException) e
+          : new IOException("ibv_reg_mr of the read-write mapping failed: " + e, e);
+    }
+  }
+
+  private ProviderRegistration registerCopy(ByteBuffer mapping, Path file, int length,
+      String why, IOException readOnlyFailure) {
+    ByteBuffer copy = ByteBuffer.allocateDirect(length);
+    copy.put(mapping.duplicate().clear()).clear();
+    long copyAddress = MemoryAccess.address(copy);
+    try {
+      VerbsRegistration r = track(new VerbsRegistration(this, regMr(copyAddress, length,
+          accessFor(Use.FILE, iwarp)), copyAddress, length, true, () -> MemoryAccess.free(copy)));
+      fileRegistered(FilePath.PRIVATE_COPY, file, length, why);
+      return r;
+    } catch (IOException e) {
+      MemoryAccess.free(copy);
+      if (readOnlyFailure != null) {
+        e.addSuppressed(readOnlyFailure);
       }
       throw registrationFailed(length, e);
+    }
+  }
+
+  /** How a file region ended up registered. */
+  enum FilePath {
+    READ_ONLY_MAPPING("verbsFileRegionsReadOnlyMapping"),
+    SHARED_MAPPING("verbsFileRegionsSharedMapping"),
+    PRIVATE_COPY("verbsFileRegionsPrivateCopy");
+
+    final String counter;
+
+    FilePath(String counter) {
+      this.counter = counter;
+    }
+  }
+
+  private void fileRegistered(FilePath how, Path file, int length, String why) {
+    filePaths.get(how).increment();
+    if (how == FilePath.PRIVATE_COPY) {
+      copiedBytes.add(length);
+    }
+    if (notedPaths.add(how)) {
+      LOG.info("file regions: first registered as {} ({} bytes of {}){}", how, length, file,
+          why == null ? "" : "; no read-write mapping because " + why);
+    } else {
+      LOG.debug("file region of {} bytes of {} registered as {}{}", length, file, how,
+          why == null ? "" : " (" + why + ")");
+    }
+  }
+
+  private static boolean isBadAddress(IOException e) {
+    return String.valueOf(e.getMessage()).contains("Bad address");
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("verbs provider is closed");
     }
   }
 
@@ -271,29 +428,6 @@ public final class VerbsProvider implements TransportProvider {
     return new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
         + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
         + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
-  }
-
-  /**
-   * Linux before 6.2 pins user memory for RDMA with FOLL_FORCE|FOLL_WRITE, which a read-only
-   * shared file mapping refuses (EFAULT). There the segment is served from a pinned private copy
-   * of the same bytes; {@link ProviderRegistration#address()} tells where it lives.
-   */
-  private ProviderRegistration registerCopy(ByteBuffer mapping, int length, IOException cause) {
-    if (COPY_NOTED.compareAndSet(false, true)) {
-      LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA (Linux < 6.2): "
-          + "file regions are served from pinned private copies", System.getProperty("os.version"));
-    }
-    ByteBuffer copy = ByteBuffer.allocateDirect(length);
-    copy.put(mapping.duplicate().clear()).clear();
-    long copyAddress = MemoryAccess.address(copy);
-    try {
-      return track(new VerbsRegistration(this, regMr(copyAddress, length,
-          IbvMr.IBV_ACCESS_REMOTE_READ), copyAddress, length, true, () -> MemoryAccess.free(copy)));
-    } catch (IOException e) {
-      MemoryAccess.free(copy);
-      e.addSuppressed(cause);
-      throw registrationFailed(length, e);
-    }
   }
 
   void registrationReleased(VerbsRegistration r, int length) {
@@ -608,6 +742,10 @@ public final class VerbsProvider implements TransportProvider {
     m.put("verbsAcceptedTotal", acceptedTotal.sum());
     m.put("verbsRegistrations", (long) registrations.size());
     m.put("verbsRegisteredBytes", registeredBytes.get());
+    for (FilePath f : FilePath.values()) {
+      m.put(f.counter, filePaths.get(f).sum());
+    }
+    m.put("verbsFileCopyBytes", copiedBytes.sum());
     m.put("verbsRemoteAccessErrors", accessErrors.sum());
     m.put("verbsReconnects", reconnects.sum());
     m.put("verbsPostCalls", postCalls.sum());
