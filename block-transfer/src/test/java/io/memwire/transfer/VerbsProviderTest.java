@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -254,6 +255,48 @@ class VerbsProviderTest {
     assertEquals(1L, s.get("verbsFileRegionsPrivateCopy"), s.toString());
     assertEquals((long) data.length, s.get("verbsFileCopyBytes"), s.toString());
     assertEquals(0L, s.get("verbsFileRegionsSharedMapping"), s.toString());
+    region.close();
+  }
+
+  @Test
+  void withASecretOnlyAuthenticatedPeersConnect() throws Exception {
+    byte[] data = TransferContractTest.random(new Random(9), 64 << 10);
+    TransferNode server = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(server);
+    MemoryRegion region = server.register(TransferContractTest.direct(data));
+
+    // The right secret: the handshake admits the connect request, the read returns the bytes.
+    TransferNode good = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(good);
+    TransferBuffer b = good.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, data.length)).get(60, TimeUnit.SECONDS);
+    try {
+      assertArrayEquals(data, bytes(b));
+    } finally {
+      b.release();
+    }
+    assertEquals(1L, server.stats().asMap().get("verbsAuthAccepted"));
+    assertEquals(1L, server.stats().asMap().get("verbsAcceptedTotal"));
+
+    // No secret: the RDMA connect request was not announced and is refused without a QP.
+    TransferNode none = node();
+    TransferConnectionException missing = assertThrows(TransferConnectionException.class,
+        () -> none.connection(server.localAddress()));
+    assertTrue(missing.getMessage().contains("REJECTED"), missing.getMessage());
+    assertEquals(1L, server.stats().asMap().get("verbsAuthRefusedRequests"));
+
+    // A wrong secret: the handshake fails before any RDMA connect request.
+    TransferNode wrong = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("guess".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(wrong);
+    TransferConnectionException bad = assertThrows(TransferConnectionException.class,
+        () -> wrong.connection(server.localAddress()));
+    assertTrue(bad.getMessage().contains("authentication failed"), bad.getMessage());
+    Map<String, Long> s = server.stats().asMap();
+    assertEquals(1L, s.get("verbsAcceptedTotal"), "only the authenticated peer got a QP: " + s);
+    assertEquals(1L, s.get("verbsAuthRefusedRequests"), s.toString());
     region.close();
   }
 }

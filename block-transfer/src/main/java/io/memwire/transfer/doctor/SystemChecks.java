@@ -239,7 +239,7 @@ final class SystemChecks {
         new Firewall.Flow("udp", 4791), sets, config.provider() == ProviderKind.TCP,
         "-p udp --dport 4791", "udp dport 4791"));
     String what = port == 0 ? "TCP port 0 (chosen at start: only rules for every port decide)"
-        : "TCP " + port + " (node port: tcp provider, iWARP RDMA CM)";
+        : "TCP " + port + " (node port: tcp provider, verbs authentication, iWARP RDMA CM)";
     out.add(flowCheck("firewall-port", what, new Firewall.Flow("tcp", port == 0 ? -1 : port),
         sets, false, "-p tcp --dport " + (port == 0 ? "<port>" : port),
         "tcp dport " + (port == 0 ? "<port>" : port)));

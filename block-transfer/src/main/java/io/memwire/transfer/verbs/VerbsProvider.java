@@ -24,11 +24,14 @@ import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.nio.file.StandardOpenOption;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
@@ -55,7 +58,9 @@ import org.slf4j.LoggerFactory;
  * and watches client links for disconnects), and one connector thread that re-establishes a queue
  * pair after a remote access error. Client connections are opened lazily by {@link #connect},
  * each on its own event channel driven by the calling thread with a deadline, because DiSNI's own
- * endpoint connect can wait forever on a route or address error.
+ * endpoint connect can wait forever on a route or address error. With {@code authSecret} set, one
+ * more thread answers authentication handshakes on the node's TCP port ({@link VerbsAuth}), and
+ * only connect requests announced by a successful handshake get a queue pair.
  */
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
@@ -115,6 +120,9 @@ public final class VerbsProvider implements TransportProvider {
   /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
   private volatile boolean readOnlyPinRefused;
   private final boolean iwarp;
+  /** Checks peers before they may connect, when a secret is configured; else null. */
+  private final VerbsAuth auth;
+  private final byte[] secret;
   private volatile boolean closed;
 
   private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
@@ -128,7 +136,37 @@ public final class VerbsProvider implements TransportProvider {
     this.qpDepth = Math.max(1, Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()));
     int cqSize = Math.min(MAX_CQ, limits.maxCqe);
     this.maxConnections = Math.max(1, cqSize / qpDepth);
-    this.serverChannel = RdmaEventChannel.createEventChannel();
+    byte[] secret = config.authSecret().orElse(null);
+    if (secret != null && iwarp) {
+      throw new TransferConfigException(TransferConfig.AUTH_SECRET + " is set, but "
+          + binding.device().name() + " is an iWARP device, whose RDMA CM uses the TCP port "
+          + "verbs authentication needs; use provider=tcp with a secret, or RoCE/InfiniBand");
+    }
+    // With a secret, peers authenticate over TCP on the node's port before their RDMA CM
+    // connect request (same number, separate port space); bound first so port 0 picks one free
+    // in both.
+    ServerSocket authSocket = null;
+    if (secret != null) {
+      authSocket = new ServerSocket();
+      try {
+        authSocket.bind(new InetSocketAddress(binding.address(), config.port()), 128);
+      } catch (IOException e) {
+        authSocket.close();
+        throw new TransferConfigException("cannot listen for verbs authentication on TCP "
+            + binding.address().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
+            + "); " + TransferConfig.AUTH_SECRET + " needs the node's port free in TCP too", e);
+      }
+    }
+    int port = authSocket != null ? authSocket.getLocalPort() : config.port();
+    RdmaEventChannel channel = null;
+    try {
+      channel = RdmaEventChannel.createEventChannel();
+    } finally {
+      if (channel == null && authSocket != null) {
+        authSocket.close();
+      }
+    }
+    this.serverChannel = channel;
     if (serverChannel == null) {
       throw new IOException("rdma_create_event_channel failed (is rdma_ucm loaded?)");
     }
@@ -137,13 +175,13 @@ public final class VerbsProvider implements TransportProvider {
     CompletionThread cq = null;
     try {
       listen = serverChannel.createId(RdmaCm.RDMA_PS_TCP);
-      InetSocketAddress want = new InetSocketAddress(binding.address(), config.port());
+      InetSocketAddress want = new InetSocketAddress(binding.address(), port);
       try {
         listen.bindAddr(want);
         listen.listen(1024);
       } catch (IOException e) {
         throw new TransferConfigException("cannot listen for RDMA connections on "
-            + want.getAddress().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
+            + want.getAddress().getHostAddress() + ":" + port + " (" + e.getMessage()
             + "); check bindAddress, device and port", e);
       }
       SocketAddress bound = listen.getSource();
@@ -160,6 +198,9 @@ public final class VerbsProvider implements TransportProvider {
       cq = new CompletionThread(context, cqSize, TimeUnit.MICROSECONDS.toNanos(cqSpinMicros()),
           this::completed, "memwire-verbs-" + id + "-cq");
     } catch (IOException | RuntimeException e) {
+      if (authSocket != null) {
+        authSocket.close();
+      }
       if (cq != null) {
         cq.close();
       }
@@ -180,9 +221,19 @@ public final class VerbsProvider implements TransportProvider {
       t.setDaemon(true);
       return t;
     });
+    this.auth = authSocket == null ? null : new VerbsAuth(secret, authSocket, localAddress,
+        config.connectTimeout().toNanos(), (int) Math.min(5000, config.connectTimeout().toMillis()),
+        System::nanoTime, "memwire-verbs-" + id + "-auth");
+    this.secret = secret;
     this.cmThread = new Thread(this::cmLoop, "memwire-verbs-" + id + "-cm");
     cmThread.setDaemon(true);
     cmThread.start();
+    if (auth != null) {
+      auth.start();
+      LOG.info("verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
+          + "connecting; unannounced RDMA connect requests are refused", localAddress,
+          TransferConfig.AUTH_SECRET, port);
+    }
     LOG.info("verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
         + "entries for up to {} connections, CQ spin {} us; device {}", localAddress, binding,
         iwarp ? "iWARP: read destinations registered with REMOTE_WRITE" : "InfiniBand/RoCE",
@@ -335,6 +386,7 @@ public final class VerbsProvider implements TransportProvider {
   private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length,
       int access) throws IOException {
     MappedByteBuffer shared;
+    FileTime modified = Files.getLastModifiedTime(file);
     // Opening for writing needs write permission; the mapping outlives the channel.
     try (FileChannel rw = FileChannel.open(file, StandardOpenOption.READ,
         StandardOpenOption.WRITE)) {
@@ -344,12 +396,28 @@ public final class VerbsProvider implements TransportProvider {
     try {
       VerbsRegistration r = track(new VerbsRegistration(this, regMr(sharedAddress, length,
           access), sharedAddress, length, true, () -> MemoryAccess.free(shared)));
+      restoreModified(file, modified);
       fileRegistered(FilePath.SHARED_MAPPING, file, length, null);
       return r;
     } catch (IOException | RuntimeException e) {
       MemoryAccess.free(shared);
       throw e instanceof IOException ? (IOException) e
           : new IOException("ibv_reg_mr of the read-write mapping failed: " + e, e);
+    }
+  }
+
+  /**
+   * Pinning takes write faults on the shared mapping (the same FOLL_WRITE that fails on the
+   * read-only one), and the kernel stamps the file's mtime on a write fault although no byte
+   * changes; set it back so tools that watch mtime see the file as it was. The ctime stays new.
+   */
+  private static void restoreModified(Path file, FileTime modified) {
+    try {
+      if (!Files.getLastModifiedTime(file).equals(modified)) {
+        Files.setLastModifiedTime(file, modified);
+      }
+    } catch (IOException e) {
+      LOG.debug("cannot restore the mtime of {}", file, e);
     }
   }
 
@@ -488,6 +556,14 @@ public final class VerbsProvider implements TransportProvider {
       if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
         throw new TransferConnectionException("the route to the peer does not leave through "
             + binding.device().name(), peer, null);
+      }
+      if (secret != null) {
+        SocketAddress own = cm.getSource();
+        if (!(own instanceof InetSocketAddress)) {
+          throw new TransferConnectionException("the RDMA CM id has no source address to "
+              + "announce for authentication", peer, null);
+        }
+        VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
       qp = cm.createQP(pd, qpAttributes(qpDepth));
       if (qp == null) {
@@ -670,6 +746,9 @@ public final class VerbsProvider implements TransportProvider {
       if (peerId == null) {
         return;
       }
+      if (auth != null && !admitted(peerId)) {
+        return;
+      }
       try {
         if (closed) {
           throw new IOException("provider closing");
@@ -696,6 +775,26 @@ public final class VerbsProvider implements TransportProvider {
       LOG.debug("accepted RDMA connection on {} ended: {}", localAddress, eventName(type));
       dropAccepted(peerId);
     }
+  }
+
+  /**
+   * Whether an authenticated handshake announced this request's source; if not, the request is
+   * destroyed (the peer sees a reject) before any queue pair exists for it.
+   */
+  private boolean admitted(RdmaCmId peerId) {
+    SocketAddress from = null;
+    try {
+      from = peerId.getDestination();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("no source address on an RDMA connect request", e);
+    }
+    if (auth.admit(from instanceof InetSocketAddress ? (InetSocketAddress) from : null)) {
+      return true;
+    }
+    LOG.warn("refused an RDMA connect request from {} on {}: no authenticated handshake "
+        + "announced it ({} is set)", from, localAddress, TransferConfig.AUTH_SECRET);
+    destroyQuietly(peerId);
+    return false;
   }
 
   private void dropAccepted(RdmaCmId peerId) {
@@ -746,6 +845,11 @@ public final class VerbsProvider implements TransportProvider {
       m.put(f.counter, filePaths.get(f).sum());
     }
     m.put("verbsFileCopyBytes", copiedBytes.sum());
+    if (auth != null) {
+      m.put("verbsAuthAccepted", auth.proofsAccepted.sum());
+      m.put("verbsAuthRejected", auth.proofsRejected.sum());
+      m.put("verbsAuthRefusedRequests", auth.requestsRefused.sum());
+    }
     m.put("verbsRemoteAccessErrors", accessErrors.sum());
     m.put("verbsReconnects", reconnects.sum());
     m.put("verbsPostCalls", postCalls.sum());
@@ -782,6 +886,9 @@ public final class VerbsProvider implements TransportProvider {
       return;
     }
     closed = true;
+    if (auth != null) {
+      auth.close();
+    }
     join(cmThread);
     for (VerbsConnection c : connections.toArray(new VerbsConnection[0])) {
       c.fail(new TransferConnectionException("verbs provider closed", c.peer(), null));
