@@ -124,19 +124,38 @@ final class VerbsAuth implements AutoCloseable {
     return admitted.size();
   }
 
+  /** One handshake at a time: each is four small messages, bounded by the I/O timeout. */
   private void serve() {
     while (!closed) {
-      try (Socket s = socket.accept()) {
+      Socket s;
+      try {
+        s = socket.accept();
+      } catch (IOException e) {
+        if (!closed) {
+          LOG.warn("accepting a verbs authentication connection failed: {}", e.toString());
+          pause();
+        }
+        continue;
+      }
+      try (s) {
         s.setSoTimeout(ioTimeoutMs);
         s.setTcpNoDelay(true);
         handle(s);
       } catch (SocketTimeoutException e) {
-        // a client went quiet: dropped
+        LOG.debug("a verbs authentication peer went quiet: dropped");
       } catch (IOException | RuntimeException e) {
         if (!closed) {
           LOG.debug("verbs authentication exchange failed", e);
         }
       }
+    }
+  }
+
+  private static void pause() {
+    try {
+      Thread.sleep(100); // e.g. out of file descriptors: do not spin
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
@@ -161,6 +180,7 @@ final class VerbsAuth implements AutoCloseable {
     byte[] auth = new byte[AUTH_SIZE];
     in.readFully(auth);
     byte status;
+    purgeExpired();
     if (!MessageDigest.isEqual(auth, proof("memwire-verbs-client", hello, serverNonce))) {
       status = AUTH_FAILED;
       proofsRejected.increment();
@@ -174,7 +194,6 @@ final class VerbsAuth implements AutoCloseable {
           + "client {}, or {} admissions are pending", tcpPeer.getHostAddress(), server, self,
           client, admitted.size());
     } else {
-      purgeExpired();
       admitted.put(client, clock.getAsLong() + admitNanos);
       proofsAccepted.increment();
       status = OK;
