@@ -267,9 +267,13 @@ final class SystemChecks {
     if (worst == null) {
       String f = "cannot tell whether the host firewall drops " + what + " ("
           + String.join("; ", unreadable) + ")";
+      boolean noTools = unreadable.stream().allMatch(u -> u.endsWith(": not installed"));
+      String advice = noTools ? "neither tool is installed here; check the host's firewall "
+          + "another way, or save a ruleset elsewhere and pass it with --firewall FILE"
+          : "run the doctor as root, or save `iptables-save` / `nft list ruleset` as root and "
+              + "pass the file with --firewall FILE";
       return unused ? Check.ok(name, f + " (not used: provider=tcp)")
-          : Check.warn(name, f, "run the doctor as root, or save `iptables-save` / `nft list "
-              + "ruleset` as root and pass the file with --firewall FILE");
+          : Check.warn(name, f, advice);
     }
     String from = " per " + String.join(" and ", read);
     String note = "; hardware RoCE/iWARP NICs bypass the host firewall, Soft-RoCE (rxe) and "

@@ -416,7 +416,11 @@ class DoctorTest {
     assertEquals(Check.Status.WARN, unknown.status(), unknown.line());
     assertTrue(unknown.finding().startsWith("cannot tell whether the host firewall drops UDP 4791")
         && unknown.finding().contains("Permission denied (you must be root)")
-        && unknown.advice().contains("--firewall FILE"), unknown.line());
+        && unknown.advice().startsWith("run the doctor as root"), unknown.line());
+    Check noTools = byName(checks(auto, fs, Optional.empty(), List.of(
+        Firewall.Ruleset.unreadable("iptables-save", "not installed"),
+        Firewall.Ruleset.unreadable("nft list ruleset", "not installed"))), "firewall-port");
+    assertTrue(noTools.advice().startsWith("neither tool is installed here"), noTools.line());
   }
 
   @Test
