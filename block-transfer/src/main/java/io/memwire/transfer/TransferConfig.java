@@ -109,7 +109,8 @@ public final class TransferConfig {
         "Most bytes the read-buffer pool keeps registered for reuse.");
     put(k, IO_THREADS, "2", "1 to 64", "tcp: I/O threads shared by all connections of the node.");
     put(k, AUTH_SECRET, "(none)", "any non-empty string",
-        "tcp: shared secret; peers prove knowledge of it with an HMAC-SHA256 challenge.");
+        "Shared secret; peers prove knowledge of it with an HMAC-SHA256 challenge (tcp: in the "
+            + "connection handshake; verbs: over TCP on the node's port before each queue pair).");
     put(k, MAX_CONNECTIONS, "4096", "1 to 1048576",
         "tcp: most connections this node serves at once; further ones are refused at once "
             + "(the peer is told the node is at its connection limit).");

@@ -202,7 +202,7 @@ public final class TransferNode implements AutoCloseable {
         long address = MemoryAccess.address(map);
         ProviderRegistration reg;
         try {
-          reg = provider.register(map, address, true, ch, offset + off);
+          reg = provider.registerFile(map, address, file, ch, offset + off);
         } catch (RuntimeException e) {
           unmap(map);
           throw e;

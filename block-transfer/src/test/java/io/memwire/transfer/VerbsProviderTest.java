@@ -8,6 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,12 +21,15 @@ import java.util.Random;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** What only verbs has: NIC-level access errors, rkeys, queue-pair recovery, teardown. */
 class VerbsProviderTest {
   private final List<TransferNode> nodes = new ArrayList<>();
+  @TempDir Path tmp;
 
   @BeforeEach
   void requireVerbs() {
@@ -156,5 +165,138 @@ class VerbsProviderTest {
     a.close();
     b.close();
     assertEquals(0L, server.stats().asMap().get("verbsRegistrations"));
+  }
+
+  /** Linux before 6.2 cannot pin a read-only shared file mapping for RDMA. */
+  private static boolean kernelPinsReadOnlyMappings() {
+    String[] v = System.getProperty("os.version").split("[.-]");
+    int major = Integer.parseInt(v[0]);
+    int minor = v.length > 1 ? Integer.parseInt(v[1]) : 0;
+    return major > 6 || (major == 6 && minor >= 2);
+  }
+
+  private static long counter(TransferNode n, String name) {
+    Long v = n.stats().asMap().get(name);
+    assertTrue(v != null, "no counter " + name + " in " + n.stats().asMap());
+    return v;
+  }
+
+  @Test
+  void fileRegionsAreRegisteredWithoutACopyAndTheFileStaysUntouched() throws Exception {
+    byte[] data = TransferContractTest.random(new Random(7), (3 << 20) + 4321);
+    Path f = tmp.resolve("map-output.data");
+    Files.write(f, data);
+    FileTime past = FileTime.fromMillis(System.currentTimeMillis() - 3_600_000L);
+    Files.setLastModifiedTime(f, past);
+    TransferNode server = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .maxSegmentSize(1 << 20).build());
+    nodes.add(server);
+    TransferNode client = node();
+    int offset = 1000; // not page aligned
+    int length = data.length - offset;
+    MemoryRegion region = server.register(f, offset, length);
+    assertEquals(4, region.descriptors().size(), "four segments of at most 1 MiB");
+    TransferBuffer b = client.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, length)).get(120, TimeUnit.SECONDS);
+    try {
+      assertArrayEquals(Arrays.copyOfRange(data, offset, data.length), bytes(b));
+    } finally {
+      b.release();
+    }
+    assertEquals(0, counter(server, "verbsFileRegionsPrivateCopy"), "no private copy");
+    assertEquals(0, counter(server, "verbsFileCopyBytes"));
+    long readOnly = counter(server, "verbsFileRegionsReadOnlyMapping");
+    long shared = counter(server, "verbsFileRegionsSharedMapping");
+    assertEquals(4, readOnly + shared);
+    if (kernelPinsReadOnlyMappings()) {
+      assertEquals(4, readOnly, "Linux >= 6.2 pins the read-only mapping itself");
+    } else {
+      assertEquals(4, shared, "Linux < 6.2: read-write shared mappings, registered read-only");
+    }
+    region.close();
+    server.close();
+    assertEquals(past, Files.getLastModifiedTime(f), "the file's mtime is unchanged");
+    assertArrayEquals(data, Files.readAllBytes(f), "the file's content is unchanged");
+  }
+
+  /**
+   * A file this process may not write falls back to the private copy (on kernels that cannot pin
+   * read-only mappings). As root, permissions do not stop writes, so the guest run passes a file
+   * on a read-only bind mount in {@code memwire.test.verbs.readOnlyFile}.
+   */
+  @Test
+  void anUnwritableFileIsServedFromAPrivateCopy() throws Exception {
+    Assumptions.assumeFalse(kernelPinsReadOnlyMappings(),
+        "this kernel pins read-only mappings: no fallback needed");
+    String given = System.getProperty("memwire.test.verbs.readOnlyFile");
+    Path f;
+    byte[] data;
+    if (given != null && !given.isBlank()) {
+      f = Path.of(given);
+      data = Files.readAllBytes(f);
+    } else {
+      data = TransferContractTest.random(new Random(8), 100_000);
+      f = tmp.resolve("read-only.data");
+      Files.write(f, data);
+      Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("r--r--r--"));
+    }
+    Assumptions.assumeFalse(Files.isWritable(f), "this process may write " + f + " (root?)");
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion region = server.register(f, 0, data.length);
+    TransferBuffer b = client.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, data.length)).get(120, TimeUnit.SECONDS);
+    try {
+      assertArrayEquals(data, bytes(b));
+    } finally {
+      b.release();
+    }
+    Map<String, Long> s = server.stats().asMap();
+    assertEquals(1L, s.get("verbsFileRegionsPrivateCopy"), s.toString());
+    assertEquals((long) data.length, s.get("verbsFileCopyBytes"), s.toString());
+    assertEquals(0L, s.get("verbsFileRegionsSharedMapping"), s.toString());
+    region.close();
+  }
+
+  @Test
+  void withASecretOnlyAuthenticatedPeersConnect() throws Exception {
+    byte[] data = TransferContractTest.random(new Random(9), 64 << 10);
+    TransferNode server = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(server);
+    MemoryRegion region = server.register(TransferContractTest.direct(data));
+
+    // The right secret: the handshake admits the connect request, the read returns the bytes.
+    TransferNode good = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(good);
+    TransferBuffer b = good.connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 0, data.length)).get(60, TimeUnit.SECONDS);
+    try {
+      assertArrayEquals(data, bytes(b));
+    } finally {
+      b.release();
+    }
+    assertEquals(1L, server.stats().asMap().get("verbsAuthAccepted"));
+    assertEquals(1L, server.stats().asMap().get("verbsAcceptedTotal"));
+
+    // No secret: the RDMA connect request was not announced and is refused without a QP.
+    TransferNode none = node();
+    TransferConnectionException missing = assertThrows(TransferConnectionException.class,
+        () -> none.connection(server.localAddress()));
+    assertTrue(missing.getMessage().contains("REJECTED"), missing.getMessage());
+    assertEquals(1L, server.stats().asMap().get("verbsAuthRefusedRequests"));
+
+    // A wrong secret: the handshake fails before any RDMA connect request.
+    TransferNode wrong = TransferNode.start(VerbsTransferContractTest.verbsConfig()
+        .authSecret("guess".getBytes(StandardCharsets.UTF_8)).build());
+    nodes.add(wrong);
+    TransferConnectionException bad = assertThrows(TransferConnectionException.class,
+        () -> wrong.connection(server.localAddress()));
+    assertTrue(bad.getMessage().contains("authentication failed"), bad.getMessage());
+    Map<String, Long> s = server.stats().asMap();
+    assertEquals(1L, s.get("verbsAcceptedTotal"), "only the authenticated peer got a QP: " + s);
+    assertEquals(1L, s.get("verbsAuthRefusedRequests"), s.toString());
+    region.close();
   }
 }

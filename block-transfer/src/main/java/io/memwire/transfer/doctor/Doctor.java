@@ -24,6 +24,7 @@ import java.util.Map;
  * java -cp memwire.jar io.memwire.transfer.doctor.Doctor [options]
  *   --provider auto|verbs|tcp  --bind IP  --device NAME  --port N  --budget SIZE  --set KEY=VALUE
  *   --sysfs DIR (default /sys)  --limits FILE (default /proc/self/limits)
+ *   --firewall FILE   saved iptables-save or nft list ruleset output (default: run them)
  *   --serve [--serve-size BYTES] [--serve-seconds N]   start a node with a test region
  *   --peer HOST:PORT [--region DESCRIPTOR]             connect to it and read the region
  * </pre>
@@ -35,7 +36,7 @@ public final class Doctor {
 
   static final String USAGE = "usage: memwire doctor [--provider auto|verbs|tcp] [--bind IP]"
       + " [--device NAME] [--port N] [--budget SIZE] [--set KEY=VALUE]... [--sysfs DIR]"
-      + " [--limits FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
+      + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
       + " | --serve [--serve-size BYTES] [--serve-seconds N]";
 
   public static void main(String[] args) {
@@ -53,6 +54,7 @@ public final class Doctor {
     Path limits = MemlockLimit.PROC_SELF_LIMITS;
     String peer = null;
     String region = null;
+    String firewall = null;
     boolean serve = false;
     int serveSize = 1 << 20;
     long serveSeconds = 600;
@@ -116,6 +118,9 @@ public final class Doctor {
             break;
           case "--region":
             region = v;
+            break;
+          case "--firewall":
+            firewall = v;
             break;
           case "--serve-size":
             serveSize = Integer.parseInt(v);
@@ -182,8 +187,11 @@ public final class Doctor {
     RdmaInventory inventory = real ? RdmaInventory.system()
         : new RdmaInventory(sysfs, n -> List.of());
     out.println("memwire doctor: " + config + " (sysfs " + sysfs + ", limits " + limits + ")");
+    String firewallFile = firewall;
+    java.util.function.Supplier<List<Firewall.Ruleset>> rules = firewallFile == null
+        ? Firewall::readSystem : () -> List.of(readRules(Path.of(firewallFile)));
     List<Check> checks = new ArrayList<>(new SystemChecks(config, inventory, limits,
-        DisniLibrary::loadError, DisniLibrary::version, real).run());
+        DisniLibrary::loadError, DisniLibrary::version, real, Doctor::libdisniFile, rules).run());
     if (peerAddress != null) {
       checks.add(checks.size() - 1, PeerChecks.peer(config, peerAddress, remote));
     }
@@ -201,5 +209,21 @@ public final class Doctor {
         : warns > 0 ? "no failures, " + warns + " warning(s)" : "all checks OK");
     out.flush();
     return fails > 0 ? 1 : 0;
+  }
+
+  /** The loaded libdisni's file, else the one java.library.path would load. */
+  private static java.util.Optional<Path> libdisniFile() {
+    java.util.Optional<Path> loaded = NativeLibrary.loadedFrom(NativeLibrary.PROC_SELF_MAPS,
+        NativeLibrary.FILE_NAME);
+    return loaded.isPresent() ? loaded : NativeLibrary.onLibraryPath(
+        System.getProperty("java.library.path"), NativeLibrary.FILE_NAME);
+  }
+
+  private static Firewall.Ruleset readRules(Path file) {
+    try {
+      return Firewall.Ruleset.of(file.toString(), java.nio.file.Files.readString(file));
+    } catch (java.io.IOException e) {
+      return Firewall.Ruleset.unreadable(file.toString(), e.toString());
+    }
   }
 }

@@ -26,10 +26,27 @@ final class SystemChecks {
   private final Supplier<Optional<String>> libraryError;
   private final Supplier<OptionalInt> libraryVersion;
   private final boolean realSystem;
+  private final Supplier<Optional<Path>> libraryFile;
+  private final Supplier<List<Firewall.Ruleset>> firewall;
 
   SystemChecks(TransferConfig config, RdmaInventory inventory, Path limitsFile,
       Supplier<Optional<String>> libraryError, Supplier<OptionalInt> libraryVersion,
       boolean realSystem) {
+    this(config, inventory, limitsFile, libraryError, libraryVersion, realSystem,
+        Optional::empty, () -> List.of(Firewall.Ruleset.of("none", "")));
+  }
+
+  /**
+   * @param libraryFile the libdisni file (the loaded one, else the one on java.library.path);
+   *     asked after {@code libraryError}
+   * @param firewall the host's firewall rules, or why they cannot be read
+   */
+  SystemChecks(TransferConfig config, RdmaInventory inventory, Path limitsFile,
+      Supplier<Optional<String>> libraryError, Supplier<OptionalInt> libraryVersion,
+      boolean realSystem, Supplier<Optional<Path>> libraryFile,
+      Supplier<List<Firewall.Ruleset>> firewall) {
+    this.libraryFile = libraryFile;
+    this.firewall = firewall;
     this.config = config;
     this.inventory = inventory;
     this.limitsFile = limitsFile;
@@ -90,6 +107,7 @@ final class SystemChecks {
       out.addAll(binding());
     }
     out.add(library());
+    out.addAll(firewall());
     out.add(memlock());
     out.add(provider());
     return out;
@@ -163,14 +181,121 @@ final class SystemChecks {
 
   private Check library() {
     Optional<String> err = libraryError.get();
+    Optional<Path> file = libraryFile.get();
+    String where = file.map(f -> " (" + f + ")").orElse("");
+    String build = "build libdisni from DiSNI 2.1's source (autotools with libibverbs-dev and "
+        + "librdmacm-dev) and add its directory to -Djava.library.path or LD_LIBRARY_PATH";
     if (err.isPresent()) {
-      return problem("libdisni", err.get(), "build libdisni from DiSNI 2.1's source (autotools "
-          + "with libibverbs-dev and librdmacm-dev) and add its directory to -Djava.library.path "
-          + "or LD_LIBRARY_PATH");
+      return problem("libdisni", err.get() + (file.isPresent() ? "; a " + NativeLibrary.FILE_NAME
+          + " exists at " + file.get() : "; java.library.path="
+          + System.getProperty("java.library.path")), build);
     }
     OptionalInt v = libraryVersion.get();
-    return Check.ok("libdisni", "libdisni loaded, JNI interface version "
-        + (v.isPresent() ? v.getAsInt() : "unknown") + " (DiSNI 2.1 expects 32)");
+    String loaded = "libdisni loaded" + where + ", JNI interface version "
+        + (v.isPresent() ? v.getAsInt() : "unknown") + " (DiSNI 2.1 expects 32)";
+    if (file.isEmpty()) {
+      return Check.ok("libdisni", loaded + "; its file was not found, JNI functions not checked");
+    }
+    Optional<Class<?>> dispatcher = NativeLibrary.dispatcher();
+    if (dispatcher.isEmpty()) {
+      return Check.ok("libdisni", loaded + "; DiSNI's classes are not on the class path, JNI "
+          + "functions not checked");
+    }
+    java.util.Set<String> expected = NativeLibrary.expectedSymbols(dispatcher.get());
+    java.util.Set<String> present;
+    try {
+      present = NativeLibrary.jniNames(file.get());
+    } catch (java.io.IOException e) {
+      return Check.ok("libdisni", loaded + "; cannot read it to check its JNI functions ("
+          + e.getMessage() + ")");
+    }
+    String disni = "DiSNI " + NativeLibrary.disniVersion(dispatcher.get().getClassLoader());
+    List<String> missing = NativeLibrary.missing(expected, present);
+    if (!missing.isEmpty()) {
+      return problem("libdisni", loaded + ", but it lacks " + missing.size() + " of the "
+          + expected.size() + " JNI functions " + disni + " calls (e.g. "
+          + missing.get(0).substring(missing.get(0).lastIndexOf('_') + 1) + "): it was built "
+          + "from another DiSNI version, and verbs calls would fail with UnsatisfiedLinkError",
+          build);
+    }
+    String prefix = "Java_" + NativeLibrary.mangle(NativeLibrary.DISPATCHER) + "_";
+    List<String> extra = new ArrayList<>();
+    for (String name : NativeLibrary.missing(present, expected)) {
+      if (name.startsWith(prefix)) {
+        extra.add(name);
+      }
+    }
+    return Check.ok("libdisni", loaded + "; all " + expected.size() + " JNI functions of "
+        + disni + " present" + (extra.isEmpty() ? "" : " (plus " + extra.size()
+        + " it does not call)"));
+  }
+
+  /** UDP 4791 (RoCE v2) and the node's TCP port against the host's input firewall rules. */
+  private List<Check> firewall() {
+    List<Firewall.Ruleset> sets = firewall.get();
+    List<Check> out = new ArrayList<>();
+    int port = config.port();
+    out.add(flowCheck("firewall-roce", "UDP 4791 (RoCE v2, also its RDMA CM messages)",
+        new Firewall.Flow("udp", 4791), sets, config.provider() == ProviderKind.TCP,
+        "-p udp --dport 4791", "udp dport 4791"));
+    String what = port == 0 ? "TCP port 0 (chosen at start: only rules for every port decide)"
+        : "TCP " + port + " (node port: tcp provider, verbs authentication, iWARP RDMA CM)";
+    out.add(flowCheck("firewall-port", what, new Firewall.Flow("tcp", port == 0 ? -1 : port),
+        sets, false, "-p tcp --dport " + (port == 0 ? "<port>" : port),
+        "tcp dport " + (port == 0 ? "<port>" : port)));
+    return out;
+  }
+
+  private Check flowCheck(String name, String what, Firewall.Flow flow,
+      List<Firewall.Ruleset> sets, boolean unused, String iptablesMatch, String nftMatch) {
+    List<String> read = new ArrayList<>();
+    List<String> unreadable = new ArrayList<>();
+    Firewall.Result worst = null;
+    String worstSource = null;
+    for (Firewall.Ruleset r : sets) {
+      if (r.error != null) {
+        unreadable.add(r.source + ": " + r.error);
+        continue;
+      }
+      read.add(r.source);
+      Firewall.Result v = r.verdict(flow);
+      if (worst == null || rank(v.verdict) > rank(worst.verdict)) {
+        worst = v;
+        worstSource = r.source;
+      }
+    }
+    if (worst == null) {
+      String f = "cannot tell whether the host firewall drops " + what + " ("
+          + String.join("; ", unreadable) + ")";
+      boolean noTools = unreadable.stream().allMatch(u -> u.endsWith(": not installed"));
+      String advice = noTools ? "neither tool is installed here; check the host's firewall "
+          + "another way, or save a ruleset elsewhere and pass it with --firewall FILE"
+          : "run the doctor as root, or save `iptables-save` / `nft list ruleset` as root and "
+              + "pass the file with --firewall FILE";
+      return unused ? Check.ok(name, f + " (not used: provider=tcp)")
+          : Check.warn(name, f, advice);
+    }
+    String from = " per " + String.join(" and ", read);
+    String note = "; hardware RoCE/iWARP NICs bypass the host firewall, Soft-RoCE (rxe) and "
+        + "soft-iWARP (siw) traffic and the tcp provider do not";
+    switch (worst.verdict) {
+      case ACCEPTED:
+        return Check.ok(name, what + " is accepted" + from + " (" + worst.why + ")");
+      case DROPPED:
+        return unused ? Check.ok(name, what + " is dropped" + from + " (not used: provider=tcp)")
+            : Check.warn(name, what + " would be dropped: " + worst.why + " (" + worstSource
+                + ")" + note, "allow it: `iptables -I INPUT " + iptablesMatch + " -j ACCEPT` or "
+                + "an nft rule `" + nftMatch + " accept` in the input chain");
+      default:
+        return unused ? Check.ok(name, what + ": " + worst.why + " (not used: provider=tcp)")
+            : Check.warn(name, what + " may be dropped: " + worst.why + " (" + worstSource + ")"
+                + note, "check that rule for this host's peers, or allow the port explicitly "
+                + "(`" + iptablesMatch + " -j ACCEPT`, nft `" + nftMatch + " accept`)");
+    }
+  }
+
+  private static int rank(Firewall.Verdict v) {
+    return v == Firewall.Verdict.DROPPED ? 2 : v == Firewall.Verdict.DEPENDS ? 1 : 0;
   }
 
   private Check memlock() {

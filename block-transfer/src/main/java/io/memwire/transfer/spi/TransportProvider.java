@@ -31,6 +31,18 @@ public interface TransportProvider extends AutoCloseable {
   ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset);
 
+  /**
+   * Registers a read-only mapping of {@code [fileOffset, fileOffset + capacity)} of {@code file}
+   * (opened as {@code channel}) for remote reads. A provider may serve the file's bytes another
+   * way (a different mapping, sendfile); {@link ProviderRegistration#address()} says where the
+   * served bytes live. The default registers the mapping itself.
+   */
+  default ProviderRegistration registerFile(
+      ByteBuffer mapping, long address, java.nio.file.Path file, FileChannel channel,
+      long fileOffset) {
+    return register(mapping, address, true, channel, fileOffset);
+  }
+
   /** Opens a connection; blocks at most the configured connect timeout. */
   ProviderConnection connect(InetSocketAddress peer) throws TransferException;
 

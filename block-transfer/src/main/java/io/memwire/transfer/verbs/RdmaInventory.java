@@ -204,11 +204,27 @@ public final class RdmaInventory {
     private final String name;
     private final List<Port> ports;
     private final List<String> netdevs;
+    private final String nodeType;
 
-    Device(String name, List<Port> ports, List<String> netdevs) {
+    Device(String name, List<Port> ports, List<String> netdevs, String nodeType) {
       this.name = name;
       this.ports = ports;
       this.netdevs = netdevs;
+      this.nodeType = nodeType;
+    }
+
+    /** sysfs {@code node_type}, e.g. {@code 1: CA} (InfiniBand, RoCE) or {@code 4: RNIC}; may be empty. */
+    public String nodeType() {
+      return nodeType;
+    }
+
+    /**
+     * Whether the device's transport is iWARP: the kernel gives every iWARP device the node type
+     * RNIC (4), and no other transport uses it.
+     */
+    public boolean isIwarp() {
+      String t = nodeType.trim();
+      return t.startsWith("4:") || t.toUpperCase(Locale.ROOT).endsWith("RNIC");
     }
 
     public String name() {
@@ -331,7 +347,7 @@ public final class RdmaInventory {
         netdevs.add(nd);
       }
     }
-    return new Device(name, ports, netdevs);
+    return new Device(name, ports, netdevs, read(dir.resolve("node_type")));
   }
 
   private Path netClass() {

@@ -24,9 +24,16 @@ import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.StandardOpenOption;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -51,13 +58,13 @@ import org.slf4j.LoggerFactory;
  * and watches client links for disconnects), and one connector thread that re-establishes a queue
  * pair after a remote access error. Client connections are opened lazily by {@link #connect},
  * each on its own event channel driven by the calling thread with a deadline, because DiSNI's own
- * endpoint connect can wait forever on a route or address error.
+ * endpoint connect can wait forever on a route or address error. With {@code authSecret} set, one
+ * more thread answers authentication handshakes on the node's TCP port ({@link VerbsAuth}), and
+ * only connect requests announced by a successful handshake get a queue pair.
  */
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
-  private static final java.util.concurrent.atomic.AtomicBoolean COPY_NOTED =
-      new java.util.concurrent.atomic.AtomicBoolean();
   private static final int MAX_CQ = 16384;
   /**
    * How long the completion thread keeps polling an empty queue before it arms the channel and
@@ -107,16 +114,59 @@ public final class VerbsProvider implements TransportProvider {
   private final LongAdder postCalls = new LongAdder();
   private final LongAdder postedReads = new LongAdder();
   private final LongAdder acceptedTotal = new LongAdder();
+  private final Map<FilePath, LongAdder> filePaths = new EnumMap<>(FilePath.class);
+  private final LongAdder copiedBytes = new LongAdder();
+  private final Set<FilePath> notedPaths = ConcurrentHashMap.newKeySet();
+  /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
+  private volatile boolean readOnlyPinRefused;
+  private final boolean iwarp;
+  /** Checks peers before they may connect, when a secret is configured; else null. */
+  private final VerbsAuth auth;
+  private final byte[] secret;
   private volatile boolean closed;
 
   private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
     this.config = config;
     this.binding = binding;
     this.limits = DeviceLimits.query(binding.device().name());
+    this.iwarp = binding.device().isIwarp();
+    for (FilePath f : FilePath.values()) {
+      filePaths.put(f, new LongAdder());
+    }
     this.qpDepth = Math.max(1, Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()));
     int cqSize = Math.min(MAX_CQ, limits.maxCqe);
     this.maxConnections = Math.max(1, cqSize / qpDepth);
-    this.serverChannel = RdmaEventChannel.createEventChannel();
+    byte[] secret = config.authSecret().orElse(null);
+    if (secret != null && iwarp) {
+      throw new TransferConfigException(TransferConfig.AUTH_SECRET + " is set, but "
+          + binding.device().name() + " is an iWARP device, whose RDMA CM uses the TCP port "
+          + "verbs authentication needs; use provider=tcp with a secret, or RoCE/InfiniBand");
+    }
+    // With a secret, peers authenticate over TCP on the node's port before their RDMA CM
+    // connect request (same number, separate port space); bound first so port 0 picks one free
+    // in both.
+    ServerSocket authSocket = null;
+    if (secret != null) {
+      authSocket = new ServerSocket();
+      try {
+        authSocket.bind(new InetSocketAddress(binding.address(), config.port()), 128);
+      } catch (IOException e) {
+        authSocket.close();
+        throw new TransferConfigException("cannot listen for verbs authentication on TCP "
+            + binding.address().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
+            + "); " + TransferConfig.AUTH_SECRET + " needs the node's port free in TCP too", e);
+      }
+    }
+    int port = authSocket != null ? authSocket.getLocalPort() : config.port();
+    RdmaEventChannel channel = null;
+    try {
+      channel = RdmaEventChannel.createEventChannel();
+    } finally {
+      if (channel == null && authSocket != null) {
+        authSocket.close();
+      }
+    }
+    this.serverChannel = channel;
     if (serverChannel == null) {
       throw new IOException("rdma_create_event_channel failed (is rdma_ucm loaded?)");
     }
@@ -125,13 +175,13 @@ public final class VerbsProvider implements TransportProvider {
     CompletionThread cq = null;
     try {
       listen = serverChannel.createId(RdmaCm.RDMA_PS_TCP);
-      InetSocketAddress want = new InetSocketAddress(binding.address(), config.port());
+      InetSocketAddress want = new InetSocketAddress(binding.address(), port);
       try {
         listen.bindAddr(want);
         listen.listen(1024);
       } catch (IOException e) {
         throw new TransferConfigException("cannot listen for RDMA connections on "
-            + want.getAddress().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
+            + want.getAddress().getHostAddress() + ":" + port + " (" + e.getMessage()
             + "); check bindAddress, device and port", e);
       }
       SocketAddress bound = listen.getSource();
@@ -148,6 +198,9 @@ public final class VerbsProvider implements TransportProvider {
       cq = new CompletionThread(context, cqSize, TimeUnit.MICROSECONDS.toNanos(cqSpinMicros()),
           this::completed, "memwire-verbs-" + id + "-cq");
     } catch (IOException | RuntimeException e) {
+      if (authSocket != null) {
+        authSocket.close();
+      }
       if (cq != null) {
         cq.close();
       }
@@ -168,12 +221,23 @@ public final class VerbsProvider implements TransportProvider {
       t.setDaemon(true);
       return t;
     });
+    this.auth = authSocket == null ? null : new VerbsAuth(secret, authSocket, localAddress,
+        config.connectTimeout().toNanos(), (int) Math.min(5000, config.connectTimeout().toMillis()),
+        System::nanoTime, "memwire-verbs-" + id + "-auth");
+    this.secret = secret;
     this.cmThread = new Thread(this::cmLoop, "memwire-verbs-" + id + "-cm");
     cmThread.setDaemon(true);
     cmThread.start();
-    LOG.info("verbs provider on {} ({}): {} reads in flight per queue pair, CQ of {} entries "
-        + "for up to {} connections, CQ spin {} us; device {}", localAddress, binding, qpDepth,
-        cqSize, maxConnections, cqSpinMicros(), limits);
+    if (auth != null) {
+      auth.start();
+      LOG.info("verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
+          + "connecting; unannounced RDMA connect requests are refused", localAddress,
+          TransferConfig.AUTH_SECRET, port);
+    }
+    LOG.info("verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
+        + "entries for up to {} connections, CQ spin {} us; device {}", localAddress, binding,
+        iwarp ? "iWARP: read destinations registered with REMOTE_WRITE" : "InfiniBand/RoCE",
+        qpDepth, cqSize, maxConnections, cqSpinMicros(), limits);
   }
 
   /**
@@ -231,24 +295,185 @@ public final class VerbsProvider implements TransportProvider {
   @Override
   public ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
-    if (closed) {
-      throw new IllegalStateException("verbs provider is closed");
+    if (file != null && remoteReadable) {
+      return registerFile(buffer, address, null, file, fileOffset);
     }
+    ensureOpen();
     int length = buffer.capacity();
-    // Never remote write. Served memory: remote read (plus local write for a caller's buffer,
-    // which may also be a read destination); a read-only file mapping: remote read only.
-    // Pool destinations: local write only.
-    int access = !remoteReadable ? IbvMr.IBV_ACCESS_LOCAL_WRITE
-        : file != null ? IbvMr.IBV_ACCESS_REMOTE_READ
-        : IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE;
+    int access = accessFor(remoteReadable ? Use.SERVED : Use.DESTINATION, iwarp);
     try {
       return track(new VerbsRegistration(this, regMr(address, length, access), address, length,
           remoteReadable, null));
     } catch (IOException e) {
-      if (file != null && String.valueOf(e.getMessage()).contains("Bad address")) {
-        return registerCopy(buffer, length, e);
+      throw registrationFailed(length, e);
+    }
+  }
+
+  /** What a registration is for; decides its access flags. */
+  enum Use {
+    /** A pool buffer reads land in. */
+    DESTINATION,
+    /** A caller's buffer served to peers (it may also be a read destination on RoCE and IB). */
+    SERVED,
+    /** A file mapping served to peers. */
+    FILE
+  }
+
+  /**
+   * Access flags for a registration. Served memory is never remotely writable. An iWARP RNIC
+   * places RDMA Read responses into the sink with a remote write (iWARP's Read Response targets
+   * a tagged buffer), so read destinations there need REMOTE_WRITE; InfiniBand and RoCE write
+   * them locally and get LOCAL_WRITE only. File mappings get REMOTE_READ only: no write access,
+   * so registering them never dirties a page.
+   */
+  static int accessFor(Use use, boolean iwarp) {
+    switch (use) {
+      case DESTINATION:
+        return IbvMr.IBV_ACCESS_LOCAL_WRITE | (iwarp ? IbvMr.IBV_ACCESS_REMOTE_WRITE : 0);
+      case SERVED:
+        return IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE;
+      default:
+        return IbvMr.IBV_ACCESS_REMOTE_READ;
+    }
+  }
+
+  /**
+   * Registers a file region by the first of three ways that works: the read-only mapping itself;
+   * where the kernel cannot pin a read-only shared mapping (Linux before 6.2 pins with
+   * FOLL_FORCE|FOLL_WRITE and gets EFAULT), a read-write shared mapping of the same file range,
+   * registered with REMOTE_READ only (nothing writes through it, no page is dirtied); and, when
+   * the file cannot be opened for writing, a pinned private copy in direct memory (a memcpy of
+   * the region and twice its memory). Each way is counted in {@link #counters()}.
+   */
+  @Override
+  public ProviderRegistration registerFile(ByteBuffer mapping, long address, Path file,
+      FileChannel channel, long fileOffset) {
+    ensureOpen();
+    int length = mapping.capacity();
+    int access = accessFor(Use.FILE, iwarp);
+    IOException readOnlyFailure = null;
+    if (!readOnlyPinRefused) {
+      try {
+        VerbsRegistration r = track(new VerbsRegistration(this, regMr(address, length, access),
+            address, length, true, null));
+        fileRegistered(FilePath.READ_ONLY_MAPPING, file, length, null);
+        return r;
+      } catch (IOException e) {
+        if (!isBadAddress(e)) {
+          throw registrationFailed(length, e);
+        }
+        readOnlyFailure = e;
+        readOnlyPinRefused = true;
+        LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA ({}): file "
+            + "regions are registered through read-write shared mappings (REMOTE_READ only), "
+            + "or served from private copies when a file is not writable",
+            System.getProperty("os.version"), e.getMessage());
+      }
+    }
+    String why;
+    if (file == null) {
+      why = "the file's path is unknown";
+    } else {
+      try {
+        return registerSharedMapping(file, fileOffset, length, access);
+      } catch (IOException e) {
+        why = e.toString();
+      }
+    }
+    return registerCopy(mapping, file, length, why, readOnlyFailure);
+  }
+
+  private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length,
+      int access) throws IOException {
+    MappedByteBuffer shared;
+    FileTime modified = Files.getLastModifiedTime(file);
+    // Opening for writing needs write permission; the mapping outlives the channel.
+    try (FileChannel rw = FileChannel.open(file, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      shared = rw.map(FileChannel.MapMode.READ_WRITE, fileOffset, length);
+    }
+    long sharedAddress = MemoryAccess.address(shared);
+    try {
+      VerbsRegistration r = track(new VerbsRegistration(this, regMr(sharedAddress, length,
+          access), sharedAddress, length, true, () -> MemoryAccess.free(shared)));
+      restoreModified(file, modified);
+      fileRegistered(FilePath.SHARED_MAPPING, file, length, null);
+      return r;
+    } catch (IOException | RuntimeException e) {
+      MemoryAccess.free(shared);
+      throw e instanceof IOException ? (IOException) e
+          : new IOException("ibv_reg_mr of the read-write mapping failed: " + e, e);
+    }
+  }
+
+  /**
+   * Pinning takes write faults on the shared mapping (the same FOLL_WRITE that fails on the
+   * read-only one), and the kernel stamps the file's mtime on a write fault although no byte
+   * changes; set it back so tools that watch mtime see the file as it was. The ctime stays new.
+   */
+  private static void restoreModified(Path file, FileTime modified) {
+    try {
+      if (!Files.getLastModifiedTime(file).equals(modified)) {
+        Files.setLastModifiedTime(file, modified);
+      }
+    } catch (IOException e) {
+      LOG.debug("cannot restore the mtime of {}", file, e);
+    }
+  }
+
+  private ProviderRegistration registerCopy(ByteBuffer mapping, Path file, int length,
+      String why, IOException readOnlyFailure) {
+    ByteBuffer copy = ByteBuffer.allocateDirect(length);
+    copy.put(mapping.duplicate().clear()).clear();
+    long copyAddress = MemoryAccess.address(copy);
+    try {
+      VerbsRegistration r = track(new VerbsRegistration(this, regMr(copyAddress, length,
+          accessFor(Use.FILE, iwarp)), copyAddress, length, true, () -> MemoryAccess.free(copy)));
+      fileRegistered(FilePath.PRIVATE_COPY, file, length, why);
+      return r;
+    } catch (IOException e) {
+      MemoryAccess.free(copy);
+      if (readOnlyFailure != null) {
+        e.addSuppressed(readOnlyFailure);
       }
       throw registrationFailed(length, e);
+    }
+  }
+
+  /** How a file region ended up registered. */
+  enum FilePath {
+    READ_ONLY_MAPPING("verbsFileRegionsReadOnlyMapping"),
+    SHARED_MAPPING("verbsFileRegionsSharedMapping"),
+    PRIVATE_COPY("verbsFileRegionsPrivateCopy");
+
+    final String counter;
+
+    FilePath(String counter) {
+      this.counter = counter;
+    }
+  }
+
+  private void fileRegistered(FilePath how, Path file, int length, String why) {
+    filePaths.get(how).increment();
+    if (how == FilePath.PRIVATE_COPY) {
+      copiedBytes.add(length);
+    }
+    if (notedPaths.add(how)) {
+      LOG.info("file regions: first registered as {} ({} bytes of {}){}", how, length, file,
+          why == null ? "" : "; no read-write mapping because " + why);
+    } else {
+      LOG.debug("file region of {} bytes of {} registered as {}{}", length, file, how,
+          why == null ? "" : " (" + why + ")");
+    }
+  }
+
+  private static boolean isBadAddress(IOException e) {
+    return String.valueOf(e.getMessage()).contains("Bad address");
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("verbs provider is closed");
     }
   }
 
@@ -271,29 +496,6 @@ public final class VerbsProvider implements TransportProvider {
     return new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
         + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
         + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
-  }
-
-  /**
-   * Linux before 6.2 pins user memory for RDMA with FOLL_FORCE|FOLL_WRITE, which a read-only
-   * shared file mapping refuses (EFAULT). There the segment is served from a pinned private copy
-   * of the same bytes; {@link ProviderRegistration#address()} tells where it lives.
-   */
-  private ProviderRegistration registerCopy(ByteBuffer mapping, int length, IOException cause) {
-    if (COPY_NOTED.compareAndSet(false, true)) {
-      LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA (Linux < 6.2): "
-          + "file regions are served from pinned private copies", System.getProperty("os.version"));
-    }
-    ByteBuffer copy = ByteBuffer.allocateDirect(length);
-    copy.put(mapping.duplicate().clear()).clear();
-    long copyAddress = MemoryAccess.address(copy);
-    try {
-      return track(new VerbsRegistration(this, regMr(copyAddress, length,
-          IbvMr.IBV_ACCESS_REMOTE_READ), copyAddress, length, true, () -> MemoryAccess.free(copy)));
-    } catch (IOException e) {
-      MemoryAccess.free(copy);
-      e.addSuppressed(cause);
-      throw registrationFailed(length, e);
-    }
   }
 
   void registrationReleased(VerbsRegistration r, int length) {
@@ -354,6 +556,14 @@ public final class VerbsProvider implements TransportProvider {
       if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
         throw new TransferConnectionException("the route to the peer does not leave through "
             + binding.device().name(), peer, null);
+      }
+      if (secret != null) {
+        SocketAddress own = cm.getSource();
+        if (!(own instanceof InetSocketAddress)) {
+          throw new TransferConnectionException("the RDMA CM id has no source address to "
+              + "announce for authentication", peer, null);
+        }
+        VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
       qp = cm.createQP(pd, qpAttributes(qpDepth));
       if (qp == null) {
@@ -536,6 +746,9 @@ public final class VerbsProvider implements TransportProvider {
       if (peerId == null) {
         return;
       }
+      if (auth != null && !admitted(peerId)) {
+        return;
+      }
       try {
         if (closed) {
           throw new IOException("provider closing");
@@ -562,6 +775,26 @@ public final class VerbsProvider implements TransportProvider {
       LOG.debug("accepted RDMA connection on {} ended: {}", localAddress, eventName(type));
       dropAccepted(peerId);
     }
+  }
+
+  /**
+   * Whether an authenticated handshake announced this request's source; if not, the request is
+   * destroyed (the peer sees a reject) before any queue pair exists for it.
+   */
+  private boolean admitted(RdmaCmId peerId) {
+    SocketAddress from = null;
+    try {
+      from = peerId.getDestination();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("no source address on an RDMA connect request", e);
+    }
+    if (auth.admit(from instanceof InetSocketAddress ? (InetSocketAddress) from : null)) {
+      return true;
+    }
+    LOG.warn("refused an RDMA connect request from {} on {}: no authenticated handshake "
+        + "announced it ({} is set)", from, localAddress, TransferConfig.AUTH_SECRET);
+    destroyQuietly(peerId);
+    return false;
   }
 
   private void dropAccepted(RdmaCmId peerId) {
@@ -608,6 +841,15 @@ public final class VerbsProvider implements TransportProvider {
     m.put("verbsAcceptedTotal", acceptedTotal.sum());
     m.put("verbsRegistrations", (long) registrations.size());
     m.put("verbsRegisteredBytes", registeredBytes.get());
+    for (FilePath f : FilePath.values()) {
+      m.put(f.counter, filePaths.get(f).sum());
+    }
+    m.put("verbsFileCopyBytes", copiedBytes.sum());
+    if (auth != null) {
+      m.put("verbsAuthAccepted", auth.proofsAccepted.sum());
+      m.put("verbsAuthRejected", auth.proofsRejected.sum());
+      m.put("verbsAuthRefusedRequests", auth.requestsRefused.sum());
+    }
     m.put("verbsRemoteAccessErrors", accessErrors.sum());
     m.put("verbsReconnects", reconnects.sum());
     m.put("verbsPostCalls", postCalls.sum());
@@ -644,6 +886,9 @@ public final class VerbsProvider implements TransportProvider {
       return;
     }
     closed = true;
+    if (auth != null) {
+      auth.close();
+    }
     join(cmThread);
     for (VerbsConnection c : connections.toArray(new VerbsConnection[0])) {
       c.fail(new TransferConnectionException("verbs provider closed", c.peer(), null));

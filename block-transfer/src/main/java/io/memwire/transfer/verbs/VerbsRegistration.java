@@ -9,8 +9,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One memory region registered with the NIC. Served regions carry remote-read access only (the
- * descriptor publishes the rkey); read destinations carry local-write access only.
+ * One memory region registered with the NIC. Served regions are remotely readable, never remotely
+ * writable (the descriptor publishes the rkey); read destinations carry local-write access (plus
+ * remote write on iWARP, see {@link VerbsProvider#accessFor}) and publish no rkey.
  */
 final class VerbsRegistration implements ProviderRegistration {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsRegistration.class);

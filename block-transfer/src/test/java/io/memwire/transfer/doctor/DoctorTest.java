@@ -318,4 +318,124 @@ class DoctorTest {
       }
     }
   }
+
+  private static List<Check> checks(TransferConfig c, FakeSysfs fs, Optional<Path> libFile,
+      List<Firewall.Ruleset> rules) {
+    return new SystemChecks(c, new RdmaInventory(fs.root(), n -> List.of()),
+        fs.limits("unlimited", "unlimited"), Optional::empty, () -> OptionalInt.of(32), false,
+        () -> libFile, () -> rules).run();
+  }
+
+  /** A file shaped like a shared library's string table: NUL-terminated names. */
+  private Path fakeLibrary(String name, java.util.Collection<String> symbols) throws Exception {
+    StringBuilder b = new StringBuilder("\u007fELF\0libibverbs.so.1\0");
+    for (String s : symbols) {
+      b.append(s).append('\0');
+    }
+    Path f = tmp.resolve(name);
+    java.nio.file.Files.write(f, b.toString().getBytes(StandardCharsets.ISO_8859_1));
+    return f;
+  }
+
+  @Test
+  void libdisniIsCheckedForEveryJniFunctionDisniCalls() throws Exception {
+    java.util.Set<String> expected = NativeLibrary.expectedSymbols(
+        NativeLibrary.dispatcher().orElseThrow());
+    // Names as libdisni's source defines them (JNI mangling of "_getVersion", "_regMr").
+    assertTrue(expected.contains("Java_com_ibm_disni_verbs_impl_NativeDispatcher__1getVersion"));
+    assertTrue(expected.contains("Java_com_ibm_disni_verbs_impl_NativeDispatcher__1regMr"));
+    assertEquals(48, expected.size(), "DiSNI 2.1's NativeDispatcher has 48 native methods");
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 9000);
+    TransferConfig auto = cfg().bindAddress("198.18.0.1").build();
+    List<String> all = new java.util.ArrayList<>(expected);
+    all.add("Java_com_ibm_disni_util_NativeAffinity__1getAffinity");
+    Path good = fakeLibrary("libdisni.so", all);
+    Check ok = byName(checks(auto, fs, Optional.of(good), List.of()), "libdisni");
+    assertEquals(Check.Status.OK, ok.status(), ok.line());
+    assertTrue(ok.finding().contains("libdisni loaded (" + good + "), JNI interface version 32")
+        && ok.finding().contains("all 48 JNI functions of DiSNI 2.1 present"), ok.line());
+
+    List<String> old = new java.util.ArrayList<>(expected);
+    old.remove("Java_com_ibm_disni_verbs_impl_NativeDispatcher__1regMr");
+    Path stale = fakeLibrary("libdisni-old.so", old);
+    Check warn = byName(checks(auto, fs, Optional.of(stale), List.of()), "libdisni");
+    assertEquals(Check.Status.WARN, warn.status(), warn.line());
+    assertTrue(warn.finding().contains("lacks 1 of the 48 JNI functions DiSNI 2.1 calls (e.g. "
+        + "1regMr)"), warn.line());
+    Check fail = byName(checks(cfg().provider(ProviderKind.VERBS).bindAddress("198.18.0.1")
+        .build(), fs, Optional.of(stale), List.of()), "libdisni");
+    assertEquals(Check.Status.FAIL, fail.status(), fail.line());
+
+    assertEquals(Optional.of(Path.of("/opt/rdma/lib/libdisni.so")), NativeLibrary.loadedFrom(
+        fakeMaps(), "libdisni.so"));
+    assertEquals(Optional.empty(), NativeLibrary.loadedFrom(fakeMaps(), "libnothere.so"));
+    assertEquals(Optional.of(good), NativeLibrary.onLibraryPath(
+        "/nonexistent" + java.io.File.pathSeparator + tmp, "libdisni.so"));
+  }
+
+  private Path fakeMaps() throws Exception {
+    Path f = tmp.resolve("maps");
+    java.nio.file.Files.writeString(f, String.join("\n",
+        "7f0a1c000000-7f0a1c021000 rw-p 00000000 00:00 0 ",
+        "7f0a1d200000-7f0a1d205000 r--p 00000000 fe:00 1311 /usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0",
+        "7f0a1d400000-7f0a1d40a000 r-xp 00004000 fe:00 5120 /opt/rdma/lib/libdisni.so",
+        "7ffd5a3f2000-7ffd5a413000 rw-p 00000000 00:00 0 [stack]", ""));
+    return f;
+  }
+
+  @Test
+  void firewallRulesThatDropRoceOrTheNodePortAreWarnings() throws Exception {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 9000);
+    TransferConfig auto = cfg().bindAddress("198.18.0.1").set(TransferConfig.PORT, "7337").build();
+    List<Check> cs = checks(auto, fs, Optional.empty(), List.of(
+        Firewall.Ruleset.of("iptables-save", FirewallTest.IPTABLES_SSH_ONLY),
+        Firewall.Ruleset.unreadable("nft list ruleset", "not installed")));
+    Check roce = byName(cs, "firewall-roce");
+    assertEquals(Check.Status.WARN, roce.status(), roce.line());
+    assertTrue(roce.finding().startsWith("UDP 4791 (RoCE v2, also its RDMA CM messages) would be "
+        + "dropped: iptables INPUT policy DROP (iptables-save)"), roce.line());
+    assertTrue(roce.advice().contains("iptables -I INPUT -p udp --dport 4791 -j ACCEPT"),
+        roce.line());
+    Check port = byName(cs, "firewall-port");
+    assertEquals(Check.Status.WARN, port.status(), port.line());
+    assertTrue(port.finding().startsWith("TCP 7337 (node port"), port.line());
+
+    // provider=tcp: RoCE's port is not used, the node port still is.
+    List<Check> tcp = checks(cfg().provider(ProviderKind.TCP).set(TransferConfig.PORT, "7337")
+        .build(), fs, Optional.empty(), List.of(
+        Firewall.Ruleset.of("iptables-save", FirewallTest.IPTABLES_SSH_ONLY)));
+    assertEquals(Check.Status.OK, byName(tcp, "firewall-roce").status());
+    assertEquals(Check.Status.WARN, byName(tcp, "firewall-port").status());
+
+    // Rules not readable (no root): it says so and how to check.
+    Check unknown = byName(checks(auto, fs, Optional.empty(), List.of(
+        Firewall.Ruleset.unreadable("iptables-save", "exit 1: iptables-save v1.8.9 (nf_tables): "
+            + "Could not fetch rule set generation id: Permission denied (you must be root)"),
+        Firewall.Ruleset.unreadable("nft list ruleset", "exit 1: Operation not permitted"))),
+        "firewall-roce");
+    assertEquals(Check.Status.WARN, unknown.status(), unknown.line());
+    assertTrue(unknown.finding().startsWith("cannot tell whether the host firewall drops UDP 4791")
+        && unknown.finding().contains("Permission denied (you must be root)")
+        && unknown.advice().startsWith("run the doctor as root"), unknown.line());
+    Check noTools = byName(checks(auto, fs, Optional.empty(), List.of(
+        Firewall.Ruleset.unreadable("iptables-save", "not installed"),
+        Firewall.Ruleset.unreadable("nft list ruleset", "not installed"))), "firewall-port");
+    assertTrue(noTools.advice().startsWith("neither tool is installed here"), noTools.line());
+  }
+
+  @Test
+  void firewallFileOnTheCommandLine() throws Exception {
+    FakeSysfs fs = new FakeSysfs(tmp).rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 9000);
+    Path rules = tmp.resolve("ruleset.nft");
+    java.nio.file.Files.writeString(rules, FirewallTest.NFT_DROP.replace(
+        "\t\tmeta l4proto icmp accept", "\t\tudp dport 4791 accept"));
+    Run r = doctor("--sysfs", fs.root().toString(), "--limits",
+        fs.limits("unlimited", "unlimited").toString(), "--bind", "198.18.0.1", "--budget", "64m",
+        "--firewall", rules.toString());
+    assertTrue(r.line("firewall-roce").startsWith("OK   firewall-roce UDP 4791 (RoCE v2, also "
+        + "its RDMA CM messages) is accepted per " + rules), r.out);
+    assertTrue(r.line("firewall-port").startsWith("WARN"), r.out);
+    Run bad = doctor("--sysfs", fs.root().toString(), "--firewall", tmp.resolve("none").toString());
+    assertTrue(bad.line("firewall-roce").contains("cannot tell"), bad.out);
+  }
 }

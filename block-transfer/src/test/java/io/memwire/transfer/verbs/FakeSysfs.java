@@ -24,6 +24,7 @@ public final class FakeSysfs {
   public FakeSysfs rocePort(String device, int port, boolean active, String ipv4, String netdev,
       int netdevMtu) {
     Path p = root.resolve("class/infiniband/" + device + "/ports/" + port);
+    write(root.resolve("class/infiniband/" + device + "/node_type"), "1: CA");
     write(p.resolve("state"), active ? "4: ACTIVE" : "1: DOWN");
     write(p.resolve("phys_state"), active ? "5: LinkUp" : "3: Disabled");
     write(p.resolve("link_layer"), "Ethernet");
@@ -44,10 +45,17 @@ public final class FakeSysfs {
     return this;
   }
 
+  /** Sets a device's sysfs {@code node_type} (the kernel writes e.g. {@code 4: RNIC} for iWARP). */
+  public FakeSysfs nodeType(String device, String nodeType) {
+    write(root.resolve("class/infiniband/" + device + "/node_type"), nodeType);
+    return this;
+  }
+
   /** An InfiniBand port with the IPoIB interface {@code netdev} under device/net. */
   public FakeSysfs ibPort(String device, int port, boolean active, String netdev) {
     Path d = root.resolve("class/infiniband/" + device);
     Path p = d.resolve("ports/" + port);
+    write(d.resolve("node_type"), "1: CA");
     write(p.resolve("state"), active ? "4: ACTIVE" : "2: INIT");
     write(p.resolve("phys_state"), active ? "5: LinkUp" : "2: Polling");
     write(p.resolve("link_layer"), "InfiniBand");

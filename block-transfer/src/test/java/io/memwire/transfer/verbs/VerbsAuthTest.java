@@ -1,0 +1,195 @@
+package io.memwire.transfer.verbs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.transfer.TransferConnectionException;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferTimeoutException;
+import java.io.DataInputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The verbs authentication handshake over loopback TCP: no RDMA device needed. */
+class VerbsAuthTest {
+  private static final byte[] SECRET = "correct horse".getBytes(StandardCharsets.UTF_8);
+  private final List<VerbsAuth> servers = new ArrayList<>();
+  private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+
+  @AfterEach
+  void close() {
+    servers.forEach(VerbsAuth::close);
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      assertFalse(t.getName().startsWith("test-auth") && t.isAlive(), "auth thread left: " + t);
+    }
+  }
+
+  private VerbsAuth server(byte[] secret) throws Exception {
+    ServerSocket ss = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+    InetSocketAddress self = new InetSocketAddress(InetAddress.getLoopbackAddress(),
+        ss.getLocalPort());
+    VerbsAuth a = new VerbsAuth(secret, ss, self, TimeUnit.SECONDS.toNanos(10), 5000, clock::get,
+        "test-auth-" + servers.size());
+    servers.add(a);
+    a.start();
+    return a;
+  }
+
+  private static InetSocketAddress addressOf(VerbsAuth a) {
+    return a.address();
+  }
+
+  private static long deadline() {
+    return System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+  }
+
+  private static InetSocketAddress cm(int port) {
+    return new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
+  }
+
+  @Test
+  void theRightSecretAdmitsExactlyOneRequestFromTheAnnouncedAddress() throws Exception {
+    VerbsAuth s = server(SECRET);
+    VerbsAuth.authenticate(SECRET, cm(40001), addressOf(s), deadline());
+    assertEquals(1, s.proofsAccepted.sum());
+    assertFalse(s.admit(cm(40002)), "another CM port was not announced");
+    assertTrue(s.admit(cm(40001)));
+    assertFalse(s.admit(cm(40001)), "an admission is used once");
+    assertFalse(s.admit(null));
+    assertEquals(3, s.requestsRefused.sum());
+  }
+
+  @Test
+  void anAdmissionExpiresAfterTheConnectTimeout() throws Exception {
+    VerbsAuth s = server(SECRET);
+    VerbsAuth.authenticate(SECRET, cm(40003), addressOf(s), deadline());
+    clock.addAndGet(TimeUnit.SECONDS.toNanos(11));
+    assertFalse(s.admit(cm(40003)));
+    assertEquals(0, s.pending(), "the expired admission is gone");
+  }
+
+  @Test
+  void aWrongSecretIsRejectedOnBothSides() throws Exception {
+    VerbsAuth s = server(SECRET);
+    // The client's secret differs: the server's proof does not verify at the client.
+    TransferConnectionException e = assertThrows(TransferConnectionException.class,
+        () -> VerbsAuth.authenticate("wrong".getBytes(StandardCharsets.UTF_8), cm(40004),
+            addressOf(s), deadline()));
+    assertTrue(e.getMessage().contains("could not prove it knows authSecret"), e.getMessage());
+    assertFalse(s.admit(cm(40004)));
+  }
+
+  @Test
+  void aClientThatCannotProveItselfIsNotAdmitted() throws Exception {
+    VerbsAuth s = server(SECRET);
+    InetSocketAddress at = addressOf(s);
+    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40005), at);
+    byte status = exchange(at, hello, nonce -> VerbsAuth.proof("guess".getBytes(
+        StandardCharsets.UTF_8), "memwire-verbs-client", hello, nonce));
+    assertEquals(VerbsAuth.AUTH_FAILED, status);
+    assertEquals(1, s.proofsRejected.sum());
+    assertFalse(s.admit(cm(40005)));
+  }
+
+  @Test
+  void aRecordedExchangeCannotBeReplayed() throws Exception {
+    VerbsAuth s = server(SECRET);
+    InetSocketAddress at = addressOf(s);
+    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40006), at);
+    byte[][] recorded = new byte[1][];
+    assertEquals(VerbsAuth.OK, exchange(at, hello, nonce -> recorded[0] =
+        VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+    assertTrue(s.admit(cm(40006)));
+    // The same HELLO and AUTH again: the server's nonce is new, so the old proof fails.
+    assertEquals(VerbsAuth.AUTH_FAILED, exchange(at, hello, nonce -> recorded[0]));
+    assertFalse(s.admit(cm(40006)));
+  }
+
+  @Test
+  void aProofForAnotherServerOrAnotherClientAddressIsRefused() throws Exception {
+    VerbsAuth s = server(SECRET);
+    InetSocketAddress at = addressOf(s);
+    InetSocketAddress elsewhere = new InetSocketAddress(at.getAddress(), at.getPort() + 1);
+    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40007), elsewhere);
+    assertEquals(VerbsAuth.BAD_ADDRESS, exchange(at, hello,
+        nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+    byte[] spoofed = VerbsAuth.hello(VerbsAuth.nonce(),
+        new InetSocketAddress(InetAddress.getByName("10.9.9.9"), 40007), at);
+    assertEquals(VerbsAuth.BAD_ADDRESS, exchange(at, spoofed,
+        nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", spoofed, nonce)),
+        "the announced CM address must be the TCP peer's");
+    assertFalse(s.admit(cm(40007)));
+  }
+
+  @Test
+  void noListenerMeansTheClientFailsWithTheHint() throws Exception {
+    ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+    InetSocketAddress gone = new InetSocketAddress(InetAddress.getLoopbackAddress(),
+        closed.getLocalPort());
+    closed.close();
+    TransferException e = assertThrows(TransferException.class,
+        () -> VerbsAuth.authenticate(SECRET, cm(40008), gone, deadline()));
+    assertInstanceOf(TransferConnectionException.class, e);
+    assertTrue(e.getMessage().contains("does the peer have authSecret set?"), e.getMessage());
+  }
+
+  @Test
+  void aSilentPeerTimesOut() throws Exception {
+    try (ServerSocket mute = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(),
+          mute.getLocalPort());
+      long t0 = System.nanoTime();
+      assertThrows(TransferTimeoutException.class, () -> VerbsAuth.authenticate(SECRET,
+          cm(40009), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500)));
+      assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(20));
+    }
+  }
+
+  private interface Prover {
+    byte[] proof(byte[] serverNonce);
+  }
+
+  /** Runs the client side by hand; returns the server's final status. */
+  private static byte exchange(InetSocketAddress at, byte[] hello, Prover prover)
+      throws Exception {
+    try (Socket s = new Socket()) {
+      s.connect(at, 5000);
+      s.setSoTimeout(10_000);
+      OutputStream out = s.getOutputStream();
+      DataInputStream in = new DataInputStream(s.getInputStream());
+      out.write(hello);
+      byte[] challenge = new byte[VerbsAuth.CHALLENGE_SIZE];
+      in.readFully(challenge);
+      ByteBuffer c = ByteBuffer.wrap(challenge);
+      assertEquals(VerbsAuth.MAGIC, c.getInt());
+      c.getShort();
+      assertEquals(VerbsAuth.OK, c.get());
+      c.get();
+      byte[] nonce = new byte[VerbsAuth.NONCE_SIZE];
+      c.get(nonce);
+      byte[] serverProof = new byte[32];
+      c.get(serverProof);
+      assertArrayEquals(VerbsAuth.proof(SECRET, "memwire-verbs-server", hello, nonce),
+          serverProof);
+      out.write(prover.proof(nonce));
+      byte[] welcome = new byte[VerbsAuth.WELCOME_SIZE];
+      in.readFully(welcome);
+      return welcome[4];
+    }
+  }
+}
