@@ -65,8 +65,10 @@ abstract class TcpWireFuzzing {
       MemoryRegion closed = TcpRobustnessTest.register(server, data);
       closedKey = closed.descriptors().get(0).key();
       closed.close();
+      // Every try is a new fake peer, and the OS may hand a later one a port an earlier one
+      // used: no back-off, or a refused handshake would make that later try skip its peer.
       client = TransferNode.start(TcpRobustnessTest.tcp().readTimeout(Duration.ofSeconds(20))
-          .connectTimeout(Duration.ofSeconds(10)).build());
+          .connectTimeout(Duration.ofSeconds(10)).peerBackoff(Duration.ZERO).build());
     }
   }
 
@@ -419,6 +421,7 @@ abstract class TcpWireFuzzing {
       try {
         c = client.connection(peer);
       } catch (io.memwire.transfer.TransferException refused) {
+        ss.close(); // ends the fake server's accept if the client never reached it
         fake.get(30, TimeUnit.SECONDS);
         return; // a mangled handshake answer refused with a typed error
       }
