@@ -2,6 +2,7 @@ package io.memwire.shuffle;
 
 import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
@@ -40,6 +41,10 @@ import scala.Tuple2;
  * with this executor's {@link TransferNode} and published in its {@link ShuffleDirectory}, and
  * reducers read blocks one-sided, falling back to Spark's own transfer per peer when they cannot.
  *
+ * <p>When Spark encrypts its network ({@link WireEncryption}) the transport does not start, no map
+ * output is registered, and every block is read through Spark's own encrypted transfer, unless
+ * {@code spark.shuffle.rdma.allowCleartextReads=true}.
+ *
  * <p>Enable with {@code --conf spark.shuffle.manager=io.memwire.shuffle.RdmaShuffleManager} and
  * the jar on {@code --jars}. Settings: {@link ShuffleConf} (keys under {@code
  * spark.shuffle.rdma.}).
@@ -54,7 +59,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final SortShuffleManager sort;
   private final ShuffleConf shuffleConf;
   private final ShuffleCounters counters = new ShuffleCounters();
-  private final boolean readsDelegated;
+  private final PeerReadLatencies latencies = new PeerReadLatencies();
+  private final WireEncryption wire;
+  /** Spark's old fetch protocol: Spark's own reader, untouched. */
+  private final boolean oldFetchProtocol;
+  /** Reads every block through Spark's client, counted by cause; null unless {@link #wire} says. */
+  private final ReadContext delegated;
   private volatile Started started;
   private volatile boolean startDone;
   private volatile boolean stopped;
@@ -88,9 +98,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.isDriver = isDriver;
     String master = conf.get("spark.master", "");
     this.localMode = master.startsWith("local") && !master.startsWith("local-cluster");
-    this.shuffleConf = ShuffleConf.parse(asMap(conf), authSecret(conf));
+    Map<String, String> settings = asMap(conf);
+    this.shuffleConf = ShuffleConf.parse(settings, authSecret(conf));
+    this.wire = WireEncryption.decide(settings, shuffleConf);
     this.sort = new SortShuffleManager(conf);
-    this.readsDelegated = warnAboutSettings(conf);
+    this.oldFetchProtocol = warnAboutSettings(conf);
+    this.delegated = wire.delegate() && (!isDriver || localMode)
+        ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters) : null;
     current = this;
     if (!isDriver) {
       ensureStarted();
@@ -127,6 +141,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Logs settings that keep blocks off the RDMA path; returns true when reads go to Spark. */
   private boolean warnAboutSettings(SparkConf conf) {
+    String encryption = wire.describe();
+    if (encryption != null && wire.encryptedBy() != null && !wire.delegate()) {
+      LOG.warn("Memwire shuffle: {}", encryption);
+    } else if (encryption != null) {
+      LOG.info("Memwire shuffle: {}", encryption);
+    }
     boolean delegate = false;
     if (conf.getBoolean("spark.shuffle.useOldFetchProtocol", false)) {
       LOG.warn("spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
@@ -149,7 +169,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     if (startDone) {
       return started;
     }
-    if (isDriver && !localMode) {
+    if ((isDriver && !localMode) || wire.delegate()) {
+      // Delegated reads: nothing is registered or read one-sided, so no listener is opened.
       return null;
     }
     synchronized (this) {
@@ -191,7 +212,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         new MapOutputPublisher(node, directory, resolver, shuffleConf.fallback(), counters);
     ReadContext rc = new ReadContext(node, shuffleConf.readBatchBlocks(),
         shuffleConf.readBatchBytes(), shuffleConf.fallback(), shuffleConf.indexCacheSize(),
-        counters);
+        counters, latencies);
     LOG.info("Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
         who, SparkCompat.sparkVersion(), node.provider(), node.selectionReason(),
         node.localAddress(), shuffleConf.fallback() ? "allowed" : "off");
@@ -223,14 +244,15 @@ public final class RdmaShuffleManager implements ShuffleManager {
       ShuffleReadMetricsReporter metrics) {
     BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
     Started s = ensureStarted();
-    if (s == null || readsDelegated || base.dependency().isShuffleMergeFinalizedMarked()) {
+    ReadContext rc = s != null ? s.readContext : delegated;
+    if (rc == null || oldFetchProtocol || base.dependency().isShuffleMergeFinalizedMarked()) {
       return sort.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition,
           context, metrics);
     }
     var blocks = SparkEnv.get().mapOutputTracker().getMapSizesByExecutorId(
         handle.shuffleId(), startMapIndex, endMapIndex, startPartition, endPartition);
     boolean batch = SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context);
-    return new RdmaShuffleReader<>(base, blocks, context, metrics, batch, s.readContext);
+    return new RdmaShuffleReader<>(base, blocks, context, metrics, batch, rc);
   }
 
   @Override
@@ -261,6 +283,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
     try {
       sort.stop();
     } finally {
+      if (delegated != null) {
+        delegated.close();
+      }
       if (s != null) {
         s.readContext.close();
         s.directory.close();
@@ -282,7 +307,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
   public String transportDescription() {
     Started s = started;
     if (s == null) {
-      return isDriver && !localMode ? "none (driver)" : "none (Spark's own transfer only)";
+      if (isDriver && !localMode) {
+        return "none (driver)";
+      }
+      return wire.delegate() ? "none (" + wire.encryptedBy() + ": reads delegated to Spark)"
+          : "none (Spark's own transfer only)";
     }
     return s.node.provider() + ": " + s.node.selectionReason();
   }
@@ -290,6 +319,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
   /** The validated settings. */
   public ShuffleConf shuffleConf() {
     return shuffleConf;
+  }
+
+  /** The encryption decision, the same on the driver and every executor. */
+  public WireEncryption wireEncryption() {
+    return wire;
+  }
+
+  /** Latency histograms of one-sided reads by peer executor (live). */
+  public PeerReadLatencies readLatencies() {
+    return latencies;
   }
 
   /** This JVM's counters (live). */

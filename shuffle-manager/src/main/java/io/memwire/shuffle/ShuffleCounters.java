@@ -1,6 +1,8 @@
 package io.memwire.shuffle;
 
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -32,12 +34,60 @@ public final class ShuffleCounters {
   public final LongAdder indexCacheHits = new LongAdder();
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = new LongAdder();
-  /** Blocks handed to Spark's own block-store client. */
+  /** Blocks handed to Spark's own block-store client (all causes). */
   public final LongAdder fallbackBlocks = new LongAdder();
+  private final Map<FallbackCause, LongAdder> fallbackByCause = new EnumMap<>(FallbackCause.class);
   /** Blocks failed because neither path could read them. */
   public final LongAdder failedBlocks = new LongAdder();
 
-  /** A snapshot by name. */
+  /**
+   * Why a block went to Spark's own client: a fixed set, so each cause can be a metric of its own.
+   */
+  public enum FallbackCause {
+    /** Spark's network encryption (AES or TLS) is on: every block goes encrypted through Spark. */
+    ENCRYPTION,
+    /** The map output has no directory pointer (not published, or not a Memwire block). */
+    NO_DIRECTORY,
+    /** The peer serves over another provider than this executor reads with. */
+    PROVIDER_MISMATCH,
+    /** No connection to the peer's transfer node. */
+    CONNECT,
+    /** A one-sided read (slot, index or data) failed. */
+    READ,
+    /** A block larger than one read can deliver in memory. */
+    TOO_LARGE,
+    /** An unexpected error in the reader. */
+    INTERNAL;
+
+    /** The name used in counters and metrics, e.g. {@code noDirectory}. */
+    public String metricName() {
+      String[] parts = name().toLowerCase(Locale.ROOT).split("_");
+      StringBuilder sb = new StringBuilder(parts[0]);
+      for (int i = 1; i < parts.length; i++) {
+        sb.append(Character.toUpperCase(parts[i].charAt(0))).append(parts[i].substring(1));
+      }
+      return sb.toString();
+    }
+  }
+
+  public ShuffleCounters() {
+    for (FallbackCause c : FallbackCause.values()) {
+      fallbackByCause.put(c, new LongAdder());
+    }
+  }
+
+  /** Counts {@code blocks} handed to Spark's client for {@code cause}. */
+  public void fallback(FallbackCause cause, long blocks) {
+    fallbackBlocks.add(blocks);
+    fallbackByCause.get(cause).add(blocks);
+  }
+
+  /** Blocks handed to Spark's client for one cause. */
+  public long fallbackBlocks(FallbackCause cause) {
+    return fallbackByCause.get(cause).sum();
+  }
+
+  /** A snapshot by name ({@code fallbackBlocks.<cause>} for each cause). */
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("outputsPublished", outputsPublished.sum());
@@ -54,6 +104,9 @@ public final class ShuffleCounters {
     m.put("indexCacheHits", indexCacheHits.sum());
     m.put("staleSlots", staleSlots.sum());
     m.put("fallbackBlocks", fallbackBlocks.sum());
+    for (FallbackCause c : FallbackCause.values()) {
+      m.put("fallbackBlocks." + c.metricName(), fallbackByCause.get(c).sum());
+    }
     m.put("failedBlocks", failedBlocks.sum());
     return m;
   }

@@ -40,6 +40,8 @@ class SparkConfTemplatesTest {
       Map<String, String> conf = load(f);
       assertEquals(RdmaShuffleManager.class.getName(), conf.get("spark.shuffle.manager"), f + "");
       assertEquals("false", conf.get("spark.shuffle.readHostLocalDisk"), f + "");
+      assertEquals(io.memwire.shuffle.metrics.MemwireMetricsPlugin.class.getName(),
+          conf.get("spark.plugins.defaultList"), f + ": metrics plugin");
       ShuffleConf parsed = ShuffleConf.parse(conf, null); // throws naming a bad key or value
       assertTrue(parsed.toString().length() > 0);
       String mode = f.getFileName().toString().split("\\.")[1];

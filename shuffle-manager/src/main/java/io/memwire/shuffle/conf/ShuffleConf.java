@@ -27,6 +27,8 @@ public final class ShuffleConf {
   public static final String READ_BATCH_BYTES = "readBatchBytes";
   /** Bytes of peers' index files a reader keeps per executor. */
   public static final String INDEX_CACHE_SIZE = "indexCacheSize";
+  /** Read one-sided in clear although Spark's network encryption is on. */
+  public static final String ALLOW_CLEARTEXT_READS = "allowCleartextReads";
 
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
@@ -66,6 +68,13 @@ public final class ShuffleConf {
             + "first reduce task to read a map output reads its whole index (up to 64 KiB) and keeps "
             + "it, so later tasks read block data in one round trip. 0: read only the two index "
             + "entries of each block, on every fetch.",
+        false));
+    k.put(ALLOW_CLEARTEXT_READS, new Key(ALLOW_CLEARTEXT_READS, "false", "true, false",
+        "Only matters when Spark encrypts its network (spark.network.crypto.enabled, "
+            + "spark.authenticate.enableSaslEncryption or spark.ssl.rpc.enabled): then by default "
+            + "the transport does not start and every block is read through Spark's own encrypted "
+            + "transfer. true: read blocks one-sided anyway, unencrypted on the wire; only for RDMA "
+            + "fabrics isolated by design. See \"Encryption\" below.",
         false));
     KEYS = Collections.unmodifiableMap(k);
   }
@@ -119,9 +128,11 @@ public final class ShuffleConf {
   private final int readBatchBlocks;
   private final long readBatchBytes;
   private final long indexCacheSize;
+  private final boolean allowCleartextReads;
 
   private ShuffleConf(TransferConfig transfer, boolean bindAddressGiven, boolean fallback,
-      int readBatchBlocks, long readBatchBytes, long indexCacheSize) {
+      int readBatchBlocks, long readBatchBytes, long indexCacheSize, boolean allowCleartextReads) {
+    this.allowCleartextReads = allowCleartextReads;
     this.transfer = transfer;
     this.bindAddressGiven = bindAddressGiven;
     this.fallback = fallback;
@@ -166,8 +177,10 @@ public final class ShuffleConf {
         parseSize(READ_BATCH_BYTES, ours.getOrDefault(READ_BATCH_BYTES, "64m")), 64 * KIB, GIB);
     long indexCache = range(INDEX_CACHE_SIZE,
         parseSize(INDEX_CACHE_SIZE, ours.getOrDefault(INDEX_CACHE_SIZE, "64m")), 0, GIB);
+    boolean cleartext = parseBoolean(ALLOW_CLEARTEXT_READS,
+        ours.getOrDefault(ALLOW_CLEARTEXT_READS, "false"));
     return new ShuffleConf(transfer, ours.containsKey(TransferConfig.BIND_ADDRESS), fallback,
-        blocks, bytes, indexCache);
+        blocks, bytes, indexCache, cleartext);
   }
 
   /** The transport settings; the bind address is the executor's host unless given explicitly. */
@@ -196,6 +209,11 @@ public final class ShuffleConf {
 
   public long indexCacheSize() {
     return indexCacheSize;
+  }
+
+  /** True when blocks may be read one-sided in clear although Spark encrypts its network. */
+  public boolean allowCleartextReads() {
+    return allowCleartextReads;
   }
 
   private static boolean parseBoolean(String key, String v) {
@@ -250,6 +268,7 @@ public final class ShuffleConf {
   @Override
   public String toString() {
     return "ShuffleConf{" + transfer + ", fallback=" + fallback + ", readBatch=" + readBatchBlocks
-        + " blocks/" + readBatchBytes + " bytes, indexCache=" + indexCacheSize + "}";
+        + " blocks/" + readBatchBytes + " bytes, indexCache=" + indexCacheSize
+        + ", allowCleartextReads=" + allowCleartextReads + "}";
   }
 }

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.reader;
 
+import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.Connection;
@@ -79,19 +80,29 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   @Override
   public void fetchBlocks(String host, int port, String execId, String[] blockIds,
       BlockFetchingListener listener, DownloadFileManager downloadFileManager) {
+    if (ctx.delegateAll != null) {
+      // Decided for the whole application at start (and logged then): no per-peer log line.
+      List<String> all = List.of(blockIds);
+      post(() -> fallback(host, port, execId, all, listener, downloadFileManager,
+          ctx.delegateAll, "reads delegated to Spark", false));
+      return;
+    }
     String peer = execId + "@" + host + ":" + port;
     List<String> viaSpark = new ArrayList<>();
     String reason = null;
+    FallbackCause cause = null;
     Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
     for (String id : blockIds) {
       Wanted w = parse(id);
       if (w == null) {
         viaSpark.add(id);
         reason = "no memwire directory published for its map outputs";
+        cause = FallbackCause.NO_DIRECTORY;
       } else if (w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
         viaSpark.add(id);
         reason = "peer serves over " + w.route.pointer().region().segments().get(0).provider()
             + ", this executor reads over " + ctx.node.provider();
+        cause = FallbackCause.PROVIDER_MISMATCH;
       } else {
         byMap.computeIfAbsent(new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()),
             k -> new ArrayList<>()).add(w);
@@ -99,7 +110,9 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     }
     if (!viaSpark.isEmpty()) {
       String why = reason;
-      post(() -> fallback(host, port, execId, viaSpark, listener, downloadFileManager, why, true));
+      FallbackCause c = cause;
+      post(() -> fallback(host, port, execId, viaSpark, listener, downloadFileManager, c, why,
+          true));
     }
     if (!byMap.isEmpty()) {
       // A download-file manager means Spark wants this request's blocks on disk (above
@@ -175,7 +188,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
 
   /** Hands blocks to Spark's own client on another thread (it may block connecting). */
   private void fallback(String host, int port, String execId, List<String> ids,
-      BlockFetchingListener listener, DownloadFileManager dfm, String reason, boolean log) {
+      BlockFetchingListener listener, DownloadFileManager dfm, FallbackCause cause, String reason,
+      boolean log) {
     if (!ctx.fallbackAllowed) {
       IOException e = new IOException("blocks of executor " + execId + " cannot be read one-sided ("
           + reason + ") and spark.shuffle.rdma.fallback=false");
@@ -188,7 +202,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     if (log) {
       ctx.logFallback(execId + "@" + host + ":" + port, reason);
     }
-    ctx.counters.fallbackBlocks.add(ids.size());
+    ctx.counters.fallback(cause, ids.size());
     String[] array = ids.toArray(new String[0]);
     try {
       ctx.fallbackThreads.execute(() -> {
@@ -276,7 +290,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       try {
         connection = ctx.node.connection(any.node());
       } catch (TransferException | RuntimeException e) {
-        fallbackAll(all(), "cannot connect to " + any.node() + ": " + e.getMessage());
+        fallbackAll(all(), FallbackCause.CONNECT,
+            "cannot connect to " + any.node() + ": " + e.getMessage());
         return;
       }
       List<ReadContext.SlotKey> missing = new ArrayList<>();
@@ -296,6 +311,22 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
     }
 
+    /** Records the batch's latency (post to completion) in this peer's histogram. */
+    ReadBatch timed(ReadBatch batch) {
+      timed(batch.all());
+      return batch;
+    }
+
+    <T> CompletableFuture<T> timed(CompletableFuture<T> read) {
+      long posted = System.nanoTime();
+      read.whenComplete((ok, err) -> {
+        if (err == null) {
+          ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
+        }
+      });
+      return read;
+    }
+
     List<Wanted> all() {
       List<Wanted> list = new ArrayList<>();
       byMap.values().forEach(list::addAll);
@@ -310,9 +341,9 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
       ReadBatch batch;
       try {
-        batch = connection.read(reqs);
+        batch = timed(connection.read(reqs));
       } catch (RuntimeException e) {
-        fallbackAll(all(), "slot read failed: " + e);
+        fallbackAll(all(), FallbackCause.READ, "slot read failed: " + e);
         return;
       }
       ctx.counters.slotReads.add(keys.size());
@@ -321,7 +352,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           onSlots(keys, batch, reread);
         } catch (RuntimeException e) {
           LOG.warn("reading directory slots from {} failed", peer, e);
-          fallbackAll(all(), "internal error: " + e);
+          fallbackAll(all(), FallbackCause.INTERNAL, "internal error: " + e);
         }
       });
     }
@@ -357,7 +388,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         }
       }
       if (!unreadable.isEmpty()) {
-        fallbackAll(unreadable, cause);
+        fallbackAll(unreadable, FallbackCause.READ, cause);
       }
       if (!stale.isEmpty() && !reread) {
         readSlots(stale, true);
@@ -436,7 +467,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     /** Reads the located blocks; hands those too large for one read to Spark's client. */
     void proceed(List<Wanted> data, List<Wanted> unreadable, String cause) {
       if (!unreadable.isEmpty()) {
-        fallbackAll(unreadable, cause != null ? cause : "block exceeds one read");
+        fallbackAll(unreadable, cause != null ? FallbackCause.READ : FallbackCause.TOO_LARGE,
+            cause != null ? cause : "block exceeds one read");
       }
       readData(data, 0);
     }
@@ -446,10 +478,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       reads.forEach(r -> reading.addAll(r.blocks));
       ReadBatch batch;
       try {
-        batch = connection.read(reqs);
+        batch = timed(connection.read(reqs));
       } catch (RuntimeException ex) {
         endLoads(reads, ex);
-        fallbackAll(reading, "index read failed: " + ex);
+        fallbackAll(reading, FallbackCause.READ, "index read failed: " + ex);
         return;
       }
       batch.all().whenComplete((ok, err) -> {
@@ -458,7 +490,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         } catch (RuntimeException ex) {
           LOG.warn("reading index entries from {} failed", peer, ex);
           endLoads(reads, ex);
-          fallbackAll(reading, "internal error: " + ex);
+          fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
         }
       });
     }
@@ -527,7 +559,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           return;
         }
         if (err != null) {
-          fallbackAll(blocks, "index read failed: " + rootMessage(err));
+          fallbackAll(blocks, FallbackCause.READ, "index read failed: " + rootMessage(err));
           return;
         }
         List<Wanted> data = new ArrayList<>();
@@ -538,7 +570,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         proceed(data, unreadable, null);
       } catch (RuntimeException e) {
         LOG.warn("continuing blocks of {} after a shared index read failed", peer, e);
-        fallbackAll(blocks, "internal error: " + e);
+        fallbackAll(blocks, FallbackCause.INTERNAL, "internal error: " + e);
       }
     }
 
@@ -601,9 +633,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       int next = i;
       ReadBatch batch;
       try {
-        batch = connection.read(reqs);
+        batch = timed(connection.read(reqs));
       } catch (RuntimeException e) {
-        fallbackAll(blocks.subList(from, blocks.size()), "data read failed: " + e);
+        fallbackAll(blocks.subList(from, blocks.size()), FallbackCause.READ,
+            "data read failed: " + e);
         return;
       }
       for (int k = 0; k < batchBlocks.size(); k++) {
@@ -612,7 +645,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         f.whenComplete((buf, err) -> {
           if (err != null) {
             ctx.drop(shuffleId, new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()));
-            fallbackAll(List.of(w), "data read failed: " + rootMessage(err));
+            fallbackAll(List.of(w), FallbackCause.READ,
+                "data read failed: " + rootMessage(err));
           } else {
             deliver(w, new TransferManagedBuffer(buf), w.length);
           }
@@ -659,17 +693,19 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
       CompletableFuture<TransferBuffer> f;
       try {
-        f = connection.read(ReadRequest.of(w.slot.data(), w.offset + done, n));
+        f = timed(connection.read(ReadRequest.of(w.slot.data(), w.offset + done, n)));
       } catch (RuntimeException e) {
         discard(file, channel);
-        fallbackAll(blocks.subList(i, blocks.size()), "data read failed: " + e);
+        fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ,
+            "data read failed: " + e);
         return;
       }
       f.whenCompleteAsync((buf, err) -> {
         if (err != null) {
           discard(file, channel);
           ctx.drop(shuffleId, new ReadContext.SlotKey(w.route.pointer(), w.route.mapIndex()));
-          fallbackAll(blocks.subList(i, blocks.size()), "data read failed: " + rootMessage(err));
+          fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ,
+              "data read failed: " + rootMessage(err));
           return;
         }
         try {
@@ -753,7 +789,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       }
     }
 
-    void fallbackAll(List<Wanted> ws, String reason) {
+    void fallbackAll(List<Wanted> ws, FallbackCause cause, String reason) {
       List<String> ids = new ArrayList<>();
       for (Wanted w : ws) {
         if (w.done.compareAndSet(false, true)) {
@@ -761,7 +797,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         }
       }
       if (!ids.isEmpty()) {
-        fallback(host, port, execId, ids, listener, toDisk, reason, true);
+        fallback(host, port, execId, ids, listener, toDisk, cause, reason, true);
       }
     }
   }

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.reader;
 
+import io.memwire.shuffle.PeerReadLatencies;
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.directory.DirectoryPointer;
@@ -36,7 +37,11 @@ public final class ReadContext implements AutoCloseable {
   /** Largest index file read and kept whole (8191 reduce partitions); larger ones are read by entry. */
   static final int MAX_CACHED_INDEX_BYTES = 64 * 1024;
 
+  /** The transfer node, or null when every block goes to Spark ({@link #delegateAll}). */
   final TransferNode node;
+  /** When non-null, every block goes to Spark's own client for this cause; nothing is read here. */
+  final ShuffleCounters.FallbackCause delegateAll;
+  final PeerReadLatencies latencies;
   final int readBatchBlocks;
   final long readBatchBytes;
   final boolean fallbackAllowed;
@@ -54,8 +59,34 @@ public final class ReadContext implements AutoCloseable {
    * @param indexCacheBudget bytes of peers' index files kept (0: none; every fetch reads entries)
    */
   public ReadContext(TransferNode node, int readBatchBlocks, long readBatchBytes,
+      boolean fallbackAllowed, long indexCacheBudget, ShuffleCounters counters,
+      PeerReadLatencies latencies) {
+    this(node, null, readBatchBlocks, readBatchBytes, fallbackAllowed, indexCacheBudget, counters,
+        latencies);
+  }
+
+  /** As above, with latencies kept by this context alone. */
+  public ReadContext(TransferNode node, int readBatchBlocks, long readBatchBytes,
       boolean fallbackAllowed, long indexCacheBudget, ShuffleCounters counters) {
+    this(node, readBatchBlocks, readBatchBytes, fallbackAllowed, indexCacheBudget, counters,
+        new PeerReadLatencies());
+  }
+
+  /**
+   * A context that reads nothing one-sided: every block of every task goes to Spark's own client,
+   * counted as a fallback for {@code cause} (no transfer node needed).
+   */
+  public static ReadContext delegating(ShuffleCounters.FallbackCause cause,
+      ShuffleCounters counters) {
+    return new ReadContext(null, cause, 1, 1, true, 0, counters, new PeerReadLatencies());
+  }
+
+  private ReadContext(TransferNode node, ShuffleCounters.FallbackCause delegateAll,
+      int readBatchBlocks, long readBatchBytes, boolean fallbackAllowed, long indexCacheBudget,
+      ShuffleCounters counters, PeerReadLatencies latencies) {
     this.node = node;
+    this.delegateAll = delegateAll;
+    this.latencies = latencies;
     this.readBatchBlocks = readBatchBlocks;
     this.readBatchBytes = readBatchBytes;
     this.fallbackAllowed = fallbackAllowed;
