@@ -52,8 +52,9 @@ import org.slf4j.LoggerFactory;
  * other calls, plain DoGet included, go to the wrapped producer unchanged.
  *
  * <p>Bodies are leased from {@link #memory()} (large arenas, not remotely readable); each lease
- * registers only its own bytes, under its own key, and closes that region when it ends. A producer that
- * reuses its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a
+ * registers only its own bytes, under its own key, and closes that region when it ends. A
+ * producer that reuses its vectors after {@code putNext} (the usual case) gets a copy of each
+ * batch there; a
  * producer that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator
  * built with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
  *
@@ -160,8 +161,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * The registered memory batches are leased from. A zero-copy producer allocates its vectors
-   * from a root allocator built with {@code memory().allocationManagerFactory()}.
+   * The memory batches are leased from (each lease registers its own part of it). A zero-copy
+   * producer allocates its vectors from a root allocator built with {@code
+   * memory().allocationManagerFactory()}.
    */
   public RegisteredMemory memory() {
     return memory;
@@ -170,7 +172,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /**
    * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
    * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
-   * released without FREE (cancel, crash, end) or expired, credit waits, peak leased bytes, plus
+   * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
+   * maxExchanges} ({@code sessionsRefused}), credit waits, peak leased bytes, plus
    * the current {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
    * registeredBlocks}.
    */

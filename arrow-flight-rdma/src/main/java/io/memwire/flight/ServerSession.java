@@ -36,9 +36,9 @@ import org.slf4j.LoggerFactory;
 /**
  * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener
  * of a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
- * (alive, in registered memory) until the client's FREE, the end of the exchange, a cancellation
- * or the lease timeout. The client's credit window bounds the leased batches and bytes:
- * {@code putNext} waits while the window is full.
+ * (alive, in regions registered for that lease alone) until the client's FREE, the end of the
+ * exchange, a cancellation or the lease timeout. The client's credit window bounds the leased
+ * batches and bytes: {@code putNext} waits while the window is full.
  */
 final class ServerSession implements FlightProducer.ServerStreamListener {
   private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
