@@ -103,7 +103,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.guards = new LeaseGuards(node);
     this.maxExchanges = b.maxExchanges;
     this.exchangeSlots = new Semaphore(b.maxExchanges);
-    this.refusal = refusal(node.provider(), b.trustedFabric);
+    this.refusal = refusal(b.policyProvider != null ? b.policyProvider : node.provider(),
+        b.trustedFabric);
     int id = IDS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
     // One client-message pump per exchange; at most maxExchanges exchanges run at once.
@@ -435,6 +436,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private long maxRegisteredBytes = 1L << 30;
     private int maxExchanges = 64;
     private boolean trustedFabric;
+    /** Test seam: the provider the trust policy is decided for (default: the node's). */
+    ProviderKind policyProvider;
 
     private Builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
       this.delegate = Objects.requireNonNull(delegate, "delegate");

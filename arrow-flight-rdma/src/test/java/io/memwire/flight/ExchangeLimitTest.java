@@ -180,6 +180,41 @@ class ExchangeLimitTest {
   }
 
   @Test
+  void anUntrustedVerbsFabricGetsNoDataPlane() throws Exception {
+    // The node is tcp; the seam makes the producer decide as it does for provider verbs.
+    try (Fixture v = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
+        b -> b.policyProvider = ProviderKind.VERBS)) {
+      FlightEndpoint e = v.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000"))
+          .getEndpoints().get(0);
+      assertTrue(e.getLocations().stream().noneMatch(l -> l.getUri().getScheme().startsWith("rdma")),
+          "no data-plane location: " + e.getLocations());
+      RdmaFlightClient auto = v.rdmaClient(v.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO));
+      try (RdmaFlightStream s = auto.getStream(e)) {
+        readAll(s, 2, 1000);
+        assertEquals(DataPlane.GRPC, s.dataPlane());
+      }
+      try (RawExchange x = new RawExchange(v.wrappedClient(), v.clientAllocator, "many:1:100", 1,
+          1L << 30)) {
+        FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
+        assertEquals(FlightStatusCode.UNAVAILABLE, ex.status().code());
+        assertTrue(ex.getMessage().contains("memwire.flight.server.trustedFabric=true"),
+            ex.getMessage());
+      }
+      assertEquals(0, v.stat("sessionsStarted"));
+    }
+    try (Fixture t = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
+        b -> b.trustedFabric(true).policyProvider = ProviderKind.VERBS)) {
+      FlightEndpoint e = t.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000"))
+          .getEndpoints().get(0);
+      RdmaFlightClient auto = t.rdmaClient(t.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO));
+      try (RdmaFlightStream s = auto.getStream(e)) {
+        readAll(s, 2, 1000);
+        assertEquals(DataPlane.TCP, s.dataPlane(), "a trusted fabric gets the data plane");
+      }
+    }
+  }
+
+  @Test
   void newSettingsAreValidatedNamingTheKey() {
     RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(f.producer, f.node,
         f.serverAllocator);
