@@ -310,14 +310,16 @@ final class RdmaSource implements StreamSource {
   /**
    * Ends a pull whose reads failed. Every lease has regions of its own that the server closes
    * when the lease ends, so a read refused for a closed (or already forgotten) region means the
-   * server ended the lease: treated like a revoked guard, the server's own status follows.
+   * server ended the lease: treated like a revoked guard, the server's own status follows. Verbs
+   * reports a deregistered MR only as a remote access error, so that counts too.
    */
   private void readFailed(Pull p, Throwable err) {
     for (Throwable c = err; c != null; c = c.getCause()) {
       if (c instanceof RemoteAccessException) {
         RemoteAccessException.Reason r = ((RemoteAccessException) c).reason();
         if (r == RemoteAccessException.Reason.REGION_CLOSED
-            || r == RemoteAccessException.Reason.UNKNOWN_KEY) {
+            || r == RemoteAccessException.Reason.UNKNOWN_KEY
+            || r == RemoteAccessException.Reason.ACCESS_ERROR) {
           leaseEnded(p);
           return;
         }
