@@ -89,7 +89,10 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
   private boolean loggedRdma;
   private volatile boolean closed;
-  /** Batches whose guard check failed: read while the server ended their lease, dropped. */
+  /**
+   * Batches read while the server ended their lease (guard revoked or lease region closed),
+   * dropped.
+   */
   final java.util.concurrent.atomic.LongAdder staleBatchesRejected =
       new java.util.concurrent.atomic.LongAdder();
   /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */

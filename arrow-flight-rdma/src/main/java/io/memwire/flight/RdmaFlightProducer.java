@@ -3,6 +3,7 @@ package io.memwire.flight;
 import io.memwire.flight.memory.RegisteredMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.WireException;
+import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,7 +14,10 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.compression.CommonsCompressionFactory;
@@ -47,8 +51,10 @@ import org.slf4j.LoggerFactory;
  * opens a DoExchange for the ticket instead and pulls each batch's body with one-sided reads. All
  * other calls, plain DoGet included, go to the wrapped producer unchanged.
  *
- * <p>Bodies are leased from {@link #memory()}, registered once in large arenas. A producer that
- * reuses its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a
+ * <p>Bodies are leased from {@link #memory()} (large arenas, not remotely readable); each lease
+ * registers only its own bytes, under its own key, and closes that region when it ends. A
+ * producer that reuses its vectors after {@code putNext} (the usual case) gets a copy of each
+ * batch there; a
  * producer that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator
  * built with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
  *
@@ -73,6 +79,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
   private final ExecutorService executor;
   private final ScheduledExecutorService timer;
+  private final int maxExchanges;
+  private final Semaphore exchangeSlots;
+  /** Why the data plane is off (verbs on an untrusted fabric), or null when it serves. */
+  private final String refusal;
   private volatile boolean closed;
 
   private RdmaFlightProducer(Builder b) {
@@ -87,16 +97,25 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.leaseTimeout = b.leaseTimeout;
     this.maxWindowBatches = b.maxWindowBatches;
     this.maxWindowBytes = b.maxWindowBytes;
+    // Arenas are not remotely readable: each lease registers only its own bytes.
     this.memory = new RegisteredMemory(node, b.arenaSize, b.maxRegisteredBytes,
-        "flight producer memory on " + node.localAddress());
+        "flight producer memory on " + node.localAddress(), false);
     this.guards = new LeaseGuards(node);
+    this.maxExchanges = b.maxExchanges;
+    this.exchangeSlots = new Semaphore(b.maxExchanges);
+    this.refusal = refusal(b.policyProvider != null ? b.policyProvider : node.provider(),
+        b.trustedFabric);
     int id = IDS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
-    this.executor = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    // One client-message pump per exchange; at most maxExchanges exchanges run at once.
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(b.maxExchanges, b.maxExchanges, 30,
+        TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    pool.allowCoreThreadTimeOut(true);
+    this.executor = pool;
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "memwire-flight-" + id + "-leases");
       t.setDaemon(true);
@@ -104,8 +123,26 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     });
     long tick = Math.max(10, Math.min(1000, leaseTimeout.toMillis() / 4));
     timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
-    LOG.info("RDMA Flight data plane at {} (compression {}, lease timeout {} ms)", rdmaLocation,
-        b.compression, leaseTimeout.toMillis());
+    if (refusal != null) {
+      LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
+    } else {
+      LOG.info("RDMA Flight data plane at {} (compression {}, lease timeout {} ms, at most {} "
+          + "exchanges)", rdmaLocation, b.compression, leaseTimeout.toMillis(), maxExchanges);
+    }
+  }
+
+  /**
+   * Why the data plane must not serve with this provider, or null. The tcp responder enforces
+   * every lease's key and bounds itself; verbs regions share the node's protection domain and
+   * real devices hand out guessable rkeys, so any connected peer could read a live lease: verbs
+   * serves only where the fabric's peers are trusted.
+   */
+  static String refusal(ProviderKind provider, boolean trustedFabric) {
+    if (provider == ProviderKind.VERBS && !trustedFabric) {
+      return "provider verbs cannot keep one client from reading another's leased batches "
+          + "(set memwire.flight.server.trustedFabric=true if every peer on the fabric is trusted)";
+    }
+    return null;
   }
 
   /**
@@ -125,8 +162,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * The registered memory batches are leased from. A zero-copy producer allocates its vectors
-   * from a root allocator built with {@code memory().allocationManagerFactory()}.
+   * The memory batches are leased from (each lease registers its own part of it). A zero-copy
+   * producer allocates its vectors from a root allocator built with {@code
+   * memory().allocationManagerFactory()}.
    */
   public RegisteredMemory memory() {
     return memory;
@@ -135,7 +173,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /**
    * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
    * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
-   * released without FREE (cancel, crash, end) or expired, credit waits, peak leased bytes, plus
+   * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
+   * maxExchanges} ({@code sessionsRefused}), credit waits, peak leased bytes, plus
    * the current {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
    * registeredBlocks}.
    */
@@ -153,6 +192,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     m.put("registeredBlocks", memory.outstandingBlocks());
     m.put("registeredBlockBytes", memory.allocatedBytesNow());
     return m;
+  }
+
+  TransferNode node() {
+    return node;
   }
 
   LeaseGuards guards() {
@@ -235,10 +278,31 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           .toRuntimeException());
       return;
     }
-    ServerSession session = new ServerSession(this, context, reader, writer, request);
-    sessions.add(session);
-    stats.sessionsStarted.increment();
-    session.run();
+    if (refusal != null) {
+      writer.error(CallStatus.UNAVAILABLE.withDescription("memwire: RDMA data plane is off: "
+          + refusal).toRuntimeException());
+      return;
+    }
+    if (!exchangeSlots.tryAcquire()) {
+      // "memwire:" lets an auto client take plain DoGet instead.
+      stats.sessionsRefused.increment();
+      writer.error(CallStatus.RESOURCE_EXHAUSTED.withDescription("memwire: the server runs its "
+          + "most RDMA exchanges at once (memwire.flight.server.maxExchanges=" + maxExchanges
+          + "); use DoGet or retry later").toRuntimeException());
+      return;
+    }
+    try {
+      ServerSession session = new ServerSession(this, context, reader, writer, request);
+      sessions.add(session);
+      stats.sessionsStarted.increment();
+      try {
+        session.run();
+      } finally {
+        sessions.remove(session);
+      }
+    } finally {
+      exchangeSlots.release();
+    }
   }
 
   @Override
@@ -305,8 +369,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
   /** The same info with the data-plane location after each endpoint's own locations. */
   FlightInfo decorate(FlightInfo info) {
-    if (info == null) {
-      return null;
+    if (info == null || refusal != null) {
+      return info;
     }
     List<FlightEndpoint> endpoints = new ArrayList<>(info.getEndpoints().size());
     for (FlightEndpoint e : info.getEndpoints()) {
@@ -370,6 +434,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private long maxWindowBytes = 256L << 20;
     private long arenaSize = 64L << 20;
     private long maxRegisteredBytes = 1L << 30;
+    private int maxExchanges = 64;
+    private boolean trustedFabric;
+    /** Test seam: the provider the trust policy is decided for (default: the node's). */
+    ProviderKind policyProvider;
 
     private Builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
       this.delegate = Objects.requireNonNull(delegate, "delegate");
@@ -420,9 +488,19 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           case "maxRegisteredBytes":
             max = RdmaFlightClient.parseSize(k, v);
             break;
+          case "maxExchanges":
+            maxExchanges(RdmaFlightClient.parsePositive(k, v));
+            break;
+          case "trustedFabric":
+            if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
+              throw new IllegalArgumentException(k + "=" + v + " is not true or false");
+            }
+            trustedFabric(Boolean.parseBoolean(v));
+            break;
           default:
             throw new IllegalArgumentException("unknown key " + k + "; known: compression, "
-                + "leaseTimeout, maxWindowBatches, maxWindowBytes, arenaSize, maxRegisteredBytes");
+                + "leaseTimeout, maxWindowBatches, maxWindowBytes, arenaSize, maxRegisteredBytes, "
+                + "maxExchanges, trustedFabric");
         }
       }
       maxWindow(batches, bytes);
@@ -480,6 +558,30 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     public Builder registeredMemory(long arenaSize, long maxBytes) {
       this.arenaSize = arenaSize;
       this.maxRegisteredBytes = maxBytes;
+      return this;
+    }
+
+    /**
+     * Most RDMA exchanges served at once (default 64); each holds a gRPC handler thread and one
+     * pump thread. Past it a DoExchange is refused with RESOURCE_EXHAUSTED (an auto client takes
+     * DoGet).
+     */
+    public Builder maxExchanges(int n) {
+      if (n < 1 || n > 10_000) {
+        throw new IllegalArgumentException("memwire.flight.server.maxExchanges must be in "
+            + "[1, 10000], got " + n);
+      }
+      this.maxExchanges = n;
+      return this;
+    }
+
+    /**
+     * Whether every peer of the fabric is trusted (default false). With provider verbs the data
+     * plane serves only when true: the hardware does not keep one connected client from reading
+     * another's leased batch by guessing its rkey and address.
+     */
+    public Builder trustedFabric(boolean trusted) {
+      this.trustedFabric = trusted;
       return this;
     }
 

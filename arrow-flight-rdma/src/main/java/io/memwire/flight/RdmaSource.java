@@ -8,6 +8,7 @@ import io.memwire.transfer.Connection;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferException;
@@ -277,7 +278,7 @@ final class RdmaSource implements StreamSource {
         if (guardInBatch && !results.get(bodies).isCompletedExceptionally()) {
           results.get(bodies).join().release();
         }
-        ended(p, err instanceof CompletionException ? err.getCause() : err);
+        readFailed(p, err instanceof CompletionException ? err.getCause() : err);
         return;
       }
       if (guardInBatch) {
@@ -297,13 +298,43 @@ final class RdmaSource implements StreamSource {
       }
       gf.whenComplete((buf, gerr) -> {
         if (gerr != null) {
-          ended(p, gerr instanceof CompletionException ? gerr.getCause() : gerr);
+          readFailed(p, gerr instanceof CompletionException ? gerr.getCause() : gerr);
         } else {
           checkGuard(p, buf, guard.generation);
         }
       });
     });
     return p;
+  }
+
+  /**
+   * Ends a pull whose reads failed. Every lease has regions of its own that the server closes
+   * when the lease ends, so a read refused for a closed (or already forgotten) region means the
+   * server ended the lease: treated like a revoked guard, the server's own status follows. Verbs
+   * reports a deregistered MR only as a remote access error, so that counts too.
+   */
+  private void readFailed(Pull p, Throwable err) {
+    for (Throwable c = err; c != null; c = c.getCause()) {
+      if (c instanceof RemoteAccessException) {
+        RemoteAccessException.Reason r = ((RemoteAccessException) c).reason();
+        if (r == RemoteAccessException.Reason.REGION_CLOSED
+            || r == RemoteAccessException.Reason.UNKNOWN_KEY
+            || r == RemoteAccessException.Reason.ACCESS_ERROR) {
+          leaseEnded(p);
+          return;
+        }
+      }
+    }
+    ended(p, err);
+  }
+
+  private void leaseEnded(Pull p) {
+    client.staleBatchesRejected.increment();
+    LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
+    ended(p, CallStatus.UNAVAILABLE.withDescription("memwire: the lease of batch " + p.seq
+        + " ended on the server (lease timeout or cancellation) before its reads were "
+        + "verified; its bytes were dropped as they may belong to another batch")
+        .withCause(new LeaseEnded()).toRuntimeException());
   }
 
   /**
@@ -318,12 +349,7 @@ final class RdmaSource implements StreamSource {
       buf.release();
     }
     if (found != generation) {
-      client.staleBatchesRejected.increment();
-      LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
-      ended(p, CallStatus.UNAVAILABLE.withDescription("memwire: the lease of batch " + p.seq
-          + " ended on the server (lease timeout or cancellation) before its reads were "
-          + "verified; its bytes were dropped as they may belong to another batch")
-          .withCause(new LeaseEnded()).toRuntimeException());
+      leaseEnded(p);
     } else {
       ended(p, null);
     }

@@ -14,6 +14,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightProducer;
@@ -35,39 +36,96 @@ import org.slf4j.LoggerFactory;
 /**
  * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener
  * of a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
- * (alive, in registered memory) until the client's FREE, the end of the exchange, a cancellation
- * or the lease timeout. The client's credit window bounds the leased batches and bytes:
- * {@code putNext} waits while the window is full.
+ * (alive, in regions registered for that lease alone) until the client's FREE, the end of the
+ * exchange, a cancellation or the lease timeout. The client's credit window bounds the leased
+ * batches and bytes: {@code putNext} waits while the window is full.
  */
 final class ServerSession implements FlightProducer.ServerStreamListener {
   private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
 
   /**
-   * A batch body the client may read until it is released. However the lease ends (FREE, cancel,
-   * client crash, end of exchange, timeout) its guard is revoked before the body is released, so
-   * a read racing the end is caught by the client's guard check instead of returning the bytes of
-   * whatever batch reuses the memory.
+   * A batch body the client may read until it is released. Only this lease's bytes are remotely
+   * readable, through regions registered for it alone (own keys). However the lease ends (FREE,
+   * cancel, client crash, end of exchange, timeout) its guard is revoked and its regions closed
+   * before the body is released, so a read racing the end fails or is caught by the client's
+   * guard check, and a read after it fails: the memory, once reused, is never read through them.
    */
   private final class Lease {
     final long seq;
     final long bytes;
     final long sentNanos = System.nanoTime();
     final LeaseGuards.Guard guard;
+    final List<MemoryRegion> bodyRegions;
     final Runnable release;
 
-    Lease(long seq, long bytes, LeaseGuards.Guard guard, Runnable release) {
+    Lease(long seq, long bytes, LeaseGuards.Guard guard, List<MemoryRegion> bodyRegions,
+        Runnable release) {
       this.seq = seq;
       this.bytes = bytes;
       this.guard = guard;
+      this.bodyRegions = bodyRegions;
       this.release = release;
     }
+  }
 
-    void end() {
-      if (guard != null) {
-        owner.guards().revoke(guard);
-      }
-      release.run();
+  /** A body ready to lease: its regions (this batch's bytes only) and how to release it. */
+  private static final class Body {
+    final List<MemoryRegion> regions;
+    final Runnable release;
+
+    Body(List<MemoryRegion> regions, Runnable release) {
+      this.regions = regions;
+      this.release = release;
     }
+  }
+
+  /**
+   * Revokes the guard, closes the body's regions and, once the transport no longer touches them,
+   * releases the body; the future completes after that release.
+   */
+  private CompletableFuture<Void> endBody(LeaseGuards.Guard guard, Body body) {
+    if (guard != null) {
+      owner.guards().revoke(guard);
+    }
+    CompletableFuture<?>[] released = new CompletableFuture<?>[body.regions.size()];
+    for (int i = 0; i < released.length; i++) {
+      MemoryRegion r = body.regions.get(i);
+      r.close();
+      released[i] = r.released();
+    }
+    return CompletableFuture.allOf(released).whenComplete((v, e) -> body.release.run());
+  }
+
+  /**
+   * Ends a lease already taken out of {@link #leases}: it counts in the window (as ending) until
+   * its body is released.
+   */
+  private void endLease(Lease l, boolean freedByClient) {
+    synchronized (this) {
+      endingLeases++;
+      endingBytes += l.bytes;
+    }
+    endBody(l.guard, new Body(l.bodyRegions, l.release)).whenComplete((v, e) -> {
+      if (e != null) {
+        LOG.warn("releasing the body of lease {} failed", l.seq, e);
+      }
+      boolean ready;
+      synchronized (this) {
+        endingLeases--;
+        endingBytes -= l.bytes;
+        ready = hasCredit(0);
+        notifyAll();
+      }
+      if (freedByClient) {
+        owner.serverStats().leasesFreed.increment();
+        Runnable r = onReady;
+        if (ready && r != null) {
+          r.run();
+        }
+      } else {
+        owner.serverStats().leasesReleasedUnfreed.increment();
+      }
+    });
   }
 
   private final RdmaFlightProducer owner;
@@ -191,30 +249,16 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
   private void free(long seq) {
     Lease l;
-    boolean ready;
     synchronized (this) {
       l = leases.remove(seq);
       if (l == null) {
         return; // already released (end of exchange, timeout) or a duplicate FREE
       }
       leasedBytes -= l.bytes;
-      endingLeases++;
-      endingBytes += l.bytes;
     }
     // The credit comes back only once the guard is revoked and the body released: the window
     // bounds what is pinned, and the producer's next block can reuse this one.
-    l.end();
-    synchronized (this) {
-      endingLeases--;
-      endingBytes -= l.bytes;
-      ready = hasCredit(0);
-      notifyAll();
-    }
-    owner.serverStats().leasesFreed.increment();
-    Runnable r = onReady;
-    if (ready && r != null) {
-      r.run();
-    }
+    endLease(l, true);
   }
 
   // ---- ServerStreamListener seen by the wrapped producer ----------------------------------
@@ -295,94 +339,53 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     if (!awaitCredit(bodyLength)) {
       return;
     }
-    RegisteredMemory memory = owner.memory();
     List<RegionDescriptor> regions = new ArrayList<>();
     Map<MemoryRegion, Integer> regionIndex = new IdentityHashMap<>();
     List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
-    Runnable release;
-    boolean inPlace = zeroCopy && bodyLength > 0;
-    List<RegisteredMemory.Location> where = new ArrayList<>(bufs.size());
-    if (inPlace) {
-      for (ArrowBuf b : bufs) {
-        long n = b.readableBytes();
-        RegisteredMemory.Location loc = n == 0 ? null : memory.locate(b.memoryAddress(), n);
-        if (n > 0 && loc == null) {
-          inPlace = false;
-          break;
-        }
-        where.add(loc);
-      }
-    }
-    if (inPlace) {
-      // The producer promised not to touch these buffers again: keep them alive and let the
-      // client read them where they are.
-      List<ArrowBuf> held = new ArrayList<>(bufs.size());
+    Body body;
+    if (bodyLength == 0) {
       for (int i = 0; i < bufs.size(); i++) {
-        ArrowBuf b = bufs.get(i);
-        RegisteredMemory.Location loc = where.get(i);
-        b.getReferenceManager().retain();
-        held.add(b);
-        refs.add(ref(loc == null ? null : loc.region(), loc == null ? 0 : loc.offset(),
-            layout.get(i), b.readableBytes(), regions, regionIndex));
+        refs.add(ServerMessage.BufferRef.empty(layout.get(i).getOffset()));
       }
-      release = () -> held.forEach(b -> b.getReferenceManager().release());
-      owner.serverStats().batchesInPlace.increment();
-    } else if (bodyLength == 0) {
-      for (int i = 0; i < bufs.size(); i++) {
-        refs.add(ref(null, 0, layout.get(i), 0, regions, regionIndex));
-      }
-      release = () -> {};
+      body = new Body(List.of(), () -> {});
     } else {
-      RegisteredMemory.Block block;
-      try {
-        block = memory.allocate(bodyLength, owner.leaseTimeout());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
-            .toRuntimeException();
-      } catch (RuntimeException e) {
-        // The data plane, not the data, failed: "memwire:" lets an auto client retry over DoGet.
-        throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot lease a "
-            + "body of " + bodyLength + " bytes: " + e.getMessage()).withCause(e)
-            .toRuntimeException();
+      body = zeroCopy ? leaseInPlace(bufs, layout, refs) : null;
+      if (body == null) {
+        refs.clear();
+        body = leaseCopy(bufs, layout, bodyLength, refs);
       }
-      for (int i = 0; i < bufs.size(); i++) {
-        ArrowBuf b = bufs.get(i);
-        long n = b.readableBytes();
-        long off = layout.get(i).getOffset();
-        if (n > 0) {
-          MemoryUtil.copyMemory(b.memoryAddress(), block.address() + off, n);
-        }
-        refs.add(ref(block.region(), block.regionOffset() + off, layout.get(i), n, regions,
-            regionIndex));
-      }
-      release = block::free;
-      owner.serverStats().batchesCopied.increment();
     }
     LeaseGuards.Guard guard = null;
     ServerMessage.Guard guardRef = null;
-    if (bodyLength > 0) {
-      try {
+    List<ServerMessage.BufferRef> indexed;
+    try {
+      if (bodyLength > 0) {
         guard = owner.guards().issue();
-      } catch (RuntimeException e) {
-        release.run();
-        throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot guard a "
-            + "lease: " + e.getMessage()).withCause(e).toRuntimeException();
       }
-      guardRef = new ServerMessage.Guard(regionIndex(guard.region(), regions, regionIndex),
-          guard.regionOffset(), guard.generation);
+      indexed = new ArrayList<>(refs.size());
+      for (ServerMessage.BufferRef r : refs) {
+        indexed.add(r.length == 0 ? r : new ServerMessage.BufferRef(
+            regionIndex(body.regions.get(r.regionIndex), regions, regionIndex), r.regionOffset,
+            r.bodyOffset, r.length));
+      }
+      if (guard != null) {
+        guardRef = new ServerMessage.Guard(regionIndex(guard.region(), regions, regionIndex),
+            guard.regionOffset(), guard.generation);
+      }
+    } catch (RuntimeException e) {
+      endBody(guard, body);
+      throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot register "
+          + "a lease: " + e.getMessage()).withCause(e).toRuntimeException();
     }
+    refs = indexed;
     long seq;
     synchronized (this) {
       if (cancelled || ended) {
-        if (guard != null) {
-          owner.guards().revoke(guard);
-        }
-        release.run();
+        endBody(guard, body);
         return;
       }
       seq = nextSeq++;
-      leases.put(seq, new Lease(seq, bodyLength, guard, release));
+      leases.put(seq, new Lease(seq, bodyLength, guard, body.regions, body.release));
       leasedBytes += bodyLength;
       peakLeasedBytes = Math.max(peakLeasedBytes, leasedBytes);
       peakLeasedBatches = Math.max(peakLeasedBatches, leases.size());
@@ -393,14 +396,123 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
         header, bodyLength, regions, refs, appMetadata, guardRef));
   }
 
-  private static ServerMessage.BufferRef ref(MemoryRegion region, long regionOffset,
-      ArrowBuffer layout, long length, List<RegionDescriptor> regions,
-      Map<MemoryRegion, Integer> index) {
-    if (length == 0) {
-      return new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, layout.getOffset(), 0);
+  /**
+   * Leases a zero-copy producer's buffers where they are: each run of adjacent buffers is
+   * registered as a region of its own, so the client reaches these bytes and nothing around
+   * them. Null (nothing held) when a buffer is not in this producer's memory: then it is copied.
+   * Refs name regions by their index in the returned body's list.
+   */
+  private Body leaseInPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout,
+      List<ServerMessage.BufferRef> refs) {
+    RegisteredMemory memory = owner.memory();
+    Integer[] order = new Integer[bufs.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+      long n = bufs.get(i).readableBytes();
+      if (n > 0 && memory.locate(bufs.get(i).memoryAddress(), n) == null) {
+        return null;
+      }
     }
-    return new ServerMessage.BufferRef(regionIndex(region, regions, index), regionOffset,
-        layout.getOffset(), length);
+    java.util.Arrays.sort(order, (x, y) -> Long.compare(bufs.get(x).memoryAddress(),
+        bufs.get(y).memoryAddress()));
+    // Runs of buffers whose bytes touch or overlap: {start, end} and the run of each buffer.
+    List<long[]> runs = new ArrayList<>();
+    int[] runOf = new int[bufs.size()];
+    for (int i : order) {
+      long n = bufs.get(i).readableBytes();
+      if (n == 0) {
+        runOf[i] = -1;
+        continue;
+      }
+      long start = bufs.get(i).memoryAddress();
+      long[] last = runs.isEmpty() ? null : runs.get(runs.size() - 1);
+      if (last != null && start <= last[1]
+          && memory.locate(last[0], Math.max(last[1], start + n) - last[0]) != null) {
+        last[1] = Math.max(last[1], start + n);
+      } else {
+        runs.add(new long[] {start, start + n});
+      }
+      runOf[i] = runs.size() - 1;
+    }
+    List<MemoryRegion> regions = new ArrayList<>(runs.size());
+    try {
+      for (long[] r : runs) {
+        regions.add(owner.node().register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
+      }
+    } catch (RuntimeException e) {
+      regions.forEach(MemoryRegion::close);
+      throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot register "
+          + "a lease: " + e.getMessage()).withCause(e).toRuntimeException();
+    }
+    // The producer promised not to touch these buffers again: keep them alive until the regions
+    // over them are released.
+    List<ArrowBuf> held = new ArrayList<>(bufs.size());
+    for (int i = 0; i < bufs.size(); i++) {
+      ArrowBuf b = bufs.get(i);
+      long n = b.readableBytes();
+      if (n == 0) {
+        refs.add(ServerMessage.BufferRef.empty(layout.get(i).getOffset()));
+        continue;
+      }
+      b.getReferenceManager().retain();
+      held.add(b);
+      refs.add(new ServerMessage.BufferRef(runOf[i], b.memoryAddress() - runs.get(runOf[i])[0],
+          layout.get(i).getOffset(), n));
+    }
+    owner.serverStats().batchesInPlace.increment();
+    return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()));
+  }
+
+  /**
+   * Copies the batch into a block at its IPC layout and registers exactly its body bytes as a
+   * region of its own. The gaps between buffers are zeroed: the block may have held another
+   * batch, and the region must show this batch's bytes only.
+   */
+  private Body leaseCopy(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
+      List<ServerMessage.BufferRef> refs) {
+    RegisteredMemory.Block block;
+    try {
+      block = owner.memory().allocate(bodyLength, owner.leaseTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
+          .toRuntimeException();
+    } catch (RuntimeException e) {
+      // The data plane, not the data, failed: "memwire:" lets an auto client retry over DoGet.
+      throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot lease a "
+          + "body of " + bodyLength + " bytes: " + e.getMessage()).withCause(e)
+          .toRuntimeException();
+    }
+    long written = 0;
+    for (int i = 0; i < bufs.size(); i++) {
+      ArrowBuf b = bufs.get(i);
+      long n = b.readableBytes();
+      long off = layout.get(i).getOffset();
+      if (n > 0) {
+        if (off > written) {
+          MemoryUtil.setMemory(block.address() + written, off - written, (byte) 0);
+        }
+        MemoryUtil.copyMemory(b.memoryAddress(), block.address() + off, n);
+        written = Math.max(written, off + n);
+        refs.add(new ServerMessage.BufferRef(0, off, off, n));
+      } else {
+        refs.add(ServerMessage.BufferRef.empty(off));
+      }
+    }
+    if (bodyLength > written) {
+      MemoryUtil.setMemory(block.address() + written, bodyLength - written, (byte) 0);
+    }
+    MemoryRegion region;
+    try {
+      region = owner.node().register(block.slice(0, bodyLength));
+    } catch (RuntimeException e) {
+      block.free();
+      throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot register "
+          + "a body of " + bodyLength + " bytes: " + e.getMessage()).withCause(e)
+          .toRuntimeException();
+    }
+    owner.serverStats().batchesCopied.increment();
+    return new Body(List.of(region), block::free);
   }
 
   private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
@@ -408,7 +520,8 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     Integer i = index.get(region);
     if (i == null) {
       if (region.descriptors().size() != 1) {
-        throw new IllegalStateException("arena regions are expected to be one segment: " + region);
+        throw new IllegalStateException("a lease region of " + region.length()
+            + " bytes spans several segments (maxSegmentSize); bodies must fit one segment");
       }
       i = regions.size();
       regions.add(region.descriptors().get(0));
@@ -497,7 +610,8 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       // Leased-in-place buffers belong to the producer's allocator: hold the producer here until
       // the client is done with them, so it does not close that allocator under a lease.
       long deadline = System.nanoTime() + leaseTimeoutNanos;
-      while (!leases.isEmpty() && !cancelled && !ended && System.nanoTime() < deadline) {
+      while ((!leases.isEmpty() || endingLeases > 0) && !cancelled && !ended
+          && System.nanoTime() < deadline) {
         try {
           wait(100);
         } catch (InterruptedException e) {
@@ -615,8 +729,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       notifyAll();
     }
     for (Lease l : left) {
-      l.end();
-      owner.serverStats().leasesReleasedUnfreed.increment();
+      endLease(l, false);
     }
   }
 

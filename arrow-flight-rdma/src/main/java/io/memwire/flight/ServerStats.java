@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.LongAdder;
 /** Counters of an {@link RdmaFlightProducer}'s data plane; {@link #snapshot()} for reading. */
 final class ServerStats {
   final LongAdder sessionsStarted = new LongAdder();
+  final LongAdder sessionsRefused = new LongAdder();
   final LongAdder sessionsCancelled = new LongAdder();
   final LongAdder batchesCopied = new LongAdder();
   final LongAdder batchesInPlace = new LongAdder();
@@ -27,6 +28,7 @@ final class ServerStats {
   Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("sessionsStarted", sessionsStarted.sum());
+    m.put("sessionsRefused", sessionsRefused.sum());
     m.put("sessionsCancelled", sessionsCancelled.sum());
     m.put("batchesCopied", batchesCopied.sum());
     m.put("batchesInPlace", batchesInPlace.sum());

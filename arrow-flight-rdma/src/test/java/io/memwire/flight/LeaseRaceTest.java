@@ -1,6 +1,7 @@
 package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,7 +22,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A read racing the end of its lease: the client's reads of batch 1 are held back until the
  * server has expired that lease and leased the same registered memory to another exchange's
- * batch. The reads then return the other batch's bytes; the client must not hand them out.
+ * batch. The reads must not return the other batch's bytes (the lease's region is closed), and
+ * the client must not hand out anything.
  */
 class LeaseRaceTest {
   private Fixture f;
@@ -37,7 +39,7 @@ class LeaseRaceTest {
     f.close();
   }
 
-  /** The region key and offset of the batch's value buffer (its largest one). */
+  /** The region key and address of the batch's value buffer (its largest one). */
   private static long[] valueBuffer(ServerMessage m) {
     ServerMessage.BufferRef big = null;
     for (ServerMessage.BufferRef r : m.buffers()) {
@@ -45,7 +47,8 @@ class LeaseRaceTest {
         big = r;
       }
     }
-    return new long[] {m.regions().get(big.regionIndex).key(), big.regionOffset, big.length};
+    io.memwire.transfer.RegionDescriptor d = m.regions().get(big.regionIndex);
+    return new long[] {d.key(), d.address() + big.regionOffset, big.length};
   }
 
   @Test
@@ -82,10 +85,10 @@ class LeaseRaceTest {
         assertEquals(ServerMessage.BATCH, reuse.kind());
         long[] stale = valueBuffer(held.get());
         long[] fresh = valueBuffer(reuse);
-        assertEquals(stale[0], fresh[0], "same arena region");
-        assertEquals(stale[1], fresh[1], "the freed block is reused at the same offset");
+        assertEquals(stale[1], fresh[1], "the freed block is reused at the same address");
+        assertNotEquals(stale[0], fresh[0], "each lease is a region with its own key");
 
-        go.countDown(); // the stale reads go out now and get the other batch's bytes
+        go.countDown(); // the stale reads go out now: to a closed region, not the other batch
         FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> {
           while (s.next()) {
             // a batch handed out here would carry batch 0 of the other exchange

@@ -1,7 +1,7 @@
 package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,6 +58,15 @@ class LeaseTest {
     }
   }
 
+  /** The lease has ended: its guard (a region of its own) can no longer be read at all. */
+  private void assertGuardRevoked(ServerMessage m, String why) {
+    java.util.concurrent.ExecutionException e = assertThrows(
+        java.util.concurrent.ExecutionException.class, () -> guardWord(m), why);
+    io.memwire.transfer.RemoteAccessException a =
+        assertInstanceOf(io.memwire.transfer.RemoteAccessException.class, e.getCause(), why);
+    assertEquals(io.memwire.transfer.RemoteAccessException.Reason.REGION_CLOSED, a.reason(), why);
+  }
+
   @Test
   void batchWindowBoundsLeases() throws Exception {
     try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:6:20000", 2,
@@ -76,7 +85,7 @@ class LeaseTest {
       assertEquals(a.guard().generation, guardWord(a));
       x.free(a.sequence());
       ServerMessage c = x.next();
-      assertNotEquals(a.guard().generation, guardWord(a), "FREE revoked the guard");
+      assertGuardRevoked(a, "FREE revoked the guard");
       assertEquals(2, c.sequence(), "one FREE lets exactly the next batch go");
       x.free(b.sequence(), c.sequence());
       long n = 3;
@@ -160,7 +169,7 @@ class LeaseTest {
     f.awaitServerIdle();
     for (ServerMessage m : sent) {
       // A read still in flight for these leases would now be rejected by its guard check.
-      assertNotEquals(m.guard().generation, guardWord(m), "cancel revoked the guard");
+      assertGuardRevoked(m, "cancel revoked the guard");
     }
     assertEquals(3, f.stat("leasesReleasedUnfreed"));
     x.close();
@@ -181,7 +190,7 @@ class LeaseTest {
     channel.shutdownNow(); // the client goes away without FREE or cancel
     assertTrue(channel.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS));
     f.awaitServerIdle();
-    assertNotEquals(first.guard().generation, guardWord(first), "crash revoked the guard");
+    assertGuardRevoked(first, "crash revoked the guard");
     assertEquals(2, f.stat("leasesReleasedUnfreed"));
     x.close();
     alloc.close();

@@ -11,7 +11,8 @@ import io.memwire.transfer.MemoryAccess;
 /**
  * Arrow memory carved from {@link RegisteredMemory}: vectors allocated through a root allocator
  * built with {@link RegisteredMemory#allocationManagerFactory()} can be read remotely in place,
- * so a zero-copy producer's batches are leased without a copy and without a registration.
+ * so a zero-copy producer's batches are leased without a copy (each lease registers the slices
+ * its buffers occupy).
  */
 final class RegisteredAllocationManager extends AllocationManager {
   private final RegisteredMemory.Block block;
@@ -59,6 +60,9 @@ final class RegisteredAllocationManager extends AllocationManager {
         throw new OutOfMemoryException("registered memory exhausted: " + size + " bytes requested, "
             + memory.allocatedBytesNow() + " of " + memory.maxBytes() + " in use");
       }
+      // Zeroed: the block may have held another client's batch, and bytes a producer never
+      // writes (null slots, padding) are leased with the rest.
+      org.apache.arrow.memory.util.MemoryUtil.setMemory(b.address(), size, (byte) 0);
       return new RegisteredAllocationManager(accountingAllocator, b, size);
     }
 

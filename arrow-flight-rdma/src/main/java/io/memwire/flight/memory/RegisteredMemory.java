@@ -18,10 +18,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Direct memory registered with a {@link TransferNode} once, in large arenas, and handed out in
- * blocks. Record batch bodies are copied into blocks or allocated there directly through {@link
- * #allocationManagerFactory()}, so nothing is registered per batch. A block larger than an arena
- * gets an arena of its own, registered for that block and dropped when it is freed.
+ * Direct memory in large arenas, handed out in blocks. Record batch bodies are copied into blocks
+ * or allocated there directly through {@link #allocationManagerFactory()}. A block larger than an
+ * arena gets an arena of its own, dropped when it is freed.
+ *
+ * <p>Arenas are registered with the {@link TransferNode} as a whole only when built with {@code
+ * registerArenas} (a reader's landing memory). A server's memory is not: an arena holds the
+ * batches of many clients, so each lease registers only its own bytes ({@link Block#slice},
+ * {@link Location#slice}) as a separately keyed region and closes it when the lease ends.
  *
  * <p>Blocks are sized to what was asked, rounded up to {@value #UNIT} bytes (Arrow's 64-byte
  * alignment holds), and carved from an arena's free extents best-fit; freed extents merge with
@@ -41,6 +45,7 @@ public final class RegisteredMemory implements AutoCloseable {
   private final long arenaSize;
   private final long maxBytes;
   private final String name;
+  private final boolean registerArenas;
   private final List<Arena> arenas = new ArrayList<>();
   private final TreeMap<Long, Arena> byAddress = new TreeMap<>();
   private long arenaBytes;
@@ -56,6 +61,20 @@ public final class RegisteredMemory implements AutoCloseable {
    * @param name used in log lines and errors
    */
   public RegisteredMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
+    this(node, arenaSize, maxBytes, name, true);
+  }
+
+  /**
+   * @param node where arenas (or slices of them) are registered
+   * @param arenaSize bytes per arena, rounded up to a multiple of 1 MiB
+   * @param maxBytes most bytes all arenas together may take
+   * @param name used in log lines and errors
+   * @param registerArenas register every arena as one region ({@link Block#region()}); when
+   *     false no arena is remotely readable and callers register slices themselves
+   */
+  public RegisteredMemory(TransferNode node, long arenaSize, long maxBytes, String name,
+      boolean registerArenas) {
+    this.registerArenas = registerArenas;
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
       throw new IllegalArgumentException(name + ": arena size must be in (0, 1 GiB], got " + arenaSize);
     }
@@ -162,12 +181,14 @@ public final class RegisteredMemory implements AutoCloseable {
     ByteBuffer memory = allocation.alignedSlice(PAGE);
     memory.limit((int) size);
     memory = memory.slice();
-    MemoryRegion region;
-    try {
-      region = node.register(memory);
-    } catch (RuntimeException e) {
-      MemoryAccess.free(allocation);
-      throw e;
+    MemoryRegion region = null;
+    if (registerArenas) {
+      try {
+        region = node.register(memory);
+      } catch (RuntimeException e) {
+        MemoryAccess.free(allocation);
+        throw e;
+      }
     }
     Arena a = new Arena(allocation, memory, MemoryAccess.address(memory), region, shared);
     arenas.add(a);
@@ -196,6 +217,12 @@ public final class RegisteredMemory implements AutoCloseable {
     arenas.remove(a);
     byAddress.remove(a.base);
     arenaBytes -= a.memory.capacity();
+    if (a.region == null) {
+      // Unregistered arena: every slice registered over it was released before its block was
+      // freed, so nothing touches this memory any more.
+      MemoryAccess.free(a.allocation);
+      return;
+    }
     a.region.close();
     // A read the transport is still serving may touch the memory until the region is released.
     a.region.released().whenComplete((v, e) -> MemoryAccess.free(a.allocation));
@@ -215,7 +242,7 @@ public final class RegisteredMemory implements AutoCloseable {
     if (off + length > a.memory.capacity()) {
       return null;
     }
-    return new Location(a.region, off);
+    return new Location(a, off);
   }
 
   /** An Arrow allocation-manager factory whose buffers live in this registered memory. */
@@ -286,16 +313,22 @@ public final class RegisteredMemory implements AutoCloseable {
 
   /** Where a range lies in registered memory. */
   public static final class Location {
-    private final MemoryRegion region;
+    private final Arena arena;
     private final long offset;
 
-    Location(MemoryRegion region, long offset) {
-      this.region = region;
+    Location(Arena arena, long offset) {
+      this.arena = arena;
       this.offset = offset;
     }
 
+    /** The arena's region; null when arenas are not registered. */
     public MemoryRegion region() {
-      return region;
+      return arena.region;
+    }
+
+    /** A direct buffer over {@code length} bytes from this location, to register on its own. */
+    public ByteBuffer slice(long length) {
+      return arena.slice(offset, length);
     }
 
     public long offset() {
@@ -327,9 +360,21 @@ public final class RegisteredMemory implements AutoCloseable {
       return size;
     }
 
-    /** The registered region the block lies in. */
+    /** The registered region the block lies in; null when arenas are not registered. */
     public MemoryRegion region() {
       return arena.region;
+    }
+
+    /**
+     * A direct buffer over {@code [offset, offset + length)} of the block, for registering just
+     * those bytes as a region of their own.
+     */
+    public ByteBuffer slice(long offset, long length) {
+      if (offset < 0 || length <= 0 || offset + length > size) {
+        throw new IllegalArgumentException("slice [" + offset + ", +" + length + ") outside a "
+            + "block of " + size + " bytes");
+      }
+      return arena.slice(this.offset + offset, length);
     }
 
     /** The block's offset inside {@link #region()}. */
@@ -380,6 +425,10 @@ public final class RegisteredMemory implements AutoCloseable {
             : Long.compare(x[1], y[1]));
         addFree(0, memory.capacity());
       }
+    }
+
+    ByteBuffer slice(long off, long length) {
+      return memory.duplicate().limit((int) (off + length)).position((int) off).slice();
     }
 
     /** Offset of a free range of {@code bytes} (a multiple of the unit); -1 when none fits. */

@@ -49,6 +49,11 @@ public final class ServerMessage {
       this.bodyOffset = bodyOffset;
       this.length = length;
     }
+
+    /** A zero-length buffer at {@code bodyOffset}: nothing to read. */
+    public static BufferRef empty(long bodyOffset) {
+      return new BufferRef(NO_REGION, 0, bodyOffset, 0);
+    }
   }
 
   /** Where the lease's guard word is and what it holds while the lease lives. */
@@ -200,7 +205,7 @@ public final class ServerMessage {
   }
 
   /**
-   * Decodes a message.
+   * Decodes a message. Nothing is allocated beyond what the message's own bytes hold.
    *
    * @throws WireException when the bytes are not a valid server message of this version
    */
@@ -230,8 +235,17 @@ public final class ServerMessage {
           b.getInt();
           long go = b.getLong();
           long gen = b.getLong();
-          if (h < 0 || n < 0 || body < 0) {
-            throw new WireException("corrupt batch descriptor");
+          if (h < 0 || n < 0 || body < 0 || body > Integer.MAX_VALUE) {
+            throw new WireException("corrupt batch descriptor: header " + h + " bytes, " + n
+                + " buffers, body " + body + " bytes");
+          }
+          // Every count is checked against the bytes that follow before anything is allocated:
+          // a message cannot make the client allocate more than its own size.
+          long need = (long) h + (long) r * RegionDescriptor.ENCODED_SIZE + 32L * n + 4;
+          if (need > b.remaining()) {
+            throw new WireException("batch " + seq + " announces " + h + " header bytes, " + r
+                + " regions and " + n + " buffers, but only " + b.remaining()
+                + " bytes follow");
           }
           if (gi != NO_REGION && (gi >= r || gen == 0)) {
             throw new WireException("batch " + seq + " has a bad lease guard");
@@ -251,7 +265,8 @@ public final class ServerMessage {
             long ro = b.getLong();
             long bo = b.getLong();
             long len = b.getLong();
-            if ((idx != NO_REGION && idx >= r) || len < 0 || bo < 0 || bo + len > body) {
+            if ((idx != NO_REGION && idx >= r) || (idx == NO_REGION && len != 0) || len < 0 || bo < 0 || ro < 0 || len > body
+                || bo > body - len) {
               throw new WireException("buffer " + i + " of batch " + seq + " is out of range");
             }
             buffers.add(new BufferRef(idx, ro, bo, len));

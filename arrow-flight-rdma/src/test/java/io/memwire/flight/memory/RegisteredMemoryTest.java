@@ -176,4 +176,32 @@ class RegisteredMemoryTest {
     assertEquals(0, m.arenaBytes());
     assertEquals(0, node.stats().registeredBytes());
   }
+
+  @Test
+  void unregisteredArenasExposeOnlyTheSlicesRegistered() throws Exception {
+    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "server", false)) {
+      RegisteredMemory.Block b = m.allocate(1000);
+      assertNull(b.region(), "the arena is not a region");
+      assertEquals(0, node.stats().registeredBytes(), "nothing registered for the arena");
+      org.apache.arrow.memory.util.MemoryUtil.setMemory(b.address(), 1000, (byte) 7);
+      io.memwire.transfer.MemoryRegion r = node.register(b.slice(100, 300));
+      assertEquals(300, r.length());
+      assertEquals(b.address() + 100, r.descriptors().get(0).address());
+      assertEquals(300, node.stats().registeredBytes());
+      assertThrows(IllegalArgumentException.class, () -> b.slice(900, 200), "past the block");
+      r.close();
+      r.released().get(10, TimeUnit.SECONDS);
+      b.free();
+      try (BufferAllocator root = m.newRootAllocator(Long.MAX_VALUE)) {
+        ArrowBuf buf = root.buffer(1000);
+        // Arrow gets the freed block back zeroed, never the bytes it held before.
+        for (int i = 0; i < 1000; i++) {
+          assertEquals(0, buf.getByte(i), "byte " + i);
+        }
+        assertNotNull(m.locate(buf.memoryAddress(), 1000).slice(1000));
+        buf.close();
+      }
+    }
+    assertEquals(0, node.stats().registeredBytes());
+  }
 }
