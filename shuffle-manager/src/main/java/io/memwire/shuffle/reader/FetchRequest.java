@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * posted after the other blocks' index batch; blocks handed to Spark's client leave before the
  * data of the rest is posted. Threads: {@link #start()} runs on the task thread (when Spark issues
  * the request, or when its held step ends); every later step runs on the thread that completes the
- * previous read (a provider I/O or completion thread, or the thread failing the connection), except
- * to-disk file writes (on {@code memwire-shuffle-fallback-N}).
+ * previous read (a provider I/O or completion thread, the thread failing the connection, or the
+ * posting thread when the read had ended already), except to-disk file writes (on {@code
+ * memwire-shuffle-fallback-N}).
  */
 final class FetchRequest {
   private static final Logger LOG = LoggerFactory.getLogger(FetchRequest.class);
