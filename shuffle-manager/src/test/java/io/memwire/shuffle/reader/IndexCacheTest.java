@@ -54,14 +54,14 @@ class IndexCacheTest {
 
   @Test
   void decodesAValidIndexAndRefusesEveryKindOfInvalidOne() {
-    assertArrayEquals(new long[] {0, 0, 5, 9}, RdmaBlockStoreClient.decodeIndex(index(0, 0, 5, 9), 9));
-    assertArrayEquals(new long[] {0, 3}, RdmaBlockStoreClient.decodeIndex(index(0, 3), 100));
-    assertNull(RdmaBlockStoreClient.decodeIndex(index(1, 5), 9), "must start at 0");
-    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, 5, 4), 9), "decreasing");
-    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, 5, 10), 9), "beyond the data file");
-    assertNull(RdmaBlockStoreClient.decodeIndex(index(0), 9), "a single entry");
-    assertNull(RdmaBlockStoreClient.decodeIndex(ByteBuffer.allocate(12), 9), "not whole longs");
-    assertNull(RdmaBlockStoreClient.decodeIndex(index(0, -1), 9), "negative");
+    assertArrayEquals(new long[] {0, 0, 5, 9}, IndexFile.decode(index(0, 0, 5, 9), 9));
+    assertArrayEquals(new long[] {0, 3}, IndexFile.decode(index(0, 3), 100));
+    assertNull(IndexFile.decode(index(1, 5), 9), "must start at 0");
+    assertNull(IndexFile.decode(index(0, 5, 4), 9), "decreasing");
+    assertNull(IndexFile.decode(index(0, 5, 10), 9), "beyond the data file");
+    assertNull(IndexFile.decode(index(0), 9), "a single entry");
+    assertNull(IndexFile.decode(ByteBuffer.allocate(12), 9), "not whole longs");
+    assertNull(IndexFile.decode(index(0, -1), 9), "negative");
   }
 
   @Test
