@@ -3,13 +3,13 @@
 # work directory (cwd): uses stage/ (jars, classpaths, libdisni), writes results/*.txt (key=value)
 # and logs/*.log. Not meant to be run by hand; see tools/verbs-check/verbs-check.sh.
 #
-#   guest.sh --bind IP [--steps transport,spark,flight,bench] [--leak-rounds N] [--modes sort,verbs,tcp]
+#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench] [--leak-rounds N] [--modes sort,verbs]
 {
 set -uo pipefail
 BIND="${SOFTROCE_IP:-}"
-STEPS="transport,spark,flight,bench"
+STEPS="transport,spark,flight,peerexit,sparktcp,bench"
 LEAK_ROUNDS=50
-MODES="sort,verbs,tcp"
+MODES="sort,verbs"
 DEV="${SOFTROCE_DEV:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -74,19 +74,21 @@ if has transport; then
   leaks_after transport
 fi
 
-if has spark; then
+spark_check() {  # LABEL OUT ARGS...: one driver JVM running SparkCheck
+  local label="$1" out="$2" t0 rc; shift 2
   t0=$(now)
   # shellcheck disable=SC2046
   "$JAVA" $(cat stage/driver-opts.txt) --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
-    -Xmx1g -Djava.library.path="$LIB" -cp "$(cp_of spark)" io.memwire.verbscheck.SparkCheck \
-    --out results/spark.txt --bind "$BIND" --libdisni "$LIB" --modes "$MODES" \
-    --leak-rounds "$LEAK_ROUNDS" >logs/spark.log 2>&1
+    -XX:TieredStopAtLevel=1 -Xmx1g -Djava.library.path="$LIB" -cp "$(cp_of spark)" \
+    io.memwire.verbscheck.SparkCheck --out "$out" --bind "$BIND" --libdisni "$LIB" \
+    --leak-rounds "$LEAK_ROUNDS" "$@" >"logs/$label.log" 2>&1
   rc=$?
-  put seconds.spark $(( $(now) - t0 ))
-  put check.spark "$([ $rc = 0 ] && echo PASS || echo FAIL)"
-  leaks_after spark
-fi
-
+  put "seconds.$label" $(( $(now) - t0 ))
+  put "check.$label" "$([ $rc = 0 ] && echo PASS || echo FAIL)"
+  leaks_after "$label"
+}
+# Spark's sort shuffle (the reference) and Memwire over verbs: results, counters, leaks, faults.
+has spark && spark_check spark results/spark.txt --modes "$MODES"
 if has flight; then
   t0=$(now)
   "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
@@ -98,6 +100,29 @@ if has flight; then
   put check.flight "$([ $rc = 0 ] && echo PASS || echo FAIL)"
   leaks_after flight
 fi
+
+if has peerexit; then
+  # A peer JVM that exits (halts, nothing closed) while this one reads from it over verbs.
+  t0=$(now)
+  rm -rf /tmp/peer-exit; mkdir -p /tmp/peer-exit
+  JOPTS=(--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -Djava.library.path="$LIB" -cp "$(cp_of transport)")
+  "$JAVA" "${JOPTS[@]}" io.memwire.verbscheck.PeerExitCheck serve /tmp/peer-exit --bind "$BIND" \
+    >logs/peerexit-serve.log 2>&1 &
+  spid=$!
+  : >results/peerexit.txt
+  timeout 2400 "$JAVA" "${JOPTS[@]}" io.memwire.verbscheck.PeerExitCheck read /tmp/peer-exit \
+    --bind "$BIND" --out results/peerexit.txt >logs/peerexit-read.log 2>&1
+  rc=$?
+  kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+  cat results/peerexit.txt >>"$R"
+  grep -q '^check.peerExit=' results/peerexit.txt || put check.peerExit FAIL
+  put seconds.peerexit $(( $(now) - t0 ))
+  put check.peerexit "$([ $rc = 0 ] && echo PASS || echo FAIL)"
+  leaks_after peerexit
+fi
+
+# Memwire over tcp, same jobs, compared with the sort run above: the figures' other side.
+has sparktcp && spark_check sparktcp results/spark-tcp.txt --modes tcp --reference results/spark.txt
 
 if has bench; then
   # Transport benchmark vs ib_read_bw, same sizes, both at 8 reads outstanding (queue depth 8).

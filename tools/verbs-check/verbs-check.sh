@@ -16,8 +16,9 @@
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
 #   --bind IP          address of the RDMA device (default: the guest's $SOFTROCE_IP)
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
-#   --steps LIST       transport,spark,flight,bench (default all, in that order)
-#   --modes LIST       Spark runs: sort,verbs,tcp (default all; sort is the reference)
+#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench (default all, in order)
+#   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
+#                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
 # Exit status: 0 every check passed; 1 a check failed (see the verdict file); 2 usage or the
 # checkout is not built; 3 the guest cannot run here (no QEMU, image missing, rxe setup failed,
@@ -29,7 +30,7 @@ HERE="$ROOT/tools/verbs-check"
 DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
 SOFTROCE=""; MEM=6144; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
-STEPS="transport,spark,flight,bench"; MODES="sort,verbs,tcp"; LEAK_ROUNDS=50
+STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
 usage() { sed -n '5,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -202,8 +203,8 @@ V_FILE="$WORK/verdict.txt"
   echo "libdisni=$LIB_NOTE"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
-  cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/flight.txt" 2>/dev/null
-  echo "logs=$WORK/logs (guest.log, transport.log, spark.log, flight.log, bench.log, rdma-after-*.txt)"
+  cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" 2>/dev/null
+  echo "logs=$WORK/logs (guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
 FAILS=$(grep -c '^check\..*=FAIL$' "$V_FILE")

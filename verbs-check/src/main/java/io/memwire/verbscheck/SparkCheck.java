@@ -52,8 +52,11 @@ import scala.reflect.ClassTag$;
  *
  * <pre>
  * SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] [--startup-minutes N]
- *            [--leak-rounds N] [--no-faults]
+ *            [--leak-rounds N] [--no-faults] [--reference FILE]
  * </pre>
+ *
+ * <p>{@code --reference} takes the sort-shuffle digests from an earlier run's result file, so a
+ * later run (e.g. {@code --modes tcp}) is compared without running the sort shuffle again.
  *
  * <p>Writes {@code key=value} lines to FILE as it goes (a crash leaves what was measured); keys
  * {@code check.NAME=PASS|FAIL} are the verdicts, the others figures. Exit status 0 when every
@@ -89,6 +92,7 @@ public final class SparkCheck {
     int startupMinutes = 20;
     int leakRounds = 50;
     boolean faults = true;
+    Path reference = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out" -> out = Paths.get(args[++i]);
@@ -98,9 +102,10 @@ public final class SparkCheck {
         case "--startup-minutes" -> startupMinutes = Integer.parseInt(args[++i]);
         case "--leak-rounds" -> leakRounds = Integer.parseInt(args[++i]);
         case "--no-faults" -> faults = false;
+        case "--reference" -> reference = Paths.get(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i] + "; usage: "
             + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] "
-            + "[--startup-minutes N] [--leak-rounds N] [--no-faults]");
+            + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE]");
       }
     }
     if (out == null || bind == null || lib == null) {
@@ -111,13 +116,22 @@ public final class SparkCheck {
         throw new IllegalArgumentException("--modes: unknown mode " + m + " (sort, verbs, tcp)");
       }
     }
-    Files.writeString(out, "");
     SparkCheck check = new SparkCheck(out, bind, lib, Duration.ofMinutes(startupMinutes),
         leakRounds, faults);
+    if (reference != null) {
+      // Digests of an earlier sort-shuffle run of the same jobs ("sort.job.NAME.digest=...").
+      for (String line : Files.readAllLines(reference)) {
+        if (line.startsWith("sort.job.") && line.contains(".digest=")) {
+          check.reference.put(line.substring(9, line.indexOf(".digest=")),
+              line.substring(line.indexOf('=') + 1));
+        }
+      }
+    }
+    Files.writeString(out, "");
     for (String mode : modes) {
       check.runMode(mode);
     }
-    check.put("failures", check.failures);
+    check.put("sparkCheck." + String.join("+", modes) + ".failures", check.failures);
     System.out.println("spark-check failures=" + check.failures);
     System.exit(check.failures == 0 ? 0 : 1);
   }
