@@ -10,7 +10,8 @@
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: build-libdisni.sh DISNI_SRC OUT_DIR" >&2; exit 2; }
 SRC="$(cd "$1" && pwd)"
-OUT="$2"
+mkdir -p "$2"
+OUT="$(cd "$2" && pwd)"  # absolute: the build below runs elsewhere
 [ -f "$SRC/libdisni/configure.ac" ] || { echo "build-libdisni: $SRC/libdisni/configure.ac not found (want a DiSNI source tree)" >&2; exit 2; }
 JDK="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}"
 [ -f "$JDK/include/jni.h" ] || { echo "build-libdisni: no jni.h under $JDK (set JAVA_HOME to a JDK)" >&2; exit 2; }
@@ -25,7 +26,6 @@ T0=$(date +%s)
 ./autoprepare.sh
 ./configure --with-jdk="$JDK" --prefix="$SCRATCH/inst"
 make -j"$(nproc)" install
-mkdir -p "$OUT"
 cp -L "$SCRATCH/inst/lib/libdisni.so" "$OUT/libdisni.so.tmp"
 mv "$OUT/libdisni.so.tmp" "$OUT/libdisni.so"
 echo "build-libdisni: built $OUT/libdisni.so in $(( $(date +%s) - T0 )) s"
