@@ -204,6 +204,8 @@ V_FILE="$WORK/verdict.txt"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
   cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" 2>/dev/null
+  # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...
+  [ -f "$WORK/results/transfer-bench.csv" ] && awk -F, 'NR > 1 {print "bench.memwire." $2 ".depth" $3 ".MBps=" $4}' "$WORK/results/transfer-bench.csv"
   echo "logs=$WORK/logs (guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
