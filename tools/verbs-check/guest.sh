@@ -49,13 +49,14 @@ leaks_after() {
     for k in mr qp cq pd; do
       rdma resource show "$k" >>"logs/rdma-after-$label.txt" 2>&1
     done
-    n=$(grep -c ' pid ' "logs/rdma-after-$label.txt")
+    # user-space objects carry "pid N comm NAME"; the kernel's own ones "comm [NAME]" and no pid
+    n=$(grep -E -c ' pid |comm [^[]' "logs/rdma-after-$label.txt")
     [ "$n" = 0 ] || [ "$(now)" -ge "$deadline" ] && break
     sleep 2
   done
   put "resources.after.$label" "$n"
   if [ "$n" = 0 ]; then put "check.leaks.after-$label" PASS; else
-    put "check.leaks.after-$label" FAIL; put "detail.leaks.after-$label" "$(grep ' pid ' "logs/rdma-after-$label.txt" | head -5 | tr '\n' ';')"; fi
+    put "check.leaks.after-$label" FAIL; put "detail.leaks.after-$label" "$(grep -E ' pid |comm [^[]' "logs/rdma-after-$label.txt" | head -5 | tr '\n' ';')"; fi
 }
 
 leaks_after start

@@ -411,6 +411,12 @@ public final class SparkCheck {
    * the first one, by the provider's counters and by {@code rdma resource show}.
    */
   private void leakLoop(JavaSparkContext jsc, Map<String, Long> pids) throws Exception {
+    // Unregister every earlier shuffle first, so the baseline is not lowered later by the
+    // ContextCleaner removing the jobs' shuffles while the loop runs (seen in the first run).
+    int next = jsc.sc().newShuffleId();
+    for (int id = 0; id < next; id++) {
+      jsc.sc().cleaner().get().doCleanupShuffle(id, true);
+    }
     smallShuffleAndUnregister(jsc, 0);
     Map<String, Map<String, Long>> s0 = stats(jsc);
     Map<String, int[]> r0 = rdmaResources(pids);
@@ -460,6 +466,7 @@ public final class SparkCheck {
     Map<String, List<String>> lines = new HashMap<>();
     for (String k : kinds) {
       lines.put(k, runLines("rdma", "resource", "show", k));
+      System.out.println("spark-check rdma resource show " + k + ": " + lines.get(k));
     }
     for (Map.Entry<String, Long> e : pids.entrySet()) {
       int[] n = new int[4];
@@ -471,10 +478,21 @@ public final class SparkCheck {
     return m;
   }
 
+  /**
+   * Whether a line of {@code rdma resource show} belongs to process {@code pid}. The kernel
+   * records the task that created the object, which for a JVM is one of its threads: the pid
+   * printed may be a thread id of the process, so {@code /proc/PID/task/TID} is checked too.
+   */
   static boolean ownedBy(String line, long pid) {
     List<String> t = Arrays.asList(line.trim().split("\\s+"));
     int i = t.indexOf("pid");
-    return i >= 0 && i + 1 < t.size() && t.get(i + 1).equals(String.valueOf(pid));
+    if (i < 0 || i + 1 >= t.size()) {
+      return false;
+    }
+    String owner = t.get(i + 1);
+    return owner.equals(String.valueOf(pid))
+        || (owner.matches("[0-9]+") && Files.exists(Path.of("/proc", String.valueOf(pid), "task",
+            owner)));
   }
 
   private static List<String> runLines(String... cmd) throws Exception {
