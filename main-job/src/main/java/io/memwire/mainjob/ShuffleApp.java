@@ -105,7 +105,11 @@ public final class ShuffleApp {
     }
   }
 
-  static void run(SparkSession spark, long records, int keys, int valueBytes, int maps,
+  /**
+   * Runs the three shuffles on an existing session (kept open) and prints, and writes to {@code
+   * out} when given, the result digest and shuffle metrics; also used by the verbs check.
+   */
+  public static void run(SparkSession spark, long records, int keys, int valueBytes, int maps,
       int partitions, Path out) throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     SparkConf conf = jsc.getConf();

@@ -1,0 +1,394 @@
+package io.memwire.verbscheck;
+
+import io.memwire.flight.DataPlane;
+import io.memwire.flight.RdmaFlightClient;
+import io.memwire.flight.RdmaFlightProducer;
+import io.memwire.flight.RdmaFlightStream;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightServer;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Arrow Flight over the verbs provider: a wrapped server whose endpoints carry {@code rdma://}
+ * locations, a client with {@link DataPlane#VERBS}, a copying and an in-place (zero-copy,
+ * registered memory) producer, batches of 64 KiB, 1 MiB and 16 MiB whose bodies must equal what
+ * plain gRPC DoGet returns from the same producer; then a lease that times out and a stream
+ * cancelled mid-way, after each of which the server must hold no session, lease or registered
+ * block; at the end every allocator must be empty and the node must hold no registration.
+ *
+ * <pre>FlightCheck --out FILE --bind IP</pre>
+ *
+ * <p>Writes {@code key=value} lines ({@code check.flight.*=PASS|FAIL} and figures); exit 0 when
+ * every check passed.
+ */
+public final class FlightCheck {
+  private static final Schema SCHEMA = new Schema(List.of(
+      field("a"), field("b"), field("c"), field("d")));
+  /** Rows per batch for 64 KiB, 1 MiB and 16 MiB bodies (4 BIGINT columns, 32 bytes a row). */
+  private static final int[] ROWS = {2048, 32768, 524288};
+  private static final Duration LEASE_TIMEOUT = Duration.ofSeconds(20);
+
+  private final Path out;
+  private int failures;
+
+  private FlightCheck(Path out) {
+    this.out = out;
+  }
+
+  private static Field field(String name) {
+    return new Field(name, FieldType.nullable(new ArrowType.Int(64, true)), null);
+  }
+
+  public static void main(String[] args) throws Exception {
+    Path out = null;
+    String bind = null;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--out" -> out = Paths.get(args[++i]);
+        case "--bind" -> bind = args[++i];
+        default -> throw new IllegalArgumentException("unknown argument " + args[i]
+            + "; usage: FlightCheck --out FILE --bind IP");
+      }
+    }
+    if (out == null || bind == null) {
+      throw new IllegalArgumentException("--out and --bind are required");
+    }
+    Files.writeString(out, "");
+    FlightCheck c = new FlightCheck(out);
+    c.run(bind);
+    c.put("flight.failures", c.failures);
+    System.exit(c.failures == 0 ? 0 : 1);
+  }
+
+  private void put(String key, Object value) throws IOException {
+    String line = key + "=" + String.valueOf(value).replace('\n', ' ') + "\n";
+    System.out.print("flight-check " + line);
+    Files.writeString(out, line, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
+  }
+
+  private void verdict(String name, boolean ok, String detail) throws IOException {
+    put("check.flight." + name, ok ? "PASS" : "FAIL");
+    if (detail != null) {
+      put("detail.flight." + name, detail);
+    }
+    if (!ok) {
+      failures++;
+    }
+  }
+
+  private void run(String bind) throws Exception {
+    TransferConfig verbs = TransferConfig.builder().provider(ProviderKind.VERBS).bindAddress(bind)
+        .connectTimeout(Duration.ofMinutes(5)).readTimeout(Duration.ofMinutes(10))
+        .registrationBudget(2L << 30).build();
+    RootAllocator root = new RootAllocator();
+    BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
+    BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
+    TransferNode node = TransferNode.start(verbs);
+    put("flight.node", node.provider() + ": " + node.selectionReason());
+    for (String mode : List.of("copy", "inplace")) {
+      long t0 = System.nanoTime();
+      try {
+        producerRound(mode, node, serverAlloc, clientAlloc, verbs);
+      } catch (Throwable e) {
+        e.printStackTrace();
+        verdict(mode, false, e.toString());
+      }
+      put("seconds.flight." + mode, String.format(Locale.ROOT, "%.1f",
+          (System.nanoTime() - t0) / 1e9));
+    }
+    node.close();
+    long registered = node.stats().registeredBytes();
+    long server = serverAlloc.getAllocatedMemory();
+    long client = clientAlloc.getAllocatedMemory();
+    serverAlloc.close();
+    clientAlloc.close();
+    root.close();
+    verdict("memoryReturned", registered == 0 && server == 0 && client == 0,
+        "node registered bytes " + registered + ", server allocator " + server
+            + ", client allocator " + client);
+  }
+
+  private void producerRound(String mode, TransferNode node, BufferAllocator serverAlloc,
+      BufferAllocator clientAlloc, TransferConfig verbs) throws Exception {
+    Producer producer = new Producer(serverAlloc, mode.equals("inplace"));
+    FlightServer plain = FlightServer.builder(serverAlloc,
+        Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
+    RdmaFlightProducer rdma = RdmaFlightProducer.builder(producer, node, serverAlloc)
+        .registeredMemory(32L << 20, 512L << 20).leaseTimeout(LEASE_TIMEOUT).build();
+    BufferAllocator table = null;
+    if (mode.equals("inplace")) {
+      table = rdma.memory().newRootAllocator(Long.MAX_VALUE);
+      producer.tableAllocator = table;
+    }
+    FlightServer wrapped = FlightServer.builder(serverAlloc,
+        Location.forGrpcInsecure("127.0.0.1", 0), rdma).build().start();
+    FlightClient plainClient = FlightClient.builder(clientAlloc,
+        Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
+    FlightClient wrappedClient = FlightClient.builder(clientAlloc,
+        Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
+    try {
+      for (int rows : ROWS) {
+        int batches = rows >= 524288 ? 3 : rows >= 32768 ? 8 : 16;
+        String ticket = rows + ":" + batches;
+        long t0 = System.nanoTime();
+        List<Long> grpc = grpcDigests(plainClient, ticket);
+        double grpcSeconds = (System.nanoTime() - t0) / 1e9;
+        String[] plane = new String[1];
+        long t1 = System.nanoTime();
+        List<Long> viaRdma;
+        try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 4, 64L << 20)) {
+          viaRdma = rdmaDigests(c, ticket, plane);
+        }
+        double rdmaSeconds = (System.nanoTime() - t1) / 1e9;
+        long bytes = bodyBytes(rows) * batches;
+        String name = mode + "." + (bodyBytes(rows) >> 10) + "KiB";
+        put("flight." + name + ".grpcMBps", String.format(Locale.ROOT, "%.1f",
+            bytes / grpcSeconds / 1e6));
+        put("flight." + name + ".rdmaMBps", String.format(Locale.ROOT, "%.1f",
+            bytes / rdmaSeconds / 1e6));
+        verdict(name, grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equals(plane[0]),
+            "batches " + viaRdma.size() + "/" + grpc.size() + ", data plane " + plane[0]
+                + ", bodies equal " + grpc.equals(viaRdma));
+      }
+      awaitIdle(rdma, mode.equals("inplace"));
+
+      // A lease that times out: the client takes one batch and then does not come back.
+      long expired0 = rdma.stats().get("leasesExpired");
+      try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 1, 64L << 20);
+          RdmaFlightStream s = c.getStream(ticket(32768, 6))) {
+        if (!s.next()) {
+          throw new IllegalStateException("no first batch");
+        }
+        long deadline = System.nanoTime() + LEASE_TIMEOUT.toNanos() * 10;
+        while (rdma.stats().get("leasesExpired") == expired0 && System.nanoTime() < deadline) {
+          Thread.sleep(200);
+        }
+        String error = "none";
+        try {
+          while (s.next()) {
+            // The server ended the exchange; the remaining batches must not arrive.
+          }
+        } catch (FlightRuntimeException e) {
+          error = e.status().code() + ": " + e.getMessage();
+        }
+        awaitIdle(rdma, mode.equals("inplace"));
+        long expired = rdma.stats().get("leasesExpired") - expired0;
+        verdict(mode + ".leaseTimeout", expired >= 1 && error.startsWith("TIMED_OUT"),
+            "leases expired " + expired + ", client saw " + error);
+      }
+
+      // A stream cancelled mid-way.
+      long cancelled0 = rdma.stats().get("sessionsCancelled");
+      try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 2, 64L << 20)) {
+        RdmaFlightStream s = c.getStream(ticket(32768, 50));
+        boolean two = s.next() && s.next();
+        s.cancel("verbs-check cancels", null);
+        String error = "none";
+        try {
+          while (s.next()) {
+            // drained or failed below
+          }
+        } catch (FlightRuntimeException e) {
+          error = e.status().code().toString();
+        }
+        s.close();
+        awaitIdle(rdma, mode.equals("inplace"));
+        long cancelled = rdma.stats().get("sessionsCancelled") - cancelled0;
+        verdict(mode + ".cancel", two && cancelled == 1
+                && error.equals(FlightStatusCode.CANCELLED.toString()),
+            "two batches " + two + ", server sessions cancelled " + cancelled + ", client saw "
+                + error);
+      }
+      put("flight." + mode + ".serverStats", rdma.stats());
+    } finally {
+      plainClient.close();
+      wrappedClient.close();
+      wrapped.shutdown();
+      plain.shutdown();
+      wrapped.awaitTermination(60, TimeUnit.SECONDS);
+      plain.awaitTermination(60, TimeUnit.SECONDS);
+      rdma.close();
+      producer.close();
+      if (table != null) {
+        table.close();
+      }
+    }
+  }
+
+  private static RdmaFlightClient client(FlightClient wrapped, BufferAllocator alloc,
+      TransferConfig verbs, int window, long windowBytes) {
+    return RdmaFlightClient.builder(wrapped, alloc).dataPlane(DataPlane.VERBS)
+        .transferConfig(verbs).registeredMemory(32L << 20, 512L << 20)
+        .window(window, windowBytes).readTimeout(Duration.ofMinutes(10)).build();
+  }
+
+  /**
+   * No session and no lease left. Registered blocks count only for the copying producer: the
+   * in-place producer's table lives in registered memory until the producer closes.
+   */
+  private static void awaitIdle(RdmaFlightProducer rdma, boolean inPlace)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+    while (true) {
+      Map<String, Long> s = rdma.stats();
+      if (s.get("activeSessions") == 0 && s.get("leasedBatches") == 0
+          && (inPlace || s.get("registeredBlocks") == 0)) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("server not idle within 2 minutes: " + s);
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  private static Ticket ticket(int rows, int batches) {
+    return new Ticket((rows + ":" + batches).getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static List<Long> grpcDigests(FlightClient c, String ticket) throws Exception {
+    List<Long> d = new ArrayList<>();
+    try (FlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
+      while (s.next()) {
+        d.add(digest(s.getRoot()));
+      }
+    }
+    return d;
+  }
+
+  private static List<Long> rdmaDigests(RdmaFlightClient c, String ticket, String[] plane) {
+    List<Long> d = new ArrayList<>();
+    try (RdmaFlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
+      while (s.next()) {
+        d.add(digest(s.getRoot()));
+      }
+      plane[0] = s.dataPlane().toString();
+    }
+    return d;
+  }
+
+  /** Hash of every value and null of every column, in order. */
+  private static long digest(VectorSchemaRoot root) {
+    long h = root.getRowCount();
+    for (int c = 0; c < root.getFieldVectors().size(); c++) {
+      BigIntVector v = (BigIntVector) root.getVector(c);
+      for (int r = 0; r < v.getValueCount(); r++) {
+        long x = v.isNull(r) ? 0x5bd1e995L : v.get(r);
+        h = h * 0x100000001B3L ^ x;
+      }
+    }
+    return h;
+  }
+
+  static long bodyBytes(int rows) {
+    long validity = ((rows + 7) / 8 + 7) / 8 * 8;
+    return 4 * (validity + 8L * rows);
+  }
+
+  /**
+   * Tickets {@code rows:batches}; batch {@code b} holds value {@code r * (c + 1) + b} in row r of
+   * column c (every 101st null). The copying producer fills one root per batch; the in-place one
+   * serves batches built once in the wrapper's registered memory and declares zero-copy.
+   */
+  private static final class Producer extends NoOpFlightProducer implements AutoCloseable {
+    private final BufferAllocator allocator;
+    private final boolean inPlace;
+    volatile BufferAllocator tableAllocator;
+    private final Map<Integer, List<ArrowRecordBatch>> tables = new ConcurrentHashMap<>();
+
+    Producer(BufferAllocator allocator, boolean inPlace) {
+      this.allocator = allocator;
+      this.inPlace = inPlace;
+    }
+
+    @Override
+    public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+      String[] p = new String(ticket.getBytes(), StandardCharsets.UTF_8).split(":");
+      int rows = Integer.parseInt(p[0]);
+      int batches = Integer.parseInt(p[1]);
+      BufferAllocator a = inPlace ? tableAllocator : allocator;
+      try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, a)) {
+        if (inPlace) {
+          List<ArrowRecordBatch> t = tables.computeIfAbsent(rows * 64 + batches, k -> {
+            List<ArrowRecordBatch> l = new ArrayList<>();
+            try (VectorSchemaRoot r = VectorSchemaRoot.create(SCHEMA, a)) {
+              for (int b = 0; b < batches; b++) {
+                fill(r, rows, b);
+                l.add(new VectorUnloader(r).getRecordBatch());
+              }
+            }
+            return l;
+          });
+          VectorLoader loader = new VectorLoader(root);
+          listener.setUseZeroCopy(true);
+          listener.start(root);
+          for (int b = 0; b < batches && !listener.isCancelled(); b++) {
+            loader.load(t.get(b));
+            listener.putNext();
+          }
+        } else {
+          listener.start(root);
+          for (int b = 0; b < batches && !listener.isCancelled(); b++) {
+            fill(root, rows, b);
+            listener.putNext();
+          }
+        }
+        listener.completed();
+      }
+    }
+
+    private static void fill(VectorSchemaRoot root, int rows, int seed) {
+      for (int c = 0; c < 4; c++) {
+        BigIntVector v = (BigIntVector) root.getVector(c);
+        v.allocateNew(rows);
+        for (int r = 0; r < rows; r++) {
+          if (r % 101 == 100) {
+            v.setNull(r);
+          } else {
+            v.set(r, (long) r * (c + 1) + seed);
+          }
+        }
+        v.setValueCount(rows);
+      }
+      root.setRowCount(rows);
+    }
+
+    @Override
+    public void close() {
+      tables.values().forEach(t -> t.forEach(ArrowRecordBatch::close));
+      tables.clear();
+    }
+  }
+}
