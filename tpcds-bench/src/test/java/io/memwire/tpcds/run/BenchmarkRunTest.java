@@ -44,7 +44,7 @@ class BenchmarkRunTest {
 
     @Test
     @Order(1)
-    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
     void runsQueriesWithSortAndRdmaShuffleVerifiesAnswersAndWritesTheReport() throws Exception {
         List<String> progress = new CopyOnWriteArrayList<>();
         Consumer<String> log = line -> {
@@ -103,7 +103,7 @@ class BenchmarkRunTest {
 
     @Test
     @Order(2)
-    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
     void aManagerThatDropsRowsIsCaughtByVerification() throws Exception {
         List<String> progress = new CopyOnWriteArrayList<>();
         Consumer<String> log = line -> {
@@ -123,7 +123,7 @@ class BenchmarkRunTest {
 
     @Test
     @Order(3)
-    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
     void aQueryThatFailsToRunIsRecordedAndTheRunGoesOn() throws Exception {
         RunOptions options = options("sort,failing{manager=io.memwire.tpcds.QueryFailingShuffleManager;"
                 + "spark.memwire.test.failQuery=q3;spark.task.maxFailures=1}", "q3,q7", 0);
