@@ -19,16 +19,22 @@ import java.util.regex.Pattern;
 /**
  * Runs the main job end to end, the way a user would: {@link ShuffleApp} submitted with {@code
  * spark-submit} (from the Spark runtime this module assembles out of Maven jars) to a local
- * multi-process cluster, once with Memwire's shuffle manager (passed with {@code --jars}) and once
- * with Spark's own; checks that both produced identical results and prints a comparison.
+ * multi-process cluster with Spark's own shuffle and with Memwire's (passed with {@code --jars}),
+ * alternately for a few rounds; checks that every run produced the reference's results and that
+ * Memwire's remote bytes went one-sided, and prints medians, spreads and the fixed costs of a
+ * small job.
  *
  * <pre>
  * MainJob --spark-home DIR --app-jar JAR --memwire-jar JAR [--records N] [--provider tcp]
- *         [--executors 2] [--work-dir DIR] [--timeout-minutes 20]
+ *         [--rounds 3] [--small-repeats 3] [--configs spark-sort,memwire] [--executors 2]
+ *         [--work-dir DIR] [--timeout-minutes 20]
  * </pre>
  *
- * Exit status 0 when both runs succeeded with identical results and Memwire read remote blocks;
- * 1 otherwise.
+ * Configurations: {@code spark-sort} and {@code memwire}, each optionally with {@code -hostlocal}
+ * (Spark's default {@code spark.shuffle.readHostLocalDisk=true}); without it both read blocks of
+ * the other executor on this host through their transport, which is what a single-host run must
+ * do to measure a transport at all. Exit status 0 when every run succeeded with identical results
+ * and Memwire read its remote blocks one-sided; 1 otherwise.
  */
 public final class MainJob {
   static final String MEMWIRE_MANAGER = "io.memwire.shuffle.RdmaShuffleManager";
@@ -58,6 +64,9 @@ public final class MainJob {
     System.exit(run(args));
   }
 
+  /** A configuration: its name and the spark-submit arguments that select it. */
+  record Config(String name, List<String> args) {}
+
   static int run(String[] args) throws Exception {
     Path sparkHome = null;
     Path appJar = null;
@@ -65,6 +74,9 @@ public final class MainJob {
     long records = 500_000;
     String provider = "tcp";
     int executors = 2;
+    int rounds = 3;
+    int smallRepeats = 3;
+    String configNames = "spark-sort,memwire";
     Path workDir = Paths.get("target", "main-job");
     long timeoutMinutes = 20;
     for (int i = 0; i < args.length; i++) {
@@ -75,6 +87,9 @@ public final class MainJob {
         case "--records" -> records = Long.parseLong(args[++i]);
         case "--provider" -> provider = args[++i];
         case "--executors" -> executors = Integer.parseInt(args[++i]);
+        case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+        case "--small-repeats" -> smallRepeats = Integer.parseInt(args[++i]);
+        case "--configs" -> configNames = args[++i];
         case "--work-dir" -> workDir = Paths.get(args[++i]);
         case "--timeout-minutes" -> timeoutMinutes = Long.parseLong(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
@@ -83,48 +98,92 @@ public final class MainJob {
     if (sparkHome == null) {
       throw new IllegalArgumentException("--spark-home is required");
     }
+    if (rounds < 1) {
+      throw new IllegalArgumentException("--rounds must be at least 1, got " + rounds);
+    }
     for (Path p : new Path[] {sparkHome.resolve("bin/spark-submit"), appJar, memwireJar}) {
       if (p == null || !Files.exists(p)) {
         throw new IllegalArgumentException("missing " + p
             + ": build first with `mvn -B -DskipTests install`");
       }
     }
+    List<Config> configs = configs(configNames, provider, memwireJar);
     Files.createDirectories(workDir);
-    say("Memwire main job: %,d records, %d executors (local-cluster), Memwire provider %s",
-        records, executors, provider);
+    say("Memwire main job: %,d records, %d executors (local-cluster), Memwire provider %s, %d"
+        + " rounds of %s, order alternating", records, executors, provider, rounds,
+        configs.stream().map(Config::name).toList());
     String master = "local-cluster[" + executors + ",1,1024]";
-    List<Result> results = new ArrayList<>();
-    Map<String, List<String>> configs = new LinkedHashMap<>();
-    configs.put("spark-sort", List.of());
-    configs.put("memwire-" + provider, List.of(
-        "--jars", memwireJar.toAbsolutePath().toString(),
-        "--conf", "spark.shuffle.manager=" + MEMWIRE_MANAGER,
-        "--conf", "spark.shuffle.rdma.provider=" + provider));
-    for (Map.Entry<String, List<String>> c : configs.entrySet()) {
-      Path out = workDir.resolve("result-" + c.getKey() + ".json").toAbsolutePath();
-      Files.deleteIfExists(out);
-      List<String> cmd = new ArrayList<>(List.of("bash",
-          sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
-          "--master", master,
-          "--conf", "spark.shuffle.readHostLocalDisk=false",
-          "--conf", "spark.ui.enabled=false",
-          "--conf", "spark.ui.showConsoleProgress=false"));
-      cmd.addAll(c.getValue());
-      cmd.addAll(List.of("--class", ShuffleApp.class.getName(),
-          appJar.toAbsolutePath().toString(), "--records", String.valueOf(records),
-          "--wait-executors", String.valueOf(executors),
-          "--out", out.toString()));
-      say("[%s] spark-submit %s", c.getKey(), String.join(" ", cmd.subList(2, cmd.size())));
-      long t0 = System.nanoTime();
-      int rc = submit(cmd, sparkHome, c.getKey(), timeoutMinutes);
-      say("[%s] finished in %.1f s (exit %d)", c.getKey(), (System.nanoTime() - t0) / 1e9, rc);
-      if (rc != 0 || !Files.exists(out)) {
-        say("FAILED: %s run exited %d without a result; see its output above", c.getKey(), rc);
-        return 1;
+    Map<String, List<Result>> results = new LinkedHashMap<>();
+    configs.forEach(c -> results.put(c.name(), new ArrayList<>()));
+    for (int round = 0; round < rounds; round++) {
+      List<Config> order = new ArrayList<>(configs);
+      // Alternate which manager goes first, so drift and warm page caches favour neither.
+      java.util.Collections.rotate(order, -(round % configs.size()));
+      for (Config c : order) {
+        Path out = workDir.resolve("result-" + c.name() + "-" + (round + 1) + ".json")
+            .toAbsolutePath();
+        Files.deleteIfExists(out);
+        List<String> cmd = new ArrayList<>(List.of("bash",
+            sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
+            "--master", master,
+            "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.ui.showConsoleProgress=false"));
+        cmd.addAll(c.args());
+        cmd.addAll(List.of("--class", ShuffleApp.class.getName(),
+            appJar.toAbsolutePath().toString(), "--records", String.valueOf(records),
+            "--small-repeats", String.valueOf(smallRepeats),
+            "--wait-executors", String.valueOf(executors),
+            "--out", out.toString()));
+        String tag = c.name() + " " + (round + 1) + "/" + rounds;
+        if (round == 0) {
+          say("[%s] spark-submit %s", tag, String.join(" ", cmd.subList(2, cmd.size())));
+        }
+        long t0 = System.nanoTime();
+        int rc = submit(cmd, sparkHome, tag, timeoutMinutes);
+        if (rc != 0 || !Files.exists(out)) {
+          say("FAILED: %s run exited %d without a result; see its output above", tag, rc);
+          return 1;
+        }
+        Result r = new Result(c.name(), parse(Files.readString(out)));
+        results.get(c.name()).add(r);
+        say("[%s] %.1f s in all: main job %.2f s, first small job %.2f s, later small jobs %.2f"
+            + " s, executors ready after %.1f s", tag, (System.nanoTime() - t0) / 1e9,
+            r.number("wallSeconds"), r.number("smallColdSeconds"), r.number("smallWarmSeconds"),
+            r.number("executorsReadySeconds"));
       }
-      results.add(new Result(c.getKey(), parse(Files.readString(out))));
     }
     return report(results, workDir);
+  }
+
+  /** The named configurations: spark-sort[-hostlocal], memwire[-hostlocal]. */
+  static List<Config> configs(String names, String provider, Path memwireJar) {
+    List<Config> out = new ArrayList<>();
+    for (String raw : names.split(",")) {
+      String name = raw.trim();
+      boolean hostLocal = name.endsWith("-hostlocal");
+      String base = hostLocal ? name.substring(0, name.length() - "-hostlocal".length()) : name;
+      List<String> args = new ArrayList<>(List.of("--conf",
+          "spark.shuffle.readHostLocalDisk=" + hostLocal));
+      switch (base) {
+        case "spark-sort" -> { }
+        case "memwire" -> {
+          args.addAll(List.of("--jars", memwireJar.toAbsolutePath().toString(),
+              "--conf", "spark.shuffle.manager=" + MEMWIRE_MANAGER,
+              "--conf", "spark.shuffle.rdma.provider=" + provider));
+          name = "memwire-" + provider + (hostLocal ? "-hostlocal" : "");
+        }
+        default -> throw new IllegalArgumentException("--configs: unknown configuration '" + raw
+            + "'; known: spark-sort, memwire, each optionally with -hostlocal (Spark's"
+            + " spark.shuffle.readHostLocalDisk=true: executors on one host read each other's"
+            + " files from disk)");
+      }
+      out.add(new Config(name, args));
+    }
+    if (out.isEmpty() || !out.get(0).name().startsWith("spark-sort")) {
+      throw new IllegalArgumentException("--configs: the first configuration is the reference"
+          + " and must be spark-sort or spark-sort-hostlocal, got " + names);
+    }
+    return out;
   }
 
   static int submit(List<String> cmd, Path sparkHome, String tag, long timeoutMinutes)
@@ -160,42 +219,135 @@ public final class MainJob {
 
   static Map<String, String> parse(String json) {
     Map<String, String> m = new LinkedHashMap<>();
-    Matcher x = Pattern.compile("\"(\\w+)\":(\"([^\"]*)\"|[-0-9.eE]+)").matcher(json);
+    Matcher x = Pattern.compile("\"([\\w.]+)\":(\"([^\"]*)\"|[-0-9.eE]+)").matcher(json);
     while (x.find()) {
       m.put(x.group(1), x.group(3) != null ? x.group(3) : x.group(2));
     }
     return m;
   }
 
-  static int report(List<Result> results, Path workDir) throws IOException {
-    Result base = results.get(0);
+  /**
+   * Prints medians and spreads per configuration and the fixed costs of a small job, checks that
+   * every run gave the reference's results and that Memwire's remote bytes went one-sided;
+   * returns the exit status.
+   */
+  static int report(Map<String, List<Result>> results, Path workDir) throws IOException {
+    List<String> names = new ArrayList<>(results.keySet());
+    String refName = names.get(0);
+    Result ref = results.get(refName).get(0);
+    int status = 0;
+    for (List<Result> rs : results.values()) {
+      for (Result r : rs) {
+        if (!r.text("resultDigest").equals(ref.text("resultDigest"))
+            || r.number("resultRows") != ref.number("resultRows")
+            || !r.text("smallDigest").equals(ref.text("smallDigest"))) {
+          say("RESULTS DIFFER: %s gave %s / %s, %s gave %s / %s", r.name, r.text("resultDigest"),
+              r.text("smallDigest"), refName, ref.text("resultDigest"), ref.text("smallDigest"));
+          status = 1;
+        }
+      }
+    }
     StringBuilder t = new StringBuilder();
-    t.append(String.format(Locale.ROOT, "%n%-16s %9s %8s %12s %12s %12s %12s %10s%n", "shuffle",
-        "wall s", "vs sort", "written MB", "remote MB", "local MB", "fetch wait", "rows"));
-    for (Result r : results) {
-      t.append(String.format(Locale.ROOT, "%-16s %9.2f %8.2f %12.1f %12.1f %12.1f %10.0fms %10.0f%n",
-          r.name, r.number("wallSeconds"), r.number("wallSeconds") / base.number("wallSeconds"),
-          r.number("shuffleBytesWritten") / 1e6, r.number("remoteBytesRead") / 1e6,
-          r.number("localBytesRead") / 1e6, r.number("fetchWaitMs"), r.number("resultRows")));
+    t.append(String.format(Locale.ROOT, "%n%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
+        "shuffle", "runs", "main job s", "vs sort", "first small", "later small", "exec ready",
+        "remote MB", "one-sided", "fetch wait"));
+    t.append(String.format(Locale.ROOT, "%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
+        "", "", "median (min-max)", "median", "job s", "job s", "s", "", "MB", "ms"));
+    double refWall = median(results.get(refName), "wallSeconds");
+    for (String name : names) {
+      List<Result> rs = results.get(name);
+      double wall = median(rs, "wallSeconds");
+      boolean counters = rs.stream().allMatch(r -> r.number("counters") > 0);
+      t.append(String.format(Locale.ROOT,
+          "%-22s %6d %7.2f (%.2f-%.2f) %8.2f %11.2f %11.2f %10.1f %10.1f %10s %10.0f%n", name,
+          rs.size(), wall, min(rs, "wallSeconds"), max(rs, "wallSeconds"), wall / refWall,
+          median(rs, "smallColdSeconds"), median(rs, "smallWarmSeconds"),
+          median(rs, "executorsReadySeconds"), median(rs, "remoteBytesRead") / 1e6,
+          counters ? String.format(Locale.ROOT, "%.1f", median(rs, "oneSidedBytes") / 1e6) : "-",
+          median(rs, "fetchWaitMs")));
+    }
+    List<Double> ratios = new ArrayList<>();
+    String memwireName = names.stream().filter(n -> n.startsWith("memwire")).findFirst()
+        .orElse(null);
+    if (memwireName != null && results.get(memwireName).size() == results.get(refName).size()) {
+      for (int i = 0; i < results.get(refName).size(); i++) {
+        ratios.add(results.get(memwireName).get(i).number("wallSeconds")
+            / results.get(refName).get(i).number("wallSeconds"));
+      }
+      t.append(String.format(Locale.ROOT, "%nmain job wall ratio %s/%s per round: %s%n",
+          memwireName, refName, ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x))
+              .toList()));
+      t.append(fixedCosts(results.get(refName), results.get(memwireName)));
     }
     System.out.print(t);
     Files.writeString(workDir.resolve("comparison.txt"), t.toString());
-    boolean same = results.stream().allMatch(r ->
-        r.text("resultDigest").equals(base.text("resultDigest"))
-            && r.number("resultRows") == base.number("resultRows"));
-    Result memwire = results.get(results.size() - 1);
-    if (!same) {
-      say("RESULTS DIFFER: %s", results.stream()
-          .map(r -> r.name + "=" + r.text("resultDigest")).toList());
-      return 1;
+    for (String name : names) {
+      if (!name.startsWith("memwire")) {
+        continue;
+      }
+      for (Result r : results.get(name)) {
+        long remote = (long) r.number("allRemoteBytes");
+        long oneSided = (long) r.number("allOneSidedBytes");
+        if (r.number("remoteBytesRead") <= 0) {
+          say("FAILED: the %s run read no remote shuffle bytes", name);
+          status = 1;
+        } else if (r.number("counters") <= 0 || oneSided < remote
+            || r.number("allFallbackBlocks") > 0 || r.number("allFailedBlocks") > 0) {
+          say("PATH CHECK FAILED: %s: Spark read %,d remote bytes, Memwire %,d of them one-sided,"
+              + " %.0f fallback blocks", name, remote, oneSided, r.number("allFallbackBlocks"));
+          status = 1;
+        }
+      }
     }
-    say("results identical: %,.0f rows, digest %s", base.number("resultRows"),
-        base.text("resultDigest"));
-    if (memwire.number("remoteBytesRead") <= 0) {
-      say("FAILED: the Memwire run read no remote shuffle bytes");
-      return 1;
+    if (status == 0) {
+      say("results identical in every run: %,.0f rows, digest %s; every remote byte of the"
+          + " Memwire runs went one-sided", ref.number("resultRows"), ref.text("resultDigest"));
     }
-    return 0;
+    return status;
+  }
+
+  /** What a small job pays with Memwire beyond Spark's shuffle, and which part remains. */
+  static String fixedCosts(List<Result> sort, List<Result> memwire) {
+    double ready = median(memwire, "executorsReadySeconds") - median(sort, "executorsReadySeconds");
+    double first = median(memwire, "smallColdSeconds") - median(sort, "smallColdSeconds");
+    double later = median(memwire, "smallWarmSeconds") - median(sort, "smallWarmSeconds");
+    double firstExtra = first - later;
+    Result m = memwire.get(memwire.size() - 1);
+    StringBuilder s = new StringBuilder();
+    s.append(String.format(Locale.ROOT, "%nfixed costs of a small job (16,000 records, medians,"
+        + " Memwire minus Spark's sort shuffle):%n"));
+    s.append(String.format(Locale.ROOT, "  executor start (transfer node start, before any job):"
+        + " %+.2f s%n", ready));
+    s.append(String.format(Locale.ROOT, "  first small job, beyond a later one (JIT of the read"
+        + " path, first connections: %.0f open): %+.2f s; directory slot reads %.0f, index reads"
+        + " %.0f%n", m.number("openConnections"), firstExtra, m.number("cold.slotReads"),
+        m.number("cold.indexReads")));
+    s.append(String.format(Locale.ROOT, "  every later small job: %+.2f s; per job %.0f map"
+        + " outputs registered and mapped, %.0f directory slot reads, %.0f index reads, %.0f index"
+        + " cache hits, %.0f one-sided fetch requests (first block after %.0f us on average)%n",
+        later, m.number("warm.outputsPublished"), m.number("warm.slotReads"),
+        m.number("warm.indexReads"), m.number("warm.indexCacheHits"),
+        m.number("warm.fetchRequests"), m.number("warm.fetchRequests") == 0 ? 0
+            : m.number("warm.firstBlockMicros") / m.number("warm.fetchRequests")));
+    s.append(String.format(Locale.ROOT, "  remains in every small job: %+.2f s (%s); paid once"
+        + " per executor: %+.2f s at start and %+.2f s in its first job%n", later,
+        Math.abs(later) < 0.05 ? "within noise" : later > 0 ? "registrations, directory and index"
+            + " reads" : "none: Memwire is faster", ready, firstExtra));
+    return s.toString();
+  }
+
+  static double median(List<Result> rs, String key) {
+    List<Double> v = new ArrayList<>(rs.stream().map(r -> r.number(key)).toList());
+    v.sort(Double::compare);
+    return ShuffleApp.median(v);
+  }
+
+  static double min(List<Result> rs, String key) {
+    return rs.stream().mapToDouble(r -> r.number(key)).min().orElse(Double.NaN);
+  }
+
+  static double max(List<Result> rs, String key) {
+    return rs.stream().mapToDouble(r -> r.number(key)).max().orElse(Double.NaN);
   }
 
   static void say(String fmt, Object... args) {

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
@@ -27,12 +28,16 @@ import scala.Tuple2;
  * It generates random key/value records on every map task, then shuffles them three ways:
  * {@code reduceByKey} (map-side combine), {@code groupByKey} followed by {@code sortByKey}, and a
  * DataFrame {@code groupBy/agg}. It prints and writes a digest of every result (so two runs can
- * be checked equal) and the shuffle metrics Spark recorded.
+ * be checked equal) and the shuffle metrics Spark recorded. Around the main job it runs a small
+ * job (the same shuffles over 16,000 records) first and again after it, to separate what a first
+ * job pays from what every small job pays, and reads the shuffle manager's own counters (bytes
+ * read one-sided, fallbacks, registrations, directory and index reads) from every executor;
+ * with Memwire's manager, remote bytes that did not go one-sided fail the application.
  *
  * <pre>
  * spark-submit --class io.memwire.mainjob.ShuffleApp memwire-main-job.jar
  *     [--records N] [--keys K] [--value-bytes B] [--maps M] [--partitions P]
- *     [--wait-executors N] [--out results.json]
+ *     [--small-repeats N] [--wait-executors N] [--out results.json]
  * </pre>
  */
 public final class ShuffleApp {
@@ -59,6 +64,12 @@ public final class ShuffleApp {
       recordsRead.addAndGet(r.recordsRead());
       bytesWritten.addAndGet(m.shuffleWriteMetrics().bytesWritten());
     }
+
+    Map<String, Long> snapshot() {
+      return Map.of("remoteBytes", remoteBytes.get(), "localBytes", localBytes.get(),
+          "fetchWaitMs", fetchWaitMs.get(), "recordsRead", recordsRead.get(),
+          "bytesWritten", bytesWritten.get());
+    }
   }
 
   public static void main(String[] args) throws Exception {
@@ -68,6 +79,7 @@ public final class ShuffleApp {
     int maps = 8;
     int partitions = 16;
     int waitExecutors = 0;
+    int smallRepeats = 3;
     Path out = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -76,17 +88,20 @@ public final class ShuffleApp {
         case "--value-bytes" -> valueBytes = Integer.parseInt(args[++i]);
         case "--maps" -> maps = Integer.parseInt(args[++i]);
         case "--partitions" -> partitions = Integer.parseInt(args[++i]);
+        case "--small-repeats" -> smallRepeats = Integer.parseInt(args[++i]);
         case "--out" -> out = Paths.get(args[++i]);
         case "--wait-executors" -> waitExecutors = Integer.parseInt(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]
             + "; usage: ShuffleApp [--records N] [--keys K] [--value-bytes B] [--maps M]"
-            + " [--partitions P] [--wait-executors N] [--out FILE]");
+            + " [--partitions P] [--small-repeats N] [--wait-executors N] [--out FILE]");
       }
     }
+    long t0 = System.nanoTime();
     SparkSession spark = SparkSession.builder().appName("memwire-main-job").getOrCreate();
     try {
       awaitExecutors(spark, waitExecutors);
-      run(spark, records, keys, valueBytes, maps, partitions, out);
+      double ready = (System.nanoTime() - t0) / 1e9;
+      run(spark, new Shape(records, keys, valueBytes, maps, partitions), smallRepeats, ready, out);
     } finally {
       spark.stop();
     }
@@ -106,24 +121,189 @@ public final class ShuffleApp {
   }
 
   /**
-   * Runs the three shuffles on an existing session (kept open) and prints, and writes to {@code
-   * out} when given, the result digest and shuffle metrics; also used by the verbs check.
+   * Runs the three shuffles once at the given size on an existing session (kept open), with the
+   * small job before it, and prints (and writes to {@code out} when given) the result digest and
+   * shuffle metrics; used by the verbs check.
    */
   public static void run(SparkSession spark, long records, int keys, int valueBytes, int maps,
       int partitions, Path out) throws Exception {
+    run(spark, new Shape(records, keys, valueBytes, maps, partitions), 0, 0, out);
+  }
+
+  /** The size of one job. */
+  record Shape(long records, int keys, int valueBytes, int maps, int partitions) {
+    /** The small job: the same three shuffles over few records, paying mostly fixed costs. */
+    Shape small() {
+      return new Shape(16_000, 2_000, valueBytes, maps, partitions);
+    }
+  }
+
+  /** What one phase (one or more jobs) did: Spark's metrics and the manager's counters. */
+  record Phase(double seconds, Summary[] results, Map<String, Long> spark, Map<String, Long> manager) {
+    long spark(String key) {
+      return spark.getOrDefault(key, 0L);
+    }
+
+    long manager(String key) {
+      return manager.getOrDefault(key, 0L);
+    }
+  }
+
+  private static final long COUNTERS_TIMEOUT_MS = 60_000;
+
+  /**
+   * The phases of one submission: a small job first (it pays what a first job pays: JIT of the
+   * read path, first connections, first directory and index reads), the main job, then the small
+   * job {@code smallRepeats} more times (what every later small job pays).
+   */
+  static void run(SparkSession spark, Shape shape, int smallRepeats, double readySeconds, Path out)
+      throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     SparkConf conf = jsc.getConf();
     ShuffleMetrics metrics = new ShuffleMetrics();
     jsc.sc().addSparkListener(metrics);
-    long perMap = records / maps;
-    int k = keys;
-    int vb = valueBytes;
+    boolean memwire = conf.get("spark.shuffle.manager", "sort").contains("RdmaShuffleManager");
+
+    Phase cold = phase(spark, metrics, shape.small(), 1);
+    Phase main = phase(spark, metrics, shape, 1);
+    List<Double> warm = new ArrayList<>();
+    Phase warmTotal = null;
+    for (int i = 0; i < smallRepeats; i++) {
+      Phase p = phase(spark, metrics, shape.small(), 1);
+      warm.add(p.seconds());
+      warmTotal = warmTotal == null ? p : plus(warmTotal, p);
+    }
+    warm.sort(Double::compare);
+    Summary[] r = main.results();
+    Summary[] sr = cold.results();
+    String digest = String.format(Locale.ROOT, "%016x-%016x-%016x", r[0].hash, r[1].hash, r[2].hash);
+    String smallDigest = String.format(Locale.ROOT, "%016x-%016x-%016x",
+        sr[0].hash, sr[1].hash, sr[2].hash);
+    boolean ordered = java.util.Arrays.stream(r).allMatch(x -> x.ordered)
+        && java.util.Arrays.stream(sr).allMatch(x -> x.ordered);
+    StringBuilder json = new StringBuilder("{");
+    field(json, "shuffleManager", conf.get("spark.shuffle.manager", "sort"));
+    field(json, "provider", conf.get("spark.shuffle.rdma.provider", "-"));
+    field(json, "readHostLocalDisk", conf.get("spark.shuffle.readHostLocalDisk", "true"));
+    field(json, "records", shape.records());
+    field(json, "wallSeconds", main.seconds());
+    field(json, "executorsReadySeconds", readySeconds);
+    field(json, "smallColdSeconds", cold.seconds());
+    field(json, "smallWarmSeconds", warm.isEmpty() ? 0 : median(warm));
+    field(json, "resultRows", r[0].rows + r[1].rows + r[2].rows);
+    field(json, "resultDigest", digest);
+    field(json, "smallDigest", smallDigest);
+    field(json, "ordered", ordered ? 1 : 0);
+    field(json, "shuffleBytesWritten", main.spark("bytesWritten"));
+    field(json, "remoteBytesRead", main.spark("remoteBytes"));
+    field(json, "localBytesRead", main.spark("localBytes"));
+    field(json, "fetchWaitMs", main.spark("fetchWaitMs"));
+    field(json, "recordsRead", main.spark("recordsRead"));
+    field(json, "counters", main.manager().containsKey("rdmaBytes") ? 1 : 0);
+    // Proof over every phase: Spark's remote bytes, and what Memwire moved one-sided.
+    List<Phase> all = warmTotal == null ? List.of(cold, main) : List.of(cold, main, warmTotal);
+    long remoteAll = all.stream().mapToLong(p -> p.spark("remoteBytes")).sum();
+    long oneSidedAll = all.stream().mapToLong(p -> p.manager("rdmaBytes")).sum();
+    long fallbackAll = all.stream().mapToLong(p -> p.manager("fallbackBlocks")).sum();
+    long failedAll = all.stream().mapToLong(p -> p.manager("failedBlocks")).sum();
+    field(json, "oneSidedBytes", main.manager("rdmaBytes"));
+    field(json, "notOneSidedBytes", Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")));
+    field(json, "fallbackBlocks", main.manager("fallbackBlocks"));
+    field(json, "allRemoteBytes", remoteAll);
+    field(json, "allOneSidedBytes", oneSidedAll);
+    field(json, "allFallbackBlocks", fallbackAll);
+    field(json, "allFailedBlocks", failedAll);
+    // What a small job made the manager do, per job: cold (first) and warm (later, averaged).
+    int n = Math.max(1, smallRepeats);
+    for (String k : List.of("outputsPublished", "slotReads", "indexReads", "indexEntryReads",
+        "indexCacheHits", "fetchRequests", "firstBlockMicros", "rdmaBlocks")) {
+      field(json, "cold." + k, cold.manager(k));
+      field(json, "warm." + k, warmTotal == null ? 0 : warmTotal.manager(k) / n);
+      field(json, "main." + k, main.manager(k));
+    }
+    field(json, "cold.remoteBytes", cold.spark("remoteBytes"));
+    field(json, "warm.remoteBytes", warmTotal == null ? 0 : warmTotal.spark("remoteBytes") / n);
+    field(json, "cold.fetchWaitMs", cold.spark("fetchWaitMs"));
+    field(json, "warm.fetchWaitMs", warmTotal == null ? 0 : warmTotal.spark("fetchWaitMs") / n);
+    field(json, "openConnections", main.manager("node.openConnections"));
+    json.setLength(json.length() - 1);
+    json.append('}');
+    System.out.println("memwire-main-job result " + json);
+    if (out != null) {
+      Files.writeString(out, json + "\n");
+    }
+    if (!ordered) {
+      throw new IllegalStateException("a sorted result was out of order: " + json);
+    }
+    if (memwire && remoteAll > 0
+        && (oneSidedAll < remoteAll || fallbackAll > 0 || failedAll > 0)) {
+      throw new IllegalStateException(String.format(Locale.ROOT, "PATH CHECK FAILED: Spark read"
+          + " %,d remote shuffle bytes, Memwire %,d of them one-sided; %d blocks went to Spark's"
+          + " own transfer, %d failed", remoteAll, oneSidedAll, fallbackAll, failedAll));
+    }
+  }
+
+  static double median(List<Double> sorted) {
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  private static void field(StringBuilder json, String key, Object value) {
+    json.append('"').append(key).append("\":");
+    if (value instanceof String text) {
+      json.append('"').append(text).append('"');
+    } else if (value instanceof Double d) {
+      json.append(String.format(Locale.ROOT, "%.4f", d));
+    } else {
+      json.append(value);
+    }
+    json.append(',');
+  }
+
+  private static Phase plus(Phase a, Phase b) {
+    Map<String, Long> sparkSum = new java.util.HashMap<>(a.spark());
+    b.spark().forEach((k, v) -> sparkSum.merge(k, v, Long::sum));
+    Map<String, Long> managerSum = new java.util.HashMap<>(a.manager());
+    b.manager().forEach((k, v) -> managerSum.merge(k, v, Long::sum));
+    return new Phase(a.seconds() + b.seconds(), a.results(), sparkSum, managerSum);
+  }
+
+  /** Runs the job {@code times} times; Spark's metrics and the manager's counters around it. */
+  static Phase phase(SparkSession spark, ShuffleMetrics metrics, Shape shape, int times)
+      throws Exception {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
+    spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
+    Map<String, Long> sparkBefore = metrics.snapshot();
+    long start = System.nanoTime();
+    Summary[] results = null;
+    for (int i = 0; i < times; i++) {
+      results = job(spark, shape);
+    }
+    double seconds = (System.nanoTime() - start) / 1e9;
+    spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
+    Map<String, Long> sparkAfter = metrics.snapshot();
+    Map<String, Long> after = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
+    Map<String, Long> sparkDelta = new java.util.HashMap<>();
+    sparkAfter.forEach((k, v) -> sparkDelta.put(k, v - sparkBefore.getOrDefault(k, 0L)));
+    Map<String, Long> managerDelta = new java.util.HashMap<>();
+    after.forEach((k, v) -> managerDelta.put(k, k.startsWith("node.open") ? v
+        : ManagerCounters.delta(before, after, k)));
+    return new Phase(seconds, results, sparkDelta, managerDelta);
+  }
+
+  /** The three shuffles over {@code shape}'s records: reduceByKey, groupByKey, DataFrame agg. */
+  static Summary[] job(SparkSession spark, Shape shape) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    long perMap = shape.records() / shape.maps();
+    int k = shape.keys();
+    int vb = shape.valueBytes();
+    int partitions = shape.partitions();
     List<Integer> mapIds = new ArrayList<>();
-    for (int i = 0; i < maps; i++) {
+    for (int i = 0; i < shape.maps(); i++) {
       mapIds.add(i);
     }
-    long start = System.nanoTime();
-    JavaPairRDD<Long, byte[]> data = jsc.parallelize(mapIds, maps).flatMapToPair(id -> {
+    JavaPairRDD<Long, byte[]> data = jsc.parallelize(mapIds, shape.maps()).flatMapToPair(id -> {
       SplittableRandom r = new SplittableRandom(42L * 1_000_003 + id);
       return new Iterator<Tuple2<Long, byte[]>>() {
         long left = perMap;
@@ -174,27 +354,7 @@ public final class ShuffleApp {
     Summary agg = Summary.of(df.groupBy("key").agg(functions.count("v"), functions.sum("v"))
         .orderBy("key").javaRDD()
         .mapToPair(r -> new Tuple2<>(r.getLong(0), r.getLong(1) * 1_000_003L + r.getLong(2))));
-    double seconds = (System.nanoTime() - start) / 1e9;
-
-    String digest = String.format(Locale.ROOT, "%016x-%016x-%016x",
-        reduced.hash, grouped.hash, agg.hash);
-    boolean ordered = reduced.ordered && grouped.ordered && agg.ordered;
-    String json = String.format(Locale.ROOT,
-        "{\"shuffleManager\":\"%s\",\"provider\":\"%s\",\"records\":%d,\"wallSeconds\":%.3f,"
-            + "\"resultRows\":%d,\"resultDigest\":\"%s\",\"ordered\":%b,"
-            + "\"shuffleBytesWritten\":%d,\"remoteBytesRead\":%d,\"localBytesRead\":%d,"
-            + "\"fetchWaitMs\":%d,\"recordsRead\":%d}",
-        conf.get("spark.shuffle.manager", "sort"), conf.get("spark.shuffle.rdma.provider", "-"),
-        records, seconds, reduced.rows + grouped.rows + agg.rows, digest, ordered,
-        metrics.bytesWritten.get(), metrics.remoteBytes.get(), metrics.localBytes.get(),
-        metrics.fetchWaitMs.get(), metrics.recordsRead.get());
-    System.out.println("memwire-main-job result " + json);
-    if (out != null) {
-      Files.writeString(out, json + "\n");
-    }
-    if (!ordered) {
-      throw new IllegalStateException("a sorted result was out of order: " + json);
-    }
+    return new Summary[] {reduced, grouped, agg};
   }
 
   /**

@@ -200,11 +200,32 @@ public final class ShuffleBenchmark {
               after.get("indexReads") - before.get("indexReads"),
               after.get("indexCacheHits") - before.get("indexCacheHits"),
               after.get("slotReads") - before.get("slotReads"));
+          checkOneSided(job, metrics.remoteBytes.get(), before, after);
         }
       }
       return out;
     } catch (Exception e) {
       throw new IllegalStateException("benchmark with " + manager + " failed", e);
+    }
+  }
+
+  /**
+   * Prints which path moved the job's remote bytes and fails loudly when Spark counted remote
+   * bytes that Memwire did not read one-sided: the figures would not measure Memwire's path.
+   */
+  static void checkOneSided(String job, long remoteBytes, Map<String, Long> before,
+      Map<String, Long> after) {
+    long oneSided = after.get("rdmaBytes") - before.get("rdmaBytes");
+    long fallbackBlocks = after.get("fallbackBlocks") - before.get("fallbackBlocks");
+    long failedBlocks = after.get("failedBlocks") - before.get("failedBlocks");
+    long notOneSided = Math.max(0, remoteBytes - oneSided);
+    System.out.printf("      remote %.1f MiB: one-sided %.1f MiB, not one-sided %.1f MiB,"
+        + " fallback blocks %d%n", remoteBytes / 1048576.0, oneSided / 1048576.0,
+        notOneSided / 1048576.0, fallbackBlocks);
+    if (remoteBytes > 0 && (notOneSided > 0 || fallbackBlocks > 0 || failedBlocks > 0)) {
+      throw new IllegalStateException("PATH CHECK FAILED in " + job + ": Spark read " + remoteBytes
+          + " remote bytes, Memwire " + oneSided + " of them one-sided; " + fallbackBlocks
+          + " blocks went to Spark's own transfer, " + failedBlocks + " failed");
     }
   }
 
@@ -225,7 +246,7 @@ public final class ShuffleBenchmark {
     }
     Map<String, Long> sum = new LinkedHashMap<>();
     for (String k : List.of("fetchRequests", "firstBlockMicros", "indexReads", "indexCacheHits",
-        "slotReads")) {
+        "slotReads", "rdmaBytes", "fallbackBlocks", "failedBlocks")) {
       sum.put(k, byExecutor.values().stream().mapToLong(m -> m.getOrDefault(k, 0L)).sum());
     }
     return sum;

@@ -37,6 +37,11 @@ import java.util.stream.Stream;
 public final class TpcdsDataGenerator {
     /** Marker written after every table was generated and counted. */
     public static final String MARKER = "_memwire_tpcds.json";
+    /**
+     * Version of the table layout, kept in the marker: a data set written with another version (1: the
+     * generator's column names) is generated again rather than read with columns missing.
+     */
+    static final int SCHEMA_VERSION = 2;
     private static final Logger LOG = LoggerFactory.getLogger(TpcdsDataGenerator.class);
     /** Tables written concurrently: keeps every executor busy while small tables run as single tasks. */
     private static final int CONCURRENT_TABLES = 3;
@@ -71,9 +76,15 @@ public final class TpcdsDataGenerator {
         Path target = dataSetDir(dataDir, scale);
         Path marker = target.resolve(MARKER);
         if (Files.isRegularFile(marker)) {
-            Map<String, Long> counts = readMarker(marker);
-            LOG.info("Reusing TPC-DS data at scale {} from {}", scale, target);
-            return new DataSetInfo(scale, target.toString(), false, counts, seconds(start));
+            int version = schemaVersion(marker);
+            if (version == SCHEMA_VERSION) {
+                Map<String, Long> counts = readMarker(marker);
+                LOG.info("Reusing TPC-DS data at scale {} from {}", scale, target);
+                return new DataSetInfo(scale, target.toString(), false, counts, seconds(start));
+            }
+            LOG.info("TPC-DS data in {} has table layout {}, this version writes {}: generating it again", target,
+                    version, SCHEMA_VERSION);
+            progress.accept("data set " + target + " has an older table layout: generating it again");
         }
         Path partial = target.resolveSibling(target.getFileName() + ".partial");
         deleteRecursively(partial);
@@ -148,12 +159,23 @@ public final class TpcdsDataGenerator {
     private static void writeMarker(Path marker, double scale, Map<String, Long> counts) {
         Map<String, Object> content = new LinkedHashMap<>();
         content.put("scale", scale);
+        content.put("schemaVersion", SCHEMA_VERSION);
         content.put("generator", "io.trino.tpcds:tpcds " + generatorVersion());
         content.put("rowCounts", counts);
         try {
             new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(marker.toFile(), content);
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot write " + marker, e);
+        }
+    }
+
+    /** The marker's table layout version; markers written before it was recorded are version 1. */
+    static int schemaVersion(Path marker) {
+        try {
+            Object v = new ObjectMapper().readValue(marker.toFile(), Map.class).get("schemaVersion");
+            return v instanceof Number n ? n.intValue() : 1;
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("Unreadable data set marker " + marker + ": delete its directory to regenerate", e);
         }
     }
 

@@ -16,14 +16,34 @@ import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Spark schemas for the 24 TPC-DS tables, derived from the generator's own column types
  * (identifiers as BIGINT, decimals with their precision and scale, dates as DATE), and the
  * conversion of one generated row (strings, null for SQL NULL) into a Spark {@link Row}.
+ *
+ * <p>Column names are the ones Spark's query files use. The generator follows a later TPC-DS
+ * specification in three names (see {@link #RENAMED}); those columns are written under the
+ * query files' names.
  */
 public final class TpcdsSchema {
+    /**
+     * Generator column name to the name Spark's {@code tpcds/q*.sql} files (and Spark's own TPC-DS
+     * schema) use: the generator spells two of them differently and turns {@code c_last_review_date}
+     * into a date key.
+     */
+    public static final Map<String, String> RENAMED = Map.of(
+            "c_last_review_date_sk", "c_last_review_date",
+            "p_response_targe", "p_response_target",
+            "s_tax_precentage", "s_tax_percentage");
+
     private TpcdsSchema() {
+    }
+
+    /** The Spark name of a generator column. */
+    public static String columnName(Column column) {
+        return RENAMED.getOrDefault(column.getName(), column.getName());
     }
 
     /** The 24 TPC-DS tables in generator order (the generator's bookkeeping table dbgen_version is left out). */
@@ -53,7 +73,7 @@ public final class TpcdsSchema {
         Column[] columns = table.getColumns();
         StructField[] fields = new StructField[columns.length];
         for (Column column : columns) {
-            fields[column.getPosition()] = DataTypes.createStructField(column.getName(), sparkType(column.getType()), true);
+            fields[column.getPosition()] = DataTypes.createStructField(columnName(column), sparkType(column.getType()), true);
         }
         return DataTypes.createStructType(fields);
     }

@@ -22,7 +22,10 @@ final class MarkdownReport {
             md.append("**RUN FAILED: ").append(r.failure()).append("**\n\n");
         } else {
             md.append("All answers verified equal to the reference configuration `").append(r.reference())
-                    .append("` (order-insensitive, every row, decimals exact).\n\n");
+                    .append("` (order-insensitive, every row, decimals exact)")
+                    .append(r.failures().isEmpty() ? "" : "; " + failedQueries(r).size() + " of " + r.queries().size()
+                            + " queries failed to run (see below)")
+                    .append(".\n\n");
         }
         md.append("| | |\n|---|---|\n");
         row(md, "Spark", env.get("sparkVersion"));
@@ -38,6 +41,14 @@ final class MarkdownReport {
             md.append("| ").append(c.name()).append(c.name().equals(r.reference()) ? " (reference)" : "").append(" | `")
                     .append(c.manager()).append("` | ").append(c.provider()).append(" | ")
                     .append(settings(c)).append(" |\n");
+        }
+
+        md.append(PathSection.render(r));
+        if (!r.failures().isEmpty()) {
+            md.append("\n## Queries that failed to run\n\nEach was left out of the rounds after its failure.\n\n"
+                    + "| query | configuration | round | error |\n|---|---|---:|---|\n");
+            r.failures().forEach(f -> md.append("| ").append(f.query()).append(" | ").append(f.config()).append(" | ")
+                    .append(f.round() + 1).append(" | ").append(cell(f.error())).append(" |\n"));
         }
 
         md.append("\n## Summary: median wall time (ms)\n\n| query |");
@@ -71,7 +82,8 @@ final class MarkdownReport {
         for (String q : r.queries()) {
             md.append("\n### ").append(q).append("\n\n")
                     .append("| configuration | median | min | max | spread | shuffle written | read local | read remote"
-                            + " | fetch wait | records read |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                            + " | one-sided | not one-sided | fetch wait | records read |\n"
+                            + "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
             for (ShuffleConfig c : r.configs()) {
                 QueryStats s = r.stats(q, c.name());
                 if (s == null) {
@@ -81,7 +93,8 @@ final class MarkdownReport {
                         .append(num(s.minMs(), 0)).append(" | ").append(num(s.maxMs(), 0)).append(" | ")
                         .append(num(s.spreadPercent(), 0)).append("% | ").append(num(s.bytesWritten() / 1e6, 1))
                         .append(" | ").append(num(s.localBytesRead() / 1e6, 1)).append(" | ")
-                        .append(num(s.remoteBytesRead() / 1e6, 1)).append(" | ").append(num(s.fetchWaitMs(), 0))
+                        .append(num(s.remoteBytesRead() / 1e6, 1)).append(" | ").append(mbOrDash(s.oneSidedBytes()))
+                        .append(" | ").append(mbOrDash(s.notOneSidedBytes())).append(" | ").append(num(s.fetchWaitMs(), 0))
                         .append(" | ").append(num(s.recordsRead(), 0)).append(" |\n");
             }
         }
@@ -94,6 +107,19 @@ final class MarkdownReport {
         md.append("\nFiles: `measurements.csv` (every execution), `summary.csv`, `results.json`, `answers/` (reference"
                 + " answers), `logs/` (driver logs).\n");
         return md.toString();
+    }
+
+    private static List<String> failedQueries(RunResult r) {
+        return r.failures().stream().map(f -> f.query()).distinct().toList();
+    }
+
+    private static String cell(String text) {
+        String oneLine = text.replace('\n', ' ').replace("|", "\\|");
+        return oneLine.length() > 300 ? oneLine.substring(0, 300) + "..." : oneLine;
+    }
+
+    private static String mbOrDash(double bytes) {
+        return Double.isNaN(bytes) ? "-" : num(bytes / 1e6, 1);
     }
 
     private static List<ShuffleConfig> others(RunResult r) {
@@ -114,7 +140,7 @@ final class MarkdownReport {
         md.append("| ").append(key).append(" | ").append(value).append(" |\n");
     }
 
-    private static String num(double v, int decimals) {
+    static String num(double v, int decimals) {
         return String.format(Locale.ROOT, "%,." + decimals + "f", v);
     }
 

@@ -7,7 +7,9 @@ import io.memwire.tpcds.report.ReportWriter;
 import io.memwire.tpcds.verify.Answer;
 import io.memwire.tpcds.verify.AnswerComparator;
 import io.memwire.tpcds.verify.AnswerMismatchException;
+import io.memwire.tpcds.verify.PathCheckException;
 import io.memwire.tpcds.worker.ClusterInfo;
+import io.memwire.tpcds.worker.PathCounters;
 import io.memwire.tpcds.worker.QueryRun;
 import io.memwire.tpcds.worker.WorkerMessages;
 import io.memwire.tpcds.worker.WorkerMessages.Request;
@@ -24,10 +26,12 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
@@ -49,6 +53,7 @@ public final class BenchmarkRun {
     private final RunOptions options;
     private final Consumer<String> progress;
     private final QueryCatalog catalog = new QueryCatalog();
+    private final Map<String, ShuffleConfig> configs = new HashMap<>();
     private final String classPath;
     private long startNanos;
 
@@ -71,8 +76,13 @@ public final class BenchmarkRun {
     /**
      * Runs the benchmark and writes its results directory.
      *
+     * A query that fails to run is recorded ({@link RunResult#failures()}) and left out of later rounds; the
+     * run goes on.
+     *
      * @throws AnswerMismatchException when a configuration's answer differs from the reference's (results
      *         measured so far and {@code mismatch.txt} are written first)
+     * @throws PathCheckException when a Memwire configuration's remote bytes did not all go one-sided
+     *         ({@code path-check.txt} and the partial results are written first)
      */
     public RunResult run() throws IOException, TimeoutException {
         startNanos = System.nanoTime();
@@ -82,6 +92,7 @@ public final class BenchmarkRun {
             sql.put(q, catalog.sql(q));
         }
         List<ShuffleConfig> configs = options.effectiveConfigs();
+        configs.forEach(c -> this.configs.put(c.name(), c));
         Path runDir = createRunDir();
         say("results go to " + runDir);
         say("queries " + queries + ", configurations " + configs.stream().map(ShuffleConfig::name).toList()
@@ -89,6 +100,7 @@ public final class BenchmarkRun {
 
         List<WorkerProcess> workers = new ArrayList<>();
         List<Measurement> measurements = new ArrayList<>();
+        List<QueryFailure> failures = new ArrayList<>();
         DataSetInfo dataSet = null;
         String failure = null;
         RunResult result = null;
@@ -112,10 +124,11 @@ public final class BenchmarkRun {
             for (WorkerProcess worker : workers) {
                 worker.call(Request.load(dataSet.path()), options.queryTimeout());
             }
-            runRounds(queries, sql, workers, measurements, runDir);
-        } catch (AnswerMismatchException e) {
+            runRounds(queries, sql, workers, measurements, failures, runDir);
+        } catch (AnswerMismatchException | PathCheckException e) {
             failure = e.getMessage();
-            Files.writeString(runDir.resolve("mismatch.txt"), e.getMessage() + System.lineSeparator());
+            Files.writeString(runDir.resolve(e instanceof AnswerMismatchException ? "mismatch.txt" : "path-check.txt"),
+                    e.getMessage() + System.lineSeparator());
             throw e;
         } catch (IOException | TimeoutException | RuntimeException e) {
             failure = String.valueOf(e);
@@ -125,7 +138,7 @@ public final class BenchmarkRun {
                 worker.close();
             }
             if (dataSet != null) {
-                result = result(runDir, configs, queries, dataSet, workers, measurements, failure);
+                result = result(runDir, configs, queries, dataSet, workers, measurements, failures, failure);
                 try {
                     new ReportWriter(runDir).write(result);
                     say("wrote " + runDir.resolve("report.md"));
@@ -142,28 +155,87 @@ public final class BenchmarkRun {
     }
 
     private void runRounds(List<String> queries, Map<String, String> sql, List<WorkerProcess> workers,
-                           List<Measurement> measurements, Path runDir) throws IOException, TimeoutException {
+                           List<Measurement> measurements, List<QueryFailure> failures, Path runDir)
+            throws IOException, TimeoutException {
         int rounds = options.warmups() + options.iterations();
         Map<String, Answer> reference = new HashMap<>();
         String referenceConfig = workers.get(0).name();
+        Set<String> failed = new HashSet<>();
         for (int round = 0; round < rounds; round++) {
             boolean warmup = round < options.warmups();
             String roundName = warmup ? "warm-up " + (round + 1) + "/" + options.warmups()
                     : "timed " + (round - options.warmups() + 1) + "/" + options.iterations();
             for (int qi = 0; qi < queries.size(); qi++) {
                 String query = queries.get(qi);
+                if (failed.contains(query)) {
+                    continue;
+                }
                 for (int k = 0; k < workers.size(); k++) {
                     // Rotate the order each round so drift and warm caches do not favour one configuration.
                     WorkerProcess worker = workers.get((k + round) % workers.size());
-                    QueryRun run = worker.call(Request.run(query, sql.get(query)), options.queryTimeout()).run();
+                    QueryRun run;
+                    try {
+                        run = worker.call(Request.run(query, sql.get(query)), options.queryTimeout()).run();
+                    } catch (WorkerProcess.WorkerException e) {
+                        if (!worker.isAlive()) {
+                            throw e;
+                        }
+                        // The query could not run (the worker and its cluster are fine): record it, go on.
+                        failed.add(query);
+                        failures.add(new QueryFailure(query, worker.name(), round, e.getMessage()));
+                        say(String.format("%-14s %-5s (%d/%d) %-12s FAILED: %s", roundName, query, qi + 1, queries.size(),
+                                worker.name(), e.getMessage()));
+                        continue;
+                    }
+                    ShuffleConfig config = configs.get(worker.name());
                     measurements.add(new Measurement(query, worker.name(), round, warmup, run.wallMs(),
-                            run.answer().rows().size(), run.metrics()));
-                    say(String.format("%-14s %-5s (%d/%d) %-12s %8.0f ms  shuffle write %s, read %s, fetch wait %d ms",
+                            run.answer().rows().size(), run.metrics(), run.path()));
+                    say(String.format("%-14s %-5s (%d/%d) %-12s %8.0f ms  shuffle write %s, read %s (remote %s%s), fetch wait %d ms",
                             roundName, query, qi + 1, queries.size(), worker.name(), run.wallMs(),
-                            mb(run.metrics().bytesWritten()), mb(run.metrics().bytesRead()), run.metrics().fetchWaitMs()));
-                    verify(query, worker.name(), referenceConfig, run.answer(), reference, runDir);
+                            mb(run.metrics().bytesWritten()), mb(run.metrics().bytesRead()),
+                            mb(run.metrics().remoteBytesRead()), pathText(run), run.metrics().fetchWaitMs()));
+                    checkPath(query, config, run);
+                    if (!failed.contains(query)) {
+                        verify(query, worker.name(), referenceConfig, run.answer(), reference, runDir);
+                    }
                 }
             }
+        }
+    }
+
+    private static String pathText(QueryRun run) {
+        PathCounters p = run.path();
+        if (p == null) {
+            return "";
+        }
+        return ", one-sided " + mb(p.oneSidedBytes()) + ", not one-sided "
+                + mb(p.notOneSidedBytes(run.metrics().remoteBytesRead())) + ", fallback blocks " + p.fallbackBlocks();
+    }
+
+    /**
+     * A Memwire configuration must have moved every remote byte one-sided; otherwise its timings measure
+     * something else and the run stops.
+     */
+    static void checkPath(String query, ShuffleConfig config, QueryRun run) {
+        if (config == null || !config.manager().equals(ShuffleConfig.RDMA_MANAGER)) {
+            return;
+        }
+        long remote = run.metrics().remoteBytesRead();
+        PathCounters p = run.path();
+        String problem = null;
+        if (p == null) {
+            problem = "its executors report no Memwire counters (is " + ShuffleConfig.RDMA_MANAGER + " running there?)";
+        } else if (p.notOneSidedBytes(remote) > 0 || p.fallbackBlocks() > 0 || p.failedBlocks() > 0) {
+            problem = String.format("Spark read %,d remote bytes, Memwire %,d of them one-sided (%,d not);"
+                    + " %d blocks went to Spark's own transfer, %d failed, %d map outputs were not registered",
+                    remote, p.oneSidedBytes(), p.notOneSidedBytes(remote), p.fallbackBlocks(), p.failedBlocks(),
+                    p.fallbackOutputs());
+        }
+        if (problem != null && (remote > 0 || p == null)) {
+            String message = "PATH CHECK FAILED in " + query + ": configuration '" + config.name()
+                    + "' did not move its remote shuffle bytes one-sided: " + problem;
+            LOG.error(message);
+            throw new PathCheckException(message);
         }
     }
 
@@ -171,7 +243,7 @@ public final class BenchmarkRun {
                         Map<String, Answer> reference, Path runDir) throws IOException {
         Answer expected = reference.get(query);
         if (expected == null) {
-            // Round 0 runs the reference configuration first, so its answer is the first one seen.
+                // Round 0 runs the reference configuration first, so its answer is the first one seen.
             if (!config.equals(referenceConfig)) {
                 throw new IllegalStateException("reference configuration did not run " + query + " first");
             }
@@ -191,7 +263,8 @@ public final class BenchmarkRun {
     }
 
     private RunResult result(Path runDir, List<ShuffleConfig> configs, List<String> queries, DataSetInfo dataSet,
-                             List<WorkerProcess> workers, List<Measurement> measurements, String failure) {
+                             List<WorkerProcess> workers, List<Measurement> measurements,
+                             List<QueryFailure> failures, String failure) {
         List<QueryStats> stats = new ArrayList<>();
         for (String q : queries) {
             for (ShuffleConfig c : configs) {
@@ -235,7 +308,7 @@ public final class BenchmarkRun {
         env.put("durationSeconds", (System.nanoTime() - startNanos) / 1e9);
         List<ClusterInfo> clusters = workers.stream().map(WorkerProcess::info).toList();
         return new RunResult(runDir.toString(), env, clusters, configs, queries, dataSet, List.copyOf(measurements),
-                stats, speedups, geomean, failure == null, failure);
+                stats, speedups, geomean, failure == null, failure, List.copyOf(failures));
     }
 
     private WorkerSpec spec(ShuffleConfig config, Path runDir) {

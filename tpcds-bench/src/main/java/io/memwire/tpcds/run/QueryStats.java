@@ -6,11 +6,13 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * Statistics of the timed executions of one query with one configuration: wall-time median, minimum and
- * maximum, and the medians of the shuffle metrics (sizes in bytes, times in ms).
+ * maximum, and the medians of the shuffle metrics (sizes in bytes, times in ms). {@code oneSidedBytes} and
+ * {@code notOneSidedBytes} (Spark's remote bytes that did not arrive one-sided) are NaN when the shuffle
+ * manager keeps no counters.
  */
 public record QueryStats(String query, String config, int runs, double medianMs, double minMs, double maxMs,
                          double bytesWritten, double localBytesRead, double remoteBytesRead, double fetchWaitMs,
-                         double recordsRead, double executorRunMs) {
+                         double recordsRead, double executorRunMs, double oneSidedBytes, double notOneSidedBytes) {
 
     /** Statistics of {@code timed} (all of one query and configuration, at least one). */
     public static QueryStats of(String query, String config, List<Measurement> timed) {
@@ -26,7 +28,10 @@ public record QueryStats(String query, String config, int runs, double medianMs,
                 median(timed, m -> m.metrics().remoteBytesRead()),
                 median(timed, m -> m.metrics().fetchWaitMs()),
                 median(timed, m -> m.metrics().recordsRead()),
-                median(timed, m -> m.metrics().executorRunMs()));
+                median(timed, m -> m.metrics().executorRunMs()),
+                median(timed, m -> m.path() == null ? Double.NaN : m.path().oneSidedBytes()),
+                median(timed, m -> m.path() == null ? Double.NaN
+                        : m.path().notOneSidedBytes(m.metrics().remoteBytesRead())));
     }
 
     /** (max - min) / median of the wall time, in percent: how noisy the runs were. */

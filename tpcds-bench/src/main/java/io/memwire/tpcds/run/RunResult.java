@@ -20,12 +20,13 @@ import java.util.Map;
  * @param geomeanSpeedup per non-reference configuration: geometric mean of its speedups
  * @param verified     whether every answer equalled the reference configuration's
  * @param failure      why the run stopped early, or null
+ * @param failures     queries that failed to run (each left out of the rounds after its failure)
  */
 public record RunResult(String runDir, Map<String, Object> environment, List<ClusterInfo> clusters,
                         List<ShuffleConfig> configs, List<String> queries, DataSetInfo dataSet,
                         List<Measurement> measurements, List<QueryStats> stats,
                         Map<String, Map<String, Double>> speedups, Map<String, Double> geomeanSpeedup,
-                        boolean verified, String failure) {
+                        boolean verified, String failure, List<QueryFailure> failures) {
 
     /** The reference configuration's name. */
     public String reference() {

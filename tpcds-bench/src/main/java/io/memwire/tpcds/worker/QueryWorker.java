@@ -7,6 +7,7 @@ import io.memwire.tpcds.data.TpcdsDataGenerator;
 import io.memwire.tpcds.verify.Answer;
 import io.memwire.tpcds.worker.WorkerMessages.Request;
 import io.memwire.tpcds.worker.WorkerMessages.Response;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -37,6 +38,7 @@ import java.util.TreeMap;
 public final class QueryWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(QueryWorker.class);
     private static final long LISTENER_TIMEOUT_MS = 60_000;
+    private static final Duration COUNTERS_TIMEOUT = Duration.ofSeconds(60);
 
     private final PrintStream protocol;
     private final SparkSession spark;
@@ -143,6 +145,9 @@ public final class QueryWorker implements AutoCloseable {
     }
 
     private QueryRun run(String query, String sql) throws Exception {
+        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        // Read outside the timed region: a tiny job per executor before and after the query.
+        Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT);
         TaskMetricsCollector.Measured<Timed> measured = collector.measure(spark.sparkContext(), query, () -> {
             long start = System.nanoTime();
             Dataset<Row> df = spark.sql(sql);
@@ -150,7 +155,8 @@ public final class QueryWorker implements AutoCloseable {
             long wall = System.nanoTime() - start;
             return new Timed(wall, Answer.of(df.schema(), rows));
         }, LISTENER_TIMEOUT_MS);
-        return new QueryRun(query, measured.value().wallNanos(), measured.metrics(), measured.value().answer());
+        PathCounters path = PathCounters.between(before, ManagerCounters.sum(jsc, COUNTERS_TIMEOUT));
+        return new QueryRun(query, measured.value().wallNanos(), measured.metrics(), path, measured.value().answer());
     }
 
     /** Wall time of planning plus collect, and the answer (encoded outside the timed region). */

@@ -106,6 +106,11 @@ public final class WorkerProcess implements AutoCloseable {
         return info;
     }
 
+    /** Whether the worker process still runs (and was not closed): a failed request left it usable. */
+    public boolean isAlive() {
+        return !closed && process.isAlive();
+    }
+
     /** The worker's log file. */
     public Path logFile() {
         return logFile;

@@ -64,7 +64,7 @@ class TpcdsDataGeneratorTest {
         assertEquals(DataTypes.LongType, schema.apply("s_store_sk").dataType());
         assertEquals(DataTypes.IntegerType, schema.apply("s_number_employees").dataType());
         assertEquals(DataTypes.DateType, schema.apply("s_rec_start_date").dataType());
-        assertEquals(DataTypes.createDecimalType(5, 2), schema.apply("s_tax_precentage").dataType());
+        assertEquals(DataTypes.createDecimalType(5, 2), schema.apply("s_tax_percentage").dataType());
         assertEquals(DataTypes.StringType, schema.apply("s_store_name").dataType());
         assertEquals(schema, TpcdsSchema.structType(Table.STORE));
         // Current rows of a slowly changing dimension have no end date: NULL, not an empty string.

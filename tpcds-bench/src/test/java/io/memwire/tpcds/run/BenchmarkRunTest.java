@@ -20,6 +20,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -43,7 +44,7 @@ class BenchmarkRunTest {
 
     @Test
     @Order(1)
-    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
     void runsQueriesWithSortAndRdmaShuffleVerifiesAnswersAndWritesTheReport() throws Exception {
         List<String> progress = new CopyOnWriteArrayList<>();
         Consumer<String> log = line -> {
@@ -69,6 +70,17 @@ class BenchmarkRunTest {
         }
         assertTrue(result.measurements().stream().anyMatch(m -> m.metrics().remoteBytesRead() > 0),
                 "with two executors some shuffle blocks are read remotely");
+        // The proof: Memwire's own counters show its remote bytes arriving one-sided; sort keeps none.
+        for (Measurement m : result.measurements()) {
+            if (m.config().equals("rdma-tcp")) {
+                assertNotNull(m.path(), m.toString());
+                assertTrue(m.path().oneSidedBytes() >= m.metrics().remoteBytesRead(), m.toString());
+                assertEquals(0, m.path().fallbackBlocks(), m.toString());
+            } else {
+                assertNull(m.path(), m.toString());
+            }
+        }
+        assertTrue(result.measurements().stream().anyMatch(m -> m.path() != null && m.path().oneSidedBytes() > 0));
         assertEquals(4, result.stats().size());
         assertNotNull(result.geomeanSpeedup().get("rdma-tcp"));
         assertTrue(result.clusters().stream().allMatch(c -> c.executors() == 2 && c.sparkVersion().startsWith("4.")));
@@ -82,6 +94,8 @@ class BenchmarkRunTest {
         String report = Files.readString(dir.resolve("report.md"));
         assertTrue(report.contains("### q7"), report);
         assertTrue(report.contains("Geometric-mean speedup of `rdma-tcp`"), report);
+        assertTrue(report.contains("## Which path moved the bytes"), report);
+        assertTrue(Files.readAllLines(dir.resolve("measurements.csv")).get(0).contains("one_sided_bytes"));
         assertTrue(isPng(dir.resolve("charts/query-times.png")));
         assertTrue(progress.stream().anyMatch(l -> l.contains("timed 1/1") && l.contains("q7")), progress.toString());
         assertNoProcessesLeft();
@@ -89,7 +103,7 @@ class BenchmarkRunTest {
 
     @Test
     @Order(2)
-    @Timeout(value = 10, unit = TimeUnit.MINUTES)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
     void aManagerThatDropsRowsIsCaughtByVerification() throws Exception {
         List<String> progress = new CopyOnWriteArrayList<>();
         Consumer<String> log = line -> {
@@ -104,6 +118,29 @@ class BenchmarkRunTest {
         Path runDir = latestRun();
         assertTrue(Files.readString(runDir.resolve("mismatch.txt")).contains("ANSWER MISMATCH"));
         assertTrue(Files.readString(runDir.resolve("report.md")).contains("RUN FAILED"));
+        assertNoProcessesLeft();
+    }
+
+    @Test
+    @Order(3)
+    @Timeout(value = 25, unit = TimeUnit.MINUTES)
+    void aQueryThatFailsToRunIsRecordedAndTheRunGoesOn() throws Exception {
+        RunOptions options = options("sort,failing{manager=io.memwire.tpcds.QueryFailingShuffleManager;"
+                + "spark.memwire.test.failQuery=q3;spark.task.maxFailures=1}", "q3,q7", 0);
+        RunResult result = new BenchmarkRun(options, System.out::println).run();
+        assertTrue(result.verified(), "q7 still verified: " + result.failure());
+        assertEquals(1, result.failures().size(), result.failures().toString());
+        QueryFailure f = result.failures().get(0);
+        assertEquals("q3", f.query());
+        assertEquals("failing", f.config());
+        assertTrue(f.error().contains("shuffle reads of q3 fail"), f.error());
+        assertTrue(result.measurements().stream().anyMatch(m -> m.query().equals("q7") && m.config().equals("failing")),
+                "the run went on to q7");
+        Path dir = Path.of(result.runDir());
+        String report = Files.readString(dir.resolve("report.md"));
+        assertTrue(report.contains("## Queries that failed to run"), report);
+        assertTrue(report.contains("1 of 2 queries failed to run"), report);
+        assertTrue(Files.readString(dir.resolve("failures.csv")).contains("q3,failing,0,"));
         assertNoProcessesLeft();
     }
 
