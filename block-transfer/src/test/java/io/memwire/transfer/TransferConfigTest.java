@@ -140,7 +140,8 @@ class TransferConfigTest {
     assertTrue(assertThrows(TransferConfigException.class, () -> b.ioThreads(65)).getMessage()
         .contains(P + "ioThreads=65 is out of range: 1 to 64"));
     assertTrue(assertThrows(TransferConfigException.class,
-        () -> b.readTimeout(Duration.ofMillis(99))).getMessage().contains(P + "readTimeout="));
+        () -> b.readTimeout(Duration.ofMillis(99))).getMessage()
+        .contains(P + "readTimeout=99ms is out of range: 100ms to 1h"));
     assertTrue(assertThrows(TransferConfigException.class, () -> b.maxTransferSize(4095))
         .getMessage().contains(P + "maxTransferSize=4095 is out of range: 4k to 64m"));
     assertEquals(64, b.ioThreads(64).build().ioThreads());

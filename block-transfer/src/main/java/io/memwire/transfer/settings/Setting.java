@@ -98,7 +98,8 @@ public final class Setting<T> {
   /** Checks a typed value against the range; returns it. */
   public T check(String prefix, T value) {
     Objects.requireNonNull(value, () -> prefix + name + " must not be null");
-    type.check(prefix + name, value, String.valueOf(value));
+    type.check(prefix + name, value,
+        value instanceof Duration d ? d.toMillis() + "ms" : String.valueOf(value));
     return value;
   }
 

@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.TransferNode;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -80,6 +83,25 @@ class SettingTest {
             () -> withProperty(s, Long.toString(bad)));
         assertTrue(e.getMessage().startsWith(s.name() + "=" + bad + " is out of range: "
             + s.rangeText()), e.getMessage());
+      }
+    }
+  }
+
+  @Test
+  void aBadSendfilePropertyFailsTheTcpStartNamingIt() {
+    String key = TransportSettings.TCP_SENDFILE_MIN_BYTES.name();
+    String old = System.getProperty(key);
+    System.setProperty(key, "-5");
+    try {
+      TransferConfig tcp = TransferConfig.builder().provider(ProviderKind.TCP).build();
+      TransferConfigException e = assertThrows(TransferConfigException.class,
+          () -> TransferNode.start(tcp).close());
+      assertTrue(e.getMessage().contains(key + "=-5 is out of range: 0 to 2g-1"), e.getMessage());
+    } finally {
+      if (old == null) {
+        System.clearProperty(key);
+      } else {
+        System.setProperty(key, old);
       }
     }
   }
