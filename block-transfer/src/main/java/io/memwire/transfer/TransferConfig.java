@@ -1,130 +1,122 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.settings.Setting;
+import io.memwire.transfer.settings.Settings;
+import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.Units;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.Locale;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.BiConsumer;
 
 /**
- * Validated settings of a {@link TransferNode}. Every key is listed in {@link #KEYS} with its
- * default, range and meaning; that table is the single place keys are documented (the README and
- * docs/CONFIGURATION.md print it). Consumers put their own prefix in front: {@code
- * spark.shuffle.rdma.} in Spark, {@code memwire.flight.} for Flight, {@code memwire.transfer.} for
- * system properties.
+ * Validated settings of a {@link TransferNode}. Each key is declared once, as a {@link Setting}
+ * in {@link TransportSettings} (name, typed default, parser, range, doc, since); {@link #KEYS}
+ * lists them for consumers and docs/CONFIGURATION.md shows the table generated from them.
+ * Consumers put their own prefix in front: {@code spark.shuffle.rdma.} in Spark, {@code
+ * memwire.flight.} for Flight, {@code memwire.transfer.} for system properties.
  */
 public final class TransferConfig {
 
-  /** One documented configuration key. */
+  /** One documented configuration key: a view of its {@link Setting}. */
   public static final class Key {
-    private final String name;
-    private final String defaultValue;
-    private final String range;
-    private final String doc;
+    private final Setting<?> setting;
 
-    Key(String name, String defaultValue, String range, String doc) {
-      this.name = name;
-      this.defaultValue = defaultValue;
-      this.range = range;
-      this.doc = doc;
+    Key(Setting<?> setting) {
+      this.setting = setting;
     }
 
     public String name() {
-      return name;
+      return setting.name();
     }
 
+    /** The default as documented. */
     public String defaultValue() {
-      return defaultValue;
+      return setting.defaultText();
     }
 
+    /** The allowed values as documented, derived from the bounds the check enforces. */
     public String range() {
-      return range;
+      return setting.rangeText();
     }
 
     public String doc() {
-      return doc;
+      return setting.doc();
+    }
+
+    /** The declaration this key shows. */
+    public Setting<?> setting() {
+      return setting;
     }
   }
 
-  private static final long KIB = 1024;
-  private static final long MIB = 1024 * KIB;
-  private static final long GIB = 1024 * MIB;
-
-  public static final String PROVIDER = "provider";
-  public static final String BIND_ADDRESS = "bindAddress";
-  public static final String DEVICE = "device";
-  public static final String PORT = "port";
-  public static final String CONNECT_TIMEOUT = "connectTimeout";
-  public static final String READ_TIMEOUT = "readTimeout";
-  public static final String PEER_BACKOFF = "peerBackoff";
-  public static final String MAX_OUTSTANDING_REQUESTS = "maxOutstandingRequests";
-  public static final String MAX_OUTSTANDING_BYTES = "maxOutstandingBytes";
-  public static final String MAX_TRANSFER_SIZE = "maxTransferSize";
-  public static final String MAX_SEGMENT_SIZE = "maxSegmentSize";
-  public static final String REGISTRATION_BUDGET = "registrationBudget";
-  public static final String POOL_MAX_BYTES = "poolMaxBytes";
-  public static final String IO_THREADS = "ioThreads";
-  public static final String AUTH_SECRET = "authSecret";
-  public static final String MAX_CONNECTIONS = "maxConnections";
-  public static final String IDLE_TIMEOUT = "idleTimeout";
-  public static final String WRITE_TIMEOUT = "writeTimeout";
+  public static final String PROVIDER = TransportSettings.PROVIDER.name();
+  public static final String BIND_ADDRESS = TransportSettings.BIND_ADDRESS.name();
+  public static final String DEVICE = TransportSettings.DEVICE.name();
+  public static final String PORT = TransportSettings.PORT.name();
+  public static final String CONNECT_TIMEOUT = TransportSettings.CONNECT_TIMEOUT.name();
+  public static final String READ_TIMEOUT = TransportSettings.READ_TIMEOUT.name();
+  public static final String PEER_BACKOFF = TransportSettings.PEER_BACKOFF.name();
+  public static final String MAX_OUTSTANDING_REQUESTS =
+      TransportSettings.MAX_OUTSTANDING_REQUESTS.name();
+  public static final String MAX_OUTSTANDING_BYTES = TransportSettings.MAX_OUTSTANDING_BYTES.name();
+  public static final String MAX_TRANSFER_SIZE = TransportSettings.MAX_TRANSFER_SIZE.name();
+  public static final String MAX_SEGMENT_SIZE = TransportSettings.MAX_SEGMENT_SIZE.name();
+  public static final String REGISTRATION_BUDGET = TransportSettings.REGISTRATION_BUDGET.name();
+  public static final String POOL_MAX_BYTES = TransportSettings.POOL_MAX_BYTES.name();
+  public static final String IO_THREADS = TransportSettings.IO_THREADS.name();
+  public static final String AUTH_SECRET = TransportSettings.AUTH_SECRET.name();
+  public static final String MAX_CONNECTIONS = TransportSettings.MAX_CONNECTIONS.name();
+  public static final String IDLE_TIMEOUT = TransportSettings.IDLE_TIMEOUT.name();
+  public static final String WRITE_TIMEOUT = TransportSettings.WRITE_TIMEOUT.name();
 
   /** Every key, in documentation order. */
   public static final Map<String, Key> KEYS;
 
+  /** How a parsed value of each key reaches the builder. */
+  private static final Map<String, BiConsumer<Builder, Object>> BINDINGS;
+
   static {
     Map<String, Key> k = new LinkedHashMap<>();
-    put(k, PROVIDER, "auto", "auto, verbs, tcp",
-        "Transport for one-sided reads. auto uses verbs when its probe passes, else tcp (logged).");
-    put(k, BIND_ADDRESS, "127.0.0.1", "an IP address or hostname of this node, not a wildcard",
-        "Address the node listens on and publishes in region descriptors. With verbs it must be an "
-            + "address of an RDMA device.");
-    put(k, DEVICE, "(none)", "an RDMA device name, e.g. mlx5_0",
-        "verbs only: bind to the first IPv4 address of this device's network interface when no "
-            + "bindAddress is given.");
-    put(k, PORT, "0", "0 to 65535; 0 = ephemeral", "Listening port.");
-    put(k, CONNECT_TIMEOUT, "10s", "100ms to 10min",
-        "Deadline for opening a connection (route, connect, handshake).");
-    put(k, READ_TIMEOUT, "60s", "100ms to 1h",
-        "Deadline for one read; when it passes the connection is failed and reads on it fail.");
-    put(k, PEER_BACKOFF, "5s", "0 to 10min; 0 = off",
-        "After a connection to a peer could not be opened (refused, unreachable, timed out, "
-            + "handshake rejected), further attempts fail at once for this long, naming the first "
-            + "failure, instead of each waiting up to connectTimeout.");
-    put(k, MAX_OUTSTANDING_REQUESTS, "64", "1 to 4096",
-        "Reads in flight per connection (verbs: also capped by the device's max_qp_rd_atom).");
-    put(k, MAX_OUTSTANDING_BYTES, "64m", "64k to 1g", "Bytes in flight per connection.");
-    put(k, MAX_TRANSFER_SIZE, "1m", "4k to 64m",
-        "Largest single wire read; larger reads are split into pieces of this size.");
-    put(k, MAX_SEGMENT_SIZE, "1g", "4k to 2g-1",
-        "Largest registered segment; larger files are registered as several segments.");
-    put(k, REGISTRATION_BUDGET, "16g", "1m to 1p",
-        "Most bytes this node keeps registered (regions plus the read-buffer pool). Beyond it "
-            + "register() fails with RegistrationException. With verbs keep it under ulimit -l.");
-    put(k, POOL_MAX_BYTES, "256m", "1m to 64g",
-        "Most bytes the read-buffer pool keeps registered for reuse.");
-    put(k, IO_THREADS, "2", "1 to 64", "tcp: I/O threads shared by all connections of the node.");
-    put(k, AUTH_SECRET, "(none)", "any non-empty string",
-        "Shared secret; peers prove knowledge of it with an HMAC-SHA256 challenge (tcp: in the "
-            + "connection handshake; verbs: over TCP on the node's port before each queue pair).");
-    put(k, MAX_CONNECTIONS, "4096", "1 to 1048576",
-        "tcp: most connections this node serves at once; further ones are refused at once "
-            + "(the peer is told the node is at its connection limit).");
-    put(k, IDLE_TIMEOUT, "10min", "1s to 24h",
-        "tcp: a served connection with no request and nothing to send for this long is closed; "
-            + "a reader reconnects on its next read.");
-    put(k, WRITE_TIMEOUT, "60s", "100ms to 1h",
-        "tcp: a served connection whose peer takes none of its pending response bytes for this "
-            + "long is closed, releasing the regions those responses pinned.");
+    for (Setting<?> s : TransportSettings.ALL) {
+      k.put(s.name(), new Key(s));
+    }
     KEYS = Collections.unmodifiableMap(k);
+    Map<String, BiConsumer<Builder, Object>> b = new HashMap<>();
+    bind(b, TransportSettings.PROVIDER, Builder::provider);
+    bind(b, TransportSettings.BIND_ADDRESS, Builder::bindAddress);
+    bind(b, TransportSettings.DEVICE, Builder::device);
+    bind(b, TransportSettings.PORT, Builder::port);
+    bind(b, TransportSettings.CONNECT_TIMEOUT, Builder::connectTimeout);
+    bind(b, TransportSettings.READ_TIMEOUT, Builder::readTimeout);
+    bind(b, TransportSettings.PEER_BACKOFF, Builder::peerBackoff);
+    bind(b, TransportSettings.MAX_OUTSTANDING_REQUESTS, Builder::maxOutstandingRequests);
+    bind(b, TransportSettings.MAX_OUTSTANDING_BYTES, Builder::maxOutstandingBytes);
+    bind(b, TransportSettings.MAX_TRANSFER_SIZE, (x, v) -> x.maxTransferSize(Math.toIntExact(v)));
+    bind(b, TransportSettings.MAX_SEGMENT_SIZE, (x, v) -> x.maxSegmentSize(Math.toIntExact(v)));
+    bind(b, TransportSettings.REGISTRATION_BUDGET, Builder::registrationBudget);
+    bind(b, TransportSettings.POOL_MAX_BYTES, Builder::poolMaxBytes);
+    bind(b, TransportSettings.IO_THREADS, Builder::ioThreads);
+    bind(b, TransportSettings.AUTH_SECRET, (Builder x, String v) -> x.authSecret(v));
+    bind(b, TransportSettings.MAX_CONNECTIONS, Builder::maxConnections);
+    bind(b, TransportSettings.IDLE_TIMEOUT, Builder::idleTimeout);
+    bind(b, TransportSettings.WRITE_TIMEOUT, Builder::writeTimeout);
+    if (!b.keySet().equals(KEYS.keySet())) {
+      throw new IllegalStateException("every transport setting needs a builder binding");
+    }
+    BINDINGS = b;
   }
 
-  private static void put(Map<String, Key> m, String name, String def, String range, String doc) {
-    m.put(name, new Key(name, def, range, doc));
+  @SuppressWarnings("unchecked")
+  private static <T> void bind(Map<String, BiConsumer<Builder, Object>> m, Setting<T> s,
+      BiConsumer<Builder, T> setter) {
+    m.put(s.name(), (builder, v) -> setter.accept(builder, (T) v));
   }
 
   private final ProviderKind provider;
@@ -183,17 +175,12 @@ public final class TransferConfig {
    * @throws TransferConfigException naming the full key of the first bad value
    */
   public static TransferConfig fromProperties(Map<String, String> props, String prefix) {
+    Settings.refuseUnknown(props, prefix, KEYS.keySet());
     Builder b = builder().prefix(prefix);
     for (Map.Entry<String, String> e : props.entrySet()) {
-      if (!e.getKey().startsWith(prefix)) {
-        continue;
+      if (e.getKey().startsWith(prefix)) {
+        b.set(e.getKey().substring(prefix.length()), e.getValue());
       }
-      String name = e.getKey().substring(prefix.length());
-      if (!KEYS.containsKey(name)) {
-        throw new TransferConfigException("unknown configuration key " + e.getKey()
-            + "; known keys under " + prefix + ": " + KEYS.keySet());
-      }
-      b.set(name, e.getValue());
     }
     return b.build();
   }
@@ -330,24 +317,25 @@ public final class TransferConfig {
   /** Builder; every setter validates and names the key in its error. */
   public static final class Builder {
     private String prefix = "";
-    private ProviderKind provider = ProviderKind.AUTO;
-    private String bindAddress = "127.0.0.1";
-    private String device;
-    private int port;
-    private Duration connectTimeout = Duration.ofSeconds(10);
-    private Duration readTimeout = Duration.ofSeconds(60);
-    private Duration peerBackoff = Duration.ofSeconds(5);
-    private int maxOutstandingRequests = 64;
-    private long maxOutstandingBytes = 64 * MIB;
-    private int maxTransferSize = (int) MIB;
-    private int maxSegmentSize = (int) GIB;
-    private long registrationBudget = 16 * GIB;
-    private long poolMaxBytes = 256 * MIB;
-    private int ioThreads = 2;
+    private ProviderKind provider = TransportSettings.PROVIDER.defaultValue();
+    private String bindAddress = TransportSettings.BIND_ADDRESS.defaultValue();
+    private String device = TransportSettings.DEVICE.defaultValue();
+    private int port = TransportSettings.PORT.defaultValue();
+    private Duration connectTimeout = TransportSettings.CONNECT_TIMEOUT.defaultValue();
+    private Duration readTimeout = TransportSettings.READ_TIMEOUT.defaultValue();
+    private Duration peerBackoff = TransportSettings.PEER_BACKOFF.defaultValue();
+    private int maxOutstandingRequests = TransportSettings.MAX_OUTSTANDING_REQUESTS.defaultValue();
+    private long maxOutstandingBytes = TransportSettings.MAX_OUTSTANDING_BYTES.defaultValue();
+    private int maxTransferSize =
+        Math.toIntExact(TransportSettings.MAX_TRANSFER_SIZE.defaultValue());
+    private int maxSegmentSize = Math.toIntExact(TransportSettings.MAX_SEGMENT_SIZE.defaultValue());
+    private long registrationBudget = TransportSettings.REGISTRATION_BUDGET.defaultValue();
+    private long poolMaxBytes = TransportSettings.POOL_MAX_BYTES.defaultValue();
+    private int ioThreads = TransportSettings.IO_THREADS.defaultValue();
     private byte[] authSecret;
-    private int maxConnections = 4096;
-    private Duration idleTimeout = Duration.ofMinutes(10);
-    private Duration writeTimeout = Duration.ofSeconds(60);
+    private int maxConnections = TransportSettings.MAX_CONNECTIONS.defaultValue();
+    private Duration idleTimeout = TransportSettings.IDLE_TIMEOUT.defaultValue();
+    private Duration writeTimeout = TransportSettings.WRITE_TIMEOUT.defaultValue();
 
     private Builder() {}
 
@@ -359,60 +347,22 @@ public final class TransferConfig {
 
     /** Sets a key by name from its string form, as in a properties file. */
     public Builder set(String name, String value) {
-      String v = value == null ? null : value.trim();
-      switch (name) {
-        case PROVIDER:
-          return provider(ProviderKind.parse(prefix + name, v));
-        case BIND_ADDRESS:
-          return bindAddress(v);
-        case DEVICE:
-          return device(v);
-        case PORT:
-          return port((int) parseLong(name, v));
-        case CONNECT_TIMEOUT:
-          return connectTimeout(parseDuration(name, v));
-        case READ_TIMEOUT:
-          return readTimeout(parseDuration(name, v));
-        case PEER_BACKOFF:
-          return peerBackoff(parseDuration(name, v));
-        case MAX_OUTSTANDING_REQUESTS:
-          return maxOutstandingRequests((int) parseLong(name, v));
-        case MAX_OUTSTANDING_BYTES:
-          return maxOutstandingBytes(parseSize(name, v));
-        case MAX_TRANSFER_SIZE:
-          return maxTransferSize(checkedInt(name, parseSize(name, v)));
-        case MAX_SEGMENT_SIZE:
-          return maxSegmentSize(checkedInt(name, parseSize(name, v)));
-        case REGISTRATION_BUDGET:
-          return registrationBudget(parseSize(name, v));
-        case POOL_MAX_BYTES:
-          return poolMaxBytes(parseSize(name, v));
-        case IO_THREADS:
-          return ioThreads((int) parseLong(name, v));
-        case AUTH_SECRET:
-          return authSecret(v);
-        case MAX_CONNECTIONS:
-          return maxConnections((int) range(name, parseLong(name, v), 1, 1 << 20));
-        case IDLE_TIMEOUT:
-          return idleTimeout(parseDuration(name, v));
-        case WRITE_TIMEOUT:
-          return writeTimeout(parseDuration(name, v));
-        default:
-          throw new TransferConfigException("unknown configuration key " + prefix + name
-              + "; known keys: " + KEYS.keySet());
+      BiConsumer<Builder, Object> binding = BINDINGS.get(name);
+      if (binding == null) {
+        throw new TransferConfigException("unknown configuration key " + prefix + name
+            + "; known keys: " + KEYS.keySet());
       }
+      binding.accept(this, KEYS.get(name).setting().parse(prefix, value));
+      return this;
     }
 
     public Builder provider(ProviderKind p) {
-      this.provider = p;
+      this.provider = TransportSettings.PROVIDER.check(prefix, p);
       return this;
     }
 
     public Builder bindAddress(String a) {
-      if (a == null || a.isBlank()) {
-        throw new TransferConfigException(prefix + BIND_ADDRESS + " must not be empty");
-      }
-      this.bindAddress = a.trim();
+      this.bindAddress = TransportSettings.BIND_ADDRESS.parse(prefix, a);
       return this;
     }
 
@@ -422,77 +372,74 @@ public final class TransferConfig {
     }
 
     public Builder port(int p) {
-      this.port = (int) range(PORT, p, 0, 65535);
+      this.port = TransportSettings.PORT.check(prefix, p);
       return this;
     }
 
     public Builder connectTimeout(Duration d) {
-      range(CONNECT_TIMEOUT, d.toMillis(), 100, 600_000);
-      this.connectTimeout = d;
+      this.connectTimeout = TransportSettings.CONNECT_TIMEOUT.check(prefix, d);
       return this;
     }
 
     public Builder readTimeout(Duration d) {
-      range(READ_TIMEOUT, d.toMillis(), 100, 3_600_000);
-      this.readTimeout = d;
+      this.readTimeout = TransportSettings.READ_TIMEOUT.check(prefix, d);
       return this;
     }
 
     public Builder peerBackoff(Duration d) {
-      range(PEER_BACKOFF, d.toMillis(), 0, 600_000);
-      this.peerBackoff = d;
+      this.peerBackoff = TransportSettings.PEER_BACKOFF.check(prefix, d);
       return this;
     }
 
     public Builder maxOutstandingRequests(int n) {
-      this.maxOutstandingRequests = (int) range(MAX_OUTSTANDING_REQUESTS, n, 1, 4096);
+      this.maxOutstandingRequests = TransportSettings.MAX_OUTSTANDING_REQUESTS.check(prefix, n);
       return this;
     }
 
     public Builder maxOutstandingBytes(long n) {
-      this.maxOutstandingBytes = range(MAX_OUTSTANDING_BYTES, n, 64 * KIB, GIB);
+      this.maxOutstandingBytes = TransportSettings.MAX_OUTSTANDING_BYTES.check(prefix, n);
       return this;
     }
 
     public Builder maxTransferSize(int n) {
-      this.maxTransferSize = (int) range(MAX_TRANSFER_SIZE, n, 4 * KIB, 64 * MIB);
+      TransportSettings.MAX_TRANSFER_SIZE.check(prefix, (long) n);
+      this.maxTransferSize = n;
       return this;
     }
 
     public Builder maxSegmentSize(int n) {
-      this.maxSegmentSize = (int) range(MAX_SEGMENT_SIZE, n, 4 * KIB, Integer.MAX_VALUE);
+      TransportSettings.MAX_SEGMENT_SIZE.check(prefix, (long) n);
+      this.maxSegmentSize = n;
       return this;
     }
 
     public Builder registrationBudget(long n) {
-      this.registrationBudget = range(REGISTRATION_BUDGET, n, MIB, 1L << 50);
+      this.registrationBudget = TransportSettings.REGISTRATION_BUDGET.check(prefix, n);
       return this;
     }
 
     public Builder poolMaxBytes(long n) {
-      this.poolMaxBytes = range(POOL_MAX_BYTES, n, MIB, 64 * GIB);
+      this.poolMaxBytes = TransportSettings.POOL_MAX_BYTES.check(prefix, n);
       return this;
     }
 
     public Builder ioThreads(int n) {
-      this.ioThreads = (int) range(IO_THREADS, n, 1, 64);
+      this.ioThreads = TransportSettings.IO_THREADS.check(prefix, n);
       return this;
     }
 
     public Builder maxConnections(int n) {
-      this.maxConnections = (int) range(MAX_CONNECTIONS, n, 1, 1 << 20);
+      this.maxConnections = TransportSettings.MAX_CONNECTIONS.check(prefix, n);
       return this;
     }
 
     public Builder idleTimeout(Duration d) {
-      range(IDLE_TIMEOUT, d.toMillis(), 1_000, 86_400_000);
-      this.idleTimeout = d;
+      this.idleTimeout = TransportSettings.IDLE_TIMEOUT.check(prefix, d);
       return this;
     }
 
     public Builder writeTimeout(Duration d) {
-      range(WRITE_TIMEOUT, d.toMillis(), 100, 3_600_000);
-      this.writeTimeout = d;
+      this.writeTimeout = TransportSettings.WRITE_TIMEOUT.check(prefix, d);
       return this;
     }
 
@@ -527,87 +474,15 @@ public final class TransferConfig {
       }
       return new TransferConfig(this);
     }
-
-    private long range(String key, long v, long min, long max) {
-      if (v < min || v > max) {
-        throw new TransferConfigException(prefix + key + "=" + v + " is out of range ["
-            + min + ", " + max + "]: " + KEYS.get(key).range());
-      }
-      return v;
-    }
-
-    private int checkedInt(String key, long v) {
-      if (v > Integer.MAX_VALUE) {
-        throw new TransferConfigException(prefix + key + "=" + v + " is out of range: "
-            + KEYS.get(key).range());
-      }
-      return (int) v;
-    }
-
-    private long parseLong(String key, String v) {
-      try {
-        return Long.parseLong(v);
-      } catch (NumberFormatException | NullPointerException e) {
-        throw new TransferConfigException(prefix + key + "=" + v + " is not a whole number");
-      }
-    }
-
-    private long parseSize(String key, String v) {
-      try {
-        return parseBytes(v);
-      } catch (RuntimeException e) {
-        throw new TransferConfigException(prefix + key + "=" + v
-            + " is not a size (bytes, or a number with k, m, g, t, p)");
-      }
-    }
-
-    private Duration parseDuration(String key, String v) {
-      try {
-        return parseTime(v);
-      } catch (RuntimeException e) {
-        throw new TransferConfigException(prefix + key + "=" + v
-            + " is not a duration (milliseconds, or a number with ms, s, min, h)");
-      }
-    }
   }
 
   /** Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g}, {@code 1t}, {@code 1p} (also kb, mb, ...). */
   public static long parseBytes(String v) {
-    String s = v.trim().toLowerCase(Locale.ROOT);
-    if (s.endsWith("b") && s.length() > 1 && !Character.isDigit(s.charAt(s.length() - 2))) {
-      s = s.substring(0, s.length() - 1);
-    }
-    long mult = 1;
-    char last = s.charAt(s.length() - 1);
-    if (!Character.isDigit(last)) {
-      mult = switch (last) {
-        case 'k' -> KIB;
-        case 'm' -> MIB;
-        case 'g' -> GIB;
-        case 't' -> 1024 * GIB;
-        case 'p' -> 1024 * 1024 * GIB;
-        case 'b' -> 1;
-        default -> throw new IllegalArgumentException(v);
-      };
-      s = s.substring(0, s.length() - 1);
-    }
-    return Math.multiplyExact(Long.parseLong(s.trim()), mult);
+    return Units.parseBytes(v);
   }
 
   /** Parses {@code 500} (ms), {@code 500ms}, {@code 10s}, {@code 2min}, {@code 1h}. */
   public static Duration parseTime(String v) {
-    String s = v.trim().toLowerCase(Locale.ROOT);
-    if (s.endsWith("ms")) {
-      return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2).trim()));
-    } else if (s.endsWith("min")) {
-      return Duration.ofMinutes(Long.parseLong(s.substring(0, s.length() - 3).trim()));
-    } else if (s.endsWith("s")) {
-      return Duration.ofSeconds(Long.parseLong(s.substring(0, s.length() - 1).trim()));
-    } else if (s.endsWith("m")) {
-      return Duration.ofMinutes(Long.parseLong(s.substring(0, s.length() - 1).trim()));
-    } else if (s.endsWith("h")) {
-      return Duration.ofHours(Long.parseLong(s.substring(0, s.length() - 1).trim()));
-    }
-    return Duration.ofMillis(Long.parseLong(s));
+    return Units.parseTime(v);
   }
 }

@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.transfer.settings.Setting;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -66,6 +68,105 @@ class TransferConfigTest {
         .contains(P + "poolMaxBytes"));
     assertTrue(error(Map.of(P + "readTimout", "5s")).contains("unknown configuration key "
         + P + "readTimout"), "a misspelt key is refused, not ignored");
+  }
+
+  /**
+   * The two ends of a documented range ("64k to 1g; note"), read back with the unit parser; "2g-1"
+   * is one below 2g. Null for ranges that are not numeric.
+   */
+  static long[] documentedBounds(Setting<?> s) {
+    String text = s.rangeText().split(";")[0];
+    String[] ends = text.split(" to ");
+    if (ends.length != 2 || !Character.isDigit(ends[0].charAt(0))) {
+      return null;
+    }
+    boolean duration = s.defaultValue() instanceof Duration;
+    long[] b = new long[2];
+    for (int i = 0; i < 2; i++) {
+      String e = ends[i].trim();
+      long minus = 0;
+      if (e.endsWith("-1")) {
+        minus = 1;
+        e = e.substring(0, e.length() - 2);
+      }
+      b[i] = (duration ? TransferConfig.parseTime(e).toMillis() : TransferConfig.parseBytes(e))
+          - minus;
+    }
+    return b;
+  }
+
+  /** The text of a measure (count, bytes or milliseconds) as a value of {@code s}. */
+  static String asValue(Setting<?> s, long measure) {
+    return s.defaultValue() instanceof Duration ? measure + "ms" : Long.toString(measure);
+  }
+
+  @Test
+  void everyDocumentedRangeIsWhatTheCheckEnforces() {
+    int numeric = 0;
+    for (TransferConfig.Key k : TransferConfig.KEYS.values()) {
+      long[] b = documentedBounds(k.setting());
+      if (b == null) {
+        assertTrue(k.setting().min().isEmpty(), k.name() + " has bounds but no numeric range text");
+        continue;
+      }
+      numeric++;
+      assertEquals(b[0], k.setting().min().getAsLong(), k.name());
+      assertEquals(b[1], k.setting().max().getAsLong(), k.name());
+      for (long v : new long[] {b[0], b[1]}) {
+        TransferConfig.fromProperties(probe(k.name(), asValue(k.setting(), v)), P);
+      }
+      for (long v : new long[] {b[0] - 1, b[1] + 1}) {
+        String value = asValue(k.setting(), v);
+        String msg = error(probe(k.name(), value));
+        assertTrue(msg.contains(P + k.name() + "=" + value + " is out of range: " + k.range()),
+            msg);
+      }
+    }
+    assertEquals(14, numeric, "numeric transport keys probed");
+  }
+
+  /** {@code name=value} with the other keys set so that cross-key checks cannot interfere. */
+  private static Map<String, String> probe(String name, String value) {
+    Map<String, String> m = new HashMap<>(Map.of(
+        P + "registrationBudget", "1p", P + "poolMaxBytes", "1m",
+        P + "maxOutstandingBytes", "1g", P + "maxTransferSize", "4k"));
+    m.put(P + name, value);
+    return m;
+  }
+
+  @Test
+  void typedBuilderSettersEnforceTheSameBounds() {
+    TransferConfig.Builder b = TransferConfig.builder().prefix(P);
+    assertTrue(assertThrows(TransferConfigException.class, () -> b.ioThreads(65)).getMessage()
+        .contains(P + "ioThreads=65 is out of range: 1 to 64"));
+    assertTrue(assertThrows(TransferConfigException.class,
+        () -> b.readTimeout(Duration.ofMillis(99))).getMessage()
+        .contains(P + "readTimeout=99ms is out of range: 100ms to 1h"));
+    assertTrue(assertThrows(TransferConfigException.class, () -> b.maxTransferSize(4095))
+        .getMessage().contains(P + "maxTransferSize=4095 is out of range: 4k to 64m"));
+    assertEquals(64, b.ioThreads(64).build().ioThreads());
+  }
+
+  @Test
+  void defaultsAreTheDeclaredOnes() {
+    TransferConfig c = TransferConfig.defaults();
+    assertEquals(ProviderKind.AUTO, c.provider());
+    assertEquals("127.0.0.1", c.bindAddress());
+    assertEquals(0, c.port());
+    assertEquals(Duration.ofSeconds(10), c.connectTimeout());
+    assertEquals(Duration.ofSeconds(60), c.readTimeout());
+    assertEquals(Duration.ofSeconds(5), c.peerBackoff());
+    assertEquals(64, c.maxOutstandingRequests());
+    assertEquals(64L << 20, c.maxOutstandingBytes());
+    assertEquals(1 << 20, c.maxTransferSize());
+    assertEquals(1 << 30, c.maxSegmentSize());
+    assertEquals(16L << 30, c.registrationBudget());
+    assertEquals(256L << 20, c.poolMaxBytes());
+    assertEquals(2, c.ioThreads());
+    assertEquals(4096, c.maxConnections());
+    assertEquals(Duration.ofMinutes(10), c.idleTimeout());
+    assertEquals(Duration.ofSeconds(60), c.writeTimeout());
+    assertTrue(c.authSecret().isEmpty() && c.device().isEmpty());
   }
 
   @Test

@@ -1,13 +1,19 @@
 package io.memwire.shuffle;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.settings.Setting;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** docs/SHUFFLE.md shows exactly the table ShuffleConf.KEYS generates. */
+/** docs/SHUFFLE.md shows exactly the table ShuffleConf.KEYS generates, and its ranges hold. */
 class ShuffleConfDocTest {
   @Test
   void docsShowTheGeneratedTable() throws Exception {
@@ -15,5 +21,53 @@ class ShuffleConfDocTest {
     assertTrue(doc.contains(ShuffleConf.markdownTable()),
         "regenerate the table in docs/SHUFFLE.md with: java -cp ... "
             + "io.memwire.shuffle.conf.ShuffleConf\n" + ShuffleConf.markdownTable());
+  }
+
+  @Test
+  void theManagersOwnRangesAreWhatParsingEnforces() {
+    String p = ShuffleConf.PREFIX;
+    for (Setting<?> s : ShuffleConf.OWN) {
+      if (s.min().isEmpty()) {
+        assertEquals("true, false", s.rangeText(), s.name());
+        ShuffleConf.parse(Map.of(p + s.name(), "true"), null);
+        ShuffleConf.parse(Map.of(p + s.name(), "False"), null);
+        assertTrue(bad(p + s.name(), "yes").contains(p + s.name() + "=yes is not true or false"));
+        continue;
+      }
+      // The documented range text, read back with the unit parser.
+      String[] ends = s.rangeText().split(";")[0].split(" to ");
+      long min = TransferConfig.parseBytes(ends[0]);
+      long max = TransferConfig.parseBytes(ends[1]);
+      ShuffleConf.parse(Map.of(p + s.name(), Long.toString(min)), null);
+      ShuffleConf.parse(Map.of(p + s.name(), Long.toString(max)), null);
+      for (long v : new long[] {min - 1, max + 1}) {
+        String msg = bad(p + s.name(), Long.toString(v));
+        assertTrue(msg.contains(p + s.name() + "=" + v + " is out of range: " + s.rangeText()),
+            msg);
+      }
+    }
+    ShuffleConf c = ShuffleConf.parse(Map.of(p + "readBatchBlocks", "65536",
+        p + "readBatchBytes", "64k", p + "indexCacheSize", "0"), null);
+    assertEquals(65536, c.readBatchBlocks());
+    assertEquals(64 * 1024, c.readBatchBytes());
+    assertEquals(0, c.indexCacheSize());
+    ShuffleConf d = ShuffleConf.parse(Map.of(), null);
+    assertEquals(512, d.readBatchBlocks());
+    assertEquals(64L << 20, d.readBatchBytes());
+    assertEquals(64L << 20, d.indexCacheSize());
+    assertTrue(d.fallback() && !d.allowCleartextReads());
+  }
+
+  @Test
+  void transportKeysAreCheckedByTheTransportAndUnknownKeysRefused() {
+    String p = ShuffleConf.PREFIX;
+    assertTrue(bad(p + "ioThreads", "65").contains(p + "ioThreads=65 is out of range: 1 to 64"));
+    assertTrue(bad(p + "readBatchBlock", "5").contains("unknown configuration key "
+        + p + "readBatchBlock"));
+  }
+
+  private static String bad(String key, String value) {
+    return assertThrows(TransferConfigException.class,
+        () -> ShuffleConf.parse(Map.of(key, value), null)).getMessage();
   }
 }

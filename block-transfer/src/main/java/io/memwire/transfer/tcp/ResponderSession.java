@@ -28,14 +28,6 @@ final class ResponderSession implements EventLoop.Handler {
   static final int MAX_QUEUED = 1024;
   private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
   private static final int GATHER = 64;
-  /**
-   * File reads at least this long go out by sendfile ({@code transferTo}); shorter ones by
-   * gathering writes from the read-only mapping. Off by default: on loopback the transfer
-   * benchmark measured sendfile at about 0.6 of the raw socket and the mapping at 0.9 to 1.3.
-   * {@code -Dmemwire.tcp.sendfileMinBytes=N} turns it on for reads of N bytes and more.
-   */
-  private static final int TRANSFER_TO_MIN =
-      Integer.getInteger("memwire.tcp.sendfileMinBytes", Integer.MAX_VALUE);
 
   private enum State { HELLO, AUTH, SERVING, CLOSED }
 
@@ -259,7 +251,7 @@ final class ResponderSession implements EventLoop.Handler {
       return;
     }
     ByteBuffer header = header(Wire.TYPE_DATA, Wire.STATUS_OK, (int) length, id);
-    if (e.file != null && length >= TRANSFER_TO_MIN) {
+    if (e.file != null && length >= provider.sendfileMinBytes()) {
       out.add(new Response(header, e, e.fileOffset + offset, length));
     } else {
       ByteBuffer body = e.memory.duplicate();

@@ -1,5 +1,6 @@
 package io.memwire.transfer.tcp;
 
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
@@ -50,6 +51,8 @@ public final class TcpProvider implements TransportProvider {
 
   private final TransferConfig config;
   private final byte[] secret;
+  /** File reads at least this long go out by sendfile; {@code Integer.MAX_VALUE}: never. */
+  private final int sendfileMinBytes;
   private final RegionTable table = new RegionTable();
   private final EventLoop[] loops;
   private final ServerSocketChannel server;
@@ -77,6 +80,8 @@ public final class TcpProvider implements TransportProvider {
   private TcpProvider(TransferConfig config) throws IOException {
     this.config = config;
     this.secret = config.authSecret().orElse(null);
+    this.sendfileMinBytes = TransportSettings.TCP_SENDFILE_MIN_BYTES.fromSystemProperties()
+        .map(Math::toIntExact).orElse(Integer.MAX_VALUE);
     InetAddress bind = config.resolveBindAddress();
     int id = IDS.incrementAndGet();
     this.server = ServerSocketChannel.open();
@@ -276,6 +281,11 @@ public final class TcpProvider implements TransportProvider {
 
   byte[] secret() {
     return secret;
+  }
+
+  /** Shortest file read served by sendfile ({@code memwire.tcp.sendfileMinBytes}). */
+  int sendfileMinBytes() {
+    return sendfileMinBytes;
   }
 
   RegionTable table() {

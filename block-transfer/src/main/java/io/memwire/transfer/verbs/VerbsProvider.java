@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import io.memwire.transfer.settings.TransportSettings;
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
@@ -71,8 +72,7 @@ public final class VerbsProvider implements TransportProvider {
    * sleeps, in microseconds (JVM system property; 0 = sleep at once). Spinning saves a wake-up
    * per completion when reads are in flight back to back, at the cost of CPU on that thread.
    */
-  public static final String CQ_SPIN_PROPERTY = "memwire.verbs.cqSpinMicros";
-  static final long DEFAULT_CQ_SPIN_MICROS = 50;
+  public static final String CQ_SPIN_PROPERTY = TransportSettings.VERBS_CQ_SPIN_MICROS.name();
   private static final int CM_WAIT_MS = 50;
   private static final int EV_ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
   private static final int EV_ROUTE_RESOLVED =
@@ -260,20 +260,7 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   static long cqSpinMicros() {
-    String v = System.getProperty(CQ_SPIN_PROPERTY);
-    if (v == null || v.isBlank()) {
-      return DEFAULT_CQ_SPIN_MICROS;
-    }
-    try {
-      long us = Long.parseLong(v.trim());
-      if (us < 0 || us > 1_000_000) {
-        throw new NumberFormatException();
-      }
-      return us;
-    } catch (NumberFormatException e) {
-      throw new TransferConfigException(CQ_SPIN_PROPERTY + "=" + v
-          + " is not a number of microseconds between 0 and 1000000");
-    }
+    return TransportSettings.VERBS_CQ_SPIN_MICROS.fromSystemProperties().orElseThrow();
   }
 
   @Override

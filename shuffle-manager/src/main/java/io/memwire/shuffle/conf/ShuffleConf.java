@@ -3,15 +3,19 @@ package io.memwire.shuffle.conf;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.settings.Setting;
+import io.memwire.transfer.settings.Settings;
+import io.memwire.transfer.settings.TransportSettings;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.Locale;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * The settings of the RDMA shuffle manager: every key under {@value #PREFIX}, validated once at
- * start. {@link #KEYS} is the one table that documents them (docs/SHUFFLE.md is generated from it
+ * start. Each key is declared once as a {@link Setting} (the transport's in {@link
+ * TransportSettings}, the manager's here); {@link #KEYS} is the table that documents them (docs/SHUFFLE.md is generated from it
  * and a test keeps the two equal). Transport keys are {@link TransferConfig}'s, read with this
  * prefix; the manager's own keys follow them.
  */
@@ -33,87 +37,116 @@ public final class ShuffleConf {
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
   private static final long GIB = 1024 * MIB;
+  private static final String V010 = "0.1.0";
+
+  /** Declaration of {@link #FALLBACK}. */
+  public static final Setting<Boolean> FALLBACK_SETTING = Setting.key(FALLBACK).since(V010)
+      .doc("Serve a block through Spark's own block transfer when it cannot be read one-sided "
+          + "(peer without an endpoint, provider mismatch or failure, registration budget "
+          + "exhausted, transport failed to start with provider auto). false: such cases fail the "
+          + "task.")
+      .bool().withDefault("true");
+
+  /** Declaration of {@link #READ_BATCH_BLOCKS}. */
+  public static final Setting<Integer> READ_BATCH_BLOCKS_SETTING = Setting.key(READ_BATCH_BLOCKS)
+      .since(V010)
+      .doc("Most blocks whose reads are posted to one peer as one batch.")
+      .count(1, 65536).withDefault("512");
+
+  /** Declaration of {@link #READ_BATCH_BYTES}. */
+  public static final Setting<Long> READ_BATCH_BYTES_SETTING = Setting.key(READ_BATCH_BYTES)
+      .since(V010)
+      .doc("Most bytes of block data posted to one peer as one batch; a larger block goes alone.")
+      .bytes(64 * KIB, GIB).withDefault("64m");
+
+  /** Declaration of {@link #INDEX_CACHE_SIZE}. */
+  public static final Setting<Long> INDEX_CACHE_SIZE_SETTING = Setting.key(INDEX_CACHE_SIZE)
+      .since(V010)
+      .doc("Bytes of peers' shuffle index files each executor keeps (per executor, all "
+          + "shuffles). The first reduce task to read a map output reads its whole index (up to "
+          + "64 KiB) and keeps it, so later tasks read block data in one round trip. 0: read only "
+          + "the two index entries of each block, on every fetch.")
+      .bytes(0, GIB).withDefault("64m");
+
+  /** Declaration of {@link #ALLOW_CLEARTEXT_READS}. */
+  public static final Setting<Boolean> ALLOW_CLEARTEXT_READS_SETTING =
+      Setting.key(ALLOW_CLEARTEXT_READS).since(V010)
+          .doc("Only matters when Spark encrypts its network (spark.network.crypto.enabled, "
+              + "spark.authenticate.enableSaslEncryption or spark.ssl.rpc.enabled): then by "
+              + "default the transport does not start and every block is read through Spark's own "
+              + "encrypted transfer. true: read blocks one-sided anyway, unencrypted on the wire; "
+              + "only for RDMA fabrics isolated by design. See \"Encryption\" below.")
+          .bool().withDefault("false");
+
+  /** The manager's own settings (after the transport's), in documentation order. */
+  public static final List<Setting<?>> OWN =
+      List.of(FALLBACK_SETTING, READ_BATCH_BLOCKS_SETTING, READ_BATCH_BYTES_SETTING,
+          INDEX_CACHE_SIZE_SETTING, ALLOW_CLEARTEXT_READS_SETTING);
 
   /** Every key (without the prefix), in documentation order: transport keys, then the manager's. */
   public static final Map<String, Key> KEYS;
 
   static {
     Map<String, Key> k = new LinkedHashMap<>();
-    for (TransferConfig.Key t : TransferConfig.KEYS.values()) {
-      String def = t.defaultValue();
+    for (Setting<?> t : TransportSettings.ALL) {
+      String def = t.defaultText();
       String doc = t.doc();
-      if (t.name().equals(TransferConfig.BIND_ADDRESS)) {
+      if (t == TransportSettings.BIND_ADDRESS) {
         def = "(the executor's host)";
         doc = "Address the executor's transfer node listens on and publishes to reducers; by "
             + "default the host of the executor's BlockManager. With verbs it must be an address "
             + "of an RDMA device.";
-      } else if (t.name().equals(TransferConfig.AUTH_SECRET)) {
+      } else if (t == TransportSettings.AUTH_SECRET) {
         def = "(spark.authenticate.secret)";
         doc = t.doc() + " When spark.authenticate=true and this key is unset, Spark's secret is used.";
       }
-      k.put(t.name(), new Key(t.name(), def, t.range(), doc, true));
+      k.put(t.name(), new Key(t, def, doc, true));
     }
-    k.put(FALLBACK, new Key(FALLBACK, "true", "true, false",
-        "Serve a block through Spark's own block transfer when it cannot be read one-sided (peer "
-            + "without an endpoint, provider mismatch or failure, registration budget exhausted, "
-            + "transport failed to start with provider auto). false: such cases fail the task.",
-        false));
-    k.put(READ_BATCH_BLOCKS, new Key(READ_BATCH_BLOCKS, "512", "1 to 65536",
-        "Most blocks whose reads are posted to one peer as one batch.", false));
-    k.put(READ_BATCH_BYTES, new Key(READ_BATCH_BYTES, "64m", "64k to 1g",
-        "Most bytes of block data posted to one peer as one batch; a larger block goes alone.",
-        false));
-    k.put(INDEX_CACHE_SIZE, new Key(INDEX_CACHE_SIZE, "64m", "0 to 1g",
-        "Bytes of peers' shuffle index files each executor keeps (per executor, all shuffles). The "
-            + "first reduce task to read a map output reads its whole index (up to 64 KiB) and keeps "
-            + "it, so later tasks read block data in one round trip. 0: read only the two index "
-            + "entries of each block, on every fetch.",
-        false));
-    k.put(ALLOW_CLEARTEXT_READS, new Key(ALLOW_CLEARTEXT_READS, "false", "true, false",
-        "Only matters when Spark encrypts its network (spark.network.crypto.enabled, "
-            + "spark.authenticate.enableSaslEncryption or spark.ssl.rpc.enabled): then by default "
-            + "the transport does not start and every block is read through Spark's own encrypted "
-            + "transfer. true: read blocks one-sided anyway, unencrypted on the wire; only for RDMA "
-            + "fabrics isolated by design. See \"Encryption\" below.",
-        false));
+    for (Setting<?> s : OWN) {
+      k.put(s.name(), new Key(s, s.defaultText(), s.doc(), false));
+    }
     KEYS = Collections.unmodifiableMap(k);
   }
 
-  /** One documented key. */
+  /** One documented key: its {@link Setting} as the shuffle manager documents it. */
   public static final class Key {
-    private final String name;
+    private final Setting<?> setting;
     private final String defaultValue;
-    private final String range;
     private final String doc;
     private final boolean transport;
 
-    Key(String name, String defaultValue, String range, String doc, boolean transport) {
-      this.name = name;
+    Key(Setting<?> setting, String defaultValue, String doc, boolean transport) {
+      this.setting = setting;
       this.defaultValue = defaultValue;
-      this.range = range;
       this.doc = doc;
       this.transport = transport;
     }
 
     /** The key without {@value ShuffleConf#PREFIX}. */
     public String name() {
-      return name;
+      return setting.name();
     }
 
     public String fullName() {
-      return PREFIX + name;
+      return PREFIX + name();
     }
 
     public String defaultValue() {
       return defaultValue;
     }
 
+    /** The allowed values, derived from the bounds the check enforces. */
     public String range() {
-      return range;
+      return setting.rangeText();
     }
 
     public String doc() {
       return doc;
+    }
+
+    /** The declaration (parser, typed default, bounds). */
+    public Setting<?> setting() {
+      return setting;
     }
 
     /** True for keys passed to the transport ({@link TransferConfig}). */
@@ -149,38 +182,26 @@ public final class ShuffleConf {
    * @throws TransferConfigException naming the full key of the first unknown or bad value
    */
   public static ShuffleConf parse(Map<String, String> sparkConf, String sparkSecret) {
-    Map<String, String> ours = new TreeMap<>();
+    Settings.refuseUnknown(sparkConf, PREFIX, KEYS.keySet());
+    Map<String, String> transportProps = new TreeMap<>();
     for (Map.Entry<String, String> e : sparkConf.entrySet()) {
-      if (e.getKey().startsWith(PREFIX)) {
-        String name = e.getKey().substring(PREFIX.length());
-        if (!KEYS.containsKey(name)) {
-          throw new TransferConfigException("unknown configuration key " + e.getKey()
-              + "; known keys: " + KEYS.keySet());
-        }
-        ours.put(name, e.getValue());
+      if (e.getKey().startsWith(PREFIX)
+          && KEYS.get(e.getKey().substring(PREFIX.length())).isTransport()) {
+        transportProps.put(e.getKey(), e.getValue());
       }
     }
-    Map<String, String> transportProps = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : ours.entrySet()) {
-      if (KEYS.get(e.getKey()).isTransport()) {
-        transportProps.put(PREFIX + e.getKey(), e.getValue());
-      }
-    }
-    if (sparkSecret != null && !ours.containsKey(TransferConfig.AUTH_SECRET)) {
-      transportProps.put(PREFIX + TransferConfig.AUTH_SECRET, sparkSecret);
+    String secretKey = PREFIX + TransferConfig.AUTH_SECRET;
+    if (sparkSecret != null && !transportProps.containsKey(secretKey)) {
+      transportProps.put(secretKey, sparkSecret);
     }
     TransferConfig transfer = TransferConfig.fromProperties(transportProps, PREFIX);
-    boolean fallback = parseBoolean(FALLBACK, ours.getOrDefault(FALLBACK, "true"));
-    int blocks = (int) range(READ_BATCH_BLOCKS,
-        parseLong(READ_BATCH_BLOCKS, ours.getOrDefault(READ_BATCH_BLOCKS, "512")), 1, 65536);
-    long bytes = range(READ_BATCH_BYTES,
-        parseSize(READ_BATCH_BYTES, ours.getOrDefault(READ_BATCH_BYTES, "64m")), 64 * KIB, GIB);
-    long indexCache = range(INDEX_CACHE_SIZE,
-        parseSize(INDEX_CACHE_SIZE, ours.getOrDefault(INDEX_CACHE_SIZE, "64m")), 0, GIB);
-    boolean cleartext = parseBoolean(ALLOW_CLEARTEXT_READS,
-        ours.getOrDefault(ALLOW_CLEARTEXT_READS, "false"));
-    return new ShuffleConf(transfer, ours.containsKey(TransferConfig.BIND_ADDRESS), fallback,
-        blocks, bytes, indexCache, cleartext);
+    return new ShuffleConf(transfer,
+        sparkConf.containsKey(PREFIX + TransferConfig.BIND_ADDRESS),
+        FALLBACK_SETTING.valueIn(sparkConf, PREFIX),
+        READ_BATCH_BLOCKS_SETTING.valueIn(sparkConf, PREFIX),
+        READ_BATCH_BYTES_SETTING.valueIn(sparkConf, PREFIX),
+        INDEX_CACHE_SIZE_SETTING.valueIn(sparkConf, PREFIX),
+        ALLOW_CLEARTEXT_READS_SETTING.valueIn(sparkConf, PREFIX));
   }
 
   /** The transport settings; the bind address is the executor's host unless given explicitly. */
@@ -216,48 +237,12 @@ public final class ShuffleConf {
     return allowCleartextReads;
   }
 
-  private static boolean parseBoolean(String key, String v) {
-    String s = v.trim().toLowerCase(Locale.ROOT);
-    if (s.equals("true") || s.equals("false")) {
-      return Boolean.parseBoolean(s);
-    }
-    throw new TransferConfigException(PREFIX + key + "=" + v + " is not true or false");
-  }
-
-  private static long parseLong(String key, String v) {
-    try {
-      return Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw new TransferConfigException(PREFIX + key + "=" + v + " is not a whole number");
-    }
-  }
-
-  private static long parseSize(String key, String v) {
-    try {
-      return TransferConfig.parseBytes(v);
-    } catch (RuntimeException e) {
-      throw new TransferConfigException(PREFIX + key + "=" + v
-          + " is not a size (bytes, or a number with k, m, g)");
-    }
-  }
-
-  private static long range(String key, long v, long min, long max) {
-    if (v < min || v > max) {
-      throw new TransferConfigException(PREFIX + key + "=" + v + " is out of range: "
-          + KEYS.get(key).range());
-    }
-    return v;
-  }
-
   /** The Markdown table of {@link #KEYS}, as docs/SHUFFLE.md shows it. */
   public static String markdownTable() {
-    StringBuilder sb = new StringBuilder();
-    sb.append("| Key | Default | Range | Meaning |\n|---|---|---|---|\n");
-    for (Key k : KEYS.values()) {
-      sb.append("| `").append(k.fullName()).append("` | ").append(k.defaultValue()).append(" | ")
-          .append(k.range()).append(" | ").append(k.doc()).append(" |\n");
-    }
-    return sb.toString();
+    return Settings.markdownTable("| Key | Default | Range | Meaning |", "|---|---|---|---|",
+        KEYS.values().stream()
+            .map(k -> new Settings.Row(k.fullName(), k.defaultValue(), k.range(), k.doc()))
+            .toList());
   }
 
   /** Prints {@link #markdownTable()}; used to regenerate docs/SHUFFLE.md's table. */
