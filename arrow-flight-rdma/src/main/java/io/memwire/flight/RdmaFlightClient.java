@@ -39,21 +39,23 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p>Defaults come from system properties: {@value DataPlane#PROPERTY} (auto, verbs, tcp, grpc),
- * {@value #WINDOW_BATCHES_PROPERTY}, {@value #WINDOW_BYTES_PROPERTY}; builder settings win.
+ * {@value #WINDOW_BATCHES_PROPERTY}, {@value #WINDOW_BYTES_PROPERTY}, declared in {@link
+ * FlightSettings}; builder settings win. Other system properties directly under {@code
+ * memwire.flight.} are refused when a client is built.
  */
 public final class RdmaFlightClient implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightClient.class);
   private static final AtomicInteger IDS = new AtomicInteger();
   /**
-   * System property: most batches leased to this client at once (default 32; the byte window
-   * bounds large batches). Deep enough that one stream of 1 MiB batches keeps the transfer
-   * connection busy while FREEs and new descriptors cross gRPC (with 8 it ran dry: lower ratios
-   * to DoGet in the benchmark, see docs/FLIGHT.md).
+   * System property: most batches leased to this client at once ({@link
+   * FlightSettings#WINDOW_BATCHES}; the byte window bounds large batches). The default is deep
+   * enough that one stream of 1 MiB batches keeps the transfer connection busy while FREEs and
+   * new descriptors cross gRPC (with 8 it ran dry: lower ratios to DoGet in the benchmark, see
+   * docs/FLIGHT.md).
    */
   public static final String WINDOW_BATCHES_PROPERTY = "memwire.flight.windowBatches";
-  /** System property: most body bytes leased to this client at once (default 128m). */
+  /** System property: most body bytes leased to this client at once (see FlightSettings). */
   public static final String WINDOW_BYTES_PROPERTY = "memwire.flight.windowBytes";
-  static final int DEFAULT_WINDOW_BATCHES = 32;
 
   /** What a stream reads: a ticket, and the endpoint it came from when known. */
   static final class Target {
@@ -106,12 +108,14 @@ public final class RdmaFlightClient implements AutoCloseable {
   private RdmaFlightClient(Builder b) {
     this.flight = b.flight;
     this.allocator = b.allocator;
+    Map<String, String> sys = FlightSettings.clientSystemProperties();
+    FlightSettings.refuseUnknownClientKeys(sys);
     this.dataPlane = b.dataPlane != null ? b.dataPlane
-        : DataPlane.parse(DataPlane.PROPERTY, System.getProperty(DataPlane.PROPERTY, "auto"));
+        : FlightSettings.DATA_PLANE.valueIn(sys, FlightSettings.CLIENT_PREFIX);
     this.windowBatches = b.windowBatches > 0 ? b.windowBatches
-        : intProperty(WINDOW_BATCHES_PROPERTY, DEFAULT_WINDOW_BATCHES);
+        : FlightSettings.WINDOW_BATCHES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
     this.windowBytes = b.windowBytes > 0 ? b.windowBytes
-        : bytesProperty(WINDOW_BYTES_PROPERTY, 128L << 20);
+        : FlightSettings.WINDOW_BYTES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
     this.transferConfig = b.transferConfig != null ? b.transferConfig : TransferConfig.defaults();
     this.arenaSize = b.arenaSize;
     this.maxRegisteredBytes = Math.max(b.maxRegisteredBytes, arenaSize);
@@ -312,36 +316,6 @@ public final class RdmaFlightClient implements AutoCloseable {
   /** Prefix of the client's transfer-node keys in a properties file. */
   public static final String TRANSFER_PREFIX = "memwire.flight.transfer.";
 
-  static int parsePositive(String key, String v) {
-    try {
-      int n = Integer.parseInt(v.trim());
-      if (n < 1) {
-        throw new NumberFormatException();
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key + "=" + v + " is not a positive integer");
-    }
-  }
-
-  static long parseSize(String key, String v) {
-    try {
-      return TransferConfig.parseBytes(v.trim());
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException(key + "=" + v + " is not a byte size (e.g. 64m)");
-    }
-  }
-
-  private static int intProperty(String key, int def) {
-    String v = System.getProperty(key);
-    return v == null ? def : parsePositive(key, v);
-  }
-
-  private static long bytesProperty(String key, long def) {
-    String v = System.getProperty(key);
-    return v == null ? def : parseSize(key, v);
-  }
-
   /** Options of an {@link RdmaFlightClient}. */
   public static final class Builder {
     private final FlightClient flight;
@@ -363,19 +337,20 @@ public final class RdmaFlightClient implements AutoCloseable {
      * Applies {@code memwire.flight.dataPlane}, {@code memwire.flight.windowBatches}, {@code
      * memwire.flight.windowBytes} and the transfer keys under {@code memwire.flight.transfer.}
      * (see TransferConfig.KEYS) from a properties file such as conf-templates/flight/client-*.
+     * Other keys directly under {@code memwire.flight.} are refused.
      *
-     * @throws IllegalArgumentException naming the key of a bad value
+     * @throws IllegalArgumentException naming the key of a bad or unknown value
      */
     public Builder properties(Map<String, String> p) {
-      String d = p.get(DataPlane.PROPERTY);
+      FlightSettings.refuseUnknownClientKeys(p);
+      String pre = FlightSettings.CLIENT_PREFIX;
+      DataPlane d = FlightSettings.given(p, pre, FlightSettings.DATA_PLANE, null);
       if (d != null) {
-        dataPlane(DataPlane.parse(DataPlane.PROPERTY, d));
+        dataPlane(d);
       }
-      String wb = p.get(WINDOW_BATCHES_PROPERTY);
-      String wy = p.get(WINDOW_BYTES_PROPERTY);
-      if (wb != null || wy != null) {
-        window(wb == null ? DEFAULT_WINDOW_BATCHES : parsePositive(WINDOW_BATCHES_PROPERTY, wb),
-            wy == null ? 128L << 20 : parseSize(WINDOW_BYTES_PROPERTY, wy));
+      if (p.containsKey(WINDOW_BATCHES_PROPERTY) || p.containsKey(WINDOW_BYTES_PROPERTY)) {
+        window(FlightSettings.WINDOW_BATCHES.valueIn(p, pre),
+            FlightSettings.WINDOW_BYTES.valueIn(p, pre));
       }
       if (p.keySet().stream().anyMatch(k -> k.startsWith(TRANSFER_PREFIX))) {
         transferConfig(TransferConfig.fromProperties(p, TRANSFER_PREFIX));

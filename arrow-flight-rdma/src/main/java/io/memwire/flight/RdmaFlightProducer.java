@@ -226,6 +226,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     return maxWindowBatches;
   }
 
+  int maxExchanges() {
+    return maxExchanges;
+  }
+
   long maxWindowBytes() {
     return maxWindowBytes;
   }
@@ -428,14 +432,15 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private final TransferNode node;
     private final BufferAllocator allocator;
     private Location grpcLocation;
-    private CompressionUtil.CodecType compression = CompressionUtil.CodecType.NO_COMPRESSION;
-    private Duration leaseTimeout = Duration.ofSeconds(60);
-    private int maxWindowBatches = 64;
-    private long maxWindowBytes = 256L << 20;
-    private long arenaSize = 64L << 20;
-    private long maxRegisteredBytes = 1L << 30;
-    private int maxExchanges = 64;
-    private boolean trustedFabric;
+    // Defaults as declared in FlightSettings.
+    private CompressionUtil.CodecType compression = FlightSettings.COMPRESSION.defaultValue();
+    private Duration leaseTimeout = FlightSettings.LEASE_TIMEOUT.defaultValue();
+    private int maxWindowBatches = FlightSettings.MAX_WINDOW_BATCHES.defaultValue();
+    private long maxWindowBytes = FlightSettings.MAX_WINDOW_BYTES.defaultValue();
+    private long arenaSize = FlightSettings.ARENA_SIZE.defaultValue();
+    private long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
+    private int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
+    private boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
     /** Test seam: the provider the trust policy is decided for (default: the node's). */
     ProviderKind policyProvider;
 
@@ -447,79 +452,26 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
     /**
      * Applies the {@code memwire.flight.server.*} keys of a properties file such as
-     * conf-templates/flight/server.properties: {@code compression} (none, lz4_frame, zstd),
-     * {@code leaseTimeout} (e.g. 60s), {@code maxWindowBatches}, {@code maxWindowBytes}, {@code
-     * arenaSize}, {@code maxRegisteredBytes}. Unknown keys under the prefix are refused.
+     * conf-templates/flight/server.properties, as declared in {@link FlightSettings#SERVER};
+     * keys not given keep the builder's values. Unknown keys under the prefix are refused.
      *
      * @throws IllegalArgumentException naming the key of a bad value
      */
     public Builder properties(Map<String, String> p) {
-      String prefix = "memwire.flight.server.";
-      int batches = maxWindowBatches;
-      long bytes = maxWindowBytes;
-      long arena = arenaSize;
-      long max = maxRegisteredBytes;
-      for (Map.Entry<String, String> e : p.entrySet()) {
-        if (!e.getKey().startsWith(prefix)) {
-          continue;
-        }
-        String k = e.getKey();
-        String v = e.getValue().trim();
-        switch (k.substring(prefix.length())) {
-          case "compression":
-            compression(parseCodec(k, v));
-            break;
-          case "leaseTimeout":
-            try {
-              leaseTimeout(io.memwire.transfer.TransferConfig.parseTime(v));
-            } catch (RuntimeException ex) {
-              throw new IllegalArgumentException(k + "=" + v + " is not a duration of 10ms or more");
-            }
-            break;
-          case "maxWindowBatches":
-            batches = RdmaFlightClient.parsePositive(k, v);
-            break;
-          case "maxWindowBytes":
-            bytes = RdmaFlightClient.parseSize(k, v);
-            break;
-          case "arenaSize":
-            arena = RdmaFlightClient.parseSize(k, v);
-            break;
-          case "maxRegisteredBytes":
-            max = RdmaFlightClient.parseSize(k, v);
-            break;
-          case "maxExchanges":
-            maxExchanges(RdmaFlightClient.parsePositive(k, v));
-            break;
-          case "trustedFabric":
-            if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
-              throw new IllegalArgumentException(k + "=" + v + " is not true or false");
-            }
-            trustedFabric(Boolean.parseBoolean(v));
-            break;
-          default:
-            throw new IllegalArgumentException("unknown key " + k + "; known: compression, "
-                + "leaseTimeout, maxWindowBatches, maxWindowBytes, arenaSize, maxRegisteredBytes, "
-                + "maxExchanges, trustedFabric");
-        }
-      }
+      FlightSettings.refuseUnknownServerKeys(p);
+      String pre = FlightSettings.SERVER_PREFIX;
+      compression(FlightSettings.given(p, pre, FlightSettings.COMPRESSION, compression));
+      leaseTimeout(FlightSettings.given(p, pre, FlightSettings.LEASE_TIMEOUT, leaseTimeout));
+      int batches = FlightSettings.given(p, pre, FlightSettings.MAX_WINDOW_BATCHES,
+          maxWindowBatches);
+      long bytes = FlightSettings.given(p, pre, FlightSettings.MAX_WINDOW_BYTES, maxWindowBytes);
+      long arena = FlightSettings.given(p, pre, FlightSettings.ARENA_SIZE, arenaSize);
+      long max = FlightSettings.given(p, pre, FlightSettings.MAX_REGISTERED_BYTES,
+          maxRegisteredBytes);
+      maxExchanges(FlightSettings.given(p, pre, FlightSettings.MAX_EXCHANGES, maxExchanges));
+      trustedFabric(FlightSettings.given(p, pre, FlightSettings.TRUSTED_FABRIC, trustedFabric));
       maxWindow(batches, bytes);
       return registeredMemory(arena, max);
-    }
-
-    private static CompressionUtil.CodecType parseCodec(String key, String v) {
-      switch (v.toLowerCase(java.util.Locale.ROOT)) {
-        case "none":
-          return CompressionUtil.CodecType.NO_COMPRESSION;
-        case "lz4_frame":
-        case "lz4":
-          return CompressionUtil.CodecType.LZ4_FRAME;
-        case "zstd":
-          return CompressionUtil.CodecType.ZSTD;
-        default:
-          throw new IllegalArgumentException(key + "=" + v + " is not a codec; expected none, "
-              + "lz4_frame, zstd");
-      }
     }
 
     /** The server's own gRPC location, put first on endpoints that list no location. */
@@ -567,11 +519,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
      * DoGet).
      */
     public Builder maxExchanges(int n) {
-      if (n < 1 || n > 10_000) {
-        throw new IllegalArgumentException("memwire.flight.server.maxExchanges must be in "
-            + "[1, 10000], got " + n);
-      }
-      this.maxExchanges = n;
+      this.maxExchanges = FlightSettings.MAX_EXCHANGES.check(FlightSettings.SERVER_PREFIX, n);
       return this;
     }
 

@@ -61,7 +61,8 @@ class ConfTemplatesTest {
           e.getMessage());
       Map<String, String> typo = Map.of("memwire.flight.server.leaseTimout", "5s");
       e = assertThrows(IllegalArgumentException.class, () -> b.properties(typo));
-      assertTrue(e.getMessage().contains("unknown key memwire.flight.server.leaseTimout"));
+      assertTrue(e.getMessage().contains(
+          "unknown configuration key memwire.flight.server.leaseTimout"), e.getMessage());
     }
   }
 }

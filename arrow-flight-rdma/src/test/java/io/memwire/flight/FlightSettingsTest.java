@@ -1,0 +1,214 @@
+package io.memwire.flight;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.settings.Setting;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.compression.CompressionUtil;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * docs/FLIGHT.md shows exactly the table FlightSettings generates; the client and server builders
+ * enforce each numeric key's documented range, and refuse unknown keys, naming the key.
+ */
+class FlightSettingsTest {
+  private static RootAllocator allocator;
+  private static FlightClient flight;
+  private static TransferNode node;
+
+  @BeforeAll
+  static void start() {
+    allocator = new RootAllocator();
+    flight = FlightClient.builder(allocator, Location.forGrpcInsecure("127.0.0.1", 1)).build();
+    node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP).build());
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    flight.close();
+    node.close();
+    allocator.close();
+  }
+
+  @Test
+  void docsShowTheGeneratedTable() throws Exception {
+    String doc = Files.readString(Path.of("..", "docs", "FLIGHT.md"));
+    assertTrue(doc.contains(FlightSettings.markdownTable()),
+        "regenerate the table in docs/FLIGHT.md with: java -cp ... "
+            + "io.memwire.flight.FlightSettings\n" + FlightSettings.markdownTable());
+  }
+
+  @Test
+  void publicKeyConstantsAreTheDeclaredNames() {
+    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.DATA_PLANE.name(),
+        DataPlane.PROPERTY);
+    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BATCHES.name(),
+        RdmaFlightClient.WINDOW_BATCHES_PROPERTY);
+    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BYTES.name(),
+        RdmaFlightClient.WINDOW_BYTES_PROPERTY);
+  }
+
+  @Test
+  void clientNumericKeysEnforceTheirDocumentedRange() {
+    probe(FlightSettings.CLIENT_PREFIX, FlightSettings.CLIENT, this::client, 2);
+  }
+
+  @Test
+  void serverNumericKeysEnforceTheirDocumentedRange() {
+    probe(FlightSettings.SERVER_PREFIX, FlightSettings.SERVER, this::server, 6);
+  }
+
+  /** For each numeric setting: min and max accepted, min-1 and max+1 refused naming the key. */
+  private static void probe(String prefix, List<Setting<?>> settings,
+      Consumer<Map<String, String>> apply, int expectedNumeric) {
+    int numeric = 0;
+    for (Setting<?> s : settings) {
+      if (s.min().isEmpty()) {
+        continue;
+      }
+      numeric++;
+      String key = prefix + s.name();
+      boolean millis = s.defaultValue() instanceof Duration;
+      // The documented range text, read back with the unit parser, is the enforced one.
+      String[] ends = s.rangeText().split(";")[0].split(" to ");
+      long min = millis ? TransferConfig.parseTime(ends[0]).toMillis()
+          : TransferConfig.parseBytes(ends[0]);
+      long max = millis ? TransferConfig.parseTime(ends[1]).toMillis()
+          : TransferConfig.parseBytes(ends[1]);
+      assertEquals(s.min().getAsLong(), min, key);
+      assertEquals(s.max().getAsLong(), max, key);
+      String unit = millis ? "ms" : "";
+      apply.accept(Map.of(key, min + unit));
+      apply.accept(Map.of(key, max + unit));
+      for (long v : new long[] {min - 1, max + 1}) {
+        TransferConfigException e = assertThrows(TransferConfigException.class,
+            () -> apply.accept(Map.of(key, v + unit)), key + "=" + v);
+        assertTrue(e.getMessage().contains(key + "=" + v + unit + " is out of range: "
+            + s.rangeText()), e.getMessage());
+      }
+    }
+    assertEquals(expectedNumeric, numeric, "numeric settings probed");
+  }
+
+  private void client(Map<String, String> p) {
+    try (RdmaFlightClient c = RdmaFlightClient.builder(flight, allocator).properties(p).build()) {
+      p.forEach((k, v) -> {
+        if (k.equals(RdmaFlightClient.WINDOW_BATCHES_PROPERTY)) {
+          assertEquals(Long.parseLong(v), c.windowBatches());
+        } else if (k.equals(RdmaFlightClient.WINDOW_BYTES_PROPERTY)) {
+          assertEquals(Long.parseLong(v), c.windowBytes());
+        }
+      });
+    }
+  }
+
+  private void server(Map<String, String> p) {
+    RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator).properties(p);
+  }
+
+  @Test
+  void clientReadsDefaultsAndValuesAndRefusesUnknownKeys() {
+    try (RdmaFlightClient c = RdmaFlightClient.builder(flight, allocator).build()) {
+      assertEquals(DataPlane.AUTO, c.dataPlane());
+      assertEquals(32, c.windowBatches());
+      assertEquals(128L << 20, c.windowBytes());
+    }
+    Map<String, String> p = new HashMap<>();
+    p.put("memwire.flight.dataPlane", " TCP ");
+    p.put("memwire.flight.windowBytes", "1m");
+    // Server and transfer keys in the same file are left to their readers.
+    p.put("memwire.flight.server.maxExchanges", "8");
+    p.put("memwire.flight.transfer.readTimeout", "30s");
+    try (RdmaFlightClient c = RdmaFlightClient.builder(flight, allocator).properties(p).build()) {
+      assertEquals(DataPlane.TCP, c.dataPlane());
+      assertEquals(32, c.windowBatches());
+      assertEquals(1L << 20, c.windowBytes());
+    }
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> client(Map.of("memwire.flight.dataPlane", "rdma")));
+    assertTrue(e.getMessage().contains("memwire.flight.dataPlane=rdma is not a data plane"),
+        e.getMessage());
+    e = assertThrows(TransferConfigException.class,
+        () -> client(Map.of("memwire.flight.windowBatchs", "4")));
+    assertTrue(e.getMessage().contains("unknown configuration key memwire.flight.windowBatchs"),
+        e.getMessage());
+    e = assertThrows(TransferConfigException.class,
+        () -> client(Map.of("memwire.flight.windowBytes", "lots")));
+    assertTrue(e.getMessage().contains("memwire.flight.windowBytes=lots is not a size"),
+        e.getMessage());
+    e = assertThrows(TransferConfigException.class,
+        () -> client(Map.of("memwire.flight.transfer.readTimeot", "4s")));
+    assertTrue(e.getMessage().contains("memwire.flight.transfer.readTimeot"), e.getMessage());
+  }
+
+  @Test
+  void clientSystemPropertiesAreReadAndUnknownOnesRefused() {
+    String good = RdmaFlightClient.WINDOW_BATCHES_PROPERTY;
+    String typo = "memwire.flight.windowBytez";
+    try {
+      System.setProperty(good, "7");
+      try (RdmaFlightClient c = RdmaFlightClient.builder(flight, allocator).build()) {
+        assertEquals(7, c.windowBatches());
+      }
+      System.setProperty(good, "0");
+      TransferConfigException e = assertThrows(TransferConfigException.class,
+          () -> RdmaFlightClient.builder(flight, allocator).build());
+      assertTrue(e.getMessage().contains(good + "=0 is out of range"), e.getMessage());
+      System.clearProperty(good);
+      System.setProperty(typo, "1m");
+      e = assertThrows(TransferConfigException.class,
+          () -> RdmaFlightClient.builder(flight, allocator).build());
+      assertTrue(e.getMessage().contains("unknown configuration key " + typo), e.getMessage());
+    } finally {
+      System.clearProperty(good);
+      System.clearProperty(typo);
+    }
+  }
+
+  @Test
+  void serverKeysAreReadAndUnknownOnesRefused() {
+    RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(new NoOpFlightProducer(), node,
+        allocator);
+    b.properties(Map.of("memwire.flight.server.compression", "LZ4",
+        "memwire.flight.server.leaseTimeout", "2s",
+        "memwire.flight.server.maxExchanges", "3",
+        "memwire.flight.server.maxWindowBatches", "5",
+        "memwire.flight.server.trustedFabric", "TRUE"));
+    try (RdmaFlightProducer p = b.build()) {
+      assertEquals(Duration.ofSeconds(2), p.leaseTimeout());
+      assertEquals(3, p.maxExchanges());
+      assertEquals(5, p.maxWindowBatches());
+      assertEquals(256L << 20, p.maxWindowBytes());
+      assertTrue(p.codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
+    }
+    assertEquals(CompressionUtil.CodecType.NO_COMPRESSION,
+        FlightSettings.COMPRESSION.defaultValue());
+    TransferConfigException e = assertThrows(TransferConfigException.class,
+        () -> server(Map.of("memwire.flight.server.maxExchange", "3")));
+    assertTrue(e.getMessage().contains("unknown configuration key "
+        + "memwire.flight.server.maxExchange"), e.getMessage());
+    e = assertThrows(TransferConfigException.class,
+        () -> RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
+            .maxExchanges(10_001));
+    assertTrue(e.getMessage().contains("memwire.flight.server.maxExchanges=10001 is out of "
+        + "range: 1 to 10000"), e.getMessage());
+  }
+}
