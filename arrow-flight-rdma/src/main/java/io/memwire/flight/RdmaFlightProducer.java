@@ -486,12 +486,12 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       return this;
     }
 
-    /** How long a batch stays leased without the client's FREE before the exchange fails. */
+    /**
+     * How long a batch stays leased without the client's FREE before the exchange fails (range
+     * of {@link FlightSettings#LEASE_TIMEOUT}).
+     */
     public Builder leaseTimeout(Duration d) {
-      if (d.toMillis() < 10) {
-        throw new IllegalArgumentException("leaseTimeout must be at least 10 ms, got " + d);
-      }
-      this.leaseTimeout = d;
+      this.leaseTimeout = FlightSettings.LEASE_TIMEOUT.check(FlightSettings.SERVER_PREFIX, d);
       return this;
     }
 

@@ -210,5 +210,10 @@ class FlightSettingsTest {
             .maxExchanges(10_001));
     assertTrue(e.getMessage().contains("memwire.flight.server.maxExchanges=10001 is out of "
         + "range: 1 to 10000"), e.getMessage());
+    e = assertThrows(TransferConfigException.class,
+        () -> RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
+            .leaseTimeout(Duration.ofMillis(9)));
+    assertTrue(e.getMessage().contains("memwire.flight.server.leaseTimeout=9ms is out of "
+        + "range: 10ms to 24h"), e.getMessage());
   }
 }
