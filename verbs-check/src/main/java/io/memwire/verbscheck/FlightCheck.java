@@ -146,7 +146,9 @@ public final class FlightCheck {
     FlightServer plain = FlightServer.builder(serverAlloc,
         Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
     RdmaFlightProducer rdma = RdmaFlightProducer.builder(producer, node, serverAlloc)
-        .registeredMemory(32L << 20, 512L << 20).leaseTimeout(LEASE_TIMEOUT).build();
+        .registeredMemory(32L << 20, 512L << 20).leaseTimeout(LEASE_TIMEOUT)
+        // One host, one process pair: nobody else on this fabric (verbs needs the trust flag).
+        .trustedFabric(true).build();
     BufferAllocator table = null;
     if (mode.equals("inplace")) {
       table = rdma.memory().newRootAllocator(Long.MAX_VALUE);
