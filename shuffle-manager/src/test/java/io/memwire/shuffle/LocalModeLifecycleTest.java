@@ -122,7 +122,7 @@ class LocalModeLifecycleTest {
   void invalidSettingStopsStartupNamingTheKey() {
     Exception e = assertThrows(Exception.class, () -> local()
         .config("spark.shuffle.rdma.readBatchBytes", "1k").getOrCreate().stop());
-    assertTrue(causes(e).contains("spark.shuffle.rdma.readBatchBytes=1024 is out of range"),
+    assertTrue(causes(e).contains("spark.shuffle.rdma.readBatchBytes=1k is out of range"),
         causes(e));
     e = assertThrows(Exception.class, () -> local()
         .config("spark.shuffle.rdma.readTimout", "5s").getOrCreate().stop());
