@@ -134,7 +134,7 @@ if has bench; then
     spid=$!
     sleep 3
     if timeout 600 ib_read_bw ${DEV:+-d $DEV} -s "$size" -n 200 -o 8 -F "$BIND" >"logs/ib_read_bw-$size.log" 2>&1; then
-      put "bench.ib_read_bw.$size.depth8.avgGbps" "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' "logs/ib_read_bw-$size.log" | tail -1)"
+      put "bench.ib_read_bw.$size.depth8.avgMBps" "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' "logs/ib_read_bw-$size.log" | tail -1)"
     else ok=FAIL; fi
     wait "$spid" 2>/dev/null
   done
