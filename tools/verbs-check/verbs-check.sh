@@ -136,12 +136,14 @@ echo "$CP_T" >"$WORK/stage/cp-transport.txt"
 FR="$ROOT/arrow-flight-rdma/target/memwire-arrow-flight-rdma-$V.jar"
 need "$FR"
 cp "$FR" "$WORK/stage/memwire/"
-if ! (cd "$ROOT" && mvn -B -q -o -pl arrow-flight-rdma dependency:build-classpath \
+# -am + compile: on a fresh machine no Memwire jar is installed in ~/.m2; the reactor resolves
+# block-transfer to its classes (skipped below: the staged jar stands in for it).
+if ! (cd "$ROOT" && mvn -B -q -o -pl arrow-flight-rdma -am compile dependency:build-classpath \
       -Dmdep.includeScope=runtime -Dmdep.outputFile="$WORK/stage/flight-deps.txt" >>"$WORK/logs/stage-mvn.log" 2>&1); then
   echo "verbs-check: mvn dependency:build-classpath failed, see $WORK/logs/stage-mvn.log" >&2; exit 2
 fi
 CP_F="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$FR"):@W@/stage/memwire/$(basename "$BT")"
-for j in $(tr ':' '\n' <"$WORK/stage/flight-deps.txt" | grep -v '/io/memwire/'); do
+for j in $(tr ':' '\n' <"$WORK/stage/flight-deps.txt" | grep -v '/io/memwire/' | grep "^$M2/"); do
   rel="${j#"$M2"/}"
   mkdir -p "$WORK/stage/m2/$(dirname "$rel")"
   cp -u "$j" "$WORK/stage/m2/$rel"

@@ -1,5 +1,6 @@
 package io.memwire.mainjob;
 
+import io.memwire.localcluster.ExecutorCpu;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -129,6 +130,9 @@ public final class MainJob {
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.ui.showConsoleProgress=false"));
         cmd.addAll(c.args());
+        // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB.
+        cmd.addAll(List.of("--driver-class-path", Paths.get(ExecutorCpu.class
+            .getProtectionDomain().getCodeSource().getLocation().toURI()).toString()));
         cmd.addAll(List.of("--class", ShuffleApp.class.getName(),
             appJar.toAbsolutePath().toString(), "--records", String.valueOf(records),
             "--small-repeats", String.valueOf(smallRepeats),
@@ -277,6 +281,7 @@ public final class MainJob {
       t.append(String.format(Locale.ROOT, "%nmain job wall ratio %s/%s per round: %s%n",
           memwireName, refName, ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x))
               .toList()));
+      t.append(cpuPerGiB(results.get(refName), results.get(memwireName)));
       t.append(fixedCosts(results.get(refName), results.get(memwireName)));
     }
     System.out.print(t);
@@ -304,6 +309,27 @@ public final class MainJob {
           + " Memwire runs went one-sided", ref.number("resultRows"), ref.text("resultDigest"));
     }
     return status;
+  }
+
+  /**
+   * The executors' CPU per GiB of remote bytes in the main job, medians and ratios: serving
+   * threads (Spark's Netty server; Memwire's tcp loops, which also receive), all transport
+   * threads (plus Spark's Netty client), whole executor JVMs.
+   */
+  static String cpuPerGiB(List<Result> sort, List<Result> memwire) {
+    if (median(sort, "executorCpuMsPerGiB") < 0 || median(memwire, "executorCpuMsPerGiB") < 0) {
+      return String.format(Locale.ROOT, "%nexecutor CPU: not measured (needs Linux /proc and"
+          + " executors started by the driver)%n");
+    }
+    StringBuilder s = new StringBuilder(String.format(Locale.ROOT,
+        "%nexecutor CPU per GiB of remote bytes, main job (medians, ms/GiB):%n"));
+    for (String k : List.of("serving", "transport", "executor")) {
+      double a = median(sort, k + "CpuMsPerGiB");
+      double b = median(memwire, k + "CpuMsPerGiB");
+      s.append(String.format(Locale.ROOT, "  %-9s sort %8.0f, memwire %8.0f, ratio %.2f%n", k, a,
+          b, b / a));
+    }
+    return s.toString();
   }
 
   /** What a small job pays with Memwire beyond Spark's shuffle, and which part remains. */

@@ -138,8 +138,12 @@ public final class ShuffleApp {
     }
   }
 
-  /** What one phase (one or more jobs) did: Spark's metrics and the manager's counters. */
-  record Phase(double seconds, Summary[] results, Map<String, Long> spark, Map<String, Long> manager) {
+  /**
+   * What one phase (one or more jobs) did: Spark's metrics, the manager's counters and the
+   * executors' CPU nanoseconds ({@link #cpu(SparkConf)}; empty when not measurable).
+   */
+  record Phase(double seconds, Summary[] results, Map<String, Long> spark, Map<String, Long> manager,
+      Map<String, Long> cpu) {
     long spark(String key) {
       return spark.getOrDefault(key, 0L);
     }
@@ -226,6 +230,12 @@ public final class ShuffleApp {
     field(json, "cold.fetchWaitMs", cold.spark("fetchWaitMs"));
     field(json, "warm.fetchWaitMs", warmTotal == null ? 0 : warmTotal.spark("fetchWaitMs") / n);
     field(json, "openConnections", main.manager("node.openConnections"));
+    // The executors' CPU per GiB of remote bytes in the main job (-1: not measurable here).
+    double gib = main.spark("remoteBytes") / 1073741824.0;
+    for (String k : List.of("serving", "transport", "executor")) {
+      Long nanos = main.cpu().get(k);
+      field(json, k + "CpuMsPerGiB", nanos == null || gib == 0 ? -1.0 : nanos / 1e6 / gib);
+    }
     json.setLength(json.length() - 1);
     json.append('}');
     System.out.println("memwire-main-job result " + json);
@@ -265,7 +275,9 @@ public final class ShuffleApp {
     b.spark().forEach((k, v) -> sparkSum.merge(k, v, Long::sum));
     Map<String, Long> managerSum = new java.util.HashMap<>(a.manager());
     b.manager().forEach((k, v) -> managerSum.merge(k, v, Long::sum));
-    return new Phase(a.seconds() + b.seconds(), a.results(), sparkSum, managerSum);
+    Map<String, Long> cpuSum = new java.util.HashMap<>(a.cpu());
+    b.cpu().forEach((k, v) -> cpuSum.merge(k, v, Long::sum));
+    return new Phase(a.seconds() + b.seconds(), a.results(), sparkSum, managerSum, cpuSum);
   }
 
   /** Runs the job {@code times} times; Spark's metrics and the manager's counters around it. */
@@ -275,12 +287,14 @@ public final class ShuffleApp {
     Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
     spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
     Map<String, Long> sparkBefore = metrics.snapshot();
+    Object cpuBefore = ExecutorCpuProbe.take();
     long start = System.nanoTime();
     Summary[] results = null;
     for (int i = 0; i < times; i++) {
       results = job(spark, shape);
     }
     double seconds = (System.nanoTime() - start) / 1e9;
+    Map<String, Long> cpu = ExecutorCpuProbe.since(cpuBefore);
     spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
     Map<String, Long> sparkAfter = metrics.snapshot();
     Map<String, Long> after = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
@@ -289,7 +303,7 @@ public final class ShuffleApp {
     Map<String, Long> managerDelta = new java.util.HashMap<>();
     after.forEach((k, v) -> managerDelta.put(k, k.startsWith("node.open") ? v
         : ManagerCounters.delta(before, after, k)));
-    return new Phase(seconds, results, sparkDelta, managerDelta);
+    return new Phase(seconds, results, sparkDelta, managerDelta, cpu);
   }
 
   /** The three shuffles over {@code shape}'s records: reduceByKey, groupByKey, DataFrame agg. */

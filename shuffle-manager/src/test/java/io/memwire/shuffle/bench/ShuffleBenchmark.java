@@ -1,5 +1,6 @@
 package io.memwire.shuffle.bench;
 
+import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.transfer.TransferConfig;
@@ -29,7 +30,8 @@ import scala.Tuple2;
  * Rounds alternate which manager runs first (each round starts a fresh cluster per manager).
  * Prints, per job and manager, the median over rounds: wall time, total shuffle fetch wait, the
  * summed run time of the reduce tasks, remote bytes read and remote bytes per second of wall time,
- * then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA cluster only),
+ * the executors' CPU per GiB of remote bytes (serving threads, all transport threads, whole JVMs;
+ * see {@link Result}), then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA cluster only),
  * {@code -Dbench.conf="k=v;k=v"} (both, for example executor JVM options),
  * {@code -Dbench.perTask=true} (a line per task that waited).
  */
@@ -71,10 +73,30 @@ public final class ShuffleBenchmark {
     }
   }
 
-  /** One measured run of one job. */
-  record Result(double wallSeconds, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds) {
+  /**
+   * One measured run of one job. CPU figures are the executors' (from /proc): {@code servingCpu}
+   * the threads that send blocks (Spark's Netty server; Memwire's tcp loops, which also receive,
+   * so an upper bound; verbs threads), {@code transportCpu} those plus Spark's Netty client
+   * threads, {@code executorCpu} the whole executor JVMs.
+   */
+  record Result(double wallSeconds, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds,
+      long servingCpuNanos, long transportCpuNanos, long executorCpuNanos) {
     double remoteMiBPerSecond() {
       return remoteBytes / 1048576.0 / wallSeconds;
+    }
+
+    /** Milliseconds of CPU per GiB of remote bytes. */
+    double perGiB(long nanos) {
+      return remoteBytes == 0 ? Double.NaN : nanos / 1e6 / (remoteBytes / 1073741824.0);
+    }
+
+    static Result of(double wall, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds,
+        ExecutorCpu.Snapshot cpu) {
+      long serving = cpu.nanos(ExecutorCpu.Group.NETTY_SERVER)
+          + cpu.nanos(ExecutorCpu.Group.MEMWIRE_TCP) + cpu.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
+      return new Result(wall, fetchWaitMs, remoteBytes, reduceTaskSeconds, serving,
+          serving + cpu.nanos(ExecutorCpu.Group.NETTY_CLIENT),
+          cpu.nanos(ExecutorCpu.Group.PROCESS));
     }
   }
 
@@ -118,22 +140,28 @@ public final class ShuffleBenchmark {
     });
 
     System.out.println();
-    System.out.printf("%-8s %-6s %10s %14s %14s %14s %14s%n", "job", "shuffle", "wall s",
-        "fetch wait ms", "reduce tasks s", "remote MiB", "remote MiB/s");
+    System.out.printf("%-8s %-6s %10s %14s %14s %14s %14s %12s %12s %12s%n", "job", "shuffle",
+        "wall s", "fetch wait ms", "reduce tasks s", "remote MiB", "remote MiB/s",
+        "serving ms/G", "transp ms/G", "exec ms/G");
     for (String job : List.of("groupByKey", "sort")) {
       for (String label : results.keySet()) {
         Result r = results.get(label).get(job);
-        System.out.printf("%-8s %-6s %10.2f %14d %14.2f %14.1f %14.1f%n", job, label,
-            r.wallSeconds(), r.fetchWaitMs(), r.reduceTaskSeconds(), r.remoteBytes() / 1048576.0,
-            r.remoteMiBPerSecond());
+        System.out.printf("%-8s %-6s %10.2f %14d %14.2f %14.1f %14.1f %12.0f %12.0f %12.0f%n",
+            job, label, r.wallSeconds(), r.fetchWaitMs(), r.reduceTaskSeconds(),
+            r.remoteBytes() / 1048576.0, r.remoteMiBPerSecond(), r.perGiB(r.servingCpuNanos()),
+            r.perGiB(r.transportCpuNanos()), r.perGiB(r.executorCpuNanos()));
       }
       Result n = results.get("netty").get(job);
       Result d = results.get("rdma").get(job);
       System.out.printf("%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
-          + " remote MiB/s %.2f%n", job, d.wallSeconds() / n.wallSeconds(),
+          + " remote MiB/s %.2f, serving CPU/GiB %.2f, transport CPU/GiB %.2f,"
+          + " executor CPU/GiB %.2f%n", job, d.wallSeconds() / n.wallSeconds(),
           n.fetchWaitMs() == 0 ? Double.NaN : (double) d.fetchWaitMs() / n.fetchWaitMs(),
           d.reduceTaskSeconds() / n.reduceTaskSeconds(),
-          d.remoteMiBPerSecond() / n.remoteMiBPerSecond());
+          d.remoteMiBPerSecond() / n.remoteMiBPerSecond(),
+          d.perGiB(d.servingCpuNanos()) / n.perGiB(n.servingCpuNanos()),
+          d.perGiB(d.transportCpuNanos()) / n.perGiB(n.transportCpuNanos()),
+          d.perGiB(d.executorCpuNanos()) / n.perGiB(n.executorCpuNanos()));
     }
   }
 
@@ -180,16 +208,19 @@ public final class ShuffleBenchmark {
         metrics.reset();
         boolean rdma = !manager.equals("sort");
         Map<String, Long> before = rdma ? readerStats(jsc) : Map.of();
+        ExecutorCpu.Snapshot cpu0 = ExecutorCpu.take();
         long t0 = System.nanoTime();
         long check = job.equals("groupByKey") ? groupByKey(input, reducers) : sort(input, reducers);
         double wall = (System.nanoTime() - t0) / 1e9;
+        ExecutorCpu.Snapshot cpu = ExecutorCpu.take().since(cpu0);
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-        out.put(job, new Result(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get(),
-            metrics.reduceTaskMs.get() / 1000.0));
+        out.put(job, Result.of(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get(),
+            metrics.reduceTaskMs.get() / 1000.0, cpu));
         System.out.printf("  %s %s: %.2f s, fetch wait %d ms, reduce tasks %.2f s, remote %.1f MiB"
             + " (check %d)%n", manager.equals("sort") ? "netty" : "rdma", job, wall,
             metrics.fetchWaitMs.get(), metrics.reduceTaskMs.get() / 1000.0,
             metrics.remoteBytes.get() / 1048576.0, check);
+        System.out.printf("      executor CPU: %s%n", cpu);
         if (rdma) {
           Map<String, Long> after = readerStats(jsc);
           long requests = after.get("fetchRequests") - before.get("fetchRequests");

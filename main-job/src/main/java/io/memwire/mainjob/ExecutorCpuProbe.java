@@ -1,0 +1,47 @@
+package io.memwire.mainjob;
+
+import io.memwire.localcluster.ExecutorCpu;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The executors' CPU around a phase of the main job, when it can be measured: the driver runs
+ * {@code local-cluster} (executors are its child processes), on Linux, with Memwire's
+ * local-cluster jar on the driver's classpath (the main-job launcher passes it). Anywhere else
+ * the figures are absent, and the application runs as before.
+ */
+final class ExecutorCpuProbe {
+  private ExecutorCpuProbe() {}
+
+  /** A snapshot to pass to {@link #since}, or null when not measurable. */
+  static Object take() {
+    try {
+      return ExecutorCpu.available() ? ExecutorCpu.take() : null;
+    } catch (NoClassDefFoundError e) {
+      return null;
+    }
+  }
+
+  /**
+   * Nanoseconds since {@code before}: {@code serving} (threads that send blocks: Spark's Netty
+   * server; Memwire's tcp loops, which also receive; verbs threads), {@code transport} (those
+   * and Spark's Netty client threads) and {@code executor} (whole JVMs). Empty when not
+   * measurable or no executor was found.
+   */
+  static Map<String, Long> since(Object before) {
+    Map<String, Long> m = new HashMap<>();
+    if (!(before instanceof ExecutorCpu.Snapshot b)) {
+      return m;
+    }
+    ExecutorCpu.Snapshot d = ExecutorCpu.take().since(b);
+    if (d.pids().isEmpty()) {
+      return m;
+    }
+    long serving = d.nanos(ExecutorCpu.Group.NETTY_SERVER) + d.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
+        + d.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
+    m.put("serving", serving);
+    m.put("transport", serving + d.nanos(ExecutorCpu.Group.NETTY_CLIENT));
+    m.put("executor", d.nanos(ExecutorCpu.Group.PROCESS));
+    return m;
+  }
+}
