@@ -35,7 +35,7 @@ class ConfTemplatesTest {
     for (String f : new String[] {"client-tcp.properties", "client-verbs.properties"}) {
       Map<String, String> m = load(f);
       TransferConfig c = TransferConfig.fromProperties(m, RdmaFlightClient.TRANSFER_PREFIX);
-      assertTrue(c.readTimeout().getSeconds() == 60, f);
+      assertTrue(c.readTimeout().toSeconds() == 60, f);
       try (RootAllocator a = new RootAllocator();
           FlightClient fc = FlightClient.builder(a, Location.forGrpcInsecure("127.0.0.1", 1))
               .build();

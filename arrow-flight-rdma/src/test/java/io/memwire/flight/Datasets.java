@@ -291,7 +291,7 @@ final class Datasets {
           if (r % 10 == 9) {
             d.setNull(r);
           } else {
-            d.setSafe(r, new BigDecimal(r + "." + (r * 7919 % 10_000_000_000L))
+            d.setSafe(r, new BigDecimal(r + "." + (r * 7919L % 10_000_000_000L))
                 .setScale(10, java.math.RoundingMode.UNNECESSARY));
           }
         }

@@ -15,6 +15,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegionDescriptor;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -29,7 +30,7 @@ class WireTest {
     ServerMessage m = ServerMessage.batch(42, 60_000, header, 4096, List.of(REGION),
         List.of(new ServerMessage.BufferRef(0, 128, 0, 64),
             new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, 64, 0),
-            new ServerMessage.BufferRef(0, 8192, 64, 4032)), "md".getBytes(),
+            new ServerMessage.BufferRef(0, 8192, 64, 4032)), "md".getBytes(StandardCharsets.UTF_8),
         new ServerMessage.Guard(0, 4088, 0x8000_0000_0000_0001L));
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
@@ -46,7 +47,7 @@ class WireTest {
     assertEquals(8192, d.buffers().get(2).regionOffset);
     assertEquals(4032, d.buffers().get(2).length);
     assertEquals(ServerMessage.NO_REGION, d.buffers().get(1).regionIndex);
-    assertArrayEquals("md".getBytes(), d.appMetadata());
+    assertArrayEquals("md".getBytes(StandardCharsets.UTF_8), d.appMetadata());
     assertEquals(0, d.guard().regionIndex);
     assertEquals(4088, d.guard().regionOffset);
     assertEquals(0x8000_0000_0000_0001L, d.guard().generation);
@@ -116,7 +117,7 @@ class WireTest {
     future[5] = 9; // version 9
     WireException e = assertThrows(WireException.class, () -> ExchangeRequest.fromBytes(future));
     assertTrue(e.getMessage().contains("unsupported RDMA exchange version 9"), e.getMessage());
-    assertFalse(ExchangeRequest.matches("hello".getBytes()));
+    assertFalse(ExchangeRequest.matches("hello".getBytes(StandardCharsets.UTF_8)));
     assertThrows(IllegalArgumentException.class,
         () -> new ExchangeRequest(ProviderKind.TCP, 0, 1, new byte[0]));
   }

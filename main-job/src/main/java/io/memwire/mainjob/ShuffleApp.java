@@ -140,7 +140,7 @@ public final class ShuffleApp {
 
   /**
    * What one phase (one or more jobs) did: Spark's metrics, the manager's counters and the
-   * executors' CPU nanoseconds ({@link #cpu(SparkConf)}; empty when not measurable).
+   * executors' CPU nanoseconds ({@link ExecutorCpuProbe#since}; empty when not measurable).
    */
   record Phase(double seconds, Summary[] results, Map<String, Long> spark, Map<String, Long> manager,
       Map<String, Long> cpu) {

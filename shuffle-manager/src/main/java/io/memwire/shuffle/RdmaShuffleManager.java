@@ -53,7 +53,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
   private static volatile RdmaShuffleManager current;
 
-  private final SparkConf conf;
   private final boolean isDriver;
   private final boolean localMode;
   private final SortShuffleManager sort;
@@ -94,7 +93,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
    *     not possible (provider verbs requested, or fallback=false)
    */
   public RdmaShuffleManager(SparkConf conf, boolean isDriver) {
-    this.conf = conf;
     this.isDriver = isDriver;
     String master = conf.get("spark.master", "");
     this.localMode = master.startsWith("local") && !master.startsWith("local-cluster");

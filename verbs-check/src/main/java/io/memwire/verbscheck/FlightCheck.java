@@ -223,7 +223,8 @@ public final class FlightCheck {
       long cancelled0 = rdma.stats().get("sessionsCancelled");
       try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 2, 64L << 20)) {
         RdmaFlightStream s = c.getStream(ticket(32768, 50));
-        boolean two = s.next() && s.next();
+        boolean first = s.next();
+        boolean two = first && s.next();
         s.cancel("verbs-check cancels", null);
         String error = "none";
         try {
@@ -334,7 +335,7 @@ public final class FlightCheck {
   }
 
   static long bodyBytes(int rows) {
-    long validity = ((rows + 7) / 8 + 7) / 8 * 8;
+    long validity = ((rows + 7L) / 8 + 7) / 8 * 8;
     return 4 * (validity + 8L * rows);
   }
 

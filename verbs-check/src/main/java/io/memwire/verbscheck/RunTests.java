@@ -49,7 +49,8 @@ public final class RunTests {
     };
     launcher.execute(request, listener, aborted);
     TestExecutionSummary s = listener.getSummary();
-    PrintWriter out = new PrintWriter(System.out, true);
+    PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(System.out,
+        java.nio.charset.StandardCharsets.UTF_8), true);
     s.printFailuresTo(out, 30);
     s.printTo(out);
     long failed = s.getTotalFailureCount();

@@ -172,7 +172,7 @@ public final class FlightBench {
   }
 
   static long bodyBytes(int rows) {
-    long validity = ((rows + 7) / 8 + 7) / 8 * 8;
+    long validity = ((rows + 7L) / 8 + 7) / 8 * 8;
     return COLUMNS * ((long) rows * 8 + validity);
   }
 

@@ -116,12 +116,10 @@ final class RawSocketBaseline implements AutoCloseable {
       ByteBuffer header = ByteBuffer.allocateDirect(16);
       ByteBuffer body = ByteBuffer.allocateDirect(size);
       long bytes = 0;
-      long received = 0;
       while (System.nanoTime() < end) {
         readFully(ch, header.clear());
         readFully(ch, body.clear());
         bytes += size;
-        received++;
         slots.release();
       }
       stop.set(true);

@@ -103,7 +103,7 @@ final class Firewall {
     /** iptables-save output (rather than nft's). */
     boolean isIptables() {
       return text != null && !text.contains("table ") && (text.contains("*filter")
-          || text.contains(":INPUT") || text.trim().isEmpty() && source.startsWith("iptables"));
+          || text.contains(":INPUT") || (text.trim().isEmpty() && source.startsWith("iptables")));
     }
 
     Result verdict(Flow flow) {

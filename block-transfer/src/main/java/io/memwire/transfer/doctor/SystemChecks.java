@@ -55,14 +55,6 @@ final class SystemChecks {
     this.realSystem = realSystem;
   }
 
-  private boolean verbsRequired() {
-    return config.provider() == ProviderKind.VERBS;
-  }
-
-  private boolean verbsIrrelevant() {
-    return config.provider() == ProviderKind.TCP;
-  }
-
   /**
    * A problem that makes the verbs probe fail: FAIL with {@code provider=verbs} (the node refuses
    * to start), WARN with {@code auto} (it runs on tcp), OK with {@code tcp} (not used). The

@@ -41,7 +41,8 @@ final class CompletionThread implements Runnable {
   private final Thread thread;
   private volatile boolean running = true;
   private int unacked;
-  // Written by this thread only; read by counters().
+  // Written by this thread only, read by counters(): with a single writer a volatile
+  // read-modify-write is exact (hence the NonAtomicVolatileUpdate suppressions below).
   private volatile long polled;
   private volatile long pollsWithWork;
   private volatile long sleeps;
@@ -100,6 +101,7 @@ final class CompletionThread implements Runnable {
   }
 
   @Override
+  @SuppressWarnings("NonAtomicVolatileUpdate")
   public void run() {
     while (running) {
       try {
@@ -142,6 +144,7 @@ final class CompletionThread implements Runnable {
   }
 
   /** Handles every completion in the queue; returns how many. */
+  @SuppressWarnings("NonAtomicVolatileUpdate")
   private int drain() throws IOException {
     int total = 0;
     while (true) {

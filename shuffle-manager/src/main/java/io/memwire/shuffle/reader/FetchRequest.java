@@ -162,7 +162,7 @@ final class FetchRequest {
 
   static String rootMessage(Throwable t) {
     Throwable c = t;
-    while ((c instanceof CompletionException || c.getCause() != null && c.getMessage() == null)
+    while ((c instanceof CompletionException || (c.getCause() != null && c.getMessage() == null))
         && c.getCause() != null) {
       c = c.getCause();
     }

@@ -124,7 +124,7 @@ class InMemoryReadPathTest {
   }
 
   private static long mapId(int m) {
-    return 100 + m;
+    return 100L + m;
   }
 
   /** Writes map index {@code m}'s slot, naming {@code mapId} (another id makes it stale). */

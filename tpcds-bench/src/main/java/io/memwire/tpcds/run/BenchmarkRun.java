@@ -23,6 +23,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -293,7 +294,7 @@ public final class BenchmarkRun {
             }
         }
         Map<String, Object> env = new LinkedHashMap<>();
-        env.put("timestamp", LocalDateTime.now().toString());
+        env.put("timestamp", LocalDateTime.now(ZoneOffset.UTC) + "Z");
         env.put("host", hostName());
         env.put("hostCores", Runtime.getRuntime().availableProcessors());
         env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
@@ -323,7 +324,7 @@ public final class BenchmarkRun {
     }
 
     private Path createRunDir() throws IOException {
-        String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+        String stamp = LocalDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = options.outDir().toAbsolutePath().resolve("run-" + stamp);
         for (int i = 2; Files.exists(dir); i++) {
             dir = options.outDir().toAbsolutePath().resolve("run-" + stamp + "-" + i);

@@ -18,7 +18,7 @@ class QueryCatalogTest {
         assertEquals("q1", all.get(0));
         assertEquals("q99", all.get(all.size() - 1));
         assertTrue(all.containsAll(List.of("q14a", "q14b", "q23a", "q23b", "q24a", "q24b", "q39a", "q39b")));
-        assertTrue(catalog.sql("q7").toLowerCase().contains("from store_sales"));
+        assertTrue(catalog.sql("q7").toLowerCase(java.util.Locale.ROOT).contains("from store_sales"));
     }
 
     @Test
