@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import io.memwire.transfer.TransferConfigException;
 import java.util.Locale;
 
 /** Which path an {@link RdmaFlightClient} uses for record-batch bodies. */
@@ -23,12 +24,13 @@ public enum DataPlane {
    */
   public static DataPlane parse(String key, String value) {
     if (value == null || value.isBlank()) {
-      throw new IllegalArgumentException(key + " is empty; expected one of auto, verbs, tcp, grpc");
+      throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
+          key + " is empty; expected one of auto, verbs, tcp, grpc");
     }
     try {
       return valueOf(value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
+      throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
           key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, grpc");
     }
   }

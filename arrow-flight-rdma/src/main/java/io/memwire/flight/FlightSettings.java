@@ -154,7 +154,8 @@ public final class FlightSettings {
       case "zstd":
         return CompressionUtil.CodecType.ZSTD;
       default:
-        throw new TransferConfigException(key + "=" + v + " is not a codec; expected none, "
+        throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
+            key + "=" + v + " is not a codec; expected none, "
             + "lz4_frame, zstd");
     }
   }

@@ -14,12 +14,13 @@ public enum ProviderKind {
   /** Parses {@code auto|verbs|tcp} (any case), naming {@code key} in the error. */
   public static ProviderKind parse(String key, String value) {
     if (value == null) {
-      throw new TransferConfigException(key + " is not set; expected one of auto, verbs, tcp");
+      throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
+          key + " is not set; expected one of auto, verbs, tcp");
     }
     try {
       return valueOf(value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new TransferConfigException(
+      throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
           key + "=" + value + " is not a provider; expected one of auto, verbs, tcp");
     }
   }

@@ -349,7 +349,8 @@ public final class TransferConfig {
     public Builder set(String name, String value) {
       BiConsumer<Builder, Object> binding = BINDINGS.get(name);
       if (binding == null) {
-        throw new TransferConfigException("unknown configuration key " + prefix + name
+        throw new TransferConfigException(TransferConfigException.Problem.UNKNOWN_KEY, prefix + name,
+            "unknown configuration key " + prefix + name
             + "; known keys: " + KEYS.keySet());
       }
       binding.accept(this, KEYS.get(name).setting().parse(prefix, value));

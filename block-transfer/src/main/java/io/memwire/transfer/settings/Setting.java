@@ -172,7 +172,8 @@ public final class Setting<T> {
       return new Typed<>(this, new Type<>("true, false", (key, s) -> {
         String v = s.toLowerCase(Locale.ROOT);
         if (!v.equals("true") && !v.equals("false")) {
-          throw new TransferConfigException(key + "=" + s + " is not true or false");
+          throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
+              key + "=" + s + " is not true or false");
         }
         return Boolean.valueOf(v);
       }));
@@ -284,7 +285,8 @@ public final class Setting<T> {
 
     T parse(String key, String raw) {
       if (raw == null) {
-        throw new TransferConfigException(key + " has no value");
+        throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
+            key + " has no value");
       }
       String s = raw.trim();
       if (!numeric) {
@@ -294,7 +296,8 @@ public final class Setting<T> {
       try {
         m = measureParser.applyAsLong(s);
       } catch (RuntimeException e) {
-        throw new TransferConfigException(key + "=" + raw + " " + malformed);
+        throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
+            key + "=" + raw + " " + malformed);
       }
       checkMeasure(key, m, raw);
       return make.apply(m);
@@ -308,7 +311,8 @@ public final class Setting<T> {
 
     private void checkMeasure(String key, long m, String shown) {
       if (m < min || m > max) {
-        throw new TransferConfigException(key + "=" + shown + " is out of range: " + rangeText());
+        throw new TransferConfigException(TransferConfigException.Problem.OUT_OF_RANGE, key,
+            key + "=" + shown + " is out of range: " + rangeText());
       }
     }
   }

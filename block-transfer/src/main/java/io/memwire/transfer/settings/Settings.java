@@ -27,7 +27,8 @@ public final class Settings {
       Collection<String> known) {
     for (String key : props.keySet()) {
       if (key.startsWith(prefix) && !known.contains(key.substring(prefix.length()))) {
-        throw new TransferConfigException("unknown configuration key " + key
+        throw new TransferConfigException(TransferConfigException.Problem.UNKNOWN_KEY, key,
+            "unknown configuration key " + key
             + "; known keys under " + prefix + ": " + known);
       }
     }
