@@ -61,7 +61,8 @@ public final class TransferNode implements AutoCloseable {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
-    this.memory = RegisteredAllocator.root("node@" + provider.localAddress());
+    this.memory = RegisteredAllocator.root("node@" + provider.localAddress().getHostString() + ":"
+        + provider.localAddress().getPort());
     this.pool = new BufferPool(new BufferPool.Registrar() {
       @Override
       public ProviderRegistration register(ByteBuffer buffer, long address) {
