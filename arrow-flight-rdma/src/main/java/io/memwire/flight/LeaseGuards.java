@@ -3,6 +3,8 @@ package io.memwire.flight;
 import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -10,10 +12,9 @@ import java.nio.ByteOrder;
 import java.security.SecureRandom;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.CompletableFuture;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -26,10 +27,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * finds the generation the descriptor promised (a read after the end fails outright): then the
  * lease was alive when the last body byte had been read. Slots are recycled once their region is
  * released, generations are not, so a stale slot never matches.
+ *
+ * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each guard is
+ * a unit of it, released once its region is released (by {@link #revoke} or {@link #close}),
+ * which puts the slot back on the free list. Pages are freed at close, after every guard region
+ * is released.
  */
 final class LeaseGuards implements AutoCloseable {
   static final int SLOT_BYTES = 8;
   private static final int PAGE_SLOTS = 512;
+  /** Name of the guards' child of the node's registered-memory root. */
+  static final String ALLOCATOR = "flight-guards";
   private static final VarHandle WORD =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
@@ -39,6 +47,9 @@ final class LeaseGuards implements AutoCloseable {
     private final int offset;
     private final MemoryRegion region;
     final long generation;
+    private MemoryUnit unit;
+    /** Set (under the guards' lock) once its end began: revoked, or closed with the guards. */
+    private boolean ended;
 
     Guard(int page, int offset, MemoryRegion region, long generation) {
       this.page = page;
@@ -58,15 +69,17 @@ final class LeaseGuards implements AutoCloseable {
   }
 
   private final TransferNode node;
+  private final RegisteredAllocator allocator;
   private final List<ByteBuffer> pages = new ArrayList<>();
   private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
-  private final Set<MemoryRegion> live = new HashSet<>();
+  private final Map<MemoryRegion, Guard> live = new LinkedHashMap<>();
   // Random start: a guard of a restarted producer at the same address never matches an old one.
   private final AtomicLong generations = new AtomicLong(new SecureRandom().nextLong());
   private boolean closed;
 
   LeaseGuards(TransferNode node) {
     this.node = node;
+    this.allocator = node.memory().newChild(ALLOCATOR);
   }
 
   /** A slot set to a fresh generation, registered as its own region. */
@@ -95,8 +108,11 @@ final class LeaseGuards implements AutoCloseable {
       freeSlots.add(s);
       throw e;
     }
-    live.add(r);
-    return new Guard(s[0], s[1], r, g);
+    Guard guard = new Guard(s[0], s[1], r, g);
+    guard.unit = allocator.allocate(SLOT_BYTES, "lease guard, generation " + g,
+        () -> recycle(guard));
+    live.put(r, guard);
+    return guard;
   }
 
   /**
@@ -105,21 +121,41 @@ final class LeaseGuards implements AutoCloseable {
    * guard, before ending the body.
    */
   synchronized void revoke(Guard g) {
-    if (closed) {
-      return; // close() closed the region; the page memory goes once it is released
+    if (g.ended) {
+      return; // close() ended it already; its unit goes once the region is released
     }
+    g.ended = true;
     WORD.setVolatile(pages.get(g.page), g.offset, 0L);
     // The 0 must be visible to the NIC (or the tcp responder) before any store reusing the body.
     VarHandle.fullFence();
     g.region.close();
-    g.region.released().whenComplete((v, e) -> recycle(g));
+    g.region.released().whenComplete((v, e) -> g.unit.release());
   }
 
-  private synchronized void recycle(Guard g) {
-    live.remove(g.region);
-    if (!closed) {
-      freeSlots.add(new int[] {g.page, g.offset});
+  /** The free action of a guard's unit: its region is released, the slot may be reused. */
+  private void recycle(Guard g) {
+    boolean last;
+    synchronized (this) {
+      live.remove(g.region);
+      if (!closed) {
+        freeSlots.add(new int[] {g.page, g.offset});
+      }
+      last = closed && live.isEmpty();
     }
+    if (last) {
+      freePagesAndBooks();
+    }
+  }
+
+  /** After close, once no guard is live: nothing reads the pages any more. */
+  private void freePagesAndBooks() {
+    List<ByteBuffer> toFree;
+    synchronized (this) {
+      toFree = new ArrayList<>(pages);
+      pages.clear();
+    }
+    toFree.forEach(MemoryAccess::free);
+    allocator.close();
   }
 
   /** Live guard regions; for tests. */
@@ -127,22 +163,44 @@ final class LeaseGuards implements AutoCloseable {
     return live.size();
   }
 
-  /** Closes every slot's region; the pages are freed once the transport no longer reads them. */
+  /** The guards' allocator: one 8-byte unit per live guard. */
+  RegisteredAllocator allocator() {
+    return allocator;
+  }
+
+  /**
+   * Ends every live guard (zeroes its word, closes its region); once all their regions are
+   * released the pages are freed (the transport no longer reads them) and the allocator is
+   * closed. Idempotent.
+   */
   @Override
-  public synchronized void close() {
-    if (closed) {
+  public void close() {
+    List<Guard> ending = new ArrayList<>();
+    boolean none;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      freeSlots.clear();
+      for (Guard g : live.values()) {
+        if (!g.ended) {
+          g.ended = true;
+          WORD.setVolatile(pages.get(g.page), g.offset, 0L);
+          ending.add(g);
+        }
+      }
+      VarHandle.fullFence();
+      none = live.isEmpty();
+    }
+    if (none) {
+      freePagesAndBooks();
       return;
     }
-    closed = true;
-    List<CompletableFuture<Void>> released = new ArrayList<>();
-    for (MemoryRegion r : new ArrayList<>(live)) {
-      r.close();
-      released.add(r.released());
+    // The last guard's release (recycle) frees the pages and closes the books.
+    for (Guard g : ending) {
+      g.region.close();
+      g.region.released().whenComplete((v, e) -> g.unit.release());
     }
-    List<ByteBuffer> mem = new ArrayList<>(pages);
-    CompletableFuture.allOf(released.toArray(new CompletableFuture<?>[0]))
-        .whenComplete((v, e) -> mem.forEach(MemoryAccess::free));
-    pages.clear();
-    freeSlots.clear();
   }
 }

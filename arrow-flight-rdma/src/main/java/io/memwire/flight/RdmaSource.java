@@ -85,7 +85,7 @@ final class RdmaSource implements StreamSource {
     void freeBlock() {
       RegisteredMemory.Block b = takeBlock();
       if (b != null) {
-        b.free();
+        b.release();
       }
     }
   }
@@ -596,7 +596,7 @@ final class RdmaSource implements StreamSource {
       try {
         body = allocator.wrapForeignAllocation(new BlockAllocation(block, p.bodyLength));
       } catch (RuntimeException e) {
-        block.free();
+        block.release();
         throw CallStatus.RESOURCE_EXHAUSTED.withDescription("memwire: cannot account a body of "
             + p.bodyLength + " bytes: " + e.getMessage()).withCause(e).toRuntimeException();
       }
@@ -776,7 +776,7 @@ final class RdmaSource implements StreamSource {
 
     @Override
     protected void release0() {
-      block.free();
+      block.release();
     }
   }
 }

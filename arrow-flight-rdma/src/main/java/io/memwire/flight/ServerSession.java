@@ -506,13 +506,13 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     try {
       region = owner.node().register(block.slice(0, bodyLength));
     } catch (RuntimeException e) {
-      block.free();
+      block.release();
       throw CallStatus.UNAVAILABLE.withDescription("memwire: server data plane cannot register "
           + "a body of " + bodyLength + " bytes: " + e.getMessage()).withCause(e)
           .toRuntimeException();
     }
     owner.serverStats().batchesCopied.increment();
-    return new Body(List.of(region), block::free);
+    return new Body(List.of(region), block::release);
   }
 
   private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,

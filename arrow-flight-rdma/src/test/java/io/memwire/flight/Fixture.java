@@ -147,6 +147,8 @@ final class Fixture implements AutoCloseable {
     serverAllocator.close();
     root.close();
     assertEquals(0, node.stats().registeredBytes(), "registered bytes after close");
+    assertEquals(0, node.stats().memoryBytes(), node.memory().toVerboseString());
+    assertEquals(java.util.List.of(), node.memory().leakReports(), "registered-memory leaks");
   }
 
   /** A server counter of the wrapped producer. */

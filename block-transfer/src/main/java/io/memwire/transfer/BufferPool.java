@@ -1,5 +1,7 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -8,11 +10,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Read destinations in direct memory registered once, not per read. Size classes are powers of
- * two from 4 KiB to 16 MiB, carved out of slabs of at least 4 MiB; slabs stay registered until the
- * node closes, up to {@code poolMaxBytes}. A request larger than the largest class, or one that
- * would take the pool over its limit, gets a dedicated buffer that is registered for that read and
- * freed on release.
+ * Read destinations in direct memory registered once, not per read: the placement strategy of
+ * the node's {@code read-pool} allocator. Size classes are powers of two from 4 KiB to 16 MiB,
+ * carved out of slabs of at least 4 MiB; slabs stay registered until the node closes, up to
+ * {@code poolMaxBytes}. A request larger than the largest class, or one that would take the pool
+ * over its limit, gets a dedicated buffer that is registered for that read and freed on release.
+ * Every destination handed out is a {@link MemoryUnit} of the allocator; its last release puts
+ * the piece back on its class's free list (or deregisters the dedicated buffer).
  */
 public final class BufferPool {
   static final int MIN_CLASS_SHIFT = 12; // 4 KiB
@@ -26,22 +30,18 @@ public final class BufferPool {
     void unregister(ProviderRegistration registration, int length);
   }
 
-  /** One piece of registered memory a read can land in. */
+  /** One piece of registered memory a read can land in, owned through its unit. */
   static final class Slot {
     final ByteBuffer view;
     final long address;
     final long localKey;
-    private final Runnable free;
+    final MemoryUnit unit;
 
-    Slot(ByteBuffer view, long address, long localKey, Runnable free) {
+    Slot(ByteBuffer view, long address, long localKey, MemoryUnit unit) {
       this.view = view;
       this.address = address;
       this.localKey = localKey;
-      this.free = free;
-    }
-
-    void free() {
-      free.run();
+      this.unit = unit;
     }
   }
 
@@ -60,6 +60,7 @@ public final class BufferPool {
   private static final class Slab {
     final ByteBuffer memory;
     final ProviderRegistration registration;
+    boolean quiesced;
 
     Slab(ByteBuffer memory, ProviderRegistration registration) {
       this.memory = memory;
@@ -68,61 +69,66 @@ public final class BufferPool {
   }
 
   private final Registrar registrar;
+  private final RegisteredAllocator allocator;
   private final long maxBytes;
   @SuppressWarnings("unchecked")
   private final ConcurrentLinkedQueue<Piece>[] free =
       new ConcurrentLinkedQueue[MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1];
   private final List<Slab> slabs = new ArrayList<>();
+  /** Slabs deregistered at close, freed once no unit is live and the provider let go of them. */
+  private final List<Slab> retired = new ArrayList<>();
   private final AtomicLong slabBytes = new AtomicLong();
-  private final AtomicLong outstandingBuffers = new AtomicLong();
-  private final AtomicLong outstandingBytes = new AtomicLong();
   private final AtomicLong dedicatedAllocations = new AtomicLong();
   private volatile boolean closed;
 
-  BufferPool(Registrar registrar, long maxBytes) {
+  BufferPool(Registrar registrar, RegisteredAllocator allocator, long maxBytes) {
     this.registrar = registrar;
+    this.allocator = allocator;
     this.maxBytes = maxBytes;
     for (int i = 0; i < free.length; i++) {
       free[i] = new ConcurrentLinkedQueue<>();
     }
   }
 
-  /** A slot of exactly {@code length} bytes (position 0, limit length). */
+  /** A slot of exactly {@code length} bytes (position 0, limit length), with a count of 1. */
   Slot allocate(int length) {
     if (closed) {
       throw new IllegalStateException("buffer pool is closed");
     }
     int shift = Math.max(MIN_CLASS_SHIFT, 32 - Integer.numberOfLeadingZeros(length - 1));
-    Slot slot;
     if (shift > MAX_CLASS_SHIFT) {
-      slot = dedicated(length);
-    } else {
-      int cls = shift - MIN_CLASS_SHIFT;
-      Piece p = free[cls].poll();
-      if (p == null) {
-        p = grow(cls, shift);
-      }
-      if (p == null) {
-        slot = dedicated(length);
-      } else {
-        Piece piece = p;
-        ByteBuffer view = piece.memory.duplicate().clear().limit(length);
-        slot = new Slot(view, piece.address, piece.localKey, () -> recycle(cls, piece, length));
-      }
+      return dedicated(length);
     }
-    outstandingBuffers.incrementAndGet();
-    outstandingBytes.addAndGet(length);
-    return slot;
+    int cls = shift - MIN_CLASS_SHIFT;
+    Piece p = free[cls].poll();
+    if (p == null) {
+      p = grow(cls, shift);
+    }
+    if (p == null) {
+      return dedicated(length);
+    }
+    Piece piece = p;
+    MemoryUnit unit;
+    try {
+      unit = allocator.allocate(length, "read destination", () -> recycle(cls, piece));
+    } catch (IllegalStateException e) {
+      free[cls].offer(piece);
+      throw e;
+    }
+    ByteBuffer view = piece.memory.duplicate().clear().limit(length);
+    return new Slot(view, piece.address, piece.localKey, unit);
   }
 
   TransferBuffer wrap(Slot slot, int length) {
-    return new TransferBuffer(slot.view.duplicate(), slot.address, length, slot::free);
+    return new TransferBuffer(slot.view.duplicate(), slot.address, length, slot.unit);
   }
 
-  private void recycle(int cls, Piece piece, int length) {
-    outstandingBuffers.decrementAndGet();
-    outstandingBytes.addAndGet(-length);
-    free[cls].offer(piece);
+  private void recycle(int cls, Piece piece) {
+    if (!closed) {
+      free[cls].offer(piece);
+    } else {
+      freeRetired();
+    }
   }
 
   private synchronized Piece grow(int cls, int shift) {
@@ -170,22 +176,36 @@ public final class BufferPool {
       MemoryAccess.free(memory);
       throw e;
     }
-    return new Slot(memory, address, reg.localKey(), () -> {
-      outstandingBuffers.decrementAndGet();
-      outstandingBytes.addAndGet(-length);
+    MemoryUnit unit;
+    try {
+      unit = allocator.allocate(length, "dedicated read destination", () -> {
+        registrar.unregister(reg, length);
+        reg.deregister(() -> MemoryAccess.free(memory));
+        if (closed) {
+          freeRetired();
+        }
+      });
+    } catch (IllegalStateException e) {
       registrar.unregister(reg, length);
       reg.deregister(() -> MemoryAccess.free(memory));
-    });
+      throw e;
+    }
+    return new Slot(memory, address, reg.localKey(), unit);
+  }
+
+  /** The allocator whose books this pool's destinations are on. */
+  public RegisteredAllocator allocator() {
+    return allocator;
   }
 
   /** Buffers handed out and not yet released. */
   public long outstandingBuffers() {
-    return outstandingBuffers.get();
+    return allocator.liveUnits();
   }
 
   /** Bytes of buffers handed out and not yet released. */
   public long outstandingBytes() {
-    return outstandingBytes.get();
+    return allocator.allocatedBytes();
   }
 
   /** Bytes registered for pooled slabs. */
@@ -198,22 +218,45 @@ public final class BufferPool {
     return dedicatedAllocations.get();
   }
 
-  /** Deregisters and frees every slab. Buffers still outstanding are a caller leak: logged by the node. */
+  /**
+   * Deregisters every slab and closes the allocator (buffers still outstanding are reported as a
+   * leak). A slab is freed once the provider let go of it and no buffer is outstanding: a caller
+   * still holding a view must not see its memory vanish.
+   */
   synchronized void close() {
     if (closed) {
       return;
     }
     closed = true;
-    // Freeing memory a caller still holds a view of would crash the JVM; leave such slabs to GC.
-    boolean inUse = outstandingBuffers.get() > 0;
     for (Slab s : slabs) {
       registrar.unregister(s.registration, s.memory.capacity());
-      s.registration.deregister(inUse ? () -> {} : () -> MemoryAccess.free(s.memory));
+      retired.add(s);
+      s.registration.deregister(() -> {
+        synchronized (this) {
+          s.quiesced = true;
+        }
+        freeRetired();
+      });
     }
     slabs.clear();
     slabBytes.set(0);
     for (ConcurrentLinkedQueue<Piece> q : free) {
       q.clear();
     }
+    allocator.close();
+    freeRetired();
+  }
+
+  private synchronized void freeRetired() {
+    if (allocator.liveUnits() > 0) {
+      return;
+    }
+    retired.removeIf(s -> {
+      if (s.quiesced) {
+        MemoryAccess.free(s.memory);
+        return true;
+      }
+      return false;
+    });
   }
 }

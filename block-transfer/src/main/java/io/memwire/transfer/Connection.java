@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.net.InetSocketAddress;
@@ -297,14 +298,15 @@ public final class Connection {
       }
       if (error != null) {
         if (slot != null) {
-          slot.free();
+          slot.unit.release();
         }
         node.counters().requestFailed(error);
         future.completeExceptionally(error);
       } else {
         TransferBuffer result = slot != null
             ? node.bufferPool().wrap(slot, request.length())
-            : new TransferBuffer(destination, destinationAddress, request.length(), () -> {});
+            : new TransferBuffer(destination, destinationAddress, request.length(),
+                MemoryUnit.untracked(request.length(), "read into a caller's region", () -> {}));
         node.counters().requestCompleted(request.length());
         if (!future.complete(result)) {
           result.release();

@@ -1,37 +1,37 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.MemoryUnit;
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The bytes of one completed read, in registered direct memory. Reference counted like Netty's
- * and Arrow's buffers: it arrives with a count of 1; {@link #retain()} adds one, {@link
- * #release()} drops one and, at zero, returns the memory to the pool it came from. Using it after
- * the last release is a bug and raises {@link IllegalStateException}.
+ * The bytes of one completed read, in registered direct memory. A view of a reference-counted
+ * {@link MemoryUnit} of the node's read pool (or, for a read into a caller's region, of an
+ * untracked unit): it arrives with a count of 1; {@link #retain()} adds one, {@link #release()}
+ * drops one and, at zero, returns the memory to the pool. Using it after the last release, or
+ * releasing it once too often, raises {@link IllegalStateException}.
  */
 public final class TransferBuffer {
   private final ByteBuffer view;
   private final long address;
   private final int length;
-  private final Runnable recycler;
-  private final AtomicInteger refCnt = new AtomicInteger(1);
+  private final MemoryUnit unit;
 
-  TransferBuffer(ByteBuffer view, long address, int length, Runnable recycler) {
+  TransferBuffer(ByteBuffer view, long address, int length, MemoryUnit unit) {
     this.view = view;
     this.address = address;
     this.length = length;
-    this.recycler = recycler;
+    this.unit = unit;
   }
 
   /** A new view of the bytes: position 0, limit {@link #length()}. */
   public ByteBuffer nioBuffer() {
-    ensureLive();
+    unit.ensureLive("nioBuffer()");
     return view.duplicate();
   }
 
   /** Native address of byte 0. */
   public long address() {
-    ensureLive();
+    unit.ensureLive("address()");
     return address;
   }
 
@@ -40,42 +40,26 @@ public final class TransferBuffer {
   }
 
   public int refCnt() {
-    return refCnt.get();
+    return unit.refCnt();
+  }
+
+  /** The unit of registered memory this buffer is a view of. */
+  public MemoryUnit unit() {
+    return unit;
   }
 
   public TransferBuffer retain() {
-    int c;
-    do {
-      c = refCnt.get();
-      if (c <= 0) {
-        throw new IllegalStateException("retain of a released TransferBuffer");
-      }
-    } while (!refCnt.compareAndSet(c, c + 1));
+    unit.retain();
     return this;
   }
 
   /** Drops one reference; returns true when this was the last one and the memory went back. */
   public boolean release() {
-    int c = refCnt.decrementAndGet();
-    if (c == 0) {
-      recycler.run();
-      return true;
-    }
-    if (c < 0) {
-      refCnt.incrementAndGet();
-      throw new IllegalStateException("release of a released TransferBuffer");
-    }
-    return false;
-  }
-
-  private void ensureLive() {
-    if (refCnt.get() <= 0) {
-      throw new IllegalStateException("TransferBuffer used after release");
-    }
+    return unit.release();
   }
 
   @Override
   public String toString() {
-    return "TransferBuffer{" + length + " bytes, refCnt=" + refCnt.get() + "}";
+    return "TransferBuffer{" + length + " bytes, refCnt=" + unit.refCnt() + "}";
   }
 }

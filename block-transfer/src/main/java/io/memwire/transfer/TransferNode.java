@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -40,11 +41,14 @@ import org.slf4j.LoggerFactory;
 public final class TransferNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
   private static final AtomicInteger TIMER_IDS = new AtomicInteger();
+  /** Name of the read pool's child allocator. */
+  public static final String READ_POOL = "read-pool";
 
   private final TransferConfig config;
   private final TransportProvider provider;
   private final String selectionReason;
   private final Counters counters = new Counters();
+  private final RegisteredAllocator memory;
   private final BufferPool pool;
   private final Set<MemoryRegion> regions = ConcurrentHashMap.newKeySet();
   private final Map<InetSocketAddress, Connection> connections = new ConcurrentHashMap<>();
@@ -57,6 +61,8 @@ public final class TransferNode implements AutoCloseable {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
+    this.memory = RegisteredAllocator.root("node@" + provider.localAddress().getHostString() + ":"
+        + provider.localAddress().getPort());
     this.pool = new BufferPool(new BufferPool.Registrar() {
       @Override
       public ProviderRegistration register(ByteBuffer buffer, long address) {
@@ -73,7 +79,7 @@ public final class TransferNode implements AutoCloseable {
       public void unregister(ProviderRegistration registration, int length) {
         counters.registeredBytes.addAndGet(-length);
       }
-    }, config.poolMaxBytes());
+    }, memory.newChild(READ_POOL), config.poolMaxBytes());
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
       t.setDaemon(true);
@@ -128,6 +134,15 @@ public final class TransferNode implements AutoCloseable {
   /** The pool read destinations come from. */
   public BufferPool bufferPool() {
     return pool;
+  }
+
+  /**
+   * The root of this node's registered-memory books. Every consumer of registered memory takes a
+   * named child ({@code newChild}) and hands out reference-counted units from it; the node closes
+   * the root last, reporting any child or unit still live.
+   */
+  public RegisteredAllocator memory() {
+    return memory;
   }
 
   Counters counters() {
@@ -398,6 +413,15 @@ public final class TransferNode implements AutoCloseable {
     m.put("poolBuffersOutstanding", pool.outstandingBuffers());
     m.put("poolBytesOutstanding", pool.outstandingBytes());
     m.put("poolSlabBytes", pool.slabBytes());
+    m.put("memoryBytes", memory.allocatedBytes());
+    m.put("memoryPeakBytes", memory.peakBytes());
+    m.put("memoryUnits", memory.liveUnits());
+    for (RegisteredAllocator child : memory.children()) {
+      String k = "memory." + child.name();
+      m.merge(k + ".bytes", child.allocatedBytes(), Long::sum);
+      m.merge(k + ".peakBytes", child.peakBytes(), Math::max);
+      m.merge(k + ".units", child.liveUnits(), Long::sum);
+    }
     m.put("openConnections", connections.values().stream().filter(Connection::isOpen).count());
     m.putAll(provider.counters());
     return new TransferStats(m);
@@ -415,7 +439,8 @@ public final class TransferNode implements AutoCloseable {
 
   /**
    * Closes every connection (outstanding reads fail), deregisters every region, unmaps every
-   * mapping, frees the pool and stops the provider's threads. Idempotent.
+   * mapping, frees the pool, stops the provider's threads and closes the registered-memory
+   * root (leaks are logged and kept in {@code memory().leakReports()}). Idempotent.
    */
   @Override
   public void close() {
@@ -431,12 +456,10 @@ public final class TransferNode implements AutoCloseable {
     for (MemoryRegion r : new ArrayList<>(regions)) {
       r.close();
     }
-    if (pool.outstandingBuffers() > 0) {
-      LOG.warn("closing transfer node with {} read buffers ({} bytes) not released by callers",
-          pool.outstandingBuffers(), pool.outstandingBytes());
-    }
-    pool.close();
+    pool.close(); // read buffers callers did not release are reported as a leak of read-pool
     provider.close();
+    // Last: consumers close their children before the node; what is still open is reported.
+    memory.close();
     try {
       timer.awaitTermination(5, TimeUnit.SECONDS);
     } catch (InterruptedException e) {

@@ -68,6 +68,26 @@ public final class TransferStats {
     return values.get("poolBytesOutstanding");
   }
 
+  /** Bytes of registered-memory units live now, over every allocator of the node. */
+  public long memoryBytes() {
+    return values.get("memoryBytes");
+  }
+
+  /** Most registered-memory unit bytes live at once since the node started. */
+  public long memoryPeakBytes() {
+    return values.get("memoryPeakBytes");
+  }
+
+  /** Bytes of live units of the node's child allocator {@code child} (0 when none is open). */
+  public long memoryBytes(String child) {
+    return values.getOrDefault("memory." + child + ".bytes", 0L);
+  }
+
+  /** Peak unit bytes of the child allocator {@code child} (0 when none is open). */
+  public long memoryPeakBytes(String child) {
+    return values.getOrDefault("memory." + child + ".peakBytes", 0L);
+  }
+
   public long openConnections() {
     return values.get("openConnections");
   }

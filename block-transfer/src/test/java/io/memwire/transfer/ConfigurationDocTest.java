@@ -32,6 +32,7 @@ class ConfigurationDocTest {
     assertTrue(doc().contains(table), REGENERATE + table);
     assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | off | 0 to 2g-1 |"), table);
     assertTrue(table.contains("| `memwire.verbs.cqSpinMicros` | 50 | 0 to 1000000 |"), table);
+    assertTrue(table.contains("| `memwire.memory.allocationStacks` | false | true, false |"), table);
   }
 
   @Test

@@ -3,6 +3,7 @@ package io.memwire.transfer;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -76,6 +77,8 @@ public abstract class TransferContractTest {
     assertEquals(0, s.poolBuffersOutstanding(), "pool buffers not returned: " + s);
     assertEquals(0, s.registeredBytes(), "registered bytes left: " + s);
     assertEquals(0, s.outstandingRequests(), "requests left outstanding: " + s);
+    assertEquals(0, s.memoryBytes(), "registered-memory units left: " + n.memory().toVerboseString());
+    assertTrue(n.memory().leakReports().isEmpty(), "leaks: " + n.memory().leakReports());
   }
 
   protected static byte[] random(Random r, int n) {
@@ -441,6 +444,33 @@ public abstract class TransferContractTest {
     TransferException e = assertThrows(TransferException.class, () -> client.connection(nowhere));
     assertTrue(e instanceof TransferConnectionException || e instanceof TransferTimeoutException);
     assertTrue(e.getMessage().contains(String.valueOf(nowhere.getPort())), e.getMessage());
+  }
+
+  @Test
+  void aReadBufferHeldAtNodeCloseIsReportedAsALeakOfTheReadPool() throws Exception {
+    byte[] data = random(new Random(13), 10_000);
+    TransferNode server = node();
+    TransferNode client = startNode(baseConfig().build()); // not node(): it is meant to leak
+    MemoryRegion r = server.register(direct(data));
+    TransferBuffer kept = await(client.connection(server.localAddress())
+        .read(ReadRequest.of(r.remote(), 0, 5000)));
+    TransferBuffer gone = await(client.connection(server.localAddress())
+        .read(ReadRequest.of(r.remote(), 5000, 3000)));
+    gone.release();
+    TransferStats s = client.stats();
+    assertEquals(5000, s.memoryBytes(TransferNode.READ_POOL), s.toString());
+    assertEquals(8000, s.memoryPeakBytes(TransferNode.READ_POOL), s.toString());
+    client.close();
+
+    List<io.memwire.transfer.memory.LeakReport> leaks = client.memory().leakReports();
+    assertEquals(1, leaks.size(), leaks.toString());
+    assertEquals(client.memory().name() + "/" + TransferNode.READ_POOL, leaks.get(0).allocator());
+    assertEquals(5000, leaks.get(0).bytes());
+    assertSame(kept.unit(), leaks.get(0).units().get(0));
+    assertArrayEquals(slice(data, 0, 5000), bytes(kept), "a leaked buffer stays readable");
+    assertTrue(kept.release());
+    assertEquals(0, client.stats().memoryBytes());
+    assertEquals(0, client.stats().poolBuffersOutstanding());
   }
 
   @Test

@@ -67,6 +67,7 @@ class LocalModeLifecycleTest {
     assertEquals(0, s.registeredRegions(), s.toString());
     assertEquals(0, s.mappedSegments(), s.toString());
     assertEquals(0, s.poolBuffersOutstanding(), s.toString());
+    assertEquals(0, s.memoryBytes(), "registered-memory units left (chunks, read buffers): " + s);
     assertEquals(0, s.openConnections(), s.toString());
     long deadline = System.nanoTime() + 10_000_000_000L;
     List<String> memwireThreads;

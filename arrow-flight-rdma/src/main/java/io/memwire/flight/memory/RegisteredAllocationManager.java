@@ -37,7 +37,7 @@ final class RegisteredAllocationManager extends AllocationManager {
 
   @Override
   protected void release0() {
-    block.free();
+    block.release();
   }
 
   /** Creates managers over one {@link RegisteredMemory}. */

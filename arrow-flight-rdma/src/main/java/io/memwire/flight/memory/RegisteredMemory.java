@@ -4,6 +4,8 @@ import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,24 +36,31 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The total of all arenas never exceeds {@code maxBytes}; {@link #allocate(long, Duration)}
  * waits for frees up to a deadline when it would.
+ *
+ * <p>This is the placement strategy of a child of the node's registered-memory root ({@value
+ * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a
+ * reader's registered ones): every block is a reference-counted unit of it, and the last {@link
+ * Block#release()} gives the extent back to its arena.
  */
 public final class RegisteredMemory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
   private static final int PAGE = 4096;
+  /** Child allocator of arenas no peer reads as a whole (a server's; leases register slices). */
+  public static final String SERVER_ALLOCATOR = "flight-arenas";
+  /** Child allocator of arenas registered as a whole (a reader's landing memory). */
+  public static final String LANDING_ALLOCATOR = "flight-landing-arenas";
 
   private final TransferNode node;
   private final long arenaSize;
   private final long maxBytes;
   private final String name;
   private final boolean registerArenas;
+  private final RegisteredAllocator allocator;
   private final List<Arena> arenas = new ArrayList<>();
   private final TreeMap<Long, Arena> byAddress = new TreeMap<>();
   private long arenaBytes;
-  private long allocatedBytes;
-  private long outstandingBlocks;
-  private long peakAllocatedBytes;
   private boolean closed;
 
   /**
@@ -86,6 +95,7 @@ public final class RegisteredMemory implements AutoCloseable {
     this.arenaSize = (arenaSize + (1 << 20) - 1) & -(1L << 20);
     this.maxBytes = maxBytes;
     this.name = name;
+    this.allocator = node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR);
   }
 
   /** The node the memory is registered with. */
@@ -121,7 +131,7 @@ public final class RegisteredMemory implements AutoCloseable {
         long left = deadline - System.nanoTime();
         if (left <= 0 || roundUp(size) > maxBytes) {
           throw new RegistrationException(name + ": no registered memory for a block of " + size
-              + " bytes within " + wait.toMillis() + " ms: " + allocatedBytes + " of maxBytes="
+              + " bytes within " + wait.toMillis() + " ms: " + allocatedBytesNow() + " of maxBytes="
               + maxBytes + " in use");
         }
         wait(Math.max(1, left / 1_000_000), 0);
@@ -169,10 +179,14 @@ public final class RegisteredMemory implements AutoCloseable {
 
   private Block take(Arena a, long off, long bytes) {
     a.used += bytes;
-    allocatedBytes += bytes;
-    peakAllocatedBytes = Math.max(peakAllocatedBytes, allocatedBytes);
-    outstandingBlocks++;
-    return new Block(this, a, off, bytes);
+    Block b = new Block(a, off, bytes);
+    try {
+      b.unit = allocator.allocate(bytes, "block of " + name, () -> free(b));
+    } catch (RuntimeException e) {
+      giveBack(b);
+      throw e;
+    }
+    return b;
   }
 
   private Arena newArena(long size, boolean shared) {
@@ -199,18 +213,21 @@ public final class RegisteredMemory implements AutoCloseable {
     return a;
   }
 
-  synchronized void free(Block b) {
+  /** The free action of a block's unit: runs once, after its last release. */
+  private synchronized void free(Block b) {
+    giveBack(b);
+    notifyAll();
+  }
+
+  private void giveBack(Block b) {
     Arena a = b.arena;
     if (!a.dedicated) {
       a.release(b.offset, b.size);
     }
     a.used -= b.size;
-    allocatedBytes -= b.size;
-    outstandingBlocks--;
     if (a.dedicated || (closed && a.used == 0)) {
       drop(a);
     }
-    notifyAll();
   }
 
   private void drop(Arena a) {
@@ -259,16 +276,24 @@ public final class RegisteredMemory implements AutoCloseable {
         .allocationManagerFactory(allocationManagerFactory()).maxAllocation(limit).build());
   }
 
-  public synchronized long allocatedBytesNow() {
-    return allocatedBytes;
+  /** Bytes of blocks handed out and not yet released. */
+  public long allocatedBytesNow() {
+    return allocator.allocatedBytes();
   }
 
-  public synchronized long peakAllocatedBytes() {
-    return peakAllocatedBytes;
+  /** Most block bytes out at once. */
+  public long peakAllocatedBytes() {
+    return allocator.peakBytes();
   }
 
-  public synchronized long outstandingBlocks() {
-    return outstandingBlocks;
+  /** Blocks handed out and not yet released. */
+  public long outstandingBlocks() {
+    return allocator.liveUnits();
+  }
+
+  /** The child allocator whose units the blocks are. */
+  public RegisteredAllocator allocator() {
+    return allocator;
   }
 
   /** Free extents over all shared arenas (merged neighbours count once); for tests. */
@@ -290,8 +315,9 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * Deregisters and frees every arena no block is using; arenas still in use go when their last
-   * block is freed (memory a reader still holds must not vanish under it).
+   * Deregisters and frees every arena no block is using and closes the allocator, which reports
+   * blocks still out as a leak; arenas still in use go when their last block is released (memory
+   * a reader still holds must not vanish under it).
    */
   @Override
   public synchronized void close() {
@@ -304,10 +330,7 @@ public final class RegisteredMemory implements AutoCloseable {
         drop(a);
       }
     }
-    if (outstandingBlocks > 0) {
-      LOG.warn("{} closed with {} blocks ({} bytes) still in use; their arenas are freed when "
-          + "they are released", name, outstandingBlocks, allocatedBytes);
-    }
+    allocator.close();
     notifyAll();
   }
 
@@ -336,16 +359,17 @@ public final class RegisteredMemory implements AutoCloseable {
     }
   }
 
-  /** A block of registered memory; {@link #free()} returns it exactly once. */
+  /**
+   * A block of registered memory, reference counted through its {@link MemoryUnit}: it arrives
+   * with a count of 1 and goes back to its arena at the last {@link #release()}.
+   */
   public static final class Block {
-    private final RegisteredMemory owner;
     private final Arena arena;
     private final long offset;
     private final long size;
-    private boolean freed;
+    private MemoryUnit unit;
 
-    Block(RegisteredMemory owner, Arena arena, long offset, long size) {
-      this.owner = owner;
+    Block(Arena arena, long offset, long size) {
       this.arena = arena;
       this.offset = offset;
       this.size = size;
@@ -382,14 +406,25 @@ public final class RegisteredMemory implements AutoCloseable {
       return offset;
     }
 
-    public void free() {
-      synchronized (owner) {
-        if (freed) {
-          throw new IllegalStateException("block freed twice");
-        }
-        freed = true;
-      }
-      owner.free(this);
+    /** The unit on the allocator's books. */
+    public MemoryUnit unit() {
+      return unit;
+    }
+
+    /** Adds a reference. */
+    public Block retain() {
+      unit.retain();
+      return this;
+    }
+
+    /**
+     * Drops a reference; the last one returns the block to its arena.
+     *
+     * @return true when this was the last reference
+     * @throws IllegalStateException when the block was already released
+     */
+    public boolean release() {
+      return unit.release();
     }
   }
 

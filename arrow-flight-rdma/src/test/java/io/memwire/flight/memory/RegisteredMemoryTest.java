@@ -34,6 +34,7 @@ class RegisteredMemoryTest {
   @AfterEach
   void stop() {
     node.close();
+    assertEquals(0, node.stats().memoryBytes(), node.memory().toVerboseString());
   }
 
   @Test
@@ -47,18 +48,22 @@ class RegisteredMemoryTest {
       RegisteredMemory.Block small = m.allocate(100);
       assertEquals(512, small.size(), "smallest block");
       assertEquals(2 * MIB, m.arenaBytes(), "a full arena makes a second one");
-      small.free();
-      quarter.forEach(RegisteredMemory.Block::free);
+      small.release();
+      quarter.forEach(RegisteredMemory.Block::release);
       RegisteredMemory.Block whole = m.allocate(MIB);
       assertEquals(2 * MIB, m.arenaBytes(), "freed quarters merged back into a whole arena");
       RegisteredMemory.Location loc = m.locate(whole.address() + 10, 100);
       assertNotNull(loc);
       assertEquals(whole.regionOffset() + 10, loc.offset());
       assertNull(m.locate(whole.address() + MIB - 10, 100), "range past the arena end");
-      whole.free();
+      whole.release();
       assertEquals(0, m.outstandingBlocks());
-      assertThrows(IllegalStateException.class, whole::free);
+      IllegalStateException e = assertThrows(IllegalStateException.class, whole::release);
+      assertTrue(e.getMessage().contains("double release")
+          && e.getMessage().contains("'" + node.memory().name() + "/"
+              + RegisteredMemory.LANDING_ALLOCATOR + "'"), e.getMessage());
     }
+    assertTrue(node.memory().leakReports().isEmpty(), node.memory().leakReports().toString());
     assertEquals(0, node.stats().registeredBytes(), "close deregisters every arena");
   }
 
@@ -80,16 +85,16 @@ class RegisteredMemoryTest {
         assertEquals(0, b.address() % 512, "blocks stay 512-byte aligned");
       }
       // Free the middle block, then its neighbours: the extents merge back into one.
-      bs.get(1).free();
+      bs.get(1).release();
       assertEquals(2, m.freeExtents(), "the freed middle and the arena's tail");
-      bs.get(0).free();
+      bs.get(0).release();
       assertEquals(2, m.freeExtents(), "first and middle merged");
-      bs.get(2).free();
+      bs.get(2).release();
       assertEquals(1, m.freeExtents(), "everything merged into the whole arena");
       assertEquals(0, m.allocatedBytesNow());
       RegisteredMemory.Block whole = m.allocate(MIB);
       assertEquals(MIB, m.arenaBytes(), "the merged arena holds a whole-arena block");
-      whole.free();
+      whole.release();
     }
     assertEquals(0, node.stats().registeredBytes());
   }
@@ -100,7 +105,7 @@ class RegisteredMemoryTest {
       RegisteredMemory.Block a = m.allocate(4096);
       RegisteredMemory.Block gap = m.allocate(8192);
       RegisteredMemory.Block b = m.allocate(4096);
-      gap.free();
+      gap.release();
       // A small block goes into the 8 KiB hole, not the large tail.
       RegisteredMemory.Block small = m.allocate(4096);
       assertEquals(gap.regionOffset(), small.regionOffset());
@@ -108,7 +113,7 @@ class RegisteredMemoryTest {
       assertNotNull(rest, "the tail is still one extent");
       assertNull(m.tryAllocate(8192), "only the 4 KiB left in the hole remains");
       for (RegisteredMemory.Block x : List.of(a, b, small, rest)) {
-        x.free();
+        x.release();
       }
       assertEquals(1, m.freeExtents());
       assertEquals(0, m.outstandingBlocks());
@@ -121,7 +126,7 @@ class RegisteredMemoryTest {
       RegisteredMemory.Block big = m.allocate(3 * MIB + 5);
       assertEquals(3 * MIB + 5, big.size());
       assertEquals(3 * MIB + 5, node.stats().registeredBytes());
-      big.free();
+      big.release();
       assertEquals(0, m.arenaBytes());
       assertEquals(0, node.stats().registeredBytes());
     }
@@ -144,10 +149,10 @@ class RegisteredMemoryTest {
           throw new IllegalStateException(ex);
         }
       });
-      a.free();
+      a.release();
       RegisteredMemory.Block c = waiting.get(10, TimeUnit.SECONDS);
-      c.free();
-      b.free();
+      c.release();
+      b.release();
     }
   }
 
@@ -167,12 +172,33 @@ class RegisteredMemoryTest {
   }
 
   @Test
+  void retainedBlockGoesBackAtTheLastReleaseAndPeakIsKept() {
+    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test")) {
+      RegisteredMemory.Block a = m.allocate(4096);
+      RegisteredMemory.Block b = m.allocate(8192);
+      b.release();
+      a.retain();
+      assertEquals(false, a.release(), "a reference is left");
+      assertEquals(4096, m.allocatedBytesNow());
+      assertEquals(4096, node.stats().memoryBytes(RegisteredMemory.LANDING_ALLOCATOR));
+      assertTrue(a.release());
+      assertEquals(0, m.outstandingBlocks());
+      assertEquals(4096 + 8192, m.peakAllocatedBytes());
+      assertEquals(4096 + 8192, node.stats().memoryPeakBytes(RegisteredMemory.LANDING_ALLOCATOR));
+    }
+  }
+
+  @Test
   void closeWithBlockInUseKeepsItsArenaUntilFreed() {
     RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test");
     RegisteredMemory.Block held = m.allocate(4096);
     m.close();
     assertEquals(MIB, m.arenaBytes(), "memory a reader holds must not vanish");
-    held.free();
+    assertEquals(1, node.memory().leakReports().size(), "closing with a block out is reported");
+    assertEquals(node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR,
+        node.memory().leakReports().get(0).allocator());
+    assertEquals(4096, node.memory().leakReports().get(0).bytes());
+    held.release();
     assertEquals(0, m.arenaBytes());
     assertEquals(0, node.stats().registeredBytes());
   }
@@ -191,7 +217,7 @@ class RegisteredMemoryTest {
       assertThrows(IllegalArgumentException.class, () -> b.slice(900, 200), "past the block");
       r.close();
       r.released().get(10, TimeUnit.SECONDS);
-      b.free();
+      b.release();
       try (BufferAllocator root = m.newRootAllocator(Long.MAX_VALUE)) {
         ArrowBuf buf = root.buffer(1000);
         // Arrow gets the freed block back zeroed, never the bytes it held before.

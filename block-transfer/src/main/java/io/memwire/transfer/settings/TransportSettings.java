@@ -142,9 +142,18 @@ public final class TransportSettings {
               + "CPU, more wake-ups per read).")
           .longCount(0, 1_000_000).withDefault("50");
 
+  /** JVM system property of the registered-memory allocators; read when a node starts. */
+  public static final Setting<Boolean> MEMORY_ALLOCATION_STACKS =
+      Setting.key("memwire.memory.allocationStacks").since(V010)
+          .doc("Record where every unit of registered memory (read buffer, directory chunk, "
+              + "Flight block or guard) was allocated, and show those stacks in the leak report "
+              + "logged when an allocator closes with units still live. Costs a stack trace per "
+              + "allocation: for finding leaks, not for production.")
+          .bool().withDefault("false");
+
   /** The JVM system properties, in documentation order. */
   public static final List<Setting<?>> SYSTEM_PROPERTIES =
-      List.of(TCP_SENDFILE_MIN_BYTES, VERBS_CQ_SPIN_MICROS);
+      List.of(TCP_SENDFILE_MIN_BYTES, VERBS_CQ_SPIN_MICROS, MEMORY_ALLOCATION_STACKS);
 
   /** The key table of docs/CONFIGURATION.md (names without prefix). */
   public static String keyTable() {

@@ -3,6 +3,8 @@ package io.memwire.shuffle.directory;
 import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -17,6 +19,12 @@ import org.slf4j.LoggerFactory;
  * #SLOTS_PER_CHUNK} slots (registered direct memory, created on the first map output whose index
  * falls in the chunk), the slot of each map output, and every region registered for the shuffle's
  * files, so {@link #unregister} can deregister and unmap them all.
+ *
+ * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator: {@link #unregister} (or
+ * {@link #close}) closes a chunk's region and releases the directory's reference; a {@link
+ * #publish} writing into the chunk holds a reference of its own meanwhile. The memory is freed
+ * after the last release, once the transport reports the region released (no read still copies
+ * from it).
  */
 public final class ShuffleDirectory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleDirectory.class);
@@ -24,12 +32,17 @@ public final class ShuffleDirectory implements AutoCloseable {
   /** Slots per chunk: map indexes [c * 1024, (c + 1) * 1024) live in chunk c (256 KiB). */
   public static final int SLOTS_PER_CHUNK = 1024;
 
+  /** Name of the directory's child of the node's registered-memory root. */
+  public static final String ALLOCATOR = "shuffle-directory";
+
   private final TransferNode node;
+  private final RegisteredAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   public ShuffleDirectory(TransferNode node) {
     this.node = node;
+    this.allocator = node.memory().newChild(ALLOCATOR);
   }
 
   /** One registered chunk of slots. */
@@ -37,11 +50,13 @@ public final class ShuffleDirectory implements AutoCloseable {
     final ByteBuffer memory;
     final MemoryRegion region;
     final DirectoryPointer pointer;
+    final MemoryUnit unit;
 
-    Chunk(ByteBuffer memory, MemoryRegion region, DirectoryPointer pointer) {
+    Chunk(ByteBuffer memory, MemoryRegion region, DirectoryPointer pointer, MemoryUnit unit) {
       this.memory = memory;
       this.region = region;
       this.pointer = pointer;
+      this.unit = unit;
     }
   }
 
@@ -74,25 +89,38 @@ public final class ShuffleDirectory implements AutoCloseable {
       if (data != null) {
         entry.fileRegions.add(data);
       }
-      chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK, this::newChunk);
+      chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK,
+          c -> newChunk(shuffleId, c));
+      chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
-    DirectorySlot slot =
-        new DirectorySlot(mapIndex, mapId, index.remote(), data == null ? null : data.remote());
-    int at = (mapIndex % SLOTS_PER_CHUNK) * DirectorySlot.SIZE;
-    slot.writeTo(chunk.memory.duplicate().position(at).limit(at + DirectorySlot.SIZE).slice());
-    return chunk.pointer;
+    try {
+      DirectorySlot slot =
+          new DirectorySlot(mapIndex, mapId, index.remote(), data == null ? null : data.remote());
+      int at = (mapIndex % SLOTS_PER_CHUNK) * DirectorySlot.SIZE;
+      slot.writeTo(chunk.memory.duplicate().position(at).limit(at + DirectorySlot.SIZE).slice());
+      return chunk.pointer;
+    } finally {
+      chunk.unit.release();
+    }
   }
 
-  private Chunk newChunk(int chunkIndex) {
-    ByteBuffer memory = ByteBuffer.allocateDirect(SLOTS_PER_CHUNK * DirectorySlot.SIZE)
-        .order(ByteOrder.BIG_ENDIAN);
+  private Chunk newChunk(int shuffleId, int chunkIndex) {
+    int size = SLOTS_PER_CHUNK * DirectorySlot.SIZE;
+    ByteBuffer memory = ByteBuffer.allocateDirect(size).order(ByteOrder.BIG_ENDIAN);
+    MemoryRegion region;
     try {
-      MemoryRegion region = node.register(memory);
-      return new Chunk(memory, region, new DirectoryPointer(chunkIndex, region.remote()));
+      region = node.register(memory);
     } catch (RuntimeException e) {
       MemoryAccess.free(memory);
       throw e;
     }
+    // Freed after the last release, once no read copies from the closed region any more.
+    MemoryUnit unit = allocator.allocate(size, "chunk " + chunkIndex + " of shuffle " + shuffleId,
+        () -> {
+          region.close();
+          region.released().whenComplete((v, e) -> MemoryAccess.free(memory));
+        });
+    return new Chunk(memory, region, new DirectoryPointer(chunkIndex, region.remote()), unit);
   }
 
   /** Deregisters and unmaps everything of one shuffle; a no-op when nothing was registered. */
@@ -113,8 +141,8 @@ public final class ShuffleDirectory implements AutoCloseable {
       r.close();
     }
     for (Chunk c : entry.chunks.values()) {
-      // Not freed here: a read in flight may still copy from it; the GC frees it once unreachable.
-      c.region.close();
+      c.region.close(); // reads from now on fail; a publish still writing holds its own reference
+      c.unit.release();
     }
   }
 
@@ -136,7 +164,7 @@ public final class ShuffleDirectory implements AutoCloseable {
    *
    * @return slots changed
    */
-  public int invalidateForTesting(int shuffleId) {
+  public synchronized int invalidateForTesting(int shuffleId) {
     ShuffleEntry e = shuffles.get(shuffleId);
     if (e == null) {
       return 0;
@@ -169,5 +197,11 @@ public final class ShuffleDirectory implements AutoCloseable {
     for (ShuffleEntry e : all) {
       release(e);
     }
+    allocator.close(); // a chunk a publish still writes into is reported, and freed after it
+  }
+
+  /** The directory's allocator: chunk bytes, peak and live chunks. */
+  public RegisteredAllocator allocator() {
+    return allocator;
   }
 }

@@ -1,0 +1,59 @@
+package io.memwire.transfer.memory;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+
+/**
+ * What an allocator still had handed out when it was closed: its path, the live units and their
+ * bytes, and each unit's allocation stack when those were recorded. Logged at WARN by {@link
+ * RegisteredAllocator#close()} and kept by the root ({@link RegisteredAllocator#leakReports()}).
+ */
+public final class LeakReport {
+  private final String allocator;
+  private final List<MemoryUnit> units;
+  private final long bytes;
+
+  LeakReport(String allocator, List<MemoryUnit> units) {
+    this.allocator = allocator;
+    this.units = List.copyOf(units);
+    this.bytes = units.stream().mapToLong(MemoryUnit::size).sum();
+  }
+
+  /** Path of the allocator closed with live units, root first ({@code node/read-pool}). */
+  public String allocator() {
+    return allocator;
+  }
+
+  /** The units still live at close. They stay valid; releasing them later frees them. */
+  public List<MemoryUnit> units() {
+    return units;
+  }
+
+  /** Bytes of those units. */
+  public long bytes() {
+    return bytes;
+  }
+
+  @Override
+  public String toString() {
+    StringBuilder b = new StringBuilder("allocator '").append(allocator).append("' closed with ")
+        .append(units.size()).append(" live units (").append(bytes).append(" bytes)");
+    boolean stacks = false;
+    for (MemoryUnit u : units) {
+      b.append("\n  ").append(u);
+      Throwable at = u.allocationStack();
+      if (at != null) {
+        stacks = true;
+        StringWriter w = new StringWriter();
+        at.printStackTrace(new PrintWriter(w));
+        b.append("\n    ").append(w.toString().strip().replace("\n", "\n    "));
+      }
+    }
+    if (!stacks && !units.isEmpty()) {
+      b.append("\n  (run with -D").append(RegisteredAllocator.STACKS_PROPERTY)
+          .append("=true to record where each unit was allocated)");
+    }
+    return b.toString();
+  }
+}

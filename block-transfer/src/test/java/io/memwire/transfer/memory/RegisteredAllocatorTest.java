@@ -1,0 +1,212 @@
+package io.memwire.transfer.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+class RegisteredAllocatorTest {
+
+  @Test
+  void lastReleaseFreesOnceAndUpdatesTheBooks() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator pool = root.newChild("read-pool");
+    AtomicInteger frees = new AtomicInteger();
+    MemoryUnit u = pool.allocate(4096, "read destination", frees::incrementAndGet);
+    assertEquals(1, u.refCnt());
+    assertEquals(4096, pool.allocatedBytes());
+    assertEquals(4096, root.allocatedBytes(), "the root's figures include its children");
+    assertEquals(1, root.liveUnits());
+
+    assertTrue(u.retain() == u);
+    assertFalse(u.release(), "one reference left");
+    assertEquals(0, frees.get());
+    assertEquals(4096, pool.allocatedBytes());
+    assertTrue(u.release(), "the last reference");
+    assertEquals(1, frees.get());
+    assertEquals(0, pool.allocatedBytes());
+    assertEquals(0, root.allocatedBytes());
+    assertEquals(0, root.liveUnits());
+    root.close();
+    assertTrue(root.leakReports().isEmpty(), root.leakReports().toString());
+  }
+
+  @Test
+  void doubleReleaseAndRetainAfterReleaseFailNamingUnitAndAllocator() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator guards = root.newChild("flight-guards");
+    AtomicInteger frees = new AtomicInteger();
+    MemoryUnit u = guards.allocate(8, "guard slot", frees::incrementAndGet);
+    u.release();
+    IllegalStateException e = assertThrows(IllegalStateException.class, u::release);
+    assertTrue(e.getMessage().contains("double release"), e.getMessage());
+    assertTrue(e.getMessage().contains("guard slot"), e.getMessage());
+    assertTrue(e.getMessage().contains("'node/flight-guards'"), e.getMessage());
+    assertEquals(1, frees.get(), "freed exactly once");
+    assertEquals(0, guards.allocatedBytes(), "the books are not decremented twice");
+    IllegalStateException r = assertThrows(IllegalStateException.class, u::retain);
+    assertTrue(r.getMessage().contains("retain of released unit"), r.getMessage());
+    IllegalStateException use = assertThrows(IllegalStateException.class,
+        () -> u.ensureLive("nioBuffer()"));
+    assertTrue(use.getMessage().startsWith("nioBuffer() of released"), use.getMessage());
+  }
+
+  @Test
+  void peakIsTheMostLiveAtOnceAtEveryLevel() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator a = root.newChild("a");
+    RegisteredAllocator b = root.newChild("b");
+    MemoryUnit a1 = a.allocate(1000, "x", () -> {});
+    MemoryUnit a2 = a.allocate(3000, "x", () -> {});
+    a1.release();
+    MemoryUnit b1 = b.allocate(500, "y", () -> {});
+    a2.release();
+    MemoryUnit a3 = a.allocate(2000, "x", () -> {});
+    assertEquals(4000, a.peakBytes());
+    assertEquals(500, b.peakBytes());
+    assertEquals(4000, root.peakBytes(), "3000 + 500 live at most was 3500; 1000 + 3000 is 4000");
+    assertEquals(2500, root.allocatedBytes());
+    assertEquals(3, a.allocations());
+    b1.release();
+    a3.release();
+    assertEquals(4000, root.peakBytes(), "the peak stays");
+    root.close();
+    assertTrue(root.leakReports().isEmpty());
+  }
+
+  @Test
+  void closingAChildWithLiveUnitsReportsChildUnitsAndBytes() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator dir = root.newChild("shuffle-directory");
+    AtomicInteger frees = new AtomicInteger();
+    MemoryUnit kept = dir.allocate(262_144, "directory chunk 0 of shuffle 3", frees::incrementAndGet);
+    MemoryUnit done = dir.allocate(100, "other", () -> {});
+    done.release();
+    dir.close();
+
+    List<LeakReport> leaks = root.leakReports();
+    assertEquals(1, leaks.size());
+    LeakReport r = leaks.get(0);
+    assertEquals("node/shuffle-directory", r.allocator());
+    assertEquals(262_144, r.bytes());
+    assertEquals(List.of(kept), r.units());
+    String text = r.toString();
+    assertTrue(text.contains("'node/shuffle-directory' closed with 1 live units (262144 bytes)"),
+        text);
+    assertTrue(text.contains("directory chunk 0 of shuffle 3"), text);
+    assertTrue(text.contains(RegisteredAllocator.STACKS_PROPERTY), "says how to get stacks: " + text);
+    assertNull(kept.allocationStack(), "stacks are off by default");
+
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> dir.allocate(1, "late", () -> {}));
+    assertTrue(e.getMessage().contains("'node/shuffle-directory' is closed"), e.getMessage());
+    assertTrue(root.toVerboseString().contains("directory chunk 0 of shuffle 3"),
+        "a leaking child stays in the dump: " + root.toVerboseString());
+
+    // A leaked unit stays valid; its late release frees it and clears the books.
+    assertTrue(kept.release());
+    assertEquals(1, frees.get());
+    assertEquals(0, root.allocatedBytes());
+  }
+
+  @Test
+  void allocationStacksWhenEnabledNameTheAllocatingMethod() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", true);
+    RegisteredAllocator arenas = root.newChild("flight-arenas");
+    MemoryUnit u = allocateHere(arenas);
+    assertNotNull(u.allocationStack());
+    arenas.close();
+    String text = root.leakReports().get(0).toString();
+    assertTrue(text.contains("allocateHere"), text);
+    assertTrue(text.contains(RegisteredAllocatorTest.class.getName()), text);
+    u.release();
+  }
+
+  @Test
+  void stacksFollowTheSystemProperty() {
+    String old = System.getProperty(RegisteredAllocator.STACKS_PROPERTY);
+    try {
+      System.setProperty(RegisteredAllocator.STACKS_PROPERTY, "true");
+      assertTrue(RegisteredAllocator.root("on").recordsStacks());
+      System.clearProperty(RegisteredAllocator.STACKS_PROPERTY);
+      assertFalse(RegisteredAllocator.root("off").recordsStacks(), "off by default");
+      System.setProperty(RegisteredAllocator.STACKS_PROPERTY, "yes");
+      RuntimeException e = assertThrows(RuntimeException.class,
+          () -> RegisteredAllocator.root("bad"));
+      assertTrue(e.getMessage().contains("memwire.memory.allocationStacks=yes"), e.getMessage());
+    } finally {
+      if (old == null) {
+        System.clearProperty(RegisteredAllocator.STACKS_PROPERTY);
+      } else {
+        System.setProperty(RegisteredAllocator.STACKS_PROPERTY, old);
+      }
+    }
+  }
+
+  private static MemoryUnit allocateHere(RegisteredAllocator a) {
+    return a.allocate(1 << 20, "arena block", () -> {});
+  }
+
+  @Test
+  void rootCloseClosesChildrenNewestFirstThenReportsItsOwn() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator first = root.newChild("first");
+    RegisteredAllocator second = root.newChild("second");
+    RegisteredAllocator clean = root.newChild("clean");
+    MemoryUnit f = first.allocate(10, "f", () -> {});
+    MemoryUnit s = second.allocate(20, "s", () -> {});
+    MemoryUnit r = root.allocate(30, "r", () -> {});
+    clean.allocate(5, "c", () -> {}).release();
+    root.close();
+
+    List<String> order = new ArrayList<>();
+    for (LeakReport l : root.leakReports()) {
+      order.add(l.allocator() + "=" + l.bytes());
+    }
+    assertEquals(List.of("node/second=20", "node/first=10", "node=30"), order);
+    assertTrue(first.isClosed() && second.isClosed() && clean.isClosed());
+    assertEquals(List.of(first, second), root.children(), "leaking children stay listed");
+    assertThrows(IllegalStateException.class, () -> root.newChild("late"));
+    f.release();
+    s.release();
+    r.release();
+    assertEquals(0, root.allocatedBytes());
+    assertEquals(0, root.liveUnits());
+  }
+
+  @Test
+  void verboseDumpListsChildrenAndLiveUnits() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator pool = root.newChild("read-pool");
+    root.newChild("flight-guards");
+    MemoryUnit u = pool.allocate(4096, "read destination", () -> {});
+    String dump = root.toVerboseString();
+    assertTrue(dump.startsWith("allocator 'node': 4096 bytes in 1 units, peak 4096 bytes"), dump);
+    assertTrue(dump.contains("  allocator 'read-pool': 4096 bytes in 1 units"), dump);
+    assertTrue(dump.contains("  allocator 'flight-guards': 0 bytes in 0 units"), dump);
+    assertTrue(dump.contains("(read destination, 4096 bytes, refCnt=1) of allocator "
+        + "'node/read-pool'"), dump);
+    u.release();
+    assertFalse(root.toVerboseString().contains("read destination"));
+    root.close();
+    assertTrue(root.leakReports().isEmpty());
+  }
+
+  @Test
+  void untrackedUnitsCountReferencesOnNoBooks() {
+    AtomicInteger last = new AtomicInteger();
+    MemoryUnit u = MemoryUnit.untracked(100, "caller region", last::incrementAndGet);
+    u.retain();
+    assertFalse(u.release());
+    assertTrue(u.release());
+    assertEquals(1, last.get());
+    assertThrows(IllegalStateException.class, u::release);
+  }
+}
