@@ -155,7 +155,17 @@ final class BatchPuller implements Runnable {
     synchronized (pending) {
       pending.add(p);
     }
-    ReadBatch rb = c.read(reads, guardRead);
+    ReadBatch rb;
+    try {
+      rb = c.read(reads, guardRead);
+    } catch (RuntimeException e) {
+      synchronized (pending) {
+        pending.remove(p);
+        pending.notifyAll();
+      }
+      p.freeBlock();
+      throw e;
+    }
     // all() completes once every read has ended, so no read still lands in the block when a
     // failure frees it.
     rb.all().whenComplete((v, err) -> {

@@ -6,6 +6,7 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegionDescriptor;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -26,10 +27,60 @@ final class LeaseBodies {
     static final Body EMPTY = new Body(List.of(), () -> {});
   }
 
+  /**
+   * A lease ready to describe: its body and guard, and for the BATCH message the regions (this
+   * lease's only), the buffers by index in that list, and the guard's reference.
+   */
+  record Prepared(Body body, LeaseGuards.Guard guard, List<RegionDescriptor> regions,
+      List<ServerMessage.BufferRef> refs, ServerMessage.Guard guardRef) {}
+
   private final RdmaFlightProducer owner;
 
   LeaseBodies(RdmaFlightProducer owner) {
     this.owner = owner;
+  }
+
+  /**
+   * Makes a batch's body readable (in place when {@code zeroCopy} and its buffers are in this
+   * producer's memory, else a copy) and issues its guard. On failure nothing stays held.
+   */
+  Prepared prepare(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
+      boolean zeroCopy) {
+    List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
+    Body body;
+    if (bodyLength == 0) {
+      for (ArrowBuffer b : layout) {
+        refs.add(ServerMessage.BufferRef.empty(b.getOffset()));
+      }
+      body = Body.EMPTY;
+    } else {
+      body = zeroCopy ? inPlace(bufs, layout, refs) : null;
+      if (body == null) {
+        refs.clear();
+        body = copy(bufs, layout, bodyLength, refs);
+      }
+    }
+    List<RegionDescriptor> regions = new ArrayList<>();
+    Map<MemoryRegion, Integer> regionIndex = new IdentityHashMap<>();
+    List<ServerMessage.BufferRef> indexed = new ArrayList<>(refs.size());
+    LeaseGuards.Guard guard = null;
+    try {
+      if (bodyLength > 0) {
+        guard = owner.guards().issue();
+      }
+      for (ServerMessage.BufferRef r : refs) {
+        indexed.add(r.length == 0 ? r : new ServerMessage.BufferRef(regionIndex(
+            body.regions().get(r.regionIndex), regions, regionIndex), r.regionOffset,
+            r.bodyOffset, r.length));
+      }
+      ServerMessage.Guard guardRef = guard == null ? null : new ServerMessage.Guard(
+          regionIndex(guard.region(), regions, regionIndex), guard.regionOffset(),
+          guard.generation);
+      return new Prepared(body, guard, regions, indexed, guardRef);
+    } catch (RuntimeException e) {
+      end(guard, body);
+      throw cannotRegister("a lease", e);
+    }
   }
 
   /**
@@ -165,7 +216,7 @@ final class LeaseBodies {
   }
 
   /** The region's index in the BATCH message's region list, adding it on first use. */
-  static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
+  private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
       Map<MemoryRegion, Integer> index) {
     Integer i = index.get(region);
     if (i == null) {
@@ -181,7 +232,7 @@ final class LeaseBodies {
   }
 
   /** The data plane, not the data, failed: an auto client may retry over DoGet. */
-  static RuntimeException cannotRegister(String what, RuntimeException e) {
+  private static RuntimeException cannotRegister(String what, RuntimeException e) {
     return FallbackReason.LEASE_FAILED.error(CallStatus.UNAVAILABLE, "server data plane cannot "
         + "register " + what + ": " + e.getMessage(), e);
   }

@@ -4,13 +4,9 @@ import io.memwire.flight.wire.ClientMessage;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
-import io.memwire.transfer.MemoryRegion;
-import io.memwire.transfer.RegionDescriptor;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Future;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightProducer;
@@ -284,55 +280,19 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     if (!awaitCredit(bodyLength)) {
       return;
     }
-    List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
-    LeaseBodies.Body body;
-    if (bodyLength == 0) {
-      for (ArrowBuffer b : layout) {
-        refs.add(ServerMessage.BufferRef.empty(b.getOffset()));
-      }
-      body = LeaseBodies.Body.EMPTY;
-    } else {
-      body = zeroCopy ? bodies.inPlace(bufs, layout, refs) : null;
-      if (body == null) {
-        refs.clear();
-        body = bodies.copy(bufs, layout, bodyLength, refs);
-      }
-    }
-    // The message names this lease's regions only, by their index in its own list.
-    List<RegionDescriptor> regions = new ArrayList<>();
-    Map<MemoryRegion, Integer> regionIndex = new IdentityHashMap<>();
-    List<ServerMessage.BufferRef> indexed = new ArrayList<>(refs.size());
-    LeaseGuards.Guard guard = null;
-    ServerMessage.Guard guardRef = null;
-    try {
-      if (bodyLength > 0) {
-        guard = owner.guards().issue();
-      }
-      for (ServerMessage.BufferRef r : refs) {
-        indexed.add(r.length == 0 ? r : new ServerMessage.BufferRef(LeaseBodies.regionIndex(
-            body.regions().get(r.regionIndex), regions, regionIndex), r.regionOffset,
-            r.bodyOffset, r.length));
-      }
-      if (guard != null) {
-        guardRef = new ServerMessage.Guard(LeaseBodies.regionIndex(guard.region(), regions,
-            regionIndex), guard.regionOffset(), guard.generation);
-      }
-    } catch (RuntimeException e) {
-      bodies.end(guard, body);
-      throw LeaseBodies.cannotRegister("a lease", e);
-    }
+    LeaseBodies.Prepared lease = bodies.prepare(bufs, layout, bodyLength, zeroCopy);
     long seq;
     synchronized (this) {
       if (state.isTerminal()) {
-        bodies.end(guard, body);
+        bodies.end(lease.guard(), lease.body());
         return;
       }
-      seq = window.add(bodyLength, guard, body).seq;
+      seq = window.add(bodyLength, lease.guard(), lease.body()).seq;
       owner.serverStats().notePeak(window.leasedBytes());
     }
     owner.serverStats().bodyBytes.add(bodyLength);
     send(ServerMessage.batch(seq, (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
-        header, bodyLength, regions, indexed, appMetadata, guardRef));
+        header, bodyLength, lease.regions(), lease.refs(), appMetadata, lease.guardRef()));
   }
 
   /** Waits until the window has room for {@code bytes}; false when the session ended meanwhile. */

@@ -64,7 +64,11 @@ public final class Connection {
 
   /** Posts a batch; reads for one peer go out together, in order, within the flow-control limits. */
   public ReadBatch read(List<ReadRequest> requests) {
-    return new ReadBatch(post(requests, null));
+    List<Piece> pieces = new ArrayList<>();
+    List<CompletableFuture<TransferBuffer>> futures = requests(requests, pieces);
+    node.counters().requestsStarted(requests.size());
+    enqueue(pieces);
+    return new ReadBatch(futures);
   }
 
   /**
@@ -85,16 +89,18 @@ public final class Connection {
     if (body.isEmpty()) {
       return read(List.of(after));
     }
+    List<Piece> bodyPieces = new ArrayList<>();
+    List<CompletableFuture<TransferBuffer>> futures = requests(body, bodyPieces);
     List<Piece> afterPieces = new ArrayList<>();
     Request afterRequest = request(after, afterPieces);
-    node.counters().requestsStarted(1);
-    List<CompletableFuture<TransferBuffer>> futures;
+    node.counters().requestsStarted(body.size() + 1);
     if (transport.servesInPostOrder()) {
       // Queued only once every body piece was handed to the transport (or failed), so it is
       // posted behind all of them whichever thread posts what.
-      futures = post(body, new Gate(afterPieces));
+      new Gate(afterPieces).track(bodyPieces);
+      enqueue(bodyPieces);
     } else {
-      futures = post(body, null);
+      enqueue(bodyPieces);
       CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]))
           .whenComplete((v, e) -> {
             if (e == null) {
@@ -145,18 +151,13 @@ public final class Connection {
     return req;
   }
 
-  /** Splits, queues and pumps {@code requests}; their pieces report to {@code gate} if given. */
-  private List<CompletableFuture<TransferBuffer>> post(List<ReadRequest> requests, Gate gate) {
+  /** Checks and splits {@code requests} into {@code pieces}; their futures, in order. */
+  private List<CompletableFuture<TransferBuffer>> requests(List<ReadRequest> requests,
+      List<Piece> pieces) {
     List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
-    List<Piece> pieces = new ArrayList<>();
     for (ReadRequest r : requests) {
       futures.add(request(r, pieces).future);
     }
-    if (gate != null) {
-      gate.track(pieces);
-    }
-    node.counters().requestsStarted(requests.size());
-    enqueue(pieces);
     return futures;
   }
 
