@@ -1,6 +1,5 @@
 package io.memwire.flight;
 
-import io.memwire.flight.wire.ClientMessage;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
@@ -95,7 +94,8 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   /** Runs the exchange on the calling (DoExchange handler) thread until it ends. */
   void run() {
     writer.setOnCancelHandler(() -> cancel("client cancelled the exchange"));
-    pump = owner.executor().submit(this::pumpClientMessages);
+    pump = owner.executor().submit(
+        new FreeReader(reader, owner.serverStats(), new ClientEvents()));
     try {
       owner.delegate().getStream(context, new Ticket(request.ticket()), this);
     } catch (Throwable t) {
@@ -138,43 +138,40 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     }
   }
 
-  // ---- client messages (pump thread) ----------------------------------------------------
+  // ---- client messages (pump thread, through FreeReader) --------------------------------
 
-  private void pumpClientMessages() {
-    try {
-      while (reader.next()) {
-        ArrowBuf md = reader.getLatestMetadata();
-        if (md == null) {
-          continue;
-        }
-        ByteBuffer bytes = md.nioBuffer(0, (int) md.readableBytes());
-        long[] seqs = ClientMessage.readFree(bytes);
-        owner.serverStats().freeMessages.increment();
-        for (long s : seqs) {
-          free(s);
-        }
+  /** What the client's messages do to this session. */
+  private final class ClientEvents implements FreeReader.Session {
+    @Override
+    public void freed(long seq) {
+      LeaseWindow.Lease l;
+      synchronized (ServerSession.this) {
+        l = window.remove(seq);
       }
-      synchronized (this) {
+      if (l != null) {
+        // The credit comes back only once the guard is revoked and the body released: the
+        // window bounds what is pinned, and the producer's next block can reuse this one. Null:
+        // already released (end of exchange, timeout) or a duplicate FREE.
+        endLease(l, true);
+      }
+    }
+
+    @Override
+    public void halfClosed() {
+      synchronized (ServerSession.this) {
         clientHalfClosed = true;
-        notifyAll();
+        ServerSession.this.notifyAll();
       }
-    } catch (WireException e) {
-      finish(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
-    } catch (RuntimeException e) {
-      cancel("client stream ended: " + e.getMessage());
     }
-  }
 
-  private void free(long seq) {
-    LeaseWindow.Lease l;
-    synchronized (this) {
-      l = window.remove(seq);
+    @Override
+    public void badMessage(WireException e) {
+      finish(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
     }
-    if (l != null) {
-      // The credit comes back only once the guard is revoked and the body released: the window
-      // bounds what is pinned, and the producer's next block can reuse this one. Null: already
-      // released (end of exchange, timeout) or a duplicate FREE.
-      endLease(l, true);
+
+    @Override
+    public void broken(RuntimeException e) {
+      cancel("client stream ended: " + e.getMessage());
     }
   }
 

@@ -2,6 +2,7 @@ package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -50,6 +51,8 @@ class ServerErrorTest {
       assertEquals(FlightStatusCode.INTERNAL, ex.status().code());
       assertTrue(ex.getMessage().contains("boom: disk on fire"), ex.getMessage());
       assertEquals(DataPlane.TCP, s.dataPlane());
+      assertSame(ex, assertThrows(FlightRuntimeException.class, s::next),
+          "a failed stream throws its failure again");
     }
     f.awaitServerIdle();
   }
