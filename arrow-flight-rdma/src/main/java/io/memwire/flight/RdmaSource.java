@@ -5,6 +5,7 @@ import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -71,7 +72,7 @@ final class RdmaSource implements StreamSource {
   private final BufferAllocator allocator;
   private final FlightClient.ExchangeReaderWriter exchange;
   private final FlightStream reader;
-  private final java.time.Duration readTimeout;
+  private final Duration readTimeout;
   private final LinkedBlockingQueue<StreamEvent> events = new LinkedBlockingQueue<>();
   private final FreeSender frees;
   private final Future<?> pumpTask;
@@ -94,10 +95,6 @@ final class RdmaSource implements StreamSource {
     this.frees = new FreeSender(exchange.getWriter(), allocator, client.executor());
     this.pumpTask = client.executor().submit(
         new BatchPuller(client, node, memory, reader, frees, events));
-  }
-
-  State state() {
-    return state;
   }
 
   private void moveTo(State to) {

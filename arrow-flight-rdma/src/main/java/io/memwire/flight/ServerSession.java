@@ -4,7 +4,6 @@ import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Future;
 import org.apache.arrow.flight.CallStatus;
@@ -76,10 +75,6 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     this.window = new LeaseWindow(this, Math.min(request.windowBatches(), owner.maxWindowBatches()),
         Math.min(request.windowBytes(), owner.maxWindowBytes()));
     this.leaseTimeoutNanos = owner.leaseTimeout().toNanos();
-  }
-
-  SessionState state() {
-    return state;
   }
 
   /** Moves to {@code to}; the caller holds the monitor and has checked the state is not terminal. */

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
@@ -94,6 +95,8 @@ public final class Connection {
     List<Piece> afterPieces = new ArrayList<>();
     Request afterRequest = request(after, afterPieces);
     node.counters().requestsStarted(body.size() + 1);
+    CompletableFuture<Void> bodyDone =
+        CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
     if (transport.servesInPostOrder()) {
       // Queued only once every body piece was handed to the transport (or failed), so it is
       // posted behind all of them whichever thread posts what.
@@ -101,19 +104,16 @@ public final class Connection {
       enqueue(bodyPieces);
     } else {
       enqueue(bodyPieces);
-      CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]))
-          .whenComplete((v, e) -> {
-            if (e == null) {
-              enqueue(afterPieces);
-            } else {
-              Throwable c = transferCause(e);
-              failAll(afterPieces, c instanceof TransferException ? (TransferException) c
-                  : new TransferConnectionException("a body read failed: " + c, peer(), c));
-            }
-          });
+      bodyDone.whenComplete((v, e) -> {
+        if (e == null) {
+          enqueue(afterPieces);
+        } else {
+          Throwable c = transferCause(e);
+          failAll(afterPieces, c instanceof TransferException ? (TransferException) c
+              : new TransferConnectionException("a body read failed: " + c, peer(), c));
+        }
+      });
     }
-    CompletableFuture<Void> bodyDone =
-        CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
     CompletableFuture<TransferBuffer> afterResult = new CompletableFuture<>();
     afterRequest.future.whenComplete((buf, e) -> bodyDone.whenComplete((v, bodyError) -> {
       if (bodyError != null) {
@@ -133,7 +133,7 @@ public final class Connection {
   }
 
   private static Throwable transferCause(Throwable e) {
-    return e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+    return e instanceof CompletionException && e.getCause() != null
         ? e.getCause() : e;
   }
 
