@@ -156,7 +156,7 @@ public final class RdmaFlightClient implements AutoCloseable {
   private RdmaFlightStream open(Target t) {
     ensureOpen();
     if (dataPlane == DataPlane.GRPC) {
-      return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, null);
+      return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, null, null);
     }
     boolean auto = dataPlane == DataPlane.AUTO;
     ProviderKind provider;
@@ -168,7 +168,7 @@ public final class RdmaFlightClient implements AutoCloseable {
             ? "the endpoint offers no rdma:// or rdma+tcp:// location"
             : "the endpoint offers no " + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
                 + " location";
-        return fallBackOrFail(t, auto, why, null);
+        return fallBackOrFail(t, auto, FallbackReason.NO_LOCATION, why, null);
       }
       provider = RdmaLocations.providerOf(location);
     } else {
@@ -186,7 +186,7 @@ public final class RdmaFlightClient implements AutoCloseable {
       }
     } catch (TransferException | RuntimeException e) {
       String why = "the " + provider + " transport is unavailable: " + e.getMessage();
-      return fallBackOrFail(t, auto, why, e);
+      return fallBackOrFail(t, auto, FallbackReason.TRANSPORT, why, e);
     }
     ExchangeRequest req = new ExchangeRequest(node.provider(), windowBatches, windowBytes,
         t.ticket.getBytes());
@@ -195,7 +195,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     RdmaSource source = new RdmaSource(this, node, memory, rw);
     DataPlane used = node.provider() == ProviderKind.VERBS ? DataPlane.VERBS : DataPlane.TCP;
     logChoice(t, used);
-    return new RdmaFlightStream(this, t, source, used, auto, null);
+    return new RdmaFlightStream(this, t, source, used, auto, null, null);
   }
 
   private synchronized void logChoice(Target t, DataPlane used) {
@@ -223,13 +223,14 @@ public final class RdmaFlightClient implements AutoCloseable {
     return null;
   }
 
-  private RdmaFlightStream fallBackOrFail(Target t, boolean auto, String why, Throwable cause) {
+  private RdmaFlightStream fallBackOrFail(Target t, boolean auto, FallbackReason reason,
+      String why, Throwable cause) {
     if (!auto) {
-      throw CallStatus.UNAVAILABLE.withDescription("memwire: data plane " + dataPlane
-          + " requested but " + why).withCause(cause).toRuntimeException();
+      throw reason.error(CallStatus.UNAVAILABLE, "data plane " + dataPlane + " requested but "
+          + why, cause);
     }
     LOG.info("Flight data plane for {}: grpc DoGet ({})", t, why);
-    return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, why);
+    return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, reason, why);
   }
 
   StreamSource openGrpc(Target t) {

@@ -267,32 +267,32 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     try {
       request = ExchangeRequest.fromBytes(descriptor.getCommand());
     } catch (WireException e) {
-      writer.error(CallStatus.INVALID_ARGUMENT.withDescription("memwire: " + e.getMessage())
-          .toRuntimeException());
+      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, e.getMessage(),
+          null));
       return;
     }
     if (request.provider() != node.provider()) {
-      writer.error(CallStatus.INVALID_ARGUMENT.withDescription("memwire: this server's data plane "
-          + "uses the " + node.provider() + " provider, the client asked for " + request.provider())
-          .toRuntimeException());
+      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, "this server's "
+          + "data plane uses the " + node.provider() + " provider, the client asked for "
+          + request.provider(), null));
       return;
     }
     if (closed) {
-      writer.error(CallStatus.UNAVAILABLE.withDescription("memwire: RDMA data plane is closed")
-          .toRuntimeException());
+      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.UNAVAILABLE,
+          "RDMA data plane is closed", null));
       return;
     }
     if (refusal != null) {
-      writer.error(CallStatus.UNAVAILABLE.withDescription("memwire: RDMA data plane is off: "
-          + refusal).toRuntimeException());
+      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.UNAVAILABLE,
+          "RDMA data plane is off: " + refusal, null));
       return;
     }
     if (!exchangeSlots.tryAcquire()) {
-      // "memwire:" lets an auto client take plain DoGet instead.
+      // The typed reason lets an auto client take plain DoGet instead.
       stats.sessionsRefused.increment();
-      writer.error(CallStatus.RESOURCE_EXHAUSTED.withDescription("memwire: the server runs its "
-          + "most RDMA exchanges at once (memwire.flight.server.maxExchanges=" + maxExchanges
-          + "); use DoGet or retry later").toRuntimeException());
+      writer.error(FallbackReason.AT_CAPACITY.error(CallStatus.RESOURCE_EXHAUSTED, "the server "
+          + "runs its most RDMA exchanges at once (memwire.flight.server.maxExchanges="
+          + maxExchanges + "); use DoGet or retry later", null));
       return;
     }
     try {

@@ -27,17 +27,19 @@ public final class RdmaFlightStream implements AutoCloseable {
   private final boolean mayFallBack;
   private StreamSource source;
   private DataPlane dataPlane;
+  private FallbackReason fallback;
   private String fallbackReason;
   private boolean handedOut;
   private boolean closed;
 
   RdmaFlightStream(RdmaFlightClient client, RdmaFlightClient.Target target, StreamSource source,
-      DataPlane dataPlane, boolean mayFallBack, String fallbackReason) {
+      DataPlane dataPlane, boolean mayFallBack, FallbackReason fallback, String fallbackReason) {
     this.client = client;
     this.target = target;
     this.source = source;
     this.dataPlane = dataPlane;
     this.mayFallBack = mayFallBack;
+    this.fallback = fallback;
     this.fallbackReason = fallbackReason;
   }
 
@@ -47,6 +49,11 @@ public final class RdmaFlightStream implements AutoCloseable {
   }
 
   /** Why this stream uses gRPC although RDMA was allowed, or null. */
+  public FallbackReason fallback() {
+    return fallback;
+  }
+
+  /** {@link #fallback()} for people: what failed, in words; or null. */
   public String fallbackReason() {
     return fallbackReason;
   }
@@ -116,15 +123,18 @@ public final class RdmaFlightStream implements AutoCloseable {
 
   private boolean canFallBack(FlightRuntimeException e) {
     return mayFallBack && !handedOut && source instanceof RdmaSource
-        && RdmaSource.isDataPlaneFailure(e);
+        && FallbackReason.of(e) != null;
   }
 
   private void fallBack(FlightRuntimeException e) {
-    String why = "RDMA data plane failed before the first batch: " + e.getMessage();
+    FallbackReason reason = FallbackReason.of(e);
+    String why = "RDMA data plane failed before the first batch (" + reason + "): "
+        + e.getMessage();
     LOG.info("Flight data plane for {}: grpc DoGet ({})", target, why);
     source.close();
     source = client.openGrpc(target);
     dataPlane = DataPlane.GRPC;
+    fallback = reason;
     fallbackReason = why;
   }
 

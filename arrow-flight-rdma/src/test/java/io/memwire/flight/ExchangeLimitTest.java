@@ -84,6 +84,7 @@ class ExchangeLimitTest {
         "many:1:100", 1, 1L << 30)) {
       FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, c::next);
       assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, ex.status().code());
+      assertEquals(FallbackReason.AT_CAPACITY, FallbackReason.of(ex));
       assertTrue(ex.getMessage().contains("memwire.flight.server.maxExchanges=2"),
           ex.getMessage());
     }
@@ -94,6 +95,7 @@ class ExchangeLimitTest {
     try (RdmaFlightStream s = auto.getStream(e)) {
       readAll(s, 3, 1000);
       assertEquals(DataPlane.GRPC, s.dataPlane());
+      assertEquals(FallbackReason.AT_CAPACITY, s.fallback(), s.fallbackReason());
       assertTrue(s.fallbackReason().contains("maxExchanges"), s.fallbackReason());
     }
     // A client that insists on the data plane gets the refusal.
@@ -192,11 +194,13 @@ class ExchangeLimitTest {
       try (RdmaFlightStream s = auto.getStream(e)) {
         readAll(s, 2, 1000);
         assertEquals(DataPlane.GRPC, s.dataPlane());
+        assertEquals(FallbackReason.NO_LOCATION, s.fallback(), s.fallbackReason());
       }
       try (RawExchange x = new RawExchange(v.wrappedClient(), v.clientAllocator, "many:1:100", 1,
           1L << 30)) {
         FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
         assertEquals(FlightStatusCode.UNAVAILABLE, ex.status().code());
+        assertEquals(FallbackReason.NOT_SERVED, FallbackReason.of(ex));
         assertTrue(ex.getMessage().contains("memwire.flight.server.trustedFabric=true"),
             ex.getMessage());
       }

@@ -67,7 +67,9 @@ class FallbackTest {
     RdmaFlightClient c = f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO));
     FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints()
         .get(0);
-    assertNull(check(c.getStream(e), "ints", DataPlane.TCP).fallbackReason());
+    RdmaFlightStream s = check(c.getStream(e), "ints", DataPlane.TCP);
+    assertNull(s.fallback());
+    assertNull(s.fallbackReason());
   }
 
   @Test
@@ -97,6 +99,7 @@ class FallbackTest {
     FlightEndpoint e = f.plainClient().getInfo(FlightDescriptor.path("strings")).getEndpoints()
         .get(0);
     RdmaFlightStream s = check(c.getStream(e), "strings", DataPlane.GRPC);
+    assertEquals(FallbackReason.NO_LOCATION, s.fallback());
     assertTrue(s.fallbackReason().contains("no rdma:// or rdma+tcp:// location"),
         s.fallbackReason());
   }
@@ -106,8 +109,7 @@ class FallbackTest {
     // A bare ticket: nothing says whether the server has the wrapper; the exchange is refused.
     RdmaFlightClient c = f.rdmaClient(f.plainClient(), b -> b.dataPlane(DataPlane.AUTO));
     RdmaFlightStream s = check(c.getStream(TestProducer.ticket("list")), "list", DataPlane.GRPC);
-    assertTrue(s.fallbackReason().contains("UNIMPLEMENTED")
-        || s.fallbackReason().contains("DoExchange"), s.fallbackReason());
+    assertEquals(FallbackReason.NOT_SERVED, s.fallback(), s.fallbackReason());
   }
 
   @Test
@@ -121,6 +123,7 @@ class FallbackTest {
         RdmaLocations.of(ProviderKind.TCP, new InetSocketAddress("127.0.0.1", closedPort)));
     RdmaFlightClient c = f.rdmaClient(f.plainClient(), b -> b.dataPlane(DataPlane.AUTO));
     RdmaFlightStream s = check(c.getStream(e), "struct", DataPlane.GRPC);
+    assertEquals(FallbackReason.TRANSPORT, s.fallback(), s.fallbackReason());
     assertTrue(s.fallbackReason().contains("tcp transport is unavailable"), s.fallbackReason());
   }
 
@@ -134,6 +137,7 @@ class FallbackTest {
     RdmaFlightStream s = c.getStream(e);
     org.junit.jupiter.api.Assumptions.assumeTrue(s.dataPlane() == DataPlane.GRPC,
         "verbs is usable here; this test covers machines without it");
+    assertEquals(FallbackReason.TRANSPORT, s.fallback(), s.fallbackReason());
     assertTrue(s.fallbackReason().contains("verbs transport is unavailable"), s.fallbackReason());
     check(s, "map", DataPlane.GRPC);
   }
@@ -144,13 +148,14 @@ class FallbackTest {
     FlightEndpoint e = new FlightEndpoint(TestProducer.ticket("ints"), f.plainLocation());
     FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> c.getStream(e));
     assertEquals(FlightStatusCode.UNAVAILABLE, ex.status().code());
+    assertEquals(FallbackReason.NO_LOCATION, FallbackReason.of(ex));
     assertTrue(ex.getMessage().contains("no rdma+tcp:// location"), ex.getMessage());
   }
 
   @Test
   void retryOverGrpcWhenFirstReadFails() throws Exception {
-    // A second wrapped server whose transfer node is gone: the exchange starts, the first read
-    // fails, no batch was handed out yet, so the stream quietly re-opens over DoGet.
+    // A second wrapped server whose transfer node is gone: the exchange starts, the server cannot
+    // lease the first batch, no batch was handed out yet, so the stream quietly re-opens over DoGet.
     try (Fixture broken = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION)) {
       RdmaFlightClient c = broken.rdmaClient(broken.wrappedClient(),
           b -> b.dataPlane(DataPlane.AUTO));
@@ -166,7 +171,7 @@ class FallbackTest {
         }
         assertTrue(n > 0);
         assertEquals(DataPlane.GRPC, s.dataPlane());
-        assertNotNull(s.fallbackReason());
+        assertEquals(FallbackReason.LEASE_FAILED, s.fallback(), s.fallbackReason());
       } finally {
         s.close();
       }
@@ -193,7 +198,7 @@ class FallbackTest {
         }
         assertTrue(n > 0);
         assertEquals(DataPlane.GRPC, s.dataPlane());
-        assertTrue(s.fallbackReason().contains("memwire"), s.fallbackReason());
+        assertEquals(FallbackReason.TRANSPORT, s.fallback(), s.fallbackReason());
       } finally {
         s.close();
       }

@@ -1,6 +1,8 @@
 package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -49,6 +51,8 @@ class ServerErrorTest {
       assertEquals(FlightStatusCode.INTERNAL, ex.status().code());
       assertTrue(ex.getMessage().contains("boom: disk on fire"), ex.getMessage());
       assertEquals(DataPlane.TCP, s.dataPlane());
+      assertSame(ex, assertThrows(FlightRuntimeException.class, s::next),
+          "a failed stream throws its failure again");
     }
     f.awaitServerIdle();
   }
@@ -60,6 +64,7 @@ class ServerErrorTest {
       FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, s::next);
       assertEquals(FlightStatusCode.NOT_FOUND, ex.status().code());
       assertTrue(ex.getMessage().contains("no data set named missing"), ex.getMessage());
+      assertNull(FallbackReason.of(ex), "the producer's error has no data-plane reason");
       assertEquals(DataPlane.TCP, s.dataPlane(), "an application error is not a data-plane one");
     }
     f.awaitServerIdle();
@@ -80,7 +85,9 @@ class ServerErrorTest {
             s.next();
           }
         });
-        assertTrue(ex.getMessage().contains("memwire"), ex.getMessage());
+        // The client's read or the server's next registration notices first.
+        assertTrue(java.util.Set.of(FallbackReason.TRANSPORT, FallbackReason.LEASE_FAILED)
+            .contains(FallbackReason.of(ex)), ex.getMessage());
         assertEquals(DataPlane.TCP, s.dataPlane(), "no retry once a batch was handed out");
       }
       own.awaitServerIdle();

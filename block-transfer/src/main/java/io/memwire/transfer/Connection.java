@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
@@ -65,21 +66,104 @@ public final class Connection {
 
   /** Posts a batch; reads for one peer go out together, in order, within the flow-control limits. */
   public ReadBatch read(List<ReadRequest> requests) {
-    List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
     List<Piece> pieces = new ArrayList<>();
-    for (ReadRequest r : requests) {
-      if (!r.region().node().equals(peer())) {
-        throw new IllegalArgumentException(
-            "region " + r.region() + " is not on this connection's peer " + peer());
-      }
-      if (r.destination() != null && r.destination().node() != node) {
-        throw new IllegalArgumentException("destination region is not registered on this node");
-      }
-      Request req = new Request(r);
-      futures.add(req.future);
-      split(req, pieces);
-    }
+    List<CompletableFuture<TransferBuffer>> futures = requests(requests, pieces);
     node.counters().requestsStarted(requests.size());
+    enqueue(pieces);
+    return new ReadBatch(futures);
+  }
+
+  /**
+   * Posts {@code body} and an {@code after} read that observes the remote memory no earlier than
+   * the completion of every body read: when it reads, each body read has finished reading its
+   * bytes. A word the serving side changes before it reuses the body's memory can so prove that
+   * the body bytes were read before that change (Flight's lease guard).
+   *
+   * <p>How depends on the provider ({@link ProviderConnection#servesInPostOrder()}): where the
+   * peer serves reads in posting order (tcp) the {@code after} read is posted right behind the
+   * body, in the same round trip; elsewhere (verbs, the in-memory test transport) it is posted
+   * once every body read has completed.
+   *
+   * @return the body's futures in order, then the {@code after} read's (last). When a body read
+   *     fails, the {@code after} future fails with that error (whether or not it was read).
+   */
+  public ReadBatch read(List<ReadRequest> body, ReadRequest after) {
+    if (body.isEmpty()) {
+      return read(List.of(after));
+    }
+    List<Piece> bodyPieces = new ArrayList<>();
+    List<CompletableFuture<TransferBuffer>> futures = requests(body, bodyPieces);
+    List<Piece> afterPieces = new ArrayList<>();
+    Request afterRequest = request(after, afterPieces);
+    node.counters().requestsStarted(body.size() + 1);
+    CompletableFuture<Void> bodyDone =
+        CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
+    if (transport.servesInPostOrder()) {
+      // Queued only once every body piece was handed to the transport (or failed), so it is
+      // posted behind all of them whichever thread posts what.
+      new Gate(afterPieces).track(bodyPieces);
+      enqueue(bodyPieces);
+    } else {
+      enqueue(bodyPieces);
+      bodyDone.whenComplete((v, e) -> {
+        if (e == null) {
+          enqueue(afterPieces);
+        } else {
+          Throwable c = transferCause(e);
+          failAll(afterPieces, c instanceof TransferException ? (TransferException) c
+              : new TransferConnectionException("a body read failed: " + c, peer(), c));
+        }
+      });
+    }
+    CompletableFuture<TransferBuffer> afterResult = new CompletableFuture<>();
+    afterRequest.future.whenComplete((buf, e) -> bodyDone.whenComplete((v, bodyError) -> {
+      if (bodyError != null) {
+        if (buf != null) {
+          buf.release();
+        }
+        afterResult.completeExceptionally(transferCause(bodyError));
+      } else if (e != null) {
+        afterResult.completeExceptionally(transferCause(e));
+      } else if (!afterResult.complete(buf)) {
+        buf.release();
+      }
+    }));
+    List<CompletableFuture<TransferBuffer>> all = new ArrayList<>(futures);
+    all.add(afterResult);
+    return new ReadBatch(all);
+  }
+
+  private static Throwable transferCause(Throwable e) {
+    return e instanceof CompletionException && e.getCause() != null
+        ? e.getCause() : e;
+  }
+
+  /** Checks a request against this connection and splits it into pieces. */
+  private Request request(ReadRequest r, List<Piece> pieces) {
+    if (!r.region().node().equals(peer())) {
+      throw new IllegalArgumentException(
+          "region " + r.region() + " is not on this connection's peer " + peer());
+    }
+    if (r.destination() != null && r.destination().node() != node) {
+      throw new IllegalArgumentException("destination region is not registered on this node");
+    }
+    Request req = new Request(r);
+    split(req, pieces);
+    return req;
+  }
+
+  /** Checks and splits {@code requests} into {@code pieces}; their futures, in order. */
+  private List<CompletableFuture<TransferBuffer>> requests(List<ReadRequest> requests,
+      List<Piece> pieces) {
+    List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
+    for (ReadRequest r : requests) {
+      futures.add(request(r, pieces).future);
+    }
+    return futures;
+  }
+
+  /** Queues pieces and pumps, or fails them when the connection is no longer open. */
+  private void enqueue(List<Piece> pieces) {
     TransferException f = null;
     synchronized (lock) {
       if (!transport.isOpen()) {
@@ -93,7 +177,6 @@ public final class Connection {
     } else {
       pump();
     }
-    return new ReadBatch(futures);
   }
 
   private void split(Request req, List<Piece> out) {
@@ -162,11 +245,15 @@ public final class Connection {
       for (Piece p : noMemory) {
         p.request.partDone(new TransferConnectionException("no destination memory for a read of "
             + p.length + " bytes: " + noMemoryCause.getMessage(), peer(), noMemoryCause), node);
+        p.leftQueue();
       }
     }
     if (post != null) {
       assert !Thread.holdsLock(lock) : "posting while holding the connection lock";
       transport.post(post);
+      for (WireRead w : post) {
+        ((Part) w).piece.leftQueue();
+      }
     }
   }
 
@@ -206,6 +293,7 @@ public final class Connection {
     assert !Thread.holdsLock(lock) : "completing requests while holding the connection lock";
     for (Piece p : pieces) {
       p.request.partDone(error, node);
+      p.leftQueue();
     }
   }
 
@@ -322,6 +410,8 @@ public final class Connection {
     final long remoteAddress;
     final int length;
     final int offsetInRequest;
+    /** The ordered read waiting for this piece to be posted, or null. */
+    volatile Gate gate;
 
     Piece(Request request, RegionDescriptor segment, long remoteAddress, int length, int off) {
       this.request = request;
@@ -331,12 +421,53 @@ public final class Connection {
       this.offsetInRequest = off;
     }
 
+    /** This piece was handed to the transport or failed: it no longer holds back a gate. */
+    void leftQueue() {
+      Gate g = gate;
+      if (g != null) {
+        gate = null;
+        g.pieceLeft();
+      }
+    }
+
     Part toPart(TransferNode node) {
       request.ensureDestination(node);
       ByteBuffer dst = request.destination.duplicate()
           .position(offsetInRequest).limit(offsetInRequest + length).slice();
       return new Part(this, dst, request.destinationAddress + offsetInRequest,
           request.destinationKey);
+    }
+  }
+
+  /**
+   * Holds an {@code after} read back until every body piece has left the queue (posted, so the
+   * transport has it in order, or failed); then queues it.
+   */
+  private final class Gate {
+    private final List<Piece> after;
+    private int waiting;
+
+    Gate(List<Piece> after) {
+      this.after = after;
+    }
+
+    void track(List<Piece> body) {
+      synchronized (this) {
+        waiting = body.size();
+      }
+      for (Piece p : body) {
+        p.gate = this;
+      }
+    }
+
+    void pieceLeft() {
+      boolean open;
+      synchronized (this) {
+        open = --waiting == 0;
+      }
+      if (open) {
+        enqueue(after);
+      }
     }
   }
 

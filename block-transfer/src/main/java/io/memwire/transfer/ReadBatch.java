@@ -5,7 +5,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The futures of a batch posted with {@link Connection#read(List)}: one per request, in request
- * order, and one for the whole batch. Each successful future hands its caller a {@link
+ * order, and one for the whole batch. A batch from {@link Connection#read(List, ReadRequest)} has
+ * the {@code after} read's future last. Each successful future hands its caller a {@link
  * TransferBuffer} to release.
  */
 public final class ReadBatch {

@@ -414,6 +414,12 @@ public final class InMemoryTransport implements AutoCloseable {
       return open;
     }
 
+    /** False: a script may delay or hold a read, so reads end in any order. */
+    @Override
+    public boolean servesInPostOrder() {
+      return false;
+    }
+
     @Override
     public void post(List<WireRead> reads) {
       List<PostedRead> accepted = new ArrayList<>(reads.size());

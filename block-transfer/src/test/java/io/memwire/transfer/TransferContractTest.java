@@ -23,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -305,6 +306,93 @@ public abstract class TransferContractTest {
       pool.shutdownNow();
       assertTrue(pool.awaitTermination(WAIT_SECONDS, TimeUnit.SECONDS));
     }
+  }
+
+  @Test
+  void anAfterReadSeesMemoryAsItWasOnceTheBodyReadsCompleted() throws Exception {
+    Random r = new Random(21);
+    byte[] data = random(r, 1 << 20);
+    TransferNode server = node();
+    // One read in flight: the body's later pieces, and the after read, go out only after the
+    // first body request (64 pieces) completed.
+    TransferNode client = node(baseConfig().maxTransferSize(4 << 10).maxOutstandingRequests(1));
+    MemoryRegion body = server.register(direct(data));
+    ByteBuffer wordMemory = direct(new byte[8]);
+    MemoryRegion word = server.register(wordMemory);
+    Connection c = client.connection(server.localAddress());
+    int first = 256 << 10;
+    List<ReadRequest> reqs = List.of(ReadRequest.of(body.remote(), 0, first),
+        ReadRequest.of(body.remote(), first, data.length - first));
+    Thread test = Thread.currentThread();
+    boolean conclusive = false;
+    for (int attempt = 1; attempt <= 10 && !conclusive; attempt++) {
+      wordMemory.putLong(0, 0);
+      long changed = 0x1122334455667700L + attempt;
+      ReadBatch batch = c.read(reqs, ReadRequest.of(word.remote(), 0, 8));
+      assertEquals(3, batch.size(), "two body futures and the after read's");
+      // Written as the first body request completes, on the transport's thread: an after read
+      // that went out with the body, ahead of that completion, would still see 0. (Run on this
+      // thread, the callback came too late to tell anything: try again.)
+      AtomicBoolean inCompletion = new AtomicBoolean();
+      batch.result(0).whenComplete((b, e) -> {
+        if (Thread.currentThread() != test) {
+          inCompletion.set(true);
+          wordMemory.putLong(0, changed);
+        }
+      });
+      List<Boolean> bodyDoneFirst = new ArrayList<>();
+      batch.result(2).whenComplete((b, e) -> bodyDoneFirst.add(
+          batch.result(0).isDone() && batch.result(1).isDone()));
+      long seen;
+      TransferBuffer after = await(batch.result(2));
+      try {
+        seen = after.nioBuffer().order(java.nio.ByteOrder.BIG_ENDIAN).getLong(0);
+      } finally {
+        after.release();
+      }
+      for (int i = 0; i < reqs.size(); i++) {
+        TransferBuffer b = await(batch.result(i));
+        try {
+          assertArrayEquals(slice(data, reqs.get(i).offset(), reqs.get(i).length()), bytes(b));
+        } finally {
+          b.release();
+        }
+      }
+      assertEquals(List.of(true), bodyDoneFirst, "the after read ended behind every body read");
+      conclusive = inCompletion.get();
+      if (conclusive) {
+        assertEquals(changed, seen, "the after read saw the word as it was before the body ended");
+      }
+    }
+    assertTrue(conclusive, "in 10 tries the first body request never completed after its "
+        + "callback was registered");
+  }
+
+  @Test
+  void anAfterReadFailsWithItsBodyAndHoldsNothing() throws Exception {
+    byte[] data = random(new Random(22), 64 << 10);
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion body = server.register(direct(data));
+    MemoryRegion word = server.register(direct(new byte[8]));
+    RemoteRegion gone = body.remote();
+    body.close();
+    body.released().get(WAIT_SECONDS, TimeUnit.SECONDS);
+    Connection c = client.connection(server.localAddress());
+    ReadBatch batch = c.read(List.of(ReadRequest.of(gone, 0, 4096),
+        ReadRequest.of(gone, 4096, 4096)), ReadRequest.of(word.remote(), 0, 8));
+    RemoteAccessException bodyError = awaitFailure(RemoteAccessException.class, batch.result(0));
+    awaitFailure(RemoteAccessException.class, batch.result(1));
+    RemoteAccessException afterError =
+        awaitFailure(RemoteAccessException.class, batch.result(2));
+    assertTrue(afterError == bodyError || afterError.reason() == bodyError.reason(),
+        "the after read fails with the body's error: " + afterError);
+    awaitFailure(RemoteAccessException.class, batch.all());
+    // Nothing of the failed batch stays pinned, and the connection goes on.
+    TransferBuffer ok = await(c.read(List.of(), ReadRequest.of(word.remote(), 0, 8)).result(0));
+    ok.release();
+    assertEquals(0, client.stats().poolBuffersOutstanding());
+    assertEquals(0, client.stats().outstandingRequests());
   }
 
   @Test

@@ -30,6 +30,16 @@ public interface ProviderConnection {
 
   boolean isOpen();
 
+  /**
+   * Whether the peer reads the memory of this connection's reads in the order they were posted,
+   * each read's bytes all fetched before the next read touches memory (the tcp responder answers
+   * in request order and copies each response into the socket in that order). {@link
+   * io.memwire.transfer.Connection#read(List, io.memwire.transfer.ReadRequest)} relies on it: when
+   * true the {@code after} read is posted right behind the body reads; when false it is posted
+   * only once every body read has completed, which costs one more round trip.
+   */
+  boolean servesInPostOrder();
+
   /** The failure that ended this connection (the first one), or null while it is open. */
   TransferException failure();
 

@@ -196,6 +196,15 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     }
   }
 
+  /**
+   * True: requests leave in {@link #submitted} order, and the responder answers one connection's
+   * requests in order, copying each response's bytes into the socket before the next one's.
+   */
+  @Override
+  public boolean servesInPostOrder() {
+    return true;
+  }
+
   @Override
   public void post(List<WireRead> reads) {
     submitted.addAll(reads);

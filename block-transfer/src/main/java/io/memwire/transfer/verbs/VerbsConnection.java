@@ -65,6 +65,15 @@ final class VerbsConnection extends AbstractProviderConnection {
     }
   }
 
+  /**
+   * False: the responses of one chain of RDMA Reads may be fetched out of order, and reads may be
+   * re-posted on a fresh queue pair, so an ordered read waits for the body's completions.
+   */
+  @Override
+  public boolean servesInPostOrder() {
+    return false;
+  }
+
   @Override
   public void post(List<WireRead> reads) {
     if (completer == Thread.currentThread()) {

@@ -62,6 +62,11 @@ class AbstractProviderConnectionTest {
     }
 
     @Override
+    public boolean servesInPostOrder() {
+      return false;
+    }
+
+    @Override
     public void post(List<WireRead> reads) {
       boolean rejected;
       synchronized (this) {

@@ -1,0 +1,239 @@
+package io.memwire.flight;
+
+import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.wire.ServerMessage;
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.RegionDescriptor;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.ipc.message.ArrowBuffer;
+
+/**
+ * Makes a batch's body remotely readable for one lease, and ends that again. Only the batch's
+ * own bytes become readable, through regions registered for this lease alone (own keys): a
+ * zero-copy producer's buffers in place, or a copy in a block of registered memory. Runs on the
+ * producer's thread ({@code putNext}); {@link #end} on whichever thread ends the lease.
+ */
+final class LeaseBodies {
+  /** A body ready to lease: its regions (this batch's bytes only) and how to release it. */
+  record Body(List<MemoryRegion> regions, Runnable release) {
+    static final Body EMPTY = new Body(List.of(), () -> {});
+  }
+
+  /**
+   * A lease ready to describe: its body and guard, and for the BATCH message the regions (this
+   * lease's only), the buffers by index in that list, and the guard's reference.
+   */
+  record Prepared(Body body, LeaseGuards.Guard guard, List<RegionDescriptor> regions,
+      List<ServerMessage.BufferRef> refs, ServerMessage.Guard guardRef) {}
+
+  private final RdmaFlightProducer owner;
+
+  LeaseBodies(RdmaFlightProducer owner) {
+    this.owner = owner;
+  }
+
+  /**
+   * Makes a batch's body readable (in place when {@code zeroCopy} and its buffers are in this
+   * producer's memory, else a copy) and issues its guard. On failure nothing stays held.
+   */
+  Prepared prepare(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
+      boolean zeroCopy) {
+    List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
+    Body body;
+    if (bodyLength == 0) {
+      for (ArrowBuffer b : layout) {
+        refs.add(ServerMessage.BufferRef.empty(b.getOffset()));
+      }
+      body = Body.EMPTY;
+    } else {
+      body = zeroCopy ? inPlace(bufs, layout, refs) : null;
+      if (body == null) {
+        refs.clear();
+        body = copy(bufs, layout, bodyLength, refs);
+      }
+    }
+    List<RegionDescriptor> regions = new ArrayList<>();
+    Map<MemoryRegion, Integer> regionIndex = new IdentityHashMap<>();
+    List<ServerMessage.BufferRef> indexed = new ArrayList<>(refs.size());
+    LeaseGuards.Guard guard = null;
+    try {
+      if (bodyLength > 0) {
+        guard = owner.guards().issue();
+      }
+      for (ServerMessage.BufferRef r : refs) {
+        indexed.add(r.length == 0 ? r : new ServerMessage.BufferRef(regionIndex(
+            body.regions().get(r.regionIndex), regions, regionIndex), r.regionOffset,
+            r.bodyOffset, r.length));
+      }
+      ServerMessage.Guard guardRef = guard == null ? null : new ServerMessage.Guard(
+          regionIndex(guard.region(), regions, regionIndex), guard.regionOffset(),
+          guard.generation);
+      return new Prepared(body, guard, regions, indexed, guardRef);
+    } catch (RuntimeException e) {
+      end(guard, body);
+      throw cannotRegister("a lease", e);
+    }
+  }
+
+  /**
+   * Revokes the guard, closes the body's regions and, once the transport no longer touches them,
+   * releases the body; the future completes after that release.
+   */
+  CompletableFuture<Void> end(LeaseGuards.Guard guard, Body body) {
+    if (guard != null) {
+      owner.guards().revoke(guard);
+    }
+    CompletableFuture<?>[] released = new CompletableFuture<?>[body.regions().size()];
+    for (int i = 0; i < released.length; i++) {
+      MemoryRegion r = body.regions().get(i);
+      r.close();
+      released[i] = r.released();
+    }
+    return CompletableFuture.allOf(released).whenComplete((v, e) -> body.release().run());
+  }
+
+  /**
+   * Leases a zero-copy producer's buffers where they are: each run of adjacent buffers is
+   * registered as a region of its own, so the client reaches these bytes and nothing around
+   * them. Null (nothing held) when a buffer is not in this producer's memory: then it is copied.
+   * Refs name regions by their index in the returned body's list.
+   */
+  Body inPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout,
+      List<ServerMessage.BufferRef> refs) {
+    RegisteredMemory memory = owner.memory();
+    Integer[] order = new Integer[bufs.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+      long n = bufs.get(i).readableBytes();
+      if (n > 0 && memory.locate(bufs.get(i).memoryAddress(), n) == null) {
+        return null;
+      }
+    }
+    Arrays.sort(order, (x, y) -> Long.compare(bufs.get(x).memoryAddress(),
+        bufs.get(y).memoryAddress()));
+    // Runs of buffers whose bytes touch or overlap: {start, end} and the run of each buffer.
+    List<long[]> runs = new ArrayList<>();
+    int[] runOf = new int[bufs.size()];
+    for (int i : order) {
+      long n = bufs.get(i).readableBytes();
+      if (n == 0) {
+        runOf[i] = -1;
+        continue;
+      }
+      long start = bufs.get(i).memoryAddress();
+      long[] last = runs.isEmpty() ? null : runs.get(runs.size() - 1);
+      if (last != null && start <= last[1]
+          && memory.locate(last[0], Math.max(last[1], start + n) - last[0]) != null) {
+        last[1] = Math.max(last[1], start + n);
+      } else {
+        runs.add(new long[] {start, start + n});
+      }
+      runOf[i] = runs.size() - 1;
+    }
+    List<MemoryRegion> regions = new ArrayList<>(runs.size());
+    try {
+      for (long[] r : runs) {
+        regions.add(owner.node().register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
+      }
+    } catch (RuntimeException e) {
+      regions.forEach(MemoryRegion::close);
+      throw cannotRegister("a lease", e);
+    }
+    // The producer promised not to touch these buffers again: keep them alive until the regions
+    // over them are released.
+    List<ArrowBuf> held = new ArrayList<>(bufs.size());
+    for (int i = 0; i < bufs.size(); i++) {
+      ArrowBuf b = bufs.get(i);
+      long n = b.readableBytes();
+      if (n == 0) {
+        refs.add(ServerMessage.BufferRef.empty(layout.get(i).getOffset()));
+        continue;
+      }
+      b.getReferenceManager().retain();
+      held.add(b);
+      refs.add(new ServerMessage.BufferRef(runOf[i], b.memoryAddress() - runs.get(runOf[i])[0],
+          layout.get(i).getOffset(), n));
+    }
+    owner.serverStats().batchesInPlace.increment();
+    return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()));
+  }
+
+  /**
+   * Copies the batch into a block at its IPC layout and registers exactly its body bytes as a
+   * region of its own. The gaps between buffers are zeroed: the block may have held another
+   * batch, and the region must show this batch's bytes only.
+   */
+  Body copy(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
+      List<ServerMessage.BufferRef> refs) {
+    RegisteredMemory.Block block;
+    try {
+      block = owner.memory().allocate(bodyLength, owner.leaseTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
+          .toRuntimeException();
+    } catch (RuntimeException e) {
+      // The data plane, not the data, failed: the reason lets an auto client retry over DoGet.
+      throw FallbackReason.LEASE_FAILED.error(CallStatus.UNAVAILABLE, "server data plane cannot "
+          + "lease a body of " + bodyLength + " bytes: " + e.getMessage(), e);
+    }
+    long written = 0;
+    for (int i = 0; i < bufs.size(); i++) {
+      ArrowBuf b = bufs.get(i);
+      long n = b.readableBytes();
+      long off = layout.get(i).getOffset();
+      if (n > 0) {
+        if (off > written) {
+          MemoryUtil.setMemory(block.address() + written, off - written, (byte) 0);
+        }
+        MemoryUtil.copyMemory(b.memoryAddress(), block.address() + off, n);
+        written = Math.max(written, off + n);
+        refs.add(new ServerMessage.BufferRef(0, off, off, n));
+      } else {
+        refs.add(ServerMessage.BufferRef.empty(off));
+      }
+    }
+    if (bodyLength > written) {
+      MemoryUtil.setMemory(block.address() + written, bodyLength - written, (byte) 0);
+    }
+    MemoryRegion region;
+    try {
+      region = owner.node().register(block.slice(0, bodyLength));
+    } catch (RuntimeException e) {
+      block.release();
+      throw cannotRegister("a body of " + bodyLength + " bytes", e);
+    }
+    owner.serverStats().batchesCopied.increment();
+    return new Body(List.of(region), block::release);
+  }
+
+  /** The region's index in the BATCH message's region list, adding it on first use. */
+  private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
+      Map<MemoryRegion, Integer> index) {
+    Integer i = index.get(region);
+    if (i == null) {
+      if (region.descriptors().size() != 1) {
+        throw new IllegalStateException("a lease region of " + region.length()
+            + " bytes spans several segments (maxSegmentSize); bodies must fit one segment");
+      }
+      i = regions.size();
+      regions.add(region.descriptors().get(0));
+      index.put(region, i);
+    }
+    return i;
+  }
+
+  /** The data plane, not the data, failed: an auto client may retry over DoGet. */
+  private static RuntimeException cannotRegister(String what, RuntimeException e) {
+    return FallbackReason.LEASE_FAILED.error(CallStatus.UNAVAILABLE, "server data plane cannot "
+        + "register " + what + ": " + e.getMessage(), e);
+  }
+}
