@@ -1,6 +1,7 @@
 package io.memwire.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
@@ -29,6 +30,12 @@ final class Fixture implements AutoCloseable {
   final FlightServer rdmaServer;
   final BufferAllocator zeroCopyRoot;
   private final List<AutoCloseable> clients = new ArrayList<>();
+  /**
+   * Allocators (last path element) whose leak reports a test may provoke on purpose: closing
+   * the node under a stream reports what its live leases held at that moment, which depends on
+   * timing.
+   */
+  final java.util.Set<String> allowedLeaks = new java.util.HashSet<>();
 
   Fixture(CompressionUtil.CodecType compression) throws Exception {
     this(compression, b -> {});
@@ -148,7 +155,10 @@ final class Fixture implements AutoCloseable {
     root.close();
     assertEquals(0, node.stats().registeredBytes(), "registered bytes after close");
     assertEquals(0, node.stats().memoryBytes(), node.memory().toVerboseString());
-    assertEquals(java.util.List.of(), node.memory().leakReports(), "registered-memory leaks");
+    // Units reported at node close must all have been freed since (memoryBytes above is 0).
+    assertTrue(node.memory().leakReports().stream().allMatch(r -> allowedLeaks.contains(
+        r.allocator().substring(r.allocator().lastIndexOf('/') + 1))),
+        "registered-memory leak reports: " + node.memory().leakReports());
   }
 
   /** A server counter of the wrapped producer. */
