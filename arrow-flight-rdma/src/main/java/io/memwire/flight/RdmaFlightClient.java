@@ -89,6 +89,7 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final Map<ProviderKind, TransferNode> nodes = new EnumMap<>(ProviderKind.class);
   private final Map<ProviderKind, RegisteredMemory> memories = new EnumMap<>(ProviderKind.class);
   private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
+  private final ClientStats stats = new ClientStats();
   private boolean loggedRdma;
   private volatile boolean closed;
   /**
@@ -156,6 +157,7 @@ public final class RdmaFlightClient implements AutoCloseable {
   private RdmaFlightStream open(Target t) {
     ensureOpen();
     if (dataPlane == DataPlane.GRPC) {
+      stats.streamsGrpc.increment();
       return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, null, null);
     }
     boolean auto = dataPlane == DataPlane.AUTO;
@@ -195,6 +197,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     RdmaSource source = new RdmaSource(this, node, memory, rw);
     DataPlane used = node.provider() == ProviderKind.VERBS ? DataPlane.VERBS : DataPlane.TCP;
     logChoice(t, used);
+    stats.streamsOneSided.increment();
     return new RdmaFlightStream(this, t, source, used, auto, null, null);
   }
 
@@ -230,7 +233,23 @@ public final class RdmaFlightClient implements AutoCloseable {
           + why, cause);
     }
     LOG.info("Flight data plane for {}: grpc DoGet ({})", t, why);
+    stats.fellBack(reason);
+    stats.streamsGrpc.increment();
     return new RdmaFlightStream(this, t, openGrpc(t), DataPlane.GRPC, false, reason, why);
+  }
+
+  /**
+   * Counters: streams that pulled bodies one-sided ({@code streamsOneSided}; one that fell back
+   * before its first batch counts there and in {@code streamsGrpc}) and through gRPC DoGet
+   * ({@code streamsGrpc}), batches and body bytes pulled one-sided, and fallbacks to DoGet in all
+   * and per {@link FallbackReason} ({@code fallbacks.transport}, ...).
+   */
+  public Map<String, Long> stats() {
+    return stats.snapshot();
+  }
+
+  ClientStats clientStats() {
+    return stats;
   }
 
   StreamSource openGrpc(Target t) {

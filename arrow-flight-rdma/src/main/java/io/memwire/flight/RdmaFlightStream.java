@@ -132,6 +132,8 @@ public final class RdmaFlightStream implements AutoCloseable {
         + e.getMessage();
     LOG.info("Flight data plane for {}: grpc DoGet ({})", target, why);
     source.close();
+    client.clientStats().fellBack(reason);
+    client.clientStats().streamsGrpc.increment();
     source = client.openGrpc(target);
     dataPlane = DataPlane.GRPC;
     fallback = reason;

@@ -70,6 +70,7 @@ final class RdmaSource implements StreamSource {
   }
 
   private final BufferAllocator allocator;
+  private final ClientStats stats;
   private final FlightClient.ExchangeReaderWriter exchange;
   private final FlightStream reader;
   private final Duration readTimeout;
@@ -89,6 +90,7 @@ final class RdmaSource implements StreamSource {
   RdmaSource(RdmaFlightClient client, TransferNode node, RegisteredMemory memory,
       FlightClient.ExchangeReaderWriter exchange) {
     this.allocator = client.allocator();
+    this.stats = client.clientStats();
     this.exchange = exchange;
     this.reader = exchange.getReader();
     this.readTimeout = client.readTimeout();
@@ -264,6 +266,8 @@ final class RdmaSource implements StreamSource {
       batch.close();
     }
     setLatest(p.appMetadata);
+    stats.batchesOneSided.increment();
+    stats.bodyBytesOneSided.add(p.bodyLength);
   }
 
   private void ensureRoot() {
