@@ -38,8 +38,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Each batch is one ordered read ({@link Connection#read(List, ReadRequest)}): every buffer at
  * its IPC offset in one registered block, then the lease's 8-byte guard word, which the transport
- * reads only after every body read has fetched its bytes. The server zeroes the word before it
- * ends a lease, so finding the lease's generation proves that the bytes are this batch's.
+ * reads only after every body read has fetched its bytes. The server zeroes the word before it ends
+ * a lease, so finding the lease's generation proves that the bytes are this batch's.
  */
 final class BatchPuller implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(BatchPuller.class);
@@ -51,11 +51,17 @@ final class BatchPuller implements Runnable {
   private final FreeSender frees;
   private final BlockingQueue<StreamEvent> events;
   private final Duration readTimeout;
+
   /** Batches whose reads have not ended; its monitor also signals their end. */
   private final List<Pull> pending = new ArrayList<>();
 
-  BatchPuller(RdmaFlightClient client, TransferNode node, RegisteredMemory memory,
-      FlightStream reader, FreeSender frees, BlockingQueue<StreamEvent> events) {
+  BatchPuller(
+      RdmaFlightClient client,
+      TransferNode node,
+      RegisteredMemory memory,
+      FlightStream reader,
+      FreeSender frees,
+      BlockingQueue<StreamEvent> events) {
     this.client = client;
     this.node = node;
     this.memory = memory;
@@ -72,8 +78,9 @@ final class BatchPuller implements Runnable {
       while (reader.next()) {
         ArrowBuf md = reader.getLatestMetadata();
         if (md == null) {
-          throw new WireException("the server sent a record batch instead of an RDMA descriptor; "
-              + "it does not speak the memwire data plane");
+          throw new WireException(
+              "the server sent a record batch instead of an RDMA descriptor; "
+                  + "it does not speak the memwire data plane");
         }
         byte[] bytes = new byte[(int) md.readableBytes()];
         md.getBytes(0, bytes);
@@ -104,8 +111,12 @@ final class BatchPuller implements Runnable {
   private Pull startPull(ServerMessage m) throws TransferException, InterruptedException {
     Message msg = Message.getRootAsMessage(ByteBuffer.wrap(m.header()));
     if (msg.headerType() != MessageHeader.RecordBatch) {
-      throw new WireException("batch " + m.sequence() + " carries IPC header type "
-          + msg.headerType() + ", not a record batch");
+      throw new WireException(
+          "batch "
+              + m.sequence()
+              + " carries IPC header type "
+              + msg.headerType()
+              + ", not a record batch");
     }
     RecordBatch header = (RecordBatch) msg.header(new RecordBatch());
     Pull p = new Pull(m.sequence(), header, m.bodyLength(), m.appMetadata());
@@ -116,8 +127,10 @@ final class BatchPuller implements Runnable {
     try {
       p.setBlock(memory.allocate(m.bodyLength(), readTimeout));
     } catch (RuntimeException e) {
-      throw FallbackReason.CLIENT_MEMORY.error(CallStatus.RESOURCE_EXHAUSTED, "no landing memory "
-          + "for a body of " + m.bodyLength() + " bytes: " + e.getMessage(), e);
+      throw FallbackReason.CLIENT_MEMORY.error(
+          CallStatus.RESOURCE_EXHAUSTED,
+          "no landing memory " + "for a body of " + m.bodyLength() + " bytes: " + e.getMessage(),
+          e);
     }
     List<ReadRequest> reads;
     ReadRequest guardRead;
@@ -135,13 +148,14 @@ final class BatchPuller implements Runnable {
       InetSocketAddress peer = reads.get(0).region().node();
       ServerMessage.Guard guard = m.guard();
       if (guard == null) {
-        throw new WireException("batch " + m.sequence() + " has buffers to read but no lease guard");
+        throw new WireException(
+            "batch " + m.sequence() + " has buffers to read but no lease guard");
       }
       if (!peer.equals(regions[guard.regionIndex].node())) {
         throw new WireException("batch " + m.sequence() + " has its lease guard on another node");
       }
-      guardRead = ReadRequest.of(regions[guard.regionIndex], guard.regionOffset,
-          LeaseGuards.SLOT_BYTES);
+      guardRead =
+          ReadRequest.of(regions[guard.regionIndex], guard.regionOffset, LeaseGuards.SLOT_BYTES);
       RdmaFlightClient.BeforeReads hook = client.beforeReads;
       if (hook != null) {
         hook.run(m);
@@ -168,23 +182,25 @@ final class BatchPuller implements Runnable {
     }
     // all() completes once every read has ended, so no read still lands in the block when a
     // failure frees it.
-    rb.all().whenComplete((v, err) -> {
-      List<CompletableFuture<TransferBuffer>> results = rb.results();
-      for (CompletableFuture<TransferBuffer> f : results.subList(0, results.size() - 1)) {
-        if (!f.isCompletedExceptionally()) {
-          f.join().release();
-        }
-      }
-      CompletableFuture<TransferBuffer> guardResult = results.get(results.size() - 1);
-      if (err != null) {
-        if (!guardResult.isCompletedExceptionally()) {
-          guardResult.join().release();
-        }
-        readFailed(p, err instanceof CompletionException ? err.getCause() : err);
-      } else {
-        checkGuard(p, guardResult.join(), generation);
-      }
-    });
+    rb.all()
+        .whenComplete(
+            (v, err) -> {
+              List<CompletableFuture<TransferBuffer>> results = rb.results();
+              for (CompletableFuture<TransferBuffer> f : results.subList(0, results.size() - 1)) {
+                if (!f.isCompletedExceptionally()) {
+                  f.join().release();
+                }
+              }
+              CompletableFuture<TransferBuffer> guardResult = results.get(results.size() - 1);
+              if (err != null) {
+                if (!guardResult.isCompletedExceptionally()) {
+                  guardResult.join().release();
+                }
+                readFailed(p, err instanceof CompletionException ? err.getCause() : err);
+              } else {
+                checkGuard(p, guardResult.join(), generation);
+              }
+            });
     return p;
   }
 
@@ -204,8 +220,9 @@ final class BatchPuller implements Runnable {
       } else if (!peer.equals(rr.node())) {
         throw new WireException("batch " + m.sequence() + " spans two transfer nodes");
       }
-      reads.add(ReadRequest.of(rr, r.regionOffset, Math.toIntExact(r.length))
-          .into(block.region(), block.regionOffset() + r.bodyOffset));
+      reads.add(
+          ReadRequest.of(rr, r.regionOffset, Math.toIntExact(r.length))
+              .into(block.region(), block.regionOffset() + r.bodyOffset));
     }
     return reads;
   }
@@ -218,10 +235,10 @@ final class BatchPuller implements Runnable {
   }
 
   /**
-   * Ends a pull whose reads failed. Every lease has regions of its own that the server closes
-   * when the lease ends, so a read refused for a closed (or already forgotten) region means the
-   * server ended the lease: treated like a revoked guard, the server's own status follows. Verbs
-   * reports a deregistered MR only as a remote access error, so that counts too.
+   * Ends a pull whose reads failed. Every lease has regions of its own that the server closes when
+   * the lease ends, so a read refused for a closed (or already forgotten) region means the server
+   * ended the lease: treated like a revoked guard, the server's own status follows. Verbs reports a
+   * deregistered MR only as a remote access error, so that counts too.
    */
   private void readFailed(Pull p, Throwable err) {
     for (Throwable c = err; c != null; c = c.getCause()) {
@@ -241,9 +258,15 @@ final class BatchPuller implements Runnable {
   private void leaseEnded(Pull p) {
     client.staleBatchesRejected.increment();
     LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
-    ended(p, FallbackReason.LEASE_ENDED.error(CallStatus.UNAVAILABLE, "the lease of batch "
-        + p.seq + " ended on the server (lease timeout or cancellation) before its reads were "
-        + "verified; its bytes were dropped as they may belong to another batch", null));
+    ended(
+        p,
+        FallbackReason.LEASE_ENDED.error(
+            CallStatus.UNAVAILABLE,
+            "the lease of batch "
+                + p.seq
+                + " ended on the server (lease timeout or cancellation) before its reads were "
+                + "verified; its bytes were dropped as they may belong to another batch",
+            null));
   }
 
   /**
@@ -268,11 +291,11 @@ final class BatchPuller implements Runnable {
    * A pull's reads and guard check ended: queue its FREE, complete it, let END go on.
    *
    * <p>FREEs are sent in groups: each FREE message costs a gRPC message and a chain of thread
-   * wake-ups on both sides, which at 1 MiB batches cost as much as the reads. A group goes out
-   * when it holds a quarter of the batches the window admits (by count and by bytes: 8 of 1 MiB
-   * with the defaults, 1 of 16 MiB), or as soon as the FREEs held back are at least
-   * as many as the reads still running, so the server gets credit before the reads run dry; the
-   * last read to end always sends, so nothing is held back for good.
+   * wake-ups on both sides, which at 1 MiB batches cost as much as the reads. A group goes out when
+   * it holds a quarter of the batches the window admits (by count and by bytes: 8 of 1 MiB with the
+   * defaults, 1 of 16 MiB), or as soon as the FREEs held back are at least as many as the reads
+   * still running, so the server gets credit before the reads run dry; the last read to end always
+   * sends, so nothing is held back for good.
    */
   private void ended(Pull p, Throwable err) {
     int held = frees.queue(p.seq);
@@ -301,8 +324,14 @@ final class BatchPuller implements Runnable {
       while (!pending.isEmpty()) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          throw FallbackReason.TIMEOUT.error(CallStatus.TIMED_OUT, "reads of " + pending.size()
-              + " batches did not end within " + readTimeout.toMillis() + " ms", null);
+          throw FallbackReason.TIMEOUT.error(
+              CallStatus.TIMED_OUT,
+              "reads of "
+                  + pending.size()
+                  + " batches did not end within "
+                  + readTimeout.toMillis()
+                  + " ms",
+              null);
         }
         pending.wait(Math.max(1, left / 1_000_000));
       }

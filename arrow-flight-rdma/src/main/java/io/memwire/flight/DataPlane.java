@@ -9,7 +9,10 @@ public enum DataPlane {
   AUTO,
   /** One-sided reads over verbs ({@code rdma://} locations); an error when unavailable. */
   VERBS,
-  /** One-sided reads over the tcp provider ({@code rdma+tcp://} locations); an error when unavailable. */
+  /**
+   * One-sided reads over the tcp provider ({@code rdma+tcp://} locations); an error when
+   * unavailable.
+   */
   TCP,
   /** Plain gRPC DoGet, as a stock FlightClient does. */
   GRPC;
@@ -24,13 +27,17 @@ public enum DataPlane {
    */
   public static DataPlane parse(String key, String value) {
     if (value == null || value.isBlank()) {
-      throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
+      throw new TransferConfigException(
+          TransferConfigException.Problem.MISSING,
+          key,
           key + " is empty; expected one of auto, verbs, tcp, grpc");
     }
     try {
       return valueOf(value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
+      throw new TransferConfigException(
+          TransferConfigException.Problem.MALFORMED,
+          key,
           key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, grpc");
     }
   }

@@ -9,9 +9,9 @@ import org.apache.arrow.flight.FlightStatusCode;
 
 /**
  * Why the RDMA data plane did not carry a stream. Every reason names a failure of the data plane,
- * not of the data: a client in data plane {@code auto} may read the same ticket over DoGet
- * instead (before it handed out the first batch). A failure without a reason ({@link #of} returns
- * null), such as the producer's own error, would fail over DoGet too and is passed on.
+ * not of the data: a client in data plane {@code auto} may read the same ticket over DoGet instead
+ * (before it handed out the first batch). A failure without a reason ({@link #of} returns null),
+ * such as the producer's own error, would fail over DoGet too and is passed on.
  *
  * <p>The server's reasons travel in the gRPC status's metadata (key {@value #METADATA_KEY}), the
  * client's in the {@link FlightRuntimeException}'s status the same way, so the decision never
@@ -60,8 +60,8 @@ public enum FallbackReason {
   }
 
   /**
-   * The data-plane reason behind {@code t} (searching its causes), or null when {@code t} is not
-   * a data-plane failure.
+   * The data-plane reason behind {@code t} (searching its causes), or null when {@code t} is not a
+   * data-plane failure.
    */
   static FallbackReason of(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {

@@ -14,9 +14,9 @@ import org.apache.arrow.vector.compression.CompressionUtil;
 
 /**
  * The Flight module's settings, each declared once: the client's under {@value #CLIENT_PREFIX}
- * (also read as JVM system properties) and the server's under {@value #SERVER_PREFIX}. The
- * builders read and check them from here, and docs/FLIGHT.md shows the table {@link #main}
- * prints. Transfer-node keys under {@value RdmaFlightClient#TRANSFER_PREFIX} are the transport's
+ * (also read as JVM system properties) and the server's under {@value #SERVER_PREFIX}. The builders
+ * read and check them from here, and docs/FLIGHT.md shows the table {@link #main} prints.
+ * Transfer-node keys under {@value RdmaFlightClient#TRANSFER_PREFIX} are the transport's
  * (docs/CONFIGURATION.md).
  */
 public final class FlightSettings {
@@ -24,6 +24,7 @@ public final class FlightSettings {
 
   /** Prefix of the client's keys. */
   public static final String CLIENT_PREFIX = "memwire.flight.";
+
   /** Prefix of the server's keys. */
   public static final String SERVER_PREFIX = "memwire.flight.server.";
 
@@ -31,75 +32,116 @@ public final class FlightSettings {
   private static final long TIB = 1L << 40;
 
   /** Client: which path batch bodies take. */
-  public static final Setting<DataPlane> DATA_PLANE = Setting.key("dataPlane").since(V010)
-      .doc("Client data plane: auto takes the endpoint's rdma:// or rdma+tcp:// location when "
-          + "the transport connects, else plain DoGet; verbs and tcp insist; grpc is DoGet.")
-      .text("auto, verbs, tcp, grpc", DataPlane::parse).withDefault("auto");
+  public static final Setting<DataPlane> DATA_PLANE =
+      Setting.key("dataPlane")
+          .since(V010)
+          .doc(
+              "Client data plane: auto takes the endpoint's rdma:// or rdma+tcp:// location when "
+                  + "the transport connects, else plain DoGet; verbs and tcp insist; grpc is DoGet.")
+          .text("auto, verbs, tcp, grpc", DataPlane::parse)
+          .withDefault("auto");
 
   /** Client: most batches leased to one stream at once. */
-  public static final Setting<Integer> WINDOW_BATCHES = Setting.key("windowBatches").since(V010)
-      .doc("Client credit window: most batches the server keeps leased for one stream.")
-      .count(1, Integer.MAX_VALUE).withDefault("32");
+  public static final Setting<Integer> WINDOW_BATCHES =
+      Setting.key("windowBatches")
+          .since(V010)
+          .doc("Client credit window: most batches the server keeps leased for one stream.")
+          .count(1, Integer.MAX_VALUE)
+          .withDefault("32");
 
   /** Client: most body bytes leased to one stream at once. */
-  public static final Setting<Long> WINDOW_BYTES = Setting.key("windowBytes").since(V010)
-      .doc("Client credit window: most body bytes the server keeps leased for one stream.")
-      .bytes(1, TIB).withDefault("128m");
+  public static final Setting<Long> WINDOW_BYTES =
+      Setting.key("windowBytes")
+          .since(V010)
+          .doc("Client credit window: most body bytes the server keeps leased for one stream.")
+          .bytes(1, TIB)
+          .withDefault("128m");
 
   /** Server: body compression on the data plane. */
-  public static final Setting<CompressionUtil.CodecType> COMPRESSION = Setting.key("compression")
-      .since(V010)
-      .doc("Body compression on the data plane.")
-      .text("none, lz4_frame (or lz4), zstd", FlightSettings::parseCodec).withDefault("none");
+  public static final Setting<CompressionUtil.CodecType> COMPRESSION =
+      Setting.key("compression")
+          .since(V010)
+          .doc("Body compression on the data plane.")
+          .text("none, lz4_frame (or lz4), zstd", FlightSettings::parseCodec)
+          .withDefault("none");
 
   /** Server: how long a batch stays leased without the client's FREE. */
-  public static final Setting<Duration> LEASE_TIMEOUT = Setting.key("leaseTimeout").since(V010)
-      .doc("How long a batch stays leased without the client's FREE before the exchange fails.")
-      .duration(10, 86_400_000).withDefault("60s");
+  public static final Setting<Duration> LEASE_TIMEOUT =
+      Setting.key("leaseTimeout")
+          .since(V010)
+          .doc("How long a batch stays leased without the client's FREE before the exchange fails.")
+          .duration(10, 86_400_000)
+          .withDefault("60s");
 
   /** Server: cap on a client's window in batches. */
-  public static final Setting<Integer> MAX_WINDOW_BATCHES = Setting.key("maxWindowBatches")
-      .since(V010)
-      .doc("Cap on a client's credit window in batches (the smaller of the two applies).")
-      .count(1, Integer.MAX_VALUE).withDefault("64");
+  public static final Setting<Integer> MAX_WINDOW_BATCHES =
+      Setting.key("maxWindowBatches")
+          .since(V010)
+          .doc("Cap on a client's credit window in batches (the smaller of the two applies).")
+          .count(1, Integer.MAX_VALUE)
+          .withDefault("64");
 
   /** Server: cap on a client's window in bytes. */
-  public static final Setting<Long> MAX_WINDOW_BYTES = Setting.key("maxWindowBytes").since(V010)
-      .doc("Cap on a client's credit window in body bytes (the smaller of the two applies).")
-      .bytes(1, TIB).withDefault("256m");
+  public static final Setting<Long> MAX_WINDOW_BYTES =
+      Setting.key("maxWindowBytes")
+          .since(V010)
+          .doc("Cap on a client's credit window in body bytes (the smaller of the two applies).")
+          .bytes(1, TIB)
+          .withDefault("256m");
 
   /** Server: registered arena size. */
-  public static final Setting<Long> ARENA_SIZE = Setting.key("arenaSize").since(V010)
-      .doc("Size of one registered arena for leased bodies (rounded up to a multiple of 1 MiB).")
-      .bytes(1, TIB).withDefault("64m");
+  public static final Setting<Long> ARENA_SIZE =
+      Setting.key("arenaSize")
+          .since(V010)
+          .doc(
+              "Size of one registered arena for leased bodies (rounded up to a multiple of 1 MiB).")
+          .bytes(1, TIB)
+          .withDefault("64m");
 
   /** Server: most bytes all arenas take. */
-  public static final Setting<Long> MAX_REGISTERED_BYTES = Setting.key("maxRegisteredBytes")
-      .since(V010)
-      .doc("Most bytes all registered arenas take together (at least one arena).")
-      .bytes(1, TIB).withDefault("1g");
+  public static final Setting<Long> MAX_REGISTERED_BYTES =
+      Setting.key("maxRegisteredBytes")
+          .since(V010)
+          .doc("Most bytes all registered arenas take together (at least one arena).")
+          .bytes(1, TIB)
+          .withDefault("1g");
 
   /** Server: most RDMA exchanges at once. */
-  public static final Setting<Integer> MAX_EXCHANGES = Setting.key("maxExchanges").since(V010)
-      .doc("Most RDMA exchanges served at once; each holds a gRPC handler thread and a pump "
-          + "thread. Past it DoExchange is refused with RESOURCE_EXHAUSTED (auto clients take "
-          + "DoGet).")
-      .count(1, 10_000).withDefault("64");
+  public static final Setting<Integer> MAX_EXCHANGES =
+      Setting.key("maxExchanges")
+          .since(V010)
+          .doc(
+              "Most RDMA exchanges served at once; each holds a gRPC handler thread and a pump "
+                  + "thread. Past it DoExchange is refused with RESOURCE_EXHAUSTED (auto clients take "
+                  + "DoGet).")
+          .count(1, 10_000)
+          .withDefault("64");
 
   /** Server: whether every peer of the fabric is trusted. */
-  public static final Setting<Boolean> TRUSTED_FABRIC = Setting.key("trustedFabric").since(V010)
-      .doc("Whether every peer of the fabric is trusted. With provider verbs the data plane "
-          + "serves only when true (a peer could read another client's lease by guessing its "
-          + "rkey).")
-      .bool().withDefault("false");
+  public static final Setting<Boolean> TRUSTED_FABRIC =
+      Setting.key("trustedFabric")
+          .since(V010)
+          .doc(
+              "Whether every peer of the fabric is trusted. With provider verbs the data plane "
+                  + "serves only when true (a peer could read another client's lease by guessing its "
+                  + "rkey).")
+          .bool()
+          .withDefault("false");
 
   /** The client's settings (under {@value #CLIENT_PREFIX}), in documentation order. */
   public static final List<Setting<?>> CLIENT = List.of(DATA_PLANE, WINDOW_BATCHES, WINDOW_BYTES);
 
   /** The server's settings (under {@value #SERVER_PREFIX}), in documentation order. */
-  public static final List<Setting<?>> SERVER = List.of(COMPRESSION, LEASE_TIMEOUT,
-      MAX_WINDOW_BATCHES, MAX_WINDOW_BYTES, ARENA_SIZE, MAX_REGISTERED_BYTES, MAX_EXCHANGES,
-      TRUSTED_FABRIC);
+  public static final List<Setting<?>> SERVER =
+      List.of(
+          COMPRESSION,
+          LEASE_TIMEOUT,
+          MAX_WINDOW_BATCHES,
+          MAX_WINDOW_BYTES,
+          ARENA_SIZE,
+          MAX_REGISTERED_BYTES,
+          MAX_EXCHANGES,
+          TRUSTED_FABRIC);
 
   /**
    * Refuses keys under {@value #CLIENT_PREFIX} that are no client setting; keys under {@value
@@ -109,11 +151,12 @@ public final class FlightSettings {
    */
   static void refuseUnknownClientKeys(Map<String, String> props) {
     Map<String, String> own = new HashMap<>();
-    props.forEach((k, v) -> {
-      if (!k.startsWith(SERVER_PREFIX) && !k.startsWith(RdmaFlightClient.TRANSFER_PREFIX)) {
-        own.put(k, v);
-      }
-    });
+    props.forEach(
+        (k, v) -> {
+          if (!k.startsWith(SERVER_PREFIX) && !k.startsWith(RdmaFlightClient.TRANSFER_PREFIX)) {
+            own.put(k, v);
+          }
+        });
     Settings.refuseUnknown(own, CLIENT_PREFIX, names(CLIENT));
   }
 
@@ -154,9 +197,10 @@ public final class FlightSettings {
       case "zstd":
         return CompressionUtil.CodecType.ZSTD;
       default:
-        throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
-            key + "=" + v + " is not a codec; expected none, "
-            + "lz4_frame, zstd");
+        throw new TransferConfigException(
+            TransferConfigException.Problem.MALFORMED,
+            key,
+            key + "=" + v + " is not a codec; expected none, " + "lz4_frame, zstd");
     }
   }
 

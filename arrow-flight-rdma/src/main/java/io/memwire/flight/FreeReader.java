@@ -7,9 +7,9 @@ import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.memory.ArrowBuf;
 
 /**
- * Reads what the client of one RDMA exchange sends: FREE messages, then its half-close. Runs on
- * a pump thread of the producer's executor ({@code memwire-flight-N-exchange-*}) and reports to
- * its session, which does the rest.
+ * Reads what the client of one RDMA exchange sends: FREE messages, then its half-close. Runs on a
+ * pump thread of the producer's executor ({@code memwire-flight-N-exchange-*}) and reports to its
+ * session, which does the rest.
  */
 final class FreeReader implements Runnable {
   /** What the session does with the client's messages. */

@@ -14,11 +14,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The client's FREE messages of one exchange, and its half-close. FREEs are queued from any
- * thread (transport threads as reads end, the pump thread for empty batches) and sent in groups
- * by one flush task on the client's executor; the half-close comes from the pump thread at the
- * server's END. Both write under one lock, so no FREE is overtaken and none follows the
- * half-close.
+ * The client's FREE messages of one exchange, and its half-close. FREEs are queued from any thread
+ * (transport threads as reads end, the pump thread for empty batches) and sent in groups by one
+ * flush task on the client's executor; the half-close comes from the pump thread at the server's
+ * END. Both write under one lock, so no FREE is overtaken and none follows the half-close.
  */
 final class FreeSender {
   private static final Logger LOG = LoggerFactory.getLogger(FreeSender.class);
@@ -28,14 +27,17 @@ final class FreeSender {
   private final Executor executor;
   private final ConcurrentLinkedQueue<Long> frees = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean flushScheduled = new AtomicBoolean();
+
   /** FREEs queued and not yet sent. */
   private final AtomicInteger unflushed = new AtomicInteger();
+
   private final Object writerLock = new Object();
+
   /** Guarded by {@link #writerLock}: the writer was half-closed or the stream closed. */
   private boolean writerDone;
 
-  FreeSender(FlightClient.ClientStreamListener writer, BufferAllocator allocator,
-      Executor executor) {
+  FreeSender(
+      FlightClient.ClientStreamListener writer, BufferAllocator allocator, Executor executor) {
     this.writer = writer;
     this.allocator = allocator;
     this.executor = executor;

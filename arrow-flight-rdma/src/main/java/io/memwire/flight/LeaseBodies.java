@@ -16,10 +16,10 @@ import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.ipc.message.ArrowBuffer;
 
 /**
- * Makes a batch's body remotely readable for one lease, and ends that again. Only the batch's
- * own bytes become readable, through regions registered for this lease alone (own keys): a
- * zero-copy producer's buffers in place, or a copy in a block of registered memory. Runs on the
- * producer's thread ({@code putNext}); {@link #end} on whichever thread ends the lease.
+ * Makes a batch's body remotely readable for one lease, and ends that again. Only the batch's own
+ * bytes become readable, through regions registered for this lease alone (own keys): a zero-copy
+ * producer's buffers in place, or a copy in a block of registered memory. Runs on the producer's
+ * thread ({@code putNext}); {@link #end} on whichever thread ends the lease.
  */
 final class LeaseBodies {
   /** A body ready to lease: its regions (this batch's bytes only) and how to release it. */
@@ -31,8 +31,12 @@ final class LeaseBodies {
    * A lease ready to describe: its body and guard, and for the BATCH message the regions (this
    * lease's only), the buffers by index in that list, and the guard's reference.
    */
-  record Prepared(Body body, LeaseGuards.Guard guard, List<RegionDescriptor> regions,
-      List<ServerMessage.BufferRef> refs, ServerMessage.Guard guardRef) {}
+  record Prepared(
+      Body body,
+      LeaseGuards.Guard guard,
+      List<RegionDescriptor> regions,
+      List<ServerMessage.BufferRef> refs,
+      ServerMessage.Guard guardRef) {}
 
   private final RdmaFlightProducer owner;
 
@@ -44,8 +48,8 @@ final class LeaseBodies {
    * Makes a batch's body readable (in place when {@code zeroCopy} and its buffers are in this
    * producer's memory, else a copy) and issues its guard. On failure nothing stays held.
    */
-  Prepared prepare(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
-      boolean zeroCopy) {
+  Prepared prepare(
+      List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength, boolean zeroCopy) {
     List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
     Body body;
     if (bodyLength == 0) {
@@ -69,13 +73,22 @@ final class LeaseBodies {
         guard = owner.guards().issue();
       }
       for (ServerMessage.BufferRef r : refs) {
-        indexed.add(r.length == 0 ? r : new ServerMessage.BufferRef(regionIndex(
-            body.regions().get(r.regionIndex), regions, regionIndex), r.regionOffset,
-            r.bodyOffset, r.length));
+        indexed.add(
+            r.length == 0
+                ? r
+                : new ServerMessage.BufferRef(
+                    regionIndex(body.regions().get(r.regionIndex), regions, regionIndex),
+                    r.regionOffset,
+                    r.bodyOffset,
+                    r.length));
       }
-      ServerMessage.Guard guardRef = guard == null ? null : new ServerMessage.Guard(
-          regionIndex(guard.region(), regions, regionIndex), guard.regionOffset(),
-          guard.generation);
+      ServerMessage.Guard guardRef =
+          guard == null
+              ? null
+              : new ServerMessage.Guard(
+                  regionIndex(guard.region(), regions, regionIndex),
+                  guard.regionOffset(),
+                  guard.generation);
       return new Prepared(body, guard, regions, indexed, guardRef);
     } catch (RuntimeException e) {
       end(guard, body);
@@ -102,12 +115,11 @@ final class LeaseBodies {
 
   /**
    * Leases a zero-copy producer's buffers where they are: each run of adjacent buffers is
-   * registered as a region of its own, so the client reaches these bytes and nothing around
-   * them. Null (nothing held) when a buffer is not in this producer's memory: then it is copied.
-   * Refs name regions by their index in the returned body's list.
+   * registered as a region of its own, so the client reaches these bytes and nothing around them.
+   * Null (nothing held) when a buffer is not in this producer's memory: then it is copied. Refs
+   * name regions by their index in the returned body's list.
    */
-  Body inPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout,
-      List<ServerMessage.BufferRef> refs) {
+  Body inPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout, List<ServerMessage.BufferRef> refs) {
     RegisteredMemory memory = owner.memory();
     Integer[] order = new Integer[bufs.size()];
     for (int i = 0; i < order.length; i++) {
@@ -117,8 +129,8 @@ final class LeaseBodies {
         return null;
       }
     }
-    Arrays.sort(order, (x, y) -> Long.compare(bufs.get(x).memoryAddress(),
-        bufs.get(y).memoryAddress()));
+    Arrays.sort(
+        order, (x, y) -> Long.compare(bufs.get(x).memoryAddress(), bufs.get(y).memoryAddress()));
     // Runs of buffers whose bytes touch or overlap: {start, end} and the run of each buffer.
     List<long[]> runs = new ArrayList<>();
     int[] runOf = new int[bufs.size()];
@@ -130,7 +142,8 @@ final class LeaseBodies {
       }
       long start = bufs.get(i).memoryAddress();
       long[] last = runs.isEmpty() ? null : runs.get(runs.size() - 1);
-      if (last != null && start <= last[1]
+      if (last != null
+          && start <= last[1]
           && memory.locate(last[0], Math.max(last[1], start + n) - last[0]) != null) {
         last[1] = Math.max(last[1], start + n);
       } else {
@@ -159,8 +172,9 @@ final class LeaseBodies {
       }
       b.getReferenceManager().retain();
       held.add(b);
-      refs.add(new ServerMessage.BufferRef(runOf[i], b.memoryAddress() - runs.get(runOf[i])[0],
-          layout.get(i).getOffset(), n));
+      refs.add(
+          new ServerMessage.BufferRef(
+              runOf[i], b.memoryAddress() - runs.get(runOf[i])[0], layout.get(i).getOffset(), n));
     }
     owner.serverStats().batchesInPlace.increment();
     return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()));
@@ -168,22 +182,32 @@ final class LeaseBodies {
 
   /**
    * Copies the batch into a block at its IPC layout and registers exactly its body bytes as a
-   * region of its own. The gaps between buffers are zeroed: the block may have held another
-   * batch, and the region must show this batch's bytes only.
+   * region of its own. The gaps between buffers are zeroed: the block may have held another batch,
+   * and the region must show this batch's bytes only.
    */
-  Body copy(List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength,
+  Body copy(
+      List<ArrowBuf> bufs,
+      List<ArrowBuffer> layout,
+      long bodyLength,
       List<ServerMessage.BufferRef> refs) {
     RegisteredMemory.Block block;
     try {
       block = owner.memory().allocate(bodyLength, owner.leaseTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw CallStatus.CANCELLED.withDescription("interrupted waiting for registered memory")
+      throw CallStatus.CANCELLED
+          .withDescription("interrupted waiting for registered memory")
           .toRuntimeException();
     } catch (RuntimeException e) {
       // The data plane, not the data, failed: the reason lets an auto client retry over DoGet.
-      throw FallbackReason.LEASE_FAILED.error(CallStatus.UNAVAILABLE, "server data plane cannot "
-          + "lease a body of " + bodyLength + " bytes: " + e.getMessage(), e);
+      throw FallbackReason.LEASE_FAILED.error(
+          CallStatus.UNAVAILABLE,
+          "server data plane cannot "
+              + "lease a body of "
+              + bodyLength
+              + " bytes: "
+              + e.getMessage(),
+          e);
     }
     long written = 0;
     for (int i = 0; i < bufs.size(); i++) {
@@ -216,13 +240,15 @@ final class LeaseBodies {
   }
 
   /** The region's index in the BATCH message's region list, adding it on first use. */
-  private static int regionIndex(MemoryRegion region, List<RegionDescriptor> regions,
-      Map<MemoryRegion, Integer> index) {
+  private static int regionIndex(
+      MemoryRegion region, List<RegionDescriptor> regions, Map<MemoryRegion, Integer> index) {
     Integer i = index.get(region);
     if (i == null) {
       if (region.descriptors().size() != 1) {
-        throw new IllegalStateException("a lease region of " + region.length()
-            + " bytes spans several segments (maxSegmentSize); bodies must fit one segment");
+        throw new IllegalStateException(
+            "a lease region of "
+                + region.length()
+                + " bytes spans several segments (maxSegmentSize); bodies must fit one segment");
       }
       i = regions.size();
       regions.add(region.descriptors().get(0));
@@ -233,7 +259,9 @@ final class LeaseBodies {
 
   /** The data plane, not the data, failed: an auto client may retry over DoGet. */
   private static RuntimeException cannotRegister(String what, RuntimeException e) {
-    return FallbackReason.LEASE_FAILED.error(CallStatus.UNAVAILABLE, "server data plane cannot "
-        + "register " + what + ": " + e.getMessage(), e);
+    return FallbackReason.LEASE_FAILED.error(
+        CallStatus.UNAVAILABLE,
+        "server data plane cannot " + "register " + what + ": " + e.getMessage(),
+        e);
   }
 }

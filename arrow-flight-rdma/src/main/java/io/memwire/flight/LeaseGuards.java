@@ -20,24 +20,26 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Guard words that fence lease expiry against one-sided reads. Every lease gets a slot (8 bytes,
  * never used for bodies) holding a generation no other lease of this producer ever gets, and the
- * slot alone is registered as a region of its own (own remote key), closed when the lease ends:
- * a client reaches no other lease's guard. Ending a lease, for any reason, first overwrites its
- * slot with 0 and closes the slot's region, and only then ends the body's regions. The client
- * reads the slot <em>after</em> its body reads have completed and drops the batch unless it
- * finds the generation the descriptor promised (a read after the end fails outright): then the
- * lease was alive when the last body byte had been read. Slots are recycled once their region is
- * released, generations are not, so a stale slot never matches.
+ * slot alone is registered as a region of its own (own remote key), closed when the lease ends: a
+ * client reaches no other lease's guard. Ending a lease, for any reason, first overwrites its slot
+ * with 0 and closes the slot's region, and only then ends the body's regions. The client reads the
+ * slot <em>after</em> its body reads have completed and drops the batch unless it finds the
+ * generation the descriptor promised (a read after the end fails outright): then the lease was
+ * alive when the last body byte had been read. Slots are recycled once their region is released,
+ * generations are not, so a stale slot never matches.
  *
- * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each guard is
- * a unit of it, released once its region is released (by {@link #revoke} or {@link #close}),
- * which puts the slot back on the free list. Pages are freed at close, after every guard region
- * is released.
+ * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each guard is a
+ * unit of it, released once its region is released (by {@link #revoke} or {@link #close}), which
+ * puts the slot back on the free list. Pages are freed at close, after every guard region is
+ * released.
  */
 final class LeaseGuards implements AutoCloseable {
   static final int SLOT_BYTES = 8;
   private static final int PAGE_SLOTS = 512;
+
   /** Name of the guards' child of the node's registered-memory root. */
   static final String ALLOCATOR = "flight-guards";
+
   private static final VarHandle WORD =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
@@ -48,6 +50,7 @@ final class LeaseGuards implements AutoCloseable {
     private final MemoryRegion region;
     final long generation;
     private MemoryUnit unit;
+
     /** Set (under the guards' lock) once its end began: revoked, or closed with the guards. */
     private boolean ended;
 
@@ -109,16 +112,16 @@ final class LeaseGuards implements AutoCloseable {
       throw e;
     }
     Guard guard = new Guard(s[0], s[1], r, g);
-    guard.unit = allocator.allocate(SLOT_BYTES, "lease guard, generation " + g,
-        () -> recycle(guard));
+    guard.unit =
+        allocator.allocate(SLOT_BYTES, "lease guard, generation " + g, () -> recycle(guard));
     live.put(r, guard);
     return guard;
   }
 
   /**
-   * Ends a guard: after this returns, no read of its slot finds its generation (a read either
-   * finds 0 or fails on the closed region), so the caller may end the body. Call exactly once per
-   * guard, before ending the body.
+   * Ends a guard: after this returns, no read of its slot finds its generation (a read either finds
+   * 0 or fails on the closed region), so the caller may end the body. Call exactly once per guard,
+   * before ending the body.
    */
   synchronized void revoke(Guard g) {
     if (g.ended) {
@@ -169,9 +172,9 @@ final class LeaseGuards implements AutoCloseable {
   }
 
   /**
-   * Ends every live guard (zeroes its word, closes its region); once all their regions are
-   * released the pages are freed (the transport no longer reads them) and the allocator is
-   * closed. Idempotent.
+   * Ends every live guard (zeroes its word, closes its region); once all their regions are released
+   * the pages are freed (the transport no longer reads them) and the allocator is closed.
+   * Idempotent.
    */
   @Override
   public void close() {

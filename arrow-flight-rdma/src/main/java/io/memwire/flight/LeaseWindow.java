@@ -34,8 +34,10 @@ final class LeaseWindow {
   private final long windowBytes;
   private final Map<Long, Lease> leases = new LinkedHashMap<>();
   private long leasedBytes;
+
   /** Leases taken out of {@link #leases} whose guard and body are being released right now. */
   private int endingLeases;
+
   private long endingBytes;
   private long nextSeq;
 

@@ -5,11 +5,10 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.arrow.flatbuf.RecordBatch;
 
 /**
- * One batch of an RDMA exchange on the client: its IPC header, and the registered block its body
- * is read into. {@link #done} completes (on a transport thread) once every read of the batch has
- * ended and the lease guard was checked; exceptionally, with the block already freed, when they
- * failed or the guard was revoked. Until then the block must not be freed: a read may still land
- * in it.
+ * One batch of an RDMA exchange on the client: its IPC header, and the registered block its body is
+ * read into. {@link #done} completes (on a transport thread) once every read of the batch has ended
+ * and the lease guard was checked; exceptionally, with the block already freed, when they failed or
+ * the guard was revoked. Until then the block must not be freed: a read may still land in it.
  */
 final class Pull {
   final long seq;

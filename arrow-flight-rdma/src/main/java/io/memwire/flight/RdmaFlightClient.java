@@ -46,14 +46,16 @@ import org.slf4j.LoggerFactory;
 public final class RdmaFlightClient implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightClient.class);
   private static final AtomicInteger IDS = new AtomicInteger();
+
   /**
    * System property: most batches leased to this client at once ({@link
    * FlightSettings#WINDOW_BATCHES}; the byte window bounds large batches). The default is deep
-   * enough that one stream of 1 MiB batches keeps the transfer connection busy while FREEs and
-   * new descriptors cross gRPC (with 8 it ran dry: lower ratios to DoGet in the benchmark, see
+   * enough that one stream of 1 MiB batches keeps the transfer connection busy while FREEs and new
+   * descriptors cross gRPC (with 8 it ran dry: lower ratios to DoGet in the benchmark, see
    * docs/FLIGHT.md).
    */
   public static final String WINDOW_BATCHES_PROPERTY = "memwire.flight.windowBatches";
+
   /** System property: most body bytes leased to this client at once (see FlightSettings). */
   public static final String WINDOW_BYTES_PROPERTY = "memwire.flight.windowBytes";
 
@@ -71,7 +73,9 @@ public final class RdmaFlightClient implements AutoCloseable {
 
     @Override
     public String toString() {
-      return "ticket of " + ticket.getBytes().length + " bytes"
+      return "ticket of "
+          + ticket.getBytes().length
+          + " bytes"
           + (endpoint == null ? "" : " at " + endpoint.getLocations());
     }
   }
@@ -92,12 +96,14 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final ClientStats stats = new ClientStats();
   private boolean loggedRdma;
   private volatile boolean closed;
+
   /**
    * Batches read while the server ended their lease (guard revoked or lease region closed),
    * dropped.
    */
   final java.util.concurrent.atomic.LongAdder staleBatchesRejected =
       new java.util.concurrent.atomic.LongAdder();
+
   /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */
   volatile BeforeReads beforeReads;
 
@@ -111,24 +117,32 @@ public final class RdmaFlightClient implements AutoCloseable {
     this.allocator = b.allocator;
     Map<String, String> sys = FlightSettings.clientSystemProperties();
     FlightSettings.refuseUnknownClientKeys(sys);
-    this.dataPlane = b.dataPlane != null ? b.dataPlane
-        : FlightSettings.DATA_PLANE.valueIn(sys, FlightSettings.CLIENT_PREFIX);
-    this.windowBatches = b.windowBatches > 0 ? b.windowBatches
-        : FlightSettings.WINDOW_BATCHES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
-    this.windowBytes = b.windowBytes > 0 ? b.windowBytes
-        : FlightSettings.WINDOW_BYTES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
+    this.dataPlane =
+        b.dataPlane != null
+            ? b.dataPlane
+            : FlightSettings.DATA_PLANE.valueIn(sys, FlightSettings.CLIENT_PREFIX);
+    this.windowBatches =
+        b.windowBatches > 0
+            ? b.windowBatches
+            : FlightSettings.WINDOW_BATCHES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
+    this.windowBytes =
+        b.windowBytes > 0
+            ? b.windowBytes
+            : FlightSettings.WINDOW_BYTES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
     this.transferConfig = b.transferConfig != null ? b.transferConfig : TransferConfig.defaults();
     this.arenaSize = b.arenaSize;
     this.maxRegisteredBytes = Math.max(b.maxRegisteredBytes, arenaSize);
-    this.readTimeout = b.readTimeout != null ? b.readTimeout
-        : transferConfig.readTimeout().plusSeconds(5);
+    this.readTimeout =
+        b.readTimeout != null ? b.readTimeout : transferConfig.readTimeout().plusSeconds(5);
     int id = IDS.incrementAndGet();
     AtomicInteger n = new AtomicInteger();
-    this.executor = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "memwire-flight-client-" + id + "-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    this.executor =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "memwire-flight-client-" + id + "-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   /** Starts a builder; {@code allocator} holds the roots and bodies of the streams. */
@@ -166,16 +180,20 @@ public final class RdmaFlightClient implements AutoCloseable {
     if (t.endpoint != null) {
       location = pickLocation(t.endpoint);
       if (location == null) {
-        String why = dataPlane == DataPlane.AUTO
-            ? "the endpoint offers no rdma:// or rdma+tcp:// location"
-            : "the endpoint offers no " + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
-                + " location";
+        String why =
+            dataPlane == DataPlane.AUTO
+                ? "the endpoint offers no rdma:// or rdma+tcp:// location"
+                : "the endpoint offers no "
+                    + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
+                    + " location";
         return fallBackOrFail(t, auto, FallbackReason.NO_LOCATION, why, null);
       }
       provider = RdmaLocations.providerOf(location);
     } else {
-      provider = dataPlane == DataPlane.TCP ? ProviderKind.TCP
-          : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : transferConfig.provider();
+      provider =
+          dataPlane == DataPlane.TCP
+              ? ProviderKind.TCP
+              : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : transferConfig.provider();
     }
     TransferNode node;
     RegisteredMemory memory;
@@ -190,8 +208,8 @@ public final class RdmaFlightClient implements AutoCloseable {
       String why = "the " + provider + " transport is unavailable: " + e.getMessage();
       return fallBackOrFail(t, auto, FallbackReason.TRANSPORT, why, e);
     }
-    ExchangeRequest req = new ExchangeRequest(node.provider(), windowBatches, windowBytes,
-        t.ticket.getBytes());
+    ExchangeRequest req =
+        new ExchangeRequest(node.provider(), windowBatches, windowBytes, t.ticket.getBytes());
     FlightClient.ExchangeReaderWriter rw =
         flight.doExchange(FlightDescriptor.command(req.toBytes()), t.options);
     RdmaSource source = new RdmaSource(this, node, memory, rw);
@@ -204,8 +222,12 @@ public final class RdmaFlightClient implements AutoCloseable {
   private synchronized void logChoice(Target t, DataPlane used) {
     if (!loggedRdma) {
       loggedRdma = true;
-      LOG.info("Flight data plane for {}: {} one-sided reads (window {} batches / {} bytes)", t,
-          used, windowBatches, windowBytes);
+      LOG.info(
+          "Flight data plane for {}: {} one-sided reads (window {} batches / {} bytes)",
+          t,
+          used,
+          windowBatches,
+          windowBytes);
     } else {
       LOG.debug("Flight data plane for {}: {}", t, used);
     }
@@ -226,11 +248,11 @@ public final class RdmaFlightClient implements AutoCloseable {
     return null;
   }
 
-  private RdmaFlightStream fallBackOrFail(Target t, boolean auto, FallbackReason reason,
-      String why, Throwable cause) {
+  private RdmaFlightStream fallBackOrFail(
+      Target t, boolean auto, FallbackReason reason, String why, Throwable cause) {
     if (!auto) {
-      throw reason.error(CallStatus.UNAVAILABLE, "data plane " + dataPlane + " requested but "
-          + why, cause);
+      throw reason.error(
+          CallStatus.UNAVAILABLE, "data plane " + dataPlane + " requested but " + why, cause);
     }
     LOG.info("Flight data plane for {}: grpc DoGet ({})", t, why);
     stats.fellBack(reason);
@@ -240,9 +262,9 @@ public final class RdmaFlightClient implements AutoCloseable {
 
   /**
    * Counters: streams that pulled bodies one-sided ({@code streamsOneSided}; one that fell back
-   * before its first batch counts there and in {@code streamsGrpc}) and through gRPC DoGet
-   * ({@code streamsGrpc}), batches and body bytes pulled one-sided, and fallbacks to DoGet in all
-   * and per {@link FallbackReason} ({@code fallbacks.transport}, ...).
+   * before its first batch counts there and in {@code streamsGrpc}) and through gRPC DoGet ({@code
+   * streamsGrpc}), batches and body bytes pulled one-sided, and fallbacks to DoGet in all and per
+   * {@link FallbackReason} ({@code fallbacks.transport}, ...).
    */
   public Map<String, Long> stats() {
     return stats.snapshot();
@@ -276,8 +298,10 @@ public final class RdmaFlightClient implements AutoCloseable {
     if (n.provider() != provider) {
       nodes.put(n.provider(), n);
     }
-    memories.put(n.provider(), new RegisteredMemory(n, arenaSize, maxRegisteredBytes,
-        "flight client memory on " + n.localAddress()));
+    memories.put(
+        n.provider(),
+        new RegisteredMemory(
+            n, arenaSize, maxRegisteredBytes, "flight client memory on " + n.localAddress()));
     return n;
   }
 
@@ -308,8 +332,8 @@ public final class RdmaFlightClient implements AutoCloseable {
   }
 
   /**
-   * Stops the transfer nodes this client started and its threads. Close streams first. The
-   * wrapped FlightClient is the caller's and stays open.
+   * Stops the transfer nodes this client started and its threads. Close streams first. The wrapped
+   * FlightClient is the caller's and stays open.
    */
   @Override
   public synchronized void close() {
@@ -355,9 +379,9 @@ public final class RdmaFlightClient implements AutoCloseable {
 
     /**
      * Applies {@code memwire.flight.dataPlane}, {@code memwire.flight.windowBatches}, {@code
-     * memwire.flight.windowBytes} and the transfer keys under {@code memwire.flight.transfer.}
-     * (see TransferConfig.KEYS) from a properties file such as conf-templates/flight/client-*.
-     * Other keys directly under {@code memwire.flight.} are refused.
+     * memwire.flight.windowBytes} and the transfer keys under {@code memwire.flight.transfer.} (see
+     * TransferConfig.KEYS) from a properties file such as conf-templates/flight/client-*. Other
+     * keys directly under {@code memwire.flight.} are refused.
      *
      * @throws IllegalArgumentException naming the key of a bad or unknown value
      */
@@ -369,7 +393,8 @@ public final class RdmaFlightClient implements AutoCloseable {
         dataPlane(d);
       }
       if (p.containsKey(WINDOW_BATCHES_PROPERTY) || p.containsKey(WINDOW_BYTES_PROPERTY)) {
-        window(FlightSettings.WINDOW_BATCHES.valueIn(p, pre),
+        window(
+            FlightSettings.WINDOW_BATCHES.valueIn(p, pre),
             FlightSettings.WINDOW_BYTES.valueIn(p, pre));
       }
       if (p.keySet().stream().anyMatch(k -> k.startsWith(TRANSFER_PREFIX))) {

@@ -52,9 +52,8 @@ import org.slf4j.LoggerFactory;
  * other calls, plain DoGet included, go to the wrapped producer unchanged.
  *
  * <p>Bodies are leased from {@link #memory()} (large arenas, not remotely readable); each lease
- * registers only its own bytes, under its own key, and closes that region when it ends. A
- * producer that reuses its vectors after {@code putNext} (the usual case) gets a copy of each
- * batch there; a
+ * registers only its own bytes, under its own key, and closes that region when it ends. A producer
+ * that reuses its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a
  * producer that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator
  * built with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
  *
@@ -81,8 +80,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final ScheduledExecutorService timer;
   private final int maxExchanges;
   private final Semaphore exchangeSlots;
+
   /** Why the data plane is off (verbs on an untrusted fabric), or null when it serves. */
   private final String refusal;
+
   private volatile boolean closed;
 
   private RdmaFlightProducer(Builder b) {
@@ -91,51 +92,71 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.allocator = b.allocator.newChildAllocator("memwire-flight-producer", 0, Long.MAX_VALUE);
     this.rdmaLocation = RdmaLocations.of(node.provider(), node.localAddress());
     this.grpcLocation = b.grpcLocation;
-    this.codec = b.compression == CompressionUtil.CodecType.NO_COMPRESSION
-        ? NoCompressionCodec.INSTANCE
-        : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
+    this.codec =
+        b.compression == CompressionUtil.CodecType.NO_COMPRESSION
+            ? NoCompressionCodec.INSTANCE
+            : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
     this.leaseTimeout = b.leaseTimeout;
     this.maxWindowBatches = b.maxWindowBatches;
     this.maxWindowBytes = b.maxWindowBytes;
     // Arenas are not remotely readable: each lease registers only its own bytes.
-    this.memory = new RegisteredMemory(node, b.arenaSize, b.maxRegisteredBytes,
-        "flight producer memory on " + node.localAddress(), false);
+    this.memory =
+        new RegisteredMemory(
+            node,
+            b.arenaSize,
+            b.maxRegisteredBytes,
+            "flight producer memory on " + node.localAddress(),
+            false);
     this.guards = new LeaseGuards(node);
     this.maxExchanges = b.maxExchanges;
     this.exchangeSlots = new Semaphore(b.maxExchanges);
-    this.refusal = refusal(b.policyProvider != null ? b.policyProvider : node.provider(),
-        b.trustedFabric);
+    this.refusal =
+        refusal(b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
     int id = IDS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
     // One client-message pump per exchange; at most maxExchanges exchanges run at once.
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(b.maxExchanges, b.maxExchanges, 30,
-        TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
+    ThreadPoolExecutor pool =
+        new ThreadPoolExecutor(
+            b.maxExchanges,
+            b.maxExchanges,
+            30,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            r -> {
+              Thread t =
+                  new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
     pool.allowCoreThreadTimeOut(true);
     this.executor = pool;
-    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "memwire-flight-" + id + "-leases");
-      t.setDaemon(true);
-      return t;
-    });
+    this.timer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "memwire-flight-" + id + "-leases");
+              t.setDaemon(true);
+              return t;
+            });
     long tick = Math.max(10, Math.min(1000, leaseTimeout.toMillis() / 4));
     timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
-      LOG.info("RDMA Flight data plane at {} (compression {}, lease timeout {} ms, at most {} "
-          + "exchanges)", rdmaLocation, b.compression, leaseTimeout.toMillis(), maxExchanges);
+      LOG.info(
+          "RDMA Flight data plane at {} (compression {}, lease timeout {} ms, at most {} "
+              + "exchanges)",
+          rdmaLocation,
+          b.compression,
+          leaseTimeout.toMillis(),
+          maxExchanges);
     }
   }
 
   /**
-   * Why the data plane must not serve with this provider, or null. The tcp responder enforces
-   * every lease's key and bounds itself; verbs regions share the node's protection domain and
-   * real devices hand out guessable rkeys, so any connected peer could read a live lease: verbs
-   * serves only where the fabric's peers are trusted.
+   * Why the data plane must not serve with this provider, or null. The tcp responder enforces every
+   * lease's key and bounds itself; verbs regions share the node's protection domain and real
+   * devices hand out guessable rkeys, so any connected peer could read a live lease: verbs serves
+   * only where the fabric's peers are trusted.
    */
   static String refusal(ProviderKind provider, boolean trustedFabric) {
     if (provider == ProviderKind.VERBS && !trustedFabric) {
@@ -152,7 +173,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * @param node the transfer node bodies are registered with and read from (the caller's)
    * @param allocator parent of the small allocator for data-plane messages
    */
-  public static Builder builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
+  public static Builder builder(
+      FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
     return new Builder(delegate, node, allocator);
   }
 
@@ -174,8 +196,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
    * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
    * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
-   * maxExchanges} ({@code sessionsRefused}), credit waits, peak leased bytes, plus
-   * the current {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
+   * maxExchanges} ({@code sessionsRefused}), credit waits, peak leased bytes, plus the current
+   * {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
    * registeredBlocks}.
    */
   public Map<String, Long> stats() {
@@ -258,7 +280,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   @Override
   public void doExchange(CallContext context, FlightStream reader, ServerStreamListener writer) {
     FlightDescriptor descriptor = reader.getDescriptor();
-    if (descriptor == null || !descriptor.isCommand()
+    if (descriptor == null
+        || !descriptor.isCommand()
         || !ExchangeRequest.matches(descriptor.getCommand())) {
       delegate.doExchange(context, reader, writer);
       return;
@@ -267,32 +290,45 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     try {
       request = ExchangeRequest.fromBytes(descriptor.getCommand());
     } catch (WireException e) {
-      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, e.getMessage(),
-          null));
+      writer.error(
+          FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, e.getMessage(), null));
       return;
     }
     if (request.provider() != node.provider()) {
-      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, "this server's "
-          + "data plane uses the " + node.provider() + " provider, the client asked for "
-          + request.provider(), null));
+      writer.error(
+          FallbackReason.NOT_SERVED.error(
+              CallStatus.INVALID_ARGUMENT,
+              "this server's "
+                  + "data plane uses the "
+                  + node.provider()
+                  + " provider, the client asked for "
+                  + request.provider(),
+              null));
       return;
     }
     if (closed) {
-      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.UNAVAILABLE,
-          "RDMA data plane is closed", null));
+      writer.error(
+          FallbackReason.NOT_SERVED.error(
+              CallStatus.UNAVAILABLE, "RDMA data plane is closed", null));
       return;
     }
     if (refusal != null) {
-      writer.error(FallbackReason.NOT_SERVED.error(CallStatus.UNAVAILABLE,
-          "RDMA data plane is off: " + refusal, null));
+      writer.error(
+          FallbackReason.NOT_SERVED.error(
+              CallStatus.UNAVAILABLE, "RDMA data plane is off: " + refusal, null));
       return;
     }
     if (!exchangeSlots.tryAcquire()) {
       // The typed reason lets an auto client take plain DoGet instead.
       stats.sessionsRefused.increment();
-      writer.error(FallbackReason.AT_CAPACITY.error(CallStatus.RESOURCE_EXHAUSTED, "the server "
-          + "runs its most RDMA exchanges at once (memwire.flight.server.maxExchanges="
-          + maxExchanges + "); use DoGet or retry later", null));
+      writer.error(
+          FallbackReason.AT_CAPACITY.error(
+              CallStatus.RESOURCE_EXHAUSTED,
+              "the server "
+                  + "runs its most RDMA exchanges at once (memwire.flight.server.maxExchanges="
+                  + maxExchanges
+                  + "); use DoGet or retry later",
+              null));
       return;
     }
     try {
@@ -315,24 +351,27 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   @Override
-  public void listFlights(CallContext context, Criteria criteria,
-      StreamListener<FlightInfo> listener) {
-    delegate.listFlights(context, criteria, new StreamListener<>() {
-      @Override
-      public void onNext(FlightInfo val) {
-        listener.onNext(decorate(val));
-      }
+  public void listFlights(
+      CallContext context, Criteria criteria, StreamListener<FlightInfo> listener) {
+    delegate.listFlights(
+        context,
+        criteria,
+        new StreamListener<>() {
+          @Override
+          public void onNext(FlightInfo val) {
+            listener.onNext(decorate(val));
+          }
 
-      @Override
-      public void onError(Throwable t) {
-        listener.onError(t);
-      }
+          @Override
+          public void onError(Throwable t) {
+            listener.onError(t);
+          }
 
-      @Override
-      public void onCompleted() {
-        listener.onCompleted();
-      }
-    });
+          @Override
+          public void onCompleted() {
+            listener.onCompleted();
+          }
+        });
   }
 
   @Override
@@ -346,8 +385,11 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     if (p == null || p.getFlightInfo() == null) {
       return p;
     }
-    return new PollInfo(decorate(p.getFlightInfo()), p.getFlightDescriptor().orElse(null),
-        p.getProgress().orElse(null), p.getExpirationTime().orElse(null));
+    return new PollInfo(
+        decorate(p.getFlightInfo()),
+        p.getFlightDescriptor().orElse(null),
+        p.getProgress().orElse(null),
+        p.getExpirationTime().orElse(null));
   }
 
   @Override
@@ -356,8 +398,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   @Override
-  public Runnable acceptPut(CallContext context, FlightStream flightStream,
-      StreamListener<PutResult> ackStream) {
+  public Runnable acceptPut(
+      CallContext context, FlightStream flightStream, StreamListener<PutResult> ackStream) {
     return delegate.acceptPut(context, flightStream, ackStream);
   }
 
@@ -388,21 +430,28 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
         locs.add(grpcLocation != null ? grpcLocation : Location.reuseConnection());
       }
       locs.add(rdmaLocation);
-      FlightEndpoint.Builder eb = FlightEndpoint.builder(e.getTicket(), locs.toArray(new Location[0]));
+      FlightEndpoint.Builder eb =
+          FlightEndpoint.builder(e.getTicket(), locs.toArray(new Location[0]));
       e.getExpirationTime().ifPresent(eb::setExpirationTime);
       if (e.getAppMetadata() != null) {
         eb.setAppMetadata(e.getAppMetadata());
       }
       endpoints.add(eb.build());
     }
-    return new FlightInfo(info.getSchemaOptional().orElse(null), info.getDescriptor(), endpoints,
-        info.getBytes(), info.getRecords(), info.getOrdered(), IpcOption.DEFAULT,
+    return new FlightInfo(
+        info.getSchemaOptional().orElse(null),
+        info.getDescriptor(),
+        endpoints,
+        info.getBytes(),
+        info.getRecords(),
+        info.getOrdered(),
+        IpcOption.DEFAULT,
         info.getAppMetadata());
   }
 
   /**
-   * Ends every exchange in progress (their leases are released), then frees the registered
-   * memory and the message allocator. The wrapped producer and the transfer node stay open.
+   * Ends every exchange in progress (their leases are released), then frees the registered memory
+   * and the message allocator. The wrapped producer and the transfer node stay open.
    */
   @Override
   public void close() {
@@ -441,6 +490,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
     private int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
     private boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
+
     /** Test seam: the provider the trust policy is decided for (default: the node's). */
     ProviderKind policyProvider;
 
@@ -452,8 +502,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
     /**
      * Applies the {@code memwire.flight.server.*} keys of a properties file such as
-     * conf-templates/flight/server.properties, as declared in {@link FlightSettings#SERVER};
-     * keys not given keep the builder's values. Unknown keys under the prefix are refused.
+     * conf-templates/flight/server.properties, as declared in {@link FlightSettings#SERVER}; keys
+     * not given keep the builder's values. Unknown keys under the prefix are refused.
      *
      * @throws IllegalArgumentException naming the key of a bad value
      */
@@ -462,12 +512,12 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       String pre = FlightSettings.SERVER_PREFIX;
       compression(FlightSettings.given(p, pre, FlightSettings.COMPRESSION, compression));
       leaseTimeout(FlightSettings.given(p, pre, FlightSettings.LEASE_TIMEOUT, leaseTimeout));
-      int batches = FlightSettings.given(p, pre, FlightSettings.MAX_WINDOW_BATCHES,
-          maxWindowBatches);
+      int batches =
+          FlightSettings.given(p, pre, FlightSettings.MAX_WINDOW_BATCHES, maxWindowBatches);
       long bytes = FlightSettings.given(p, pre, FlightSettings.MAX_WINDOW_BYTES, maxWindowBytes);
       long arena = FlightSettings.given(p, pre, FlightSettings.ARENA_SIZE, arenaSize);
-      long max = FlightSettings.given(p, pre, FlightSettings.MAX_REGISTERED_BYTES,
-          maxRegisteredBytes);
+      long max =
+          FlightSettings.given(p, pre, FlightSettings.MAX_REGISTERED_BYTES, maxRegisteredBytes);
       maxExchanges(FlightSettings.given(p, pre, FlightSettings.MAX_EXCHANGES, maxExchanges));
       trustedFabric(FlightSettings.given(p, pre, FlightSettings.TRUSTED_FABRIC, trustedFabric));
       maxWindow(batches, bytes);
@@ -487,8 +537,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     }
 
     /**
-     * How long a batch stays leased without the client's FREE before the exchange fails (range
-     * of {@link FlightSettings#LEASE_TIMEOUT}).
+     * How long a batch stays leased without the client's FREE before the exchange fails (range of
+     * {@link FlightSettings#LEASE_TIMEOUT}).
      */
     public Builder leaseTimeout(Duration d) {
       this.leaseTimeout = FlightSettings.LEASE_TIMEOUT.check(FlightSettings.SERVER_PREFIX, d);
@@ -498,8 +548,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     /** Caps on a client's credit window (the smaller of client's and these applies). */
     public Builder maxWindow(int batches, long bytes) {
       if (batches < 1 || bytes < 1) {
-        throw new IllegalArgumentException("maxWindow must allow one batch and one byte: "
-            + batches + ", " + bytes);
+        throw new IllegalArgumentException(
+            "maxWindow must allow one batch and one byte: " + batches + ", " + bytes);
       }
       this.maxWindowBatches = batches;
       this.maxWindowBytes = bytes;

@@ -32,8 +32,14 @@ public final class RdmaFlightStream implements AutoCloseable {
   private boolean handedOut;
   private boolean closed;
 
-  RdmaFlightStream(RdmaFlightClient client, RdmaFlightClient.Target target, StreamSource source,
-      DataPlane dataPlane, boolean mayFallBack, FallbackReason fallback, String fallbackReason) {
+  RdmaFlightStream(
+      RdmaFlightClient client,
+      RdmaFlightClient.Target target,
+      StreamSource source,
+      DataPlane dataPlane,
+      boolean mayFallBack,
+      FallbackReason fallback,
+      String fallbackReason) {
     this.client = client;
     this.target = target;
     this.source = source;
@@ -122,14 +128,16 @@ public final class RdmaFlightStream implements AutoCloseable {
   }
 
   private boolean canFallBack(FlightRuntimeException e) {
-    return mayFallBack && !handedOut && source instanceof RdmaSource
+    return mayFallBack
+        && !handedOut
+        && source instanceof RdmaSource
         && FallbackReason.of(e) != null;
   }
 
   private void fallBack(FlightRuntimeException e) {
     FallbackReason reason = FallbackReason.of(e);
-    String why = "RDMA data plane failed before the first batch (" + reason + "): "
-        + e.getMessage();
+    String why =
+        "RDMA data plane failed before the first batch (" + reason + "): " + e.getMessage();
     LOG.info("Flight data plane for {}: grpc DoGet ({})", target, why);
     source.close();
     client.clientStats().fellBack(reason);

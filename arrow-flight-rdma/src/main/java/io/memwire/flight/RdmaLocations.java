@@ -17,6 +17,7 @@ import org.apache.arrow.flight.Location;
 public final class RdmaLocations {
   /** Scheme of a verbs data plane. */
   public static final String VERBS_SCHEME = "rdma";
+
   /** Scheme of a tcp-provider data plane. */
   public static final String TCP_SCHEME = "rdma+tcp";
 

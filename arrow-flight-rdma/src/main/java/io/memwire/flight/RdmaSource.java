@@ -34,15 +34,15 @@ import org.slf4j.LoggerFactory;
  * {@link StreamEvent}, waits for a batch's reads, wraps its registered body as an Arrow buffer of
  * the caller's allocator (no copy), rebuilds the batch from its IPC header and loads it.
  *
- * <p>Threads: the caller (one at a time, like FlightStream) runs {@link #settle}, {@link #next}
- * and {@link #close} and is the only consumer of the events; a thread of the client's executor
- * runs the {@link BatchPuller} (reads descriptors, starts reads, half-closes at END), the only
- * producer of events; transport threads (tcp I/O, verbs completion, in-memory I/O) end a batch's
- * reads, check its guard and queue its FREE; executor tasks send FREE groups ({@link FreeSender}).
+ * <p>Threads: the caller (one at a time, like FlightStream) runs {@link #settle}, {@link #next} and
+ * {@link #close} and is the only consumer of the events; a thread of the client's executor runs the
+ * {@link BatchPuller} (reads descriptors, starts reads, half-closes at END), the only producer of
+ * events; transport threads (tcp I/O, verbs completion, in-memory I/O) end a batch's reads, check
+ * its guard and queue its FREE; executor tasks send FREE groups ({@link FreeSender}).
  *
- * <p>The consumer's {@link State} moves OPEN → ENDED (END taken) or OPEN → FAILED (a failure
- * taken; thrown again by every later call), and from any of them to CLOSED; any other move is a
- * bug and throws {@link IllegalStateException}.
+ * <p>The consumer's {@link State} moves OPEN → ENDED (END taken) or OPEN → FAILED (a failure taken;
+ * thrown again by every later call), and from any of them to CLOSED; any other move is a bug and
+ * throws {@link IllegalStateException}.
  */
 final class RdmaSource implements StreamSource {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaSource.class);
@@ -78,16 +78,22 @@ final class RdmaSource implements StreamSource {
   private final FreeSender frees;
   private final Future<?> pumpTask;
   private volatile State state = State.OPEN;
+
   /** The failure a FAILED stream throws. */
   private FlightRuntimeException failure;
+
   /** An event {@link #settle} took and {@link #next} has not consumed yet. */
   private StreamEvent peeked;
+
   private VectorSchemaRoot root;
   private VectorLoader loader;
   private ArrowBuf latestMetadata;
   private long batches;
 
-  RdmaSource(RdmaFlightClient client, TransferNode node, RegisteredMemory memory,
+  RdmaSource(
+      RdmaFlightClient client,
+      TransferNode node,
+      RegisteredMemory memory,
       FlightClient.ExchangeReaderWriter exchange) {
     this.allocator = client.allocator();
     this.stats = client.clientStats();
@@ -95,8 +101,8 @@ final class RdmaSource implements StreamSource {
     this.reader = exchange.getReader();
     this.readTimeout = client.readTimeout();
     this.frees = new FreeSender(exchange.getWriter(), allocator, client.executor());
-    this.pumpTask = client.executor().submit(
-        new BatchPuller(client, node, memory, reader, frees, events));
+    this.pumpTask =
+        client.executor().submit(new BatchPuller(client, node, memory, reader, frees, events));
   }
 
   private void moveTo(State to) {
@@ -140,8 +146,10 @@ final class RdmaSource implements StreamSource {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw CallStatus.CANCELLED.withDescription("interrupted waiting for the next batch")
-          .withCause(e).toRuntimeException();
+      throw CallStatus.CANCELLED
+          .withDescription("interrupted waiting for the next batch")
+          .withCause(e)
+          .toRuntimeException();
     }
   }
 
@@ -196,8 +204,8 @@ final class RdmaSource implements StreamSource {
   }
 
   /**
-   * A batch dropped by its guard check means the server ended the exchange (lease timeout,
-   * producer error, cancellation): its own status is on its way and says more, so wait for it.
+   * A batch dropped by its guard check means the server ended the exchange (lease timeout, producer
+   * error, cancellation): its own status is on its way and says more, so wait for it.
    */
   private FlightRuntimeException whyLeaseEnded(FlightRuntimeException e) {
     if (FallbackReason.of(e) != FallbackReason.LEASE_ENDED) {
@@ -229,8 +237,10 @@ final class RdmaSource implements StreamSource {
     } catch (ExecutionException e) {
       throw toFlight(e.getCause());
     } catch (TimeoutException e) {
-      throw FallbackReason.TIMEOUT.error(CallStatus.TIMED_OUT, "reads of batch " + p.seq
-          + " did not end within " + readTimeout.toMillis() + " ms", null);
+      throw FallbackReason.TIMEOUT.error(
+          CallStatus.TIMED_OUT,
+          "reads of batch " + p.seq + " did not end within " + readTimeout.toMillis() + " ms",
+          null);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw CallStatus.CANCELLED.withDescription("interrupted").withCause(e).toRuntimeException();
@@ -247,8 +257,10 @@ final class RdmaSource implements StreamSource {
         body = allocator.wrapForeignAllocation(new BlockAllocation(block, p.bodyLength));
       } catch (RuntimeException e) {
         block.release();
-        throw FallbackReason.CLIENT_MEMORY.error(CallStatus.RESOURCE_EXHAUSTED, "cannot account "
-            + "a body of " + p.bodyLength + " bytes: " + e.getMessage(), e);
+        throw FallbackReason.CLIENT_MEMORY.error(
+            CallStatus.RESOURCE_EXHAUSTED,
+            "cannot account " + "a body of " + p.bodyLength + " bytes: " + e.getMessage(),
+            e);
       }
     }
     ArrowRecordBatch batch;
@@ -256,8 +268,10 @@ final class RdmaSource implements StreamSource {
       batch = MessageSerializer.deserializeRecordBatch(p.header, body); // takes over body
     } catch (IOException | RuntimeException e) {
       body.getReferenceManager().release();
-      throw FallbackReason.PROTOCOL.error(CallStatus.INTERNAL, "bad record batch header in "
-          + "batch " + p.seq + ": " + e.getMessage(), e);
+      throw FallbackReason.PROTOCOL.error(
+          CallStatus.INTERNAL,
+          "bad record batch header in " + "batch " + p.seq + ": " + e.getMessage(),
+          e);
     }
     try {
       root.clear();
@@ -378,7 +392,9 @@ final class RdmaSource implements StreamSource {
     } catch (ExecutionException e) {
       // failed reads already freed the block
     } catch (TimeoutException e) {
-      LOG.warn("reads of batch {} did not end in time; leaving its {} bytes unfreed", p.seq,
+      LOG.warn(
+          "reads of batch {} did not end in time; leaving its {} bytes unfreed",
+          p.seq,
           p.bodyLength);
       return;
     } catch (InterruptedException e) {
@@ -394,8 +410,8 @@ final class RdmaSource implements StreamSource {
       return f;
     }
     if (t instanceof TransferException) {
-      return FallbackReason.TRANSPORT.error(CallStatus.UNAVAILABLE, "data-plane read failed: "
-          + t.getMessage(), t);
+      return FallbackReason.TRANSPORT.error(
+          CallStatus.UNAVAILABLE, "data-plane read failed: " + t.getMessage(), t);
     }
     if (t instanceof WireException) {
       return FallbackReason.PROTOCOL.error(CallStatus.INTERNAL, t.getMessage(), t);

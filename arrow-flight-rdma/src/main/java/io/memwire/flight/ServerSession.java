@@ -22,20 +22,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener
- * of a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
+ * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener of
+ * a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
  * (alive, in regions registered for that lease alone) until the client's FREE, the end of the
  * exchange, a cancellation or the lease timeout. The client's credit window ({@link LeaseWindow})
  * bounds the leased batches and bytes: {@code putNext} waits while the window is full.
  *
  * <p>State: one {@link SessionState}, moved only by {@link #moveTo} under this object's monitor,
  * which also guards the window and the producer's outcome. Threads: the DoExchange handler runs
- * {@link #run} (and, for a synchronous producer, {@code putNext} and the rest of the listener);
- * a pump thread of the producer's executor reads the client's FREEs and half-close; the
- * producer's lease timer calls {@link #checkLeases}; gRPC calls the cancel handler; a lease's
- * body is released on the transport thread that finishes its last read. Writes to the gRPC
- * listener are serialized by {@link #writerLock}, taken before the monitor, never inside it, so
- * nothing is written once the session has ENDED (the move to ENDED happens under both).
+ * {@link #run} (and, for a synchronous producer, {@code putNext} and the rest of the listener); a
+ * pump thread of the producer's executor reads the client's FREEs and half-close; the producer's
+ * lease timer calls {@link #checkLeases}; gRPC calls the cancel handler; a lease's body is released
+ * on the transport thread that finishes its last read. Writes to the gRPC listener are serialized
+ * by {@link #writerLock}, taken before the monitor, never inside it, so nothing is written once the
+ * session has ENDED (the move to ENDED happens under both).
  */
 final class ServerSession implements FlightProducer.ServerStreamListener {
   private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
@@ -47,6 +47,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   private final FlightProducer.ServerStreamListener writer;
   private final ExchangeRequest request;
   private final long leaseTimeoutNanos;
+
   /** Serializes calls of {@link #writer}; see the class comment for the order with the monitor. */
   private final Object writerLock = new Object();
 
@@ -54,6 +55,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   private final LeaseWindow window;
   private volatile SessionState state = SessionState.STREAMING;
   private Throwable producerError;
+
   /** The client half-closed: no FREE will come any more. */
   private boolean clientHalfClosed;
 
@@ -64,20 +66,29 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   private IpcOption option = IpcOption.DEFAULT;
   private Future<?> pump;
 
-  ServerSession(RdmaFlightProducer owner, FlightProducer.CallContext context, FlightStream reader,
-      FlightProducer.ServerStreamListener writer, ExchangeRequest request) {
+  ServerSession(
+      RdmaFlightProducer owner,
+      FlightProducer.CallContext context,
+      FlightStream reader,
+      FlightProducer.ServerStreamListener writer,
+      ExchangeRequest request) {
     this.owner = owner;
     this.bodies = new LeaseBodies(owner);
     this.context = context;
     this.reader = reader;
     this.writer = writer;
     this.request = request;
-    this.window = new LeaseWindow(this, Math.min(request.windowBatches(), owner.maxWindowBatches()),
-        Math.min(request.windowBytes(), owner.maxWindowBytes()));
+    this.window =
+        new LeaseWindow(
+            this,
+            Math.min(request.windowBatches(), owner.maxWindowBatches()),
+            Math.min(request.windowBytes(), owner.maxWindowBytes()));
     this.leaseTimeoutNanos = owner.leaseTimeout().toNanos();
   }
 
-  /** Moves to {@code to}; the caller holds the monitor and has checked the state is not terminal. */
+  /**
+   * Moves to {@code to}; the caller holds the monitor and has checked the state is not terminal.
+   */
   private void moveTo(SessionState to) {
     assert Thread.holdsLock(this);
     SessionState from = state;
@@ -89,8 +100,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   /** Runs the exchange on the calling (DoExchange handler) thread until it ends. */
   void run() {
     writer.setOnCancelHandler(() -> cancel("client cancelled the exchange"));
-    pump = owner.executor().submit(
-        new FreeReader(reader, owner.serverStats(), new ClientEvents()));
+    pump = owner.executor().submit(new FreeReader(reader, owner.serverStats(), new ClientEvents()));
     try {
       owner.delegate().getStream(context, new Ticket(request.ticket()), this);
     } catch (Throwable t) {
@@ -172,26 +182,29 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
   /** Ends a lease taken out of the window: its guard, regions, then body. */
   private void endLease(LeaseWindow.Lease l, boolean freedByClient) {
-    bodies.end(l.guard, l.body).whenComplete((v, e) -> {
-      if (e != null) {
-        LOG.warn("releasing the body of lease {} failed", l.seq, e);
-      }
-      boolean ready;
-      synchronized (this) {
-        window.released(l);
-        ready = window.hasCredit(0);
-        notifyAll();
-      }
-      if (freedByClient) {
-        owner.serverStats().leasesFreed.increment();
-        Runnable r = onReady;
-        if (ready && r != null) {
-          r.run();
-        }
-      } else {
-        owner.serverStats().leasesReleasedUnfreed.increment();
-      }
-    });
+    bodies
+        .end(l.guard, l.body)
+        .whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                LOG.warn("releasing the body of lease {} failed", l.seq, e);
+              }
+              boolean ready;
+              synchronized (this) {
+                window.released(l);
+                ready = window.hasCredit(0);
+                notifyAll();
+              }
+              if (freedByClient) {
+                owner.serverStats().leasesFreed.increment();
+                Runnable r = onReady;
+                if (ready && r != null) {
+                  r.run();
+                }
+              } else {
+                owner.serverStats().leasesReleasedUnfreed.increment();
+              }
+            });
   }
 
   // ---- ServerStreamListener seen by the wrapped producer ----------------------------------
@@ -245,7 +258,8 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   public void putNext(ArrowBuf metadata) {
     try {
       if (unloader == null) {
-        throw CallStatus.INTERNAL.withDescription("Stream was not started, call start()")
+        throw CallStatus.INTERNAL
+            .withDescription("Stream was not started, call start()")
             .toRuntimeException();
       }
       if (isCancelled()) {
@@ -283,8 +297,16 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       owner.serverStats().notePeak(window.leasedBytes());
     }
     owner.serverStats().bodyBytes.add(bodyLength);
-    send(ServerMessage.batch(seq, (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
-        header, bodyLength, lease.regions(), lease.refs(), appMetadata, lease.guardRef()));
+    send(
+        ServerMessage.batch(
+            seq,
+            (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
+            header,
+            bodyLength,
+            lease.regions(),
+            lease.refs(),
+            appMetadata,
+            lease.guardRef()));
   }
 
   /** Waits until the window has room for {@code bytes}; false when the session ended meanwhile. */
@@ -315,8 +337,10 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
         return true;
       }
     }
-    expire("the client freed no lease within the lease timeout of "
-        + leaseTimeoutNanos / 1_000_000 + " ms while its window was full");
+    expire(
+        "the client freed no lease within the lease timeout of "
+            + leaseTimeoutNanos / 1_000_000
+            + " ms while its window was full");
     return false;
   }
 
@@ -403,8 +427,12 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       }
       oldest = l.seq;
     }
-    expire("lease " + oldest + " was not freed within the lease timeout of "
-        + leaseTimeoutNanos / 1_000_000 + " ms");
+    expire(
+        "lease "
+            + oldest
+            + " was not freed within the lease timeout of "
+            + leaseTimeoutNanos / 1_000_000
+            + " ms");
   }
 
   private void expire(String why) {

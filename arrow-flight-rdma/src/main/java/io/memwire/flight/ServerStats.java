@@ -14,8 +14,10 @@ final class ServerStats {
   final LongAdder batchesInPlace = new LongAdder();
   final LongAdder bodyBytes = new LongAdder();
   final LongAdder leasesFreed = new LongAdder();
+
   /** FREE messages received; below {@code leasesFreed} when the client groups its FREEs. */
   final LongAdder freeMessages = new LongAdder();
+
   final LongAdder leasesReleasedUnfreed = new LongAdder();
   final LongAdder leasesExpired = new LongAdder();
   final LongAdder creditWaits = new LongAdder();

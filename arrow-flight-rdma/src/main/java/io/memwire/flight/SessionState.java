@@ -18,8 +18,8 @@ enum SessionState {
   /** The producer is sending batches. */
   STREAMING,
   /**
-   * The producer completed or failed; batches already described stay leased until the client
-   * has read them (or half-closed), then the exchange ends with the producer's outcome.
+   * The producer completed or failed; batches already described stay leased until the client has
+   * read them (or half-closed), then the exchange ends with the producer's outcome.
    */
   DRAINING,
   /** The exchange ended towards the client (completed or with an error). */

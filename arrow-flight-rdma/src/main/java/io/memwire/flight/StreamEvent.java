@@ -2,8 +2,8 @@ package io.memwire.flight;
 
 /**
  * What the pump thread of an RDMA exchange hands its consumer (the caller of {@link
- * RdmaSource#next()}), in stream order. Exactly one thread produces events and one consumes
- * them; {@link End} or {@link Failed} is the last event of a stream.
+ * RdmaSource#next()}), in stream order. Exactly one thread produces events and one consumes them;
+ * {@link End} or {@link Failed} is the last event of a stream.
  */
 sealed interface StreamEvent {
   /** A batch whose reads were started; its {@link Pull#done} says when its body is here. */

@@ -37,8 +37,8 @@ class ConfTemplatesTest {
       TransferConfig c = TransferConfig.fromProperties(m, RdmaFlightClient.TRANSFER_PREFIX);
       assertTrue(c.readTimeout().toSeconds() == 60, f);
       try (RootAllocator a = new RootAllocator();
-          FlightClient fc = FlightClient.builder(a, Location.forGrpcInsecure("127.0.0.1", 1))
-              .build();
+          FlightClient fc =
+              FlightClient.builder(a, Location.forGrpcInsecure("127.0.0.1", 1)).build();
           RdmaFlightClient rc = RdmaFlightClient.builder(fc, a).properties(m).build()) {
         assertEquals(DataPlane.AUTO, rc.dataPlane(), f);
       }
@@ -48,21 +48,23 @@ class ConfTemplatesTest {
   @Test
   void serverTemplateLoadsAndBadValuesNameTheirKey() throws Exception {
     Map<String, String> m = load("server.properties");
-    try (io.memwire.transfer.TransferNode node = io.memwire.transfer.TransferNode.start(
-            TransferConfig.builder().provider(io.memwire.transfer.ProviderKind.TCP).build());
+    try (io.memwire.transfer.TransferNode node =
+            io.memwire.transfer.TransferNode.start(
+                TransferConfig.builder().provider(io.memwire.transfer.ProviderKind.TCP).build());
         RootAllocator a = new RootAllocator()) {
-      RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(
-          new org.apache.arrow.flight.NoOpFlightProducer(), node, a);
+      RdmaFlightProducer.Builder b =
+          RdmaFlightProducer.builder(new org.apache.arrow.flight.NoOpFlightProducer(), node, a);
       b.properties(m);
       m.put("memwire.flight.server.compression", "snappy");
-      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-          () -> b.properties(m));
-      assertTrue(e.getMessage().contains("memwire.flight.server.compression=snappy"),
-          e.getMessage());
+      IllegalArgumentException e =
+          assertThrows(IllegalArgumentException.class, () -> b.properties(m));
+      assertTrue(
+          e.getMessage().contains("memwire.flight.server.compression=snappy"), e.getMessage());
       Map<String, String> typo = Map.of("memwire.flight.server.leaseTimout", "5s");
       e = assertThrows(IllegalArgumentException.class, () -> b.properties(typo));
-      assertTrue(e.getMessage().contains(
-          "unknown configuration key memwire.flight.server.leaseTimout"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("unknown configuration key memwire.flight.server.leaseTimout"),
+          e.getMessage());
     }
   }
 }

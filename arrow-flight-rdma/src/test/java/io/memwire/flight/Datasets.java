@@ -28,51 +28,99 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * The data sets the tests stream: each is a schema plus batches filled into one root (the
- * producer reuses it, like most producers), covering the vector types the issue lists.
+ * The data sets the tests stream: each is a schema plus batches filled into one root (the producer
+ * reuses it, like most producers), covering the vector types the issue lists.
  */
 final class Datasets {
   private Datasets() {}
 
   /** Names of the data sets every round-trip test covers. */
-  static final List<String> ROUND_TRIP = List.of("ints", "strings", "list", "struct", "map",
-      "union", "decimal", "dict", "sliced", "allnull", "zerorows", "emptybuffers", "meta", "empty");
+  static final List<String> ROUND_TRIP =
+      List.of(
+          "ints",
+          "strings",
+          "list",
+          "struct",
+          "map",
+          "union",
+          "decimal",
+          "dict",
+          "sliced",
+          "allnull",
+          "zerorows",
+          "emptybuffers",
+          "meta",
+          "empty");
 
   static final int[] SIZES = {1000, 0, 37, 4096};
 
   static Schema schema(String name) {
     switch (name) {
       case "ints":
-        return new Schema(List.of(Field.nullable("i", new ArrowType.Int(32, true)),
-            Field.nullable("l", new ArrowType.Int(64, true))));
+        return new Schema(
+            List.of(
+                Field.nullable("i", new ArrowType.Int(32, true)),
+                Field.nullable("l", new ArrowType.Int(64, true))));
       case "strings":
       case "emptybuffers":
-        return new Schema(List.of(Field.nullable("s", ArrowType.Utf8.INSTANCE),
-            Field.nullable("ls", ArrowType.LargeUtf8.INSTANCE)));
+        return new Schema(
+            List.of(
+                Field.nullable("s", ArrowType.Utf8.INSTANCE),
+                Field.nullable("ls", ArrowType.LargeUtf8.INSTANCE)));
       case "list":
-        return new Schema(List.of(new Field("li", FieldType.nullable(ArrowType.List.INSTANCE),
-            List.of(Field.nullable("$data$", new ArrowType.Int(32, true))))));
+        return new Schema(
+            List.of(
+                new Field(
+                    "li",
+                    FieldType.nullable(ArrowType.List.INSTANCE),
+                    List.of(Field.nullable("$data$", new ArrowType.Int(32, true))))));
       case "struct":
-        return new Schema(List.of(new Field("st", FieldType.nullable(ArrowType.Struct.INSTANCE),
-            List.of(Field.nullable("a", new ArrowType.Int(32, true)),
-                Field.nullable("b", ArrowType.Utf8.INSTANCE)))));
+        return new Schema(
+            List.of(
+                new Field(
+                    "st",
+                    FieldType.nullable(ArrowType.Struct.INSTANCE),
+                    List.of(
+                        Field.nullable("a", new ArrowType.Int(32, true)),
+                        Field.nullable("b", ArrowType.Utf8.INSTANCE)))));
       case "map":
-        return new Schema(List.of(new Field("m", FieldType.nullable(new ArrowType.Map(false)),
-            List.of(new Field("entries", FieldType.notNullable(ArrowType.Struct.INSTANCE),
-                List.of(Field.notNullable("key", ArrowType.Utf8.INSTANCE),
-                    Field.nullable("value", new ArrowType.Int(32, true))))))));
+        return new Schema(
+            List.of(
+                new Field(
+                    "m",
+                    FieldType.nullable(new ArrowType.Map(false)),
+                    List.of(
+                        new Field(
+                            "entries",
+                            FieldType.notNullable(ArrowType.Struct.INSTANCE),
+                            List.of(
+                                Field.notNullable("key", ArrowType.Utf8.INSTANCE),
+                                Field.nullable("value", new ArrowType.Int(32, true))))))));
       case "union":
-        return new Schema(List.of(new Field("u",
-            FieldType.nullable(new ArrowType.Union(org.apache.arrow.vector.types.UnionMode.Sparse,
-                new int[] {org.apache.arrow.vector.types.Types.MinorType.INT.ordinal(),
-                    org.apache.arrow.vector.types.Types.MinorType.BIGINT.ordinal()})),
-            List.of(Field.nullable("int", new ArrowType.Int(32, true)),
-                Field.nullable("bigint", new ArrowType.Int(64, true))))));
+        return new Schema(
+            List.of(
+                new Field(
+                    "u",
+                    FieldType.nullable(
+                        new ArrowType.Union(
+                            org.apache.arrow.vector.types.UnionMode.Sparse,
+                            new int[] {
+                              org.apache.arrow.vector.types.Types.MinorType.INT.ordinal(),
+                              org.apache.arrow.vector.types.Types.MinorType.BIGINT.ordinal()
+                            })),
+                    List.of(
+                        Field.nullable("int", new ArrowType.Int(32, true)),
+                        Field.nullable("bigint", new ArrowType.Int(64, true))))));
       case "decimal":
         return new Schema(List.of(Field.nullable("d", new ArrowType.Decimal(38, 10, 128))));
       case "dict":
-        return new Schema(List.of(new Field("color", new FieldType(true,
-            new ArrowType.Int(32, true), new DictionaryEncoding(7L, false, null)), null)));
+        return new Schema(
+            List.of(
+                new Field(
+                    "color",
+                    new FieldType(
+                        true, new ArrowType.Int(32, true), new DictionaryEncoding(7L, false, null)),
+                    null)));
       case "sliced":
       case "allnull":
       case "zerorows":
@@ -101,11 +149,14 @@ final class Datasets {
   }
 
   /** Streams a data set into the listener; used by the test producer for every ticket. */
-  static void stream(String name, BufferAllocator alloc,
+  static void stream(
+      String name,
+      BufferAllocator alloc,
       org.apache.arrow.flight.FlightProducer.ServerStreamListener listener) {
     Schema schema = schema(name);
     try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, alloc)) {
-      DictionaryProvider.MapDictionaryProvider dicts = new DictionaryProvider.MapDictionaryProvider();
+      DictionaryProvider.MapDictionaryProvider dicts =
+          new DictionaryProvider.MapDictionaryProvider();
       Dictionary colors = null;
       if (name.equals("dict")) {
         colors = colorDictionary(alloc);
@@ -153,7 +204,9 @@ final class Datasets {
     }
   }
 
-  private static void streamSliced(VectorSchemaRoot root, BufferAllocator alloc,
+  private static void streamSliced(
+      VectorSchemaRoot root,
+      BufferAllocator alloc,
       org.apache.arrow.flight.FlightProducer.ServerStreamListener listener) {
     try (VectorSchemaRoot full = VectorSchemaRoot.create(root.getSchema(), alloc)) {
       fillInts(full, 3000, 1);
@@ -187,136 +240,146 @@ final class Datasets {
         root.setRowCount(rows);
         return;
       case "strings":
-      case "emptybuffers": {
-        VarCharVector s = (VarCharVector) root.getVector(0);
-        LargeVarCharVector ls = (LargeVarCharVector) root.getVector(1);
-        for (int r = 0; r < rows; r++) {
-          String v = name.equals("emptybuffers") ? "" : "row " + r + " of batch " + batch;
-          if (!name.equals("emptybuffers") && r % 7 == 3) {
-            s.setNull(r);
-          } else {
-            s.setSafe(r, v.getBytes(StandardCharsets.UTF_8));
-          }
-          if (!name.equals("emptybuffers") && r % 5 == 1) {
-            ls.setNull(r);
-          } else {
-            ls.setSafe(r, (v + v).getBytes(StandardCharsets.UTF_8));
-          }
-        }
-        root.setRowCount(rows);
-        return;
-      }
-      case "list": {
-        ListVector lst = (ListVector) root.getVector(0);
-        UnionListWriter w = lst.getWriter();
-        for (int r = 0; r < rows; r++) {
-          w.setPosition(r);
-          if (r % 9 == 4) {
-            continue; // null list
-          }
-          w.startList();
-          for (int k = 0; k < r % 4; k++) {
-            w.writeInt(r * 10 + k);
-          }
-          w.endList();
-        }
-        lst.setValueCount(rows);
-        root.setRowCount(rows);
-        return;
-      }
-      case "struct": {
-        StructVector st = (StructVector) root.getVector(0);
-        IntVector a = (IntVector) st.getChild("a");
-        VarCharVector b = (VarCharVector) st.getChild("b");
-        for (int r = 0; r < rows; r++) {
-          if (r % 6 == 5) {
-            st.setNull(r);
-            continue;
-          }
-          st.setIndexDefined(r);
-          if (r % 4 == 0) {
-            a.setNull(r);
-          } else {
-            a.setSafe(r, r * 3);
-          }
-          b.setSafe(r, ("s" + r).getBytes(StandardCharsets.UTF_8));
-        }
-        st.setValueCount(rows);
-        root.setRowCount(rows);
-        return;
-      }
-      case "map": {
-        MapVector m = (MapVector) root.getVector(0);
-        UnionMapWriter w = m.getWriter();
-        for (int r = 0; r < rows; r++) {
-          w.setPosition(r);
-          if (r % 8 == 7) {
-            continue;
-          }
-          w.startMap();
-          for (int k = 0; k < r % 3; k++) {
-            w.startEntry();
-            byte[] key = ("k" + k).getBytes(StandardCharsets.UTF_8);
-            org.apache.arrow.memory.ArrowBuf kb = m.getAllocator().buffer(key.length);
-            kb.setBytes(0, key);
-            w.key().varChar().writeVarChar(0, key.length, kb);
-            kb.close();
-            w.value().integer().writeInt(r + k);
-            w.endEntry();
-          }
-          w.endMap();
-        }
-        m.setValueCount(rows);
-        root.setRowCount(rows);
-        return;
-      }
-      case "union": {
-        UnionVector u = (UnionVector) root.getVector(0);
-        UnionWriter w = new UnionWriter(u);
-        for (int r = 0; r < rows; r++) {
-          w.setPosition(r);
-          if (r % 2 == 0) {
-            w.writeInt(r);
-          } else {
-            w.writeBigInt((long) r << 33);
-          }
-        }
-        u.setValueCount(rows);
-        root.setRowCount(rows);
-        return;
-      }
-      case "decimal": {
-        DecimalVector d = (DecimalVector) root.getVector(0);
-        for (int r = 0; r < rows; r++) {
-          if (r % 10 == 9) {
-            d.setNull(r);
-          } else {
-            d.setSafe(r, new BigDecimal(r + "." + (r * 7919L % 10_000_000_000L))
-                .setScale(10, java.math.RoundingMode.UNNECESSARY));
-          }
-        }
-        d.setValueCount(rows);
-        root.setRowCount(rows);
-        return;
-      }
-      case "dict": {
-        try (VarCharVector raw = new VarCharVector("raw", root.getVector(0).getAllocator())) {
-          raw.allocateNew();
+      case "emptybuffers":
+        {
+          VarCharVector s = (VarCharVector) root.getVector(0);
+          LargeVarCharVector ls = (LargeVarCharVector) root.getVector(1);
           for (int r = 0; r < rows; r++) {
-            if (r % 11 == 10) {
-              raw.setNull(r);
+            String v = name.equals("emptybuffers") ? "" : "row " + r + " of batch " + batch;
+            if (!name.equals("emptybuffers") && r % 7 == 3) {
+              s.setNull(r);
             } else {
-              raw.setSafe(r, COLORS[(r + batch) % COLORS.length].getBytes(StandardCharsets.UTF_8));
+              s.setSafe(r, v.getBytes(StandardCharsets.UTF_8));
+            }
+            if (!name.equals("emptybuffers") && r % 5 == 1) {
+              ls.setNull(r);
+            } else {
+              ls.setSafe(r, (v + v).getBytes(StandardCharsets.UTF_8));
             }
           }
-          raw.setValueCount(rows);
-          try (FieldVector enc = (FieldVector) DictionaryEncoder.encode(raw, colors)) {
-            enc.makeTransferPair(root.getVector(0)).transfer();
-          }
+          root.setRowCount(rows);
+          return;
         }
-        root.setRowCount(rows);
-        return;
-      }
+      case "list":
+        {
+          ListVector lst = (ListVector) root.getVector(0);
+          UnionListWriter w = lst.getWriter();
+          for (int r = 0; r < rows; r++) {
+            w.setPosition(r);
+            if (r % 9 == 4) {
+              continue; // null list
+            }
+            w.startList();
+            for (int k = 0; k < r % 4; k++) {
+              w.writeInt(r * 10 + k);
+            }
+            w.endList();
+          }
+          lst.setValueCount(rows);
+          root.setRowCount(rows);
+          return;
+        }
+      case "struct":
+        {
+          StructVector st = (StructVector) root.getVector(0);
+          IntVector a = (IntVector) st.getChild("a");
+          VarCharVector b = (VarCharVector) st.getChild("b");
+          for (int r = 0; r < rows; r++) {
+            if (r % 6 == 5) {
+              st.setNull(r);
+              continue;
+            }
+            st.setIndexDefined(r);
+            if (r % 4 == 0) {
+              a.setNull(r);
+            } else {
+              a.setSafe(r, r * 3);
+            }
+            b.setSafe(r, ("s" + r).getBytes(StandardCharsets.UTF_8));
+          }
+          st.setValueCount(rows);
+          root.setRowCount(rows);
+          return;
+        }
+      case "map":
+        {
+          MapVector m = (MapVector) root.getVector(0);
+          UnionMapWriter w = m.getWriter();
+          for (int r = 0; r < rows; r++) {
+            w.setPosition(r);
+            if (r % 8 == 7) {
+              continue;
+            }
+            w.startMap();
+            for (int k = 0; k < r % 3; k++) {
+              w.startEntry();
+              byte[] key = ("k" + k).getBytes(StandardCharsets.UTF_8);
+              org.apache.arrow.memory.ArrowBuf kb = m.getAllocator().buffer(key.length);
+              kb.setBytes(0, key);
+              w.key().varChar().writeVarChar(0, key.length, kb);
+              kb.close();
+              w.value().integer().writeInt(r + k);
+              w.endEntry();
+            }
+            w.endMap();
+          }
+          m.setValueCount(rows);
+          root.setRowCount(rows);
+          return;
+        }
+      case "union":
+        {
+          UnionVector u = (UnionVector) root.getVector(0);
+          UnionWriter w = new UnionWriter(u);
+          for (int r = 0; r < rows; r++) {
+            w.setPosition(r);
+            if (r % 2 == 0) {
+              w.writeInt(r);
+            } else {
+              w.writeBigInt((long) r << 33);
+            }
+          }
+          u.setValueCount(rows);
+          root.setRowCount(rows);
+          return;
+        }
+      case "decimal":
+        {
+          DecimalVector d = (DecimalVector) root.getVector(0);
+          for (int r = 0; r < rows; r++) {
+            if (r % 10 == 9) {
+              d.setNull(r);
+            } else {
+              d.setSafe(
+                  r,
+                  new BigDecimal(r + "." + (r * 7919L % 10_000_000_000L))
+                      .setScale(10, java.math.RoundingMode.UNNECESSARY));
+            }
+          }
+          d.setValueCount(rows);
+          root.setRowCount(rows);
+          return;
+        }
+      case "dict":
+        {
+          try (VarCharVector raw = new VarCharVector("raw", root.getVector(0).getAllocator())) {
+            raw.allocateNew();
+            for (int r = 0; r < rows; r++) {
+              if (r % 11 == 10) {
+                raw.setNull(r);
+              } else {
+                raw.setSafe(
+                    r, COLORS[(r + batch) % COLORS.length].getBytes(StandardCharsets.UTF_8));
+              }
+            }
+            raw.setValueCount(rows);
+            try (FieldVector enc = (FieldVector) DictionaryEncoder.encode(raw, colors)) {
+              enc.makeTransferPair(root.getVector(0)).transfer();
+            }
+          }
+          root.setRowCount(rows);
+          return;
+        }
       default:
         throw new IllegalArgumentException(name);
     }

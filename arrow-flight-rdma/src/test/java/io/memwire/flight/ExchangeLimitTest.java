@@ -29,9 +29,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The server's cap on RDMA exchanges running at once ({@code maxExchanges}): past it an exchange
- * is refused with RESOURCE_EXHAUSTED naming the setting, an auto client takes DoGet, and the
- * server's exchange threads stay within the cap. Also the verbs refusal and the new settings.
+ * The server's cap on RDMA exchanges running at once ({@code maxExchanges}): past it an exchange is
+ * refused with RESOURCE_EXHAUSTED naming the setting, an auto client takes DoGet, and the server's
+ * exchange threads stay within the cap. Also the verbs refusal and the new settings.
  */
 class ExchangeLimitTest {
   private static final int CAP = 2;
@@ -39,8 +39,10 @@ class ExchangeLimitTest {
 
   @BeforeEach
   void start() throws Exception {
-    f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
-        b -> b.maxExchanges(CAP).leaseTimeout(Duration.ofSeconds(30)));
+    f =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION,
+            b -> b.maxExchanges(CAP).leaseTimeout(Duration.ofSeconds(30)));
   }
 
   @AfterEach
@@ -72,26 +74,27 @@ class ExchangeLimitTest {
 
   @Test
   void exchangesPastTheCapAreRefusedClearlyAndThreadsStayBounded() throws Exception {
-    RawExchange a = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:50:20000", 1,
-        1L << 30);
-    RawExchange b = new RawExchange(f.client(f.rdmaGrpcLocation()), f.clientAllocator,
-        "many:50:20000", 1, 1L << 30);
+    RawExchange a =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:50:20000", 1, 1L << 30);
+    RawExchange b =
+        new RawExchange(
+            f.client(f.rdmaGrpcLocation()), f.clientAllocator, "many:50:20000", 1, 1L << 30);
     assertEquals(ServerMessage.BATCH, a.next().kind());
     assertEquals(ServerMessage.BATCH, b.next().kind());
     assertEquals(CAP, f.stat("activeSessions"));
 
-    try (RawExchange c = new RawExchange(f.client(f.rdmaGrpcLocation()), f.clientAllocator,
-        "many:1:100", 1, 1L << 30)) {
+    try (RawExchange c =
+        new RawExchange(
+            f.client(f.rdmaGrpcLocation()), f.clientAllocator, "many:1:100", 1, 1L << 30)) {
       FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, c::next);
       assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, ex.status().code());
       assertEquals(FallbackReason.AT_CAPACITY, FallbackReason.of(ex));
-      assertTrue(ex.getMessage().contains("memwire.flight.server.maxExchanges=2"),
-          ex.getMessage());
+      assertTrue(ex.getMessage().contains("memwire.flight.server.maxExchanges=2"), ex.getMessage());
     }
     // An auto client still gets its stream, over DoGet, and says why.
     RdmaFlightClient auto = f.rdmaClient(f.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO));
-    FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:3:1000"))
-        .getEndpoints().get(0);
+    FlightEndpoint e =
+        f.wrappedClient().getInfo(FlightDescriptor.path("many:3:1000")).getEndpoints().get(0);
     try (RdmaFlightStream s = auto.getStream(e)) {
       readAll(s, 3, 1000);
       assertEquals(DataPlane.GRPC, s.dataPlane());
@@ -100,11 +103,14 @@ class ExchangeLimitTest {
     }
     // A client that insists on the data plane gets the refusal.
     RdmaFlightClient tcp = f.rdmaClient(f.wrappedClient(), o -> o.dataPlane(DataPlane.TCP));
-    FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> {
-      try (RdmaFlightStream s = tcp.getStream(e)) {
-        readAll(s, 3, 1000);
-      }
-    });
+    FlightRuntimeException ex =
+        assertThrows(
+            FlightRuntimeException.class,
+            () -> {
+              try (RdmaFlightStream s = tcp.getStream(e)) {
+                readAll(s, 3, 1000);
+              }
+            });
     assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, ex.status().code());
     assertTrue(exchangeThreads() <= CAP, "exchange threads: " + exchangeThreads());
     assertEquals(3, f.stat("sessionsRefused"), "c, the auto client and the tcp client");
@@ -124,34 +130,39 @@ class ExchangeLimitTest {
   @Test
   void manyConcurrentStreamsAllCompleteWithBoundedThreads() throws Exception {
     int streams = 8;
-    RdmaFlightClient auto = f.rdmaClient(f.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO)
-        .window(2, 1L << 30));
-    FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:20:5000"))
-        .getEndpoints().get(0);
+    RdmaFlightClient auto =
+        f.rdmaClient(f.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO).window(2, 1L << 30));
+    FlightEndpoint e =
+        f.wrappedClient().getInfo(FlightDescriptor.path("many:20:5000")).getEndpoints().get(0);
     AtomicBoolean sampling = new AtomicBoolean(true);
     AtomicInteger peak = new AtomicInteger();
-    Thread sampler = new Thread(() -> {
-      while (sampling.get()) {
-        peak.accumulateAndGet(exchangeThreads(), Math::max);
-        try {
-          Thread.sleep(2);
-        } catch (InterruptedException ie) {
-          return;
-        }
-      }
-    }, "exchange-thread-sampler");
+    Thread sampler =
+        new Thread(
+            () -> {
+              while (sampling.get()) {
+                peak.accumulateAndGet(exchangeThreads(), Math::max);
+                try {
+                  Thread.sleep(2);
+                } catch (InterruptedException ie) {
+                  return;
+                }
+              }
+            },
+            "exchange-thread-sampler");
     sampler.setDaemon(true);
     sampler.start();
     ExecutorService pool = Executors.newFixedThreadPool(streams);
     List<Future<DataPlane>> done = new ArrayList<>();
     try {
       for (int i = 0; i < streams; i++) {
-        done.add(pool.submit(() -> {
-          try (RdmaFlightStream s = auto.getStream(e)) {
-            readAll(s, 20, 5000);
-            return s.dataPlane();
-          }
-        }));
+        done.add(
+            pool.submit(
+                () -> {
+                  try (RdmaFlightStream s = auto.getStream(e)) {
+                    readAll(s, 20, 5000);
+                    return s.dataPlane();
+                  }
+                }));
       }
       int rdma = 0;
       for (Future<DataPlane> d : done) {
@@ -160,7 +171,9 @@ class ExchangeLimitTest {
         }
       }
       assertTrue(rdma >= 1, "at least one stream used the data plane");
-      assertEquals(streams, rdma + f.stat("sessionsRefused"),
+      assertEquals(
+          streams,
+          rdma + f.stat("sessionsRefused"),
           "every stream either ran on the data plane or was refused and used DoGet");
     } finally {
       sampling.set(false);
@@ -184,11 +197,13 @@ class ExchangeLimitTest {
   @Test
   void anUntrustedVerbsFabricGetsNoDataPlane() throws Exception {
     // The node is tcp; the seam makes the producer decide as it does for provider verbs.
-    try (Fixture v = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
-        b -> b.policyProvider = ProviderKind.VERBS)) {
-      FlightEndpoint e = v.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000"))
-          .getEndpoints().get(0);
-      assertTrue(e.getLocations().stream().noneMatch(l -> l.getUri().getScheme().startsWith("rdma")),
+    try (Fixture v =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.policyProvider = ProviderKind.VERBS)) {
+      FlightEndpoint e =
+          v.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000")).getEndpoints().get(0);
+      assertTrue(
+          e.getLocations().stream().noneMatch(l -> l.getUri().getScheme().startsWith("rdma")),
           "no data-plane location: " + e.getLocations());
       RdmaFlightClient auto = v.rdmaClient(v.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO));
       try (RdmaFlightStream s = auto.getStream(e)) {
@@ -196,20 +211,22 @@ class ExchangeLimitTest {
         assertEquals(DataPlane.GRPC, s.dataPlane());
         assertEquals(FallbackReason.NO_LOCATION, s.fallback(), s.fallbackReason());
       }
-      try (RawExchange x = new RawExchange(v.wrappedClient(), v.clientAllocator, "many:1:100", 1,
-          1L << 30)) {
+      try (RawExchange x =
+          new RawExchange(v.wrappedClient(), v.clientAllocator, "many:1:100", 1, 1L << 30)) {
         FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
         assertEquals(FlightStatusCode.UNAVAILABLE, ex.status().code());
         assertEquals(FallbackReason.NOT_SERVED, FallbackReason.of(ex));
-        assertTrue(ex.getMessage().contains("memwire.flight.server.trustedFabric=true"),
-            ex.getMessage());
+        assertTrue(
+            ex.getMessage().contains("memwire.flight.server.trustedFabric=true"), ex.getMessage());
       }
       assertEquals(0, v.stat("sessionsStarted"));
     }
-    try (Fixture t = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
-        b -> b.trustedFabric(true).policyProvider = ProviderKind.VERBS)) {
-      FlightEndpoint e = t.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000"))
-          .getEndpoints().get(0);
+    try (Fixture t =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION,
+            b -> b.trustedFabric(true).policyProvider = ProviderKind.VERBS)) {
+      FlightEndpoint e =
+          t.wrappedClient().getInfo(FlightDescriptor.path("many:2:1000")).getEndpoints().get(0);
       RdmaFlightClient auto = t.rdmaClient(t.wrappedClient(), o -> o.dataPlane(DataPlane.AUTO));
       try (RdmaFlightStream s = auto.getStream(e)) {
         readAll(s, 2, 1000);
@@ -220,15 +237,23 @@ class ExchangeLimitTest {
 
   @Test
   void newSettingsAreValidatedNamingTheKey() {
-    RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(f.producer, f.node,
-        f.serverAllocator);
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> b.properties(Map.of("memwire.flight.server.maxExchanges", "0")));
+    RdmaFlightProducer.Builder b =
+        RdmaFlightProducer.builder(f.producer, f.node, f.serverAllocator);
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> b.properties(Map.of("memwire.flight.server.maxExchanges", "0")));
     assertTrue(e.getMessage().contains("memwire.flight.server.maxExchanges"), e.getMessage());
-    e = assertThrows(IllegalArgumentException.class,
-        () -> b.properties(Map.of("memwire.flight.server.trustedFabric", "yes")));
+    e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> b.properties(Map.of("memwire.flight.server.trustedFabric", "yes")));
     assertTrue(e.getMessage().contains("memwire.flight.server.trustedFabric"), e.getMessage());
-    b.properties(Map.of("memwire.flight.server.maxExchanges", "5",
-        "memwire.flight.server.trustedFabric", "true"));
+    b.properties(
+        Map.of(
+            "memwire.flight.server.maxExchanges",
+            "5",
+            "memwire.flight.server.trustedFabric",
+            "true"));
   }
 }

@@ -9,13 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.ProviderKind;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightEndpoint;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.FlightStream;
-import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.vector.compression.CompressionUtil;
 import org.junit.jupiter.api.AfterAll;
@@ -65,8 +63,8 @@ class FallbackTest {
   @Test
   void autoUsesRdmaWhenOffered() throws Exception {
     RdmaFlightClient c = f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO));
-    FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints()
-        .get(0);
+    FlightEndpoint e =
+        f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints().get(0);
     RdmaFlightStream s = check(c.getStream(e), "ints", DataPlane.TCP);
     assertNull(s.fallback());
     assertNull(s.fallbackReason());
@@ -74,34 +72,40 @@ class FallbackTest {
 
   @Test
   void optionOffBySystemProperty() throws Exception {
-    withDataPlaneProperty("grpc", () -> {
-      RdmaFlightClient c = f.rdmaClient(f.wrappedClient(), b -> {});
-      assertEquals(DataPlane.GRPC, c.dataPlane());
-      FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints()
-          .get(0);
-      check(c.getStream(e), "ints", DataPlane.GRPC);
-      assertEquals(0, f.rdma.stats().get("activeSessions"));
-    });
+    withDataPlaneProperty(
+        "grpc",
+        () -> {
+          RdmaFlightClient c = f.rdmaClient(f.wrappedClient(), b -> {});
+          assertEquals(DataPlane.GRPC, c.dataPlane());
+          FlightEndpoint e =
+              f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints().get(0);
+          check(c.getStream(e), "ints", DataPlane.GRPC);
+          assertEquals(0, f.rdma.stats().get("activeSessions"));
+        });
   }
 
   @Test
   void badSystemPropertyNamesKeyAndValue() throws Exception {
-    withDataPlaneProperty("infiniband", () -> {
-      IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
-          () -> RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator).build());
-      assertTrue(ex.getMessage().contains(DataPlane.PROPERTY + "=infiniband"), ex.getMessage());
-    });
+    withDataPlaneProperty(
+        "infiniband",
+        () -> {
+          IllegalArgumentException ex =
+              assertThrows(
+                  IllegalArgumentException.class,
+                  () -> RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator).build());
+          assertTrue(ex.getMessage().contains(DataPlane.PROPERTY + "=infiniband"), ex.getMessage());
+        });
   }
 
   @Test
   void endpointWithoutRdmaLocation() throws Exception {
     RdmaFlightClient c = f.rdmaClient(f.plainClient(), b -> b.dataPlane(DataPlane.AUTO));
-    FlightEndpoint e = f.plainClient().getInfo(FlightDescriptor.path("strings")).getEndpoints()
-        .get(0);
+    FlightEndpoint e =
+        f.plainClient().getInfo(FlightDescriptor.path("strings")).getEndpoints().get(0);
     RdmaFlightStream s = check(c.getStream(e), "strings", DataPlane.GRPC);
     assertEquals(FallbackReason.NO_LOCATION, s.fallback());
-    assertTrue(s.fallbackReason().contains("no rdma:// or rdma+tcp:// location"),
-        s.fallbackReason());
+    assertTrue(
+        s.fallbackReason().contains("no rdma:// or rdma+tcp:// location"), s.fallbackReason());
   }
 
   @Test
@@ -119,8 +123,11 @@ class FallbackTest {
       closedPort = ss.getLocalPort();
     }
     Ticket t = TestProducer.ticket("struct");
-    FlightEndpoint e = new FlightEndpoint(t, f.plainLocation(),
-        RdmaLocations.of(ProviderKind.TCP, new InetSocketAddress("127.0.0.1", closedPort)));
+    FlightEndpoint e =
+        new FlightEndpoint(
+            t,
+            f.plainLocation(),
+            RdmaLocations.of(ProviderKind.TCP, new InetSocketAddress("127.0.0.1", closedPort)));
     RdmaFlightClient c = f.rdmaClient(f.plainClient(), b -> b.dataPlane(DataPlane.AUTO));
     RdmaFlightStream s = check(c.getStream(e), "struct", DataPlane.GRPC);
     assertEquals(FallbackReason.TRANSPORT, s.fallback(), s.fallbackReason());
@@ -131,11 +138,15 @@ class FallbackTest {
   void verbsUnavailable() throws Exception {
     // No RDMA device on this machine: the verbs node cannot start.
     Ticket t = TestProducer.ticket("map");
-    FlightEndpoint e = new FlightEndpoint(t, f.plainLocation(),
-        RdmaLocations.of(ProviderKind.VERBS, new InetSocketAddress("127.0.0.1", 7471)));
+    FlightEndpoint e =
+        new FlightEndpoint(
+            t,
+            f.plainLocation(),
+            RdmaLocations.of(ProviderKind.VERBS, new InetSocketAddress("127.0.0.1", 7471)));
     RdmaFlightClient c = f.rdmaClient(f.plainClient(), b -> b.dataPlane(DataPlane.AUTO));
     RdmaFlightStream s = c.getStream(e);
-    org.junit.jupiter.api.Assumptions.assumeTrue(s.dataPlane() == DataPlane.GRPC,
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        s.dataPlane() == DataPlane.GRPC,
         "verbs is usable here; this test covers machines without it");
     assertEquals(FallbackReason.TRANSPORT, s.fallback(), s.fallbackReason());
     assertTrue(s.fallbackReason().contains("verbs transport is unavailable"), s.fallbackReason());
@@ -155,10 +166,11 @@ class FallbackTest {
   @Test
   void retryOverGrpcWhenFirstReadFails() throws Exception {
     // A second wrapped server whose transfer node is gone: the exchange starts, the server cannot
-    // lease the first batch, no batch was handed out yet, so the stream quietly re-opens over DoGet.
+    // lease the first batch, no batch was handed out yet, so the stream quietly re-opens over
+    // DoGet.
     try (Fixture broken = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION)) {
-      RdmaFlightClient c = broken.rdmaClient(broken.wrappedClient(),
-          b -> b.dataPlane(DataPlane.AUTO));
+      RdmaFlightClient c =
+          broken.rdmaClient(broken.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO));
       InetSocketAddress transfer = broken.node.localAddress();
       broken.node.close();
       RdmaFlightStream s = c.getStream(TestProducer.ticket("decimal"));
@@ -183,11 +195,16 @@ class FallbackTest {
   void retryOverGrpcWhenTransportRefusesClient() throws Exception {
     // The server's transfer node wants a secret this client does not have: the exchange starts,
     // the first read cannot connect, and the stream re-opens over DoGet.
-    try (Fixture guarded = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION, b -> {},
-        io.memwire.transfer.TransferConfig.builder().provider(ProviderKind.TCP)
-            .authSecret("server-only").build())) {
-      RdmaFlightClient c = guarded.rdmaClient(guarded.wrappedClient(),
-          b -> b.dataPlane(DataPlane.AUTO));
+    try (Fixture guarded =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION,
+            b -> {},
+            io.memwire.transfer.TransferConfig.builder()
+                .provider(ProviderKind.TCP)
+                .authSecret("server-only")
+                .build())) {
+      RdmaFlightClient c =
+          guarded.rdmaClient(guarded.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO));
       RdmaFlightStream s = c.getStream(TestProducer.ticket("union"));
       try (FlightStream e = guarded.plainClient().getStream(TestProducer.ticket("union"))) {
         int n = 0;

@@ -30,10 +30,10 @@ final class Fixture implements AutoCloseable {
   final FlightServer rdmaServer;
   final BufferAllocator zeroCopyRoot;
   private final List<AutoCloseable> clients = new ArrayList<>();
+
   /**
-   * Allocators (last path element) whose leak reports a test may provoke on purpose: closing
-   * the node under a stream reports what its live leases held at that moment, which depends on
-   * timing.
+   * Allocators (last path element) whose leak reports a test may provoke on purpose: closing the
+   * node under a stream reports what its live leases held at that moment, which depends on timing.
    */
   final java.util.Set<String> allowedLeaks = new java.util.HashSet<>();
 
@@ -41,25 +41,34 @@ final class Fixture implements AutoCloseable {
     this(compression, b -> {});
   }
 
-  Fixture(CompressionUtil.CodecType compression,
-      java.util.function.Consumer<RdmaFlightProducer.Builder> options) throws Exception {
+  Fixture(
+      CompressionUtil.CodecType compression,
+      java.util.function.Consumer<RdmaFlightProducer.Builder> options)
+      throws Exception {
     this(compression, options, TransferConfig.builder().provider(ProviderKind.TCP).build());
   }
 
-  Fixture(CompressionUtil.CodecType compression,
-      java.util.function.Consumer<RdmaFlightProducer.Builder> options, TransferConfig nodeConfig)
+  Fixture(
+      CompressionUtil.CodecType compression,
+      java.util.function.Consumer<RdmaFlightProducer.Builder> options,
+      TransferConfig nodeConfig)
       throws Exception {
     node = TransferNode.start(nodeConfig);
-    plainServer = FlightServer.builder(serverAllocator, Location.forGrpcInsecure("127.0.0.1", 0),
-        producer).build().start();
+    plainServer =
+        FlightServer.builder(serverAllocator, Location.forGrpcInsecure("127.0.0.1", 0), producer)
+            .build()
+            .start();
     // The wrapped server's own location is known only after it binds: bind a port first.
     int port;
     try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
       port = s.getLocalPort();
     }
     Location grpc = Location.forGrpcInsecure("127.0.0.1", port);
-    RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(producer, node, serverAllocator)
-        .grpcLocation(grpc).compression(compression).registeredMemory(16L << 20, 512L << 20);
+    RdmaFlightProducer.Builder b =
+        RdmaFlightProducer.builder(producer, node, serverAllocator)
+            .grpcLocation(grpc)
+            .compression(compression)
+            .registeredMemory(16L << 20, 512L << 20);
     options.accept(b);
     rdma = b.build();
     rdmaServer = FlightServer.builder(serverAllocator, grpc, rdma).build().start();
@@ -109,11 +118,13 @@ final class Fixture implements AutoCloseable {
     return c;
   }
 
-  RdmaFlightClient rdmaClient(FlightClient c, java.util.function.Consumer<RdmaFlightClient.Builder> o) {
-    RdmaFlightClient.Builder b = RdmaFlightClient.builder(c, clientAllocator)
-        .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
-            .poolMaxBytes(8L << 20).build())
-        .registeredMemory(16L << 20, 512L << 20);
+  RdmaFlightClient rdmaClient(
+      FlightClient c, java.util.function.Consumer<RdmaFlightClient.Builder> o) {
+    RdmaFlightClient.Builder b =
+        RdmaFlightClient.builder(c, clientAllocator)
+            .transferConfig(
+                TransferConfig.builder().provider(ProviderKind.TCP).poolMaxBytes(8L << 20).build())
+            .registeredMemory(16L << 20, 512L << 20);
     o.accept(b);
     RdmaFlightClient r = b.build();
     clients.add(0, r);
@@ -125,7 +136,8 @@ final class Fixture implements AutoCloseable {
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (System.nanoTime() < deadline) {
       var s = rdma.stats();
-      if (s.get("activeSessions") == 0 && s.get("leasedBatches") == 0
+      if (s.get("activeSessions") == 0
+          && s.get("leasedBatches") == 0
           && s.get("registeredBlocks") == 0) {
         return;
       }
@@ -146,18 +158,26 @@ final class Fixture implements AutoCloseable {
     rdma.close();
     zeroCopyRoot.close();
     node.close();
-    assertEquals(0, clientAllocator.getAllocatedMemory(), "client allocator: "
-        + clientAllocator.toVerboseString());
-    assertEquals(0, serverAllocator.getAllocatedMemory(), "server allocator: "
-        + serverAllocator.toVerboseString());
+    assertEquals(
+        0,
+        clientAllocator.getAllocatedMemory(),
+        "client allocator: " + clientAllocator.toVerboseString());
+    assertEquals(
+        0,
+        serverAllocator.getAllocatedMemory(),
+        "server allocator: " + serverAllocator.toVerboseString());
     clientAllocator.close();
     serverAllocator.close();
     root.close();
     assertEquals(0, node.stats().registeredBytes(), "registered bytes after close");
     assertEquals(0, node.stats().memoryBytes(), node.memory().toVerboseString());
     // Units reported at node close must all have been freed since (memoryBytes above is 0).
-    assertTrue(node.memory().leakReports().stream().allMatch(r -> allowedLeaks.contains(
-        r.allocator().substring(r.allocator().lastIndexOf('/') + 1))),
+    assertTrue(
+        node.memory().leakReports().stream()
+            .allMatch(
+                r ->
+                    allowedLeaks.contains(
+                        r.allocator().substring(r.allocator().lastIndexOf('/') + 1))),
         "registered-memory leak reports: " + node.memory().leakReports());
   }
 

@@ -7,12 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import io.memwire.flight.metrics.FlightMetrics;
-import org.apache.arrow.flight.FlightDescriptor;
-import org.apache.arrow.flight.FlightEndpoint;
-import org.apache.arrow.vector.compression.CompressionUtil;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.vector.compression.CompressionUtil;
 import org.junit.jupiter.api.Test;
 
 class FlightMetricsTest {
@@ -29,15 +29,15 @@ class FlightMetricsTest {
     MetricRegistry registry = new MetricRegistry();
     try (Fixture f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION)) {
       // refresh 0: every read takes a snapshot, so the test needs no waiting
-      FlightMetrics.Registration server = FlightMetrics.register(registry, "mw.server",
-          f.rdma::stats, 0);
+      FlightMetrics.Registration server =
+          FlightMetrics.register(registry, "mw.server", f.rdma::stats, 0);
       FlightMetrics.Registration node = FlightMetrics.register(registry, "mw.node", f.node);
       RdmaFlightClient rdma = f.sharedRdmaClient();
-      FlightMetrics.Registration client = FlightMetrics.register(registry, "mw.client",
-          rdma::stats, 0);
+      FlightMetrics.Registration client =
+          FlightMetrics.register(registry, "mw.client", rdma::stats, 0);
       assertEquals(0, gauge(registry, "mw.server.bodyBytes"));
-      FlightEndpoint endpoint = f.wrappedClient().getInfo(FlightDescriptor.path("ints"))
-          .getEndpoints().get(0);
+      FlightEndpoint endpoint =
+          f.wrappedClient().getInfo(FlightDescriptor.path("ints")).getEndpoints().get(0);
       int batches = 0;
       try (RdmaFlightStream s = rdma.getStream(endpoint)) {
         while (s.next()) {
@@ -53,8 +53,8 @@ class FlightMetricsTest {
       assertTrue(registry.getNames().stream().anyMatch(n -> n.startsWith("mw.node.")));
       assertEquals(1, gauge(registry, "mw.client.streamsOneSided"));
       assertEquals(batches, gauge(registry, "mw.client.batchesOneSided"));
-      assertEquals(gauge(registry, "mw.server.bodyBytes"),
-          gauge(registry, "mw.client.bodyBytesOneSided"));
+      assertEquals(
+          gauge(registry, "mw.server.bodyBytes"), gauge(registry, "mw.client.bodyBytesOneSided"));
       assertEquals(0, gauge(registry, "mw.client.fallbacks"));
       client.close();
       server.close();
@@ -68,10 +68,15 @@ class FlightMetricsTest {
     MetricRegistry registry = new MetricRegistry();
     AtomicInteger snapshots = new AtomicInteger();
     Map<String, Long> counters = new HashMap<>(Map.of("a", 1L, "b", 2L));
-    FlightMetrics.Registration r = FlightMetrics.register(registry, "p", () -> {
-      snapshots.incrementAndGet();
-      return counters;
-    }, 60_000);
+    FlightMetrics.Registration r =
+        FlightMetrics.register(
+            registry,
+            "p",
+            () -> {
+              snapshots.incrementAndGet();
+              return counters;
+            },
+            60_000);
     assertEquals(1, snapshots.get());
     counters.put("a", 5L);
     assertEquals(1, gauge(registry, "p.a")); // within the refresh interval: the same snapshot
@@ -81,13 +86,15 @@ class FlightMetricsTest {
     assertEquals(5, gauge(registry, "q.a"));
     // A clash on the second name must not leave the first registered.
     registry.register("z.b", (Gauge<Long>) () -> 0L);
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> FlightMetrics.register(registry, "z", () -> counters, 0));
     assertTrue(registry.getNames().stream().noneMatch(n -> n.equals("z.a")));
     r.close();
     fresh.close();
     assertEquals(java.util.Set.of("z.b"), registry.getNames());
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> FlightMetrics.register(registry, " ", () -> counters, 0));
   }
 }

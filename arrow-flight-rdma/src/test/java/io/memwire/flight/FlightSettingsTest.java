@@ -2,7 +2,6 @@ package io.memwire.flight;
 
 import static io.memwire.transfer.ConfigErrors.assertConfigError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.ProviderKind;
@@ -53,18 +52,22 @@ class FlightSettingsTest {
   @Test
   void docsShowTheGeneratedTable() throws Exception {
     String doc = Files.readString(Path.of("..", "docs", "FLIGHT.md"));
-    assertTrue(doc.contains(FlightSettings.markdownTable()),
+    assertTrue(
+        doc.contains(FlightSettings.markdownTable()),
         "regenerate the table in docs/FLIGHT.md with: java -cp ... "
-            + "io.memwire.flight.FlightSettings\n" + FlightSettings.markdownTable());
+            + "io.memwire.flight.FlightSettings\n"
+            + FlightSettings.markdownTable());
   }
 
   @Test
   void publicKeyConstantsAreTheDeclaredNames() {
-    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.DATA_PLANE.name(),
-        DataPlane.PROPERTY);
-    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BATCHES.name(),
+    assertEquals(
+        FlightSettings.CLIENT_PREFIX + FlightSettings.DATA_PLANE.name(), DataPlane.PROPERTY);
+    assertEquals(
+        FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BATCHES.name(),
         RdmaFlightClient.WINDOW_BATCHES_PROPERTY);
-    assertEquals(FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BYTES.name(),
+    assertEquals(
+        FlightSettings.CLIENT_PREFIX + FlightSettings.WINDOW_BYTES.name(),
         RdmaFlightClient.WINDOW_BYTES_PROPERTY);
   }
 
@@ -79,8 +82,11 @@ class FlightSettingsTest {
   }
 
   /** For each numeric setting: min and max accepted, min-1 and max+1 refused naming the key. */
-  private static void probe(String prefix, List<Setting<?>> settings,
-      Consumer<Map<String, String>> apply, int expectedNumeric) {
+  private static void probe(
+      String prefix,
+      List<Setting<?>> settings,
+      Consumer<Map<String, String>> apply,
+      int expectedNumeric) {
     int numeric = 0;
     for (Setting<?> s : settings) {
       if (s.min().isEmpty()) {
@@ -91,20 +97,25 @@ class FlightSettingsTest {
       boolean millis = s.defaultValue() instanceof Duration;
       // The documented range text, read back with the unit parser, is the enforced one.
       String[] ends = s.rangeText().split(";")[0].split(" to ");
-      long min = millis ? TransferConfig.parseTime(ends[0]).toMillis()
-          : TransferConfig.parseBytes(ends[0]);
-      long max = millis ? TransferConfig.parseTime(ends[1]).toMillis()
-          : TransferConfig.parseBytes(ends[1]);
+      long min =
+          millis
+              ? TransferConfig.parseTime(ends[0]).toMillis()
+              : TransferConfig.parseBytes(ends[0]);
+      long max =
+          millis
+              ? TransferConfig.parseTime(ends[1]).toMillis()
+              : TransferConfig.parseBytes(ends[1]);
       assertEquals(s.min().getAsLong(), min, key);
       assertEquals(s.max().getAsLong(), max, key);
       String unit = millis ? "ms" : "";
       apply.accept(Map.of(key, min + unit));
       apply.accept(Map.of(key, max + unit));
       for (long v : new long[] {min - 1, max + 1}) {
-        TransferConfigException e = assertConfigError(Problem.OUT_OF_RANGE, key,
-            () -> apply.accept(Map.of(key, v + unit)));
-        assertTrue(e.getMessage().contains(key + "=" + v + unit + " is out of range: "
-            + s.rangeText()), e.getMessage());
+        TransferConfigException e =
+            assertConfigError(Problem.OUT_OF_RANGE, key, () -> apply.accept(Map.of(key, v + unit)));
+        assertTrue(
+            e.getMessage().contains(key + "=" + v + unit + " is out of range: " + s.rangeText()),
+            e.getMessage());
       }
     }
     assertEquals(expectedNumeric, numeric, "numeric settings probed");
@@ -112,13 +123,14 @@ class FlightSettingsTest {
 
   private void client(Map<String, String> p) {
     try (RdmaFlightClient c = RdmaFlightClient.builder(flight, allocator).properties(p).build()) {
-      p.forEach((k, v) -> {
-        if (k.equals(RdmaFlightClient.WINDOW_BATCHES_PROPERTY)) {
-          assertEquals(Long.parseLong(v), c.windowBatches());
-        } else if (k.equals(RdmaFlightClient.WINDOW_BYTES_PROPERTY)) {
-          assertEquals(Long.parseLong(v), c.windowBytes());
-        }
-      });
+      p.forEach(
+          (k, v) -> {
+            if (k.equals(RdmaFlightClient.WINDOW_BATCHES_PROPERTY)) {
+              assertEquals(Long.parseLong(v), c.windowBatches());
+            } else if (k.equals(RdmaFlightClient.WINDOW_BYTES_PROPERTY)) {
+              assertEquals(Long.parseLong(v), c.windowBytes());
+            }
+          });
     }
   }
 
@@ -144,13 +156,21 @@ class FlightSettingsTest {
       assertEquals(32, c.windowBatches());
       assertEquals(1L << 20, c.windowBytes());
     }
-    assertConfigError(Problem.MALFORMED, "memwire.flight.dataPlane",
+    assertConfigError(
+        Problem.MALFORMED,
+        "memwire.flight.dataPlane",
         () -> client(Map.of("memwire.flight.dataPlane", "rdma")));
-    assertConfigError(Problem.UNKNOWN_KEY, "memwire.flight.windowBatchs",
+    assertConfigError(
+        Problem.UNKNOWN_KEY,
+        "memwire.flight.windowBatchs",
         () -> client(Map.of("memwire.flight.windowBatchs", "4")));
-    assertConfigError(Problem.MALFORMED, "memwire.flight.windowBytes",
+    assertConfigError(
+        Problem.MALFORMED,
+        "memwire.flight.windowBytes",
         () -> client(Map.of("memwire.flight.windowBytes", "lots")));
-    assertConfigError(Problem.UNKNOWN_KEY, "memwire.flight.transfer.readTimeot",
+    assertConfigError(
+        Problem.UNKNOWN_KEY,
+        "memwire.flight.transfer.readTimeot",
         () -> client(Map.of("memwire.flight.transfer.readTimeot", "4s")));
   }
 
@@ -164,12 +184,12 @@ class FlightSettingsTest {
         assertEquals(7, c.windowBatches());
       }
       System.setProperty(good, "0");
-      assertConfigError(Problem.OUT_OF_RANGE, good,
-          () -> RdmaFlightClient.builder(flight, allocator).build());
+      assertConfigError(
+          Problem.OUT_OF_RANGE, good, () -> RdmaFlightClient.builder(flight, allocator).build());
       System.clearProperty(good);
       System.setProperty(typo, "1m");
-      assertConfigError(Problem.UNKNOWN_KEY, typo,
-          () -> RdmaFlightClient.builder(flight, allocator).build());
+      assertConfigError(
+          Problem.UNKNOWN_KEY, typo, () -> RdmaFlightClient.builder(flight, allocator).build());
     } finally {
       System.clearProperty(good);
       System.clearProperty(typo);
@@ -178,13 +198,20 @@ class FlightSettingsTest {
 
   @Test
   void serverKeysAreReadAndUnknownOnesRefused() {
-    RdmaFlightProducer.Builder b = RdmaFlightProducer.builder(new NoOpFlightProducer(), node,
-        allocator);
-    b.properties(Map.of("memwire.flight.server.compression", "LZ4",
-        "memwire.flight.server.leaseTimeout", "2s",
-        "memwire.flight.server.maxExchanges", "3",
-        "memwire.flight.server.maxWindowBatches", "5",
-        "memwire.flight.server.trustedFabric", "TRUE"));
+    RdmaFlightProducer.Builder b =
+        RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator);
+    b.properties(
+        Map.of(
+            "memwire.flight.server.compression",
+            "LZ4",
+            "memwire.flight.server.leaseTimeout",
+            "2s",
+            "memwire.flight.server.maxExchanges",
+            "3",
+            "memwire.flight.server.maxWindowBatches",
+            "5",
+            "memwire.flight.server.trustedFabric",
+            "TRUE"));
     try (RdmaFlightProducer p = b.build()) {
       assertEquals(Duration.ofSeconds(2), p.leaseTimeout());
       assertEquals(3, p.maxExchanges());
@@ -192,19 +219,28 @@ class FlightSettingsTest {
       assertEquals(256L << 20, p.maxWindowBytes());
       assertTrue(p.codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
     }
-    assertEquals(CompressionUtil.CodecType.NO_COMPRESSION,
-        FlightSettings.COMPRESSION.defaultValue());
-    assertConfigError(Problem.UNKNOWN_KEY, "memwire.flight.server.maxExchange",
+    assertEquals(
+        CompressionUtil.CodecType.NO_COMPRESSION, FlightSettings.COMPRESSION.defaultValue());
+    assertConfigError(
+        Problem.UNKNOWN_KEY,
+        "memwire.flight.server.maxExchange",
         () -> server(Map.of("memwire.flight.server.maxExchange", "3")));
-    TransferConfigException e = assertConfigError(Problem.OUT_OF_RANGE,
-        "memwire.flight.server.maxExchanges",
-        () -> RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
-            .maxExchanges(10_001));
+    TransferConfigException e =
+        assertConfigError(
+            Problem.OUT_OF_RANGE,
+            "memwire.flight.server.maxExchanges",
+            () ->
+                RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
+                    .maxExchanges(10_001));
     // The message quotes the value as given and the declared range.
     assertTrue(e.getMessage().contains("=10001 is out of range: 1 to 10000"), e.getMessage());
-    e = assertConfigError(Problem.OUT_OF_RANGE, "memwire.flight.server.leaseTimeout",
-        () -> RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
-            .leaseTimeout(Duration.ofMillis(9)));
+    e =
+        assertConfigError(
+            Problem.OUT_OF_RANGE,
+            "memwire.flight.server.leaseTimeout",
+            () ->
+                RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator)
+                    .leaseTimeout(Duration.ofMillis(9)));
     assertTrue(e.getMessage().contains("=9ms is out of range: 10ms to 24h"), e.getMessage());
   }
 }

@@ -33,9 +33,11 @@ class LeaseGuardsTest {
   }
 
   private long readWord(LeaseGuards.Guard g) throws Exception {
-    TransferBuffer b = client.connection(server.localAddress())
-        .read(ReadRequest.of(g.region().remote(), 0, LeaseGuards.SLOT_BYTES))
-        .get(10, TimeUnit.SECONDS);
+    TransferBuffer b =
+        client
+            .connection(server.localAddress())
+            .read(ReadRequest.of(g.region().remote(), 0, LeaseGuards.SLOT_BYTES))
+            .get(10, TimeUnit.SECONDS);
     try {
       return b.nioBuffer().getLong(0);
     } finally {

@@ -23,16 +23,16 @@ import java.util.concurrent.TimeUnit;
 import org.apache.arrow.vector.compression.CompressionUtil;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
 
 /**
- * A second Flight client that attacks the data plane with the ordinary transfer API: it takes
- * the remote key of a region its own batch names and reads other addresses with it (another
- * client's live lease, the memory around its own lease), re-reads a lease it has freed, and reads
- * everything its key reaches after a freed block was reused. Each lease must expose its own bytes
- * only, only while it lives.
+ * A second Flight client that attacks the data plane with the ordinary transfer API: it takes the
+ * remote key of a region its own batch names and reads other addresses with it (another client's
+ * live lease, the memory around its own lease), re-reads a lease it has freed, and reads everything
+ * its key reaches after a freed block was reused. Each lease must expose its own bytes only, only
+ * while it lives.
  */
 class LeaseIsolationTest {
   private Fixture f;
@@ -40,8 +40,9 @@ class LeaseIsolationTest {
 
   @BeforeEach
   void start() throws Exception {
-    f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
-        b -> b.leaseTimeout(Duration.ofSeconds(30)));
+    f =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.leaseTimeout(Duration.ofSeconds(30)));
     attacker = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP).build());
   }
 
@@ -53,10 +54,10 @@ class LeaseIsolationTest {
 
   /** Reads {@code [address, +length)} with the key of {@code d}: a forged descriptor. */
   private byte[] read(RegionDescriptor d, long address, int length) throws Exception {
-    RemoteRegion r = RemoteRegion.of(
-        new RegionDescriptor(d.provider(), d.node(), d.key(), address, length));
-    TransferBuffer b = attacker.connection(d.node()).read(ReadRequest.of(r, 0, length))
-        .get(10, TimeUnit.SECONDS);
+    RemoteRegion r =
+        RemoteRegion.of(new RegionDescriptor(d.provider(), d.node(), d.key(), address, length));
+    TransferBuffer b =
+        attacker.connection(d.node()).read(ReadRequest.of(r, 0, length)).get(10, TimeUnit.SECONDS);
     try {
       byte[] out = new byte[length];
       b.nioBuffer().duplicate().get(out);
@@ -66,10 +67,10 @@ class LeaseIsolationTest {
     }
   }
 
-  private RemoteAccessException refused(RegionDescriptor d, long address, int length,
-      String what) {
-    ExecutionException e = assertThrows(ExecutionException.class, () -> read(d, address, length),
-        what + " must be refused");
+  private RemoteAccessException refused(RegionDescriptor d, long address, int length, String what) {
+    ExecutionException e =
+        assertThrows(
+            ExecutionException.class, () -> read(d, address, length), what + " must be refused");
     return assertInstanceOf(RemoteAccessException.class, e.getCause(), what);
   }
 
@@ -96,10 +97,11 @@ class LeaseIsolationTest {
   @ValueSource(strings = {"many", "zc"}) // copied into blocks, leased in place
   void aSecondClientCannotReadAnotherClientsLeaseNorTheArenaAroundItsOwn(String kind)
       throws Exception {
-    try (RawExchange victim = new RawExchange(f.wrappedClient(), f.clientAllocator,
-            kind + ":3:20000", 1, 1L << 30);
-        RawExchange thief = new RawExchange(f.client(f.rdmaGrpcLocation()), f.clientAllocator,
-            kind + ":1:100", 1, 1L << 30)) {
+    try (RawExchange victim =
+            new RawExchange(f.wrappedClient(), f.clientAllocator, kind + ":3:20000", 1, 1L << 30);
+        RawExchange thief =
+            new RawExchange(
+                f.client(f.rdmaGrpcLocation()), f.clientAllocator, kind + ":1:100", 1, 1L << 30)) {
       ServerMessage v = victim.next();
       ServerMessage t = thief.next();
       assertEquals(ServerMessage.BATCH, v.kind());
@@ -112,11 +114,15 @@ class LeaseIsolationTest {
 
       for (RegionDescriptor td : t.regions()) {
         assertNotEquals(vd.key(), td.key(), "leases of two clients share a key");
-        RemoteAccessException e = refused(td, address(v, vb), (int) vb.length,
-            "the victim's values with the thief's key");
+        RemoteAccessException e =
+            refused(
+                td, address(v, vb), (int) vb.length, "the victim's values with the thief's key");
         assertEquals(RemoteAccessException.Reason.OUT_OF_BOUNDS, e.reason(), e.getMessage());
         ServerMessage.Guard g = v.guard();
-        refused(td, v.regions().get(g.regionIndex).address() + g.regionOffset, 8,
+        refused(
+            td,
+            v.regions().get(g.regionIndex).address() + g.regionOffset,
+            8,
             "the victim's guard word with the thief's key");
         // Around its own region: the bytes just before and just after it.
         refused(td, td.address() - 512, 512, "512 bytes before the thief's region");
@@ -134,8 +140,8 @@ class LeaseIsolationTest {
 
   @Test
   void aFreedLeaseIsNeverReadableAgain() throws Exception {
-    try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:2:20000", 1,
-        1L << 30)) {
+    try (RawExchange x =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:2:20000", 1, 1L << 30)) {
       ServerMessage m = x.next();
       ServerMessage.BufferRef vb = values(m);
       RegionDescriptor d = m.regions().get(vb.regionIndex);
@@ -144,11 +150,13 @@ class LeaseIsolationTest {
       // With a window of one, batch 1 is sent only once batch 0's lease has ended.
       ServerMessage next = x.next();
       assertEquals(1, next.sequence());
-      RemoteAccessException e = refused(d, address(m, vb), (int) vb.length,
-          "a re-read of the freed lease");
+      RemoteAccessException e =
+          refused(d, address(m, vb), (int) vb.length, "a re-read of the freed lease");
       assertEquals(RemoteAccessException.Reason.REGION_CLOSED, e.reason(), e.getMessage());
-      refused(m.regions().get(m.guard().regionIndex),
-          m.regions().get(m.guard().regionIndex).address() + m.guard().regionOffset, 8,
+      refused(
+          m.regions().get(m.guard().regionIndex),
+          m.regions().get(m.guard().regionIndex).address() + m.guard().regionOffset,
+          8,
           "the freed lease's guard");
       x.free(next.sequence());
       assertEquals(ServerMessage.END, x.next().kind());
@@ -162,8 +170,8 @@ class LeaseIsolationTest {
   void aReusedBlockNeverShowsTheOldBatchesBytes() throws Exception {
     long victimBody;
     long victimAddress;
-    try (RawExchange victim = new RawExchange(f.wrappedClient(), f.clientAllocator,
-        "many:1:20000", 1, 1L << 30)) {
+    try (RawExchange victim =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:1:20000", 1, 1L << 30)) {
       ServerMessage v = victim.next();
       victimBody = v.bodyLength();
       victimAddress = v.regions().get(0).address();
@@ -173,8 +181,9 @@ class LeaseIsolationTest {
       assertEquals(null, victim.next());
     }
     f.awaitServerIdle();
-    try (RawExchange thief = new RawExchange(f.client(f.rdmaGrpcLocation()), f.clientAllocator,
-        "many:1:100", 1, 1L << 30)) {
+    try (RawExchange thief =
+        new RawExchange(
+            f.client(f.rdmaGrpcLocation()), f.clientAllocator, "many:1:100", 1, 1L << 30)) {
       ServerMessage t = thief.next();
       ServerMessage.BufferRef tb = values(t);
       RegionDescriptor body = t.regions().get(tb.regionIndex);
@@ -188,8 +197,13 @@ class LeaseIsolationTest {
           byte[] b = read(d, d.address() + off, n);
           for (int i = 0; i + 8 <= n; i += 8) {
             long x = longAt(b, i);
-            assertTrue(x < 100 || x >= 20_000, "an old batch's value " + x + " at offset "
-                + (off + i) + " of a region the thief may read");
+            assertTrue(
+                x < 100 || x >= 20_000,
+                "an old batch's value "
+                    + x
+                    + " at offset "
+                    + (off + i)
+                    + " of a region the thief may read");
           }
         }
       }

@@ -23,8 +23,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Leases on the server: the credit window bounds what is pinned, and cancellation, a client
- * crash or the lease timeout release everything; allocators end empty (checked by the fixture).
+ * Leases on the server: the credit window bounds what is pinned, and cancellation, a client crash
+ * or the lease timeout release everything; allocators end empty (checked by the fixture).
  */
 class LeaseTest {
   /** Body of one "many:*:20000" batch: 20000 longs plus a 2504-byte validity buffer (aligned). */
@@ -34,8 +34,9 @@ class LeaseTest {
 
   @BeforeEach
   void start() throws Exception {
-    f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION,
-        b -> b.leaseTimeout(Duration.ofMillis(1500)));
+    f =
+        new Fixture(
+            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.leaseTimeout(Duration.ofMillis(1500)));
   }
 
   @AfterEach
@@ -48,9 +49,11 @@ class LeaseTest {
     ServerMessage.Guard g = m.guard();
     io.memwire.transfer.RemoteRegion r =
         io.memwire.transfer.RemoteRegion.of(m.regions().get(g.regionIndex));
-    io.memwire.transfer.TransferBuffer b = f.node.connection(r.node())
-        .read(io.memwire.transfer.ReadRequest.of(r, g.regionOffset, 8))
-        .get(10, java.util.concurrent.TimeUnit.SECONDS);
+    io.memwire.transfer.TransferBuffer b =
+        f.node
+            .connection(r.node())
+            .read(io.memwire.transfer.ReadRequest.of(r, g.regionOffset, 8))
+            .get(10, java.util.concurrent.TimeUnit.SECONDS);
     try {
       return b.nioBuffer().getLong(0);
     } finally {
@@ -60,8 +63,8 @@ class LeaseTest {
 
   /** The lease has ended: its guard (a region of its own) can no longer be read at all. */
   private void assertGuardRevoked(ServerMessage m, String why) {
-    java.util.concurrent.ExecutionException e = assertThrows(
-        java.util.concurrent.ExecutionException.class, () -> guardWord(m), why);
+    java.util.concurrent.ExecutionException e =
+        assertThrows(java.util.concurrent.ExecutionException.class, () -> guardWord(m), why);
     io.memwire.transfer.RemoteAccessException a =
         assertInstanceOf(io.memwire.transfer.RemoteAccessException.class, e.getCause(), why);
     assertEquals(io.memwire.transfer.RemoteAccessException.Reason.REGION_CLOSED, a.reason(), why);
@@ -69,8 +72,8 @@ class LeaseTest {
 
   @Test
   void batchWindowBoundsLeases() throws Exception {
-    try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:6:20000", 2,
-        1L << 30)) {
+    try (RawExchange x =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:6:20000", 2, 1L << 30)) {
       ServerMessage a = x.next();
       ServerMessage b = x.next();
       assertEquals(ServerMessage.BATCH, a.kind());
@@ -107,13 +110,18 @@ class LeaseTest {
     // Room for two batches, not three, while the batch window (100) would let the client group
     // 25 FREEs: the client must send FREEs once the reads run dry, or this stream stalls.
     long window = 2 * BATCH_BYTES + BATCH_BYTES / 2;
-    try (RdmaFlightClient client = RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator)
-        .dataPlane(DataPlane.TCP).window(100, window)
-        .transferConfig(io.memwire.transfer.TransferConfig.builder()
-            .provider(io.memwire.transfer.ProviderKind.TCP).build())
-        .registeredMemory(16L << 20, 64L << 20).build()) {
-      FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:40:20000"))
-          .getEndpoints().get(0);
+    try (RdmaFlightClient client =
+        RdmaFlightClient.builder(f.wrappedClient(), f.clientAllocator)
+            .dataPlane(DataPlane.TCP)
+            .window(100, window)
+            .transferConfig(
+                io.memwire.transfer.TransferConfig.builder()
+                    .provider(io.memwire.transfer.ProviderKind.TCP)
+                    .build())
+            .registeredMemory(16L << 20, 64L << 20)
+            .build()) {
+      FlightEndpoint e =
+          f.wrappedClient().getInfo(FlightDescriptor.path("many:40:20000")).getEndpoints().get(0);
       try (RdmaFlightStream s = client.getStream(e)) {
         int n = 0;
         while (s.next()) {
@@ -132,19 +140,22 @@ class LeaseTest {
 
   @Test
   void cancelMidStreamReleasesLeases() throws Exception {
-    RdmaFlightClient client = f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.TCP)
-        .window(4, 1L << 30));
-    FlightEndpoint e = f.wrappedClient().getInfo(FlightDescriptor.path("many:100000:20000"))
-        .getEndpoints().get(0);
+    RdmaFlightClient client =
+        f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.TCP).window(4, 1L << 30));
+    FlightEndpoint e =
+        f.wrappedClient().getInfo(FlightDescriptor.path("many:100000:20000")).getEndpoints().get(0);
     RdmaFlightStream s = client.getStream(e);
     assertTrue(s.next());
     assertTrue(s.next());
     s.cancel("test cancels", null);
-    FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> {
-      while (s.next()) {
-        // drain what was already on its way
-      }
-    });
+    FlightRuntimeException ex =
+        assertThrows(
+            FlightRuntimeException.class,
+            () -> {
+              while (s.next()) {
+                // drain what was already on its way
+              }
+            });
     assertEquals(FlightStatusCode.CANCELLED, ex.status().code());
     s.close();
     f.awaitServerIdle();
@@ -154,8 +165,8 @@ class LeaseTest {
 
   @Test
   void rawCancelReleasesUnfreedLeases() throws Exception {
-    RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000", 3,
-        1L << 30);
+    RawExchange x =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000", 3, 1L << 30);
     ServerMessage[] sent = new ServerMessage[3];
     for (int i = 0; i < 3; i++) {
       sent[i] = x.next();
@@ -177,8 +188,8 @@ class LeaseTest {
 
   @Test
   void clientCrashReleasesLeases() throws Exception {
-    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", f.rdmaServer.getPort())
-        .usePlaintext().build();
+    ManagedChannel channel =
+        NettyChannelBuilder.forAddress("127.0.0.1", f.rdmaServer.getPort()).usePlaintext().build();
     BufferAllocator alloc = f.clientAllocator.newChildAllocator("crashing", 0, Long.MAX_VALUE);
     FlightClient crashing = FlightGrpcUtils.createFlightClient(alloc, channel);
     RawExchange x = new RawExchange(crashing, alloc, "many:100:20000", 2, 1L << 30);
@@ -198,8 +209,8 @@ class LeaseTest {
 
   @Test
   void leaseTimeoutEndsTheExchange() throws Exception {
-    try (RawExchange x = new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000",
-        1, 1L << 30)) {
+    try (RawExchange x =
+        new RawExchange(f.wrappedClient(), f.clientAllocator, "many:100:20000", 1, 1L << 30)) {
       assertEquals(ServerMessage.BATCH, x.next().kind()); // and never FREE it
       FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
       assertEquals(FlightStatusCode.TIMED_OUT, ex.status().code());

@@ -11,18 +11,23 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 
 /**
- * A client that speaks the data-plane protocol by hand and never reads a body: it decides when
- * (if ever) to FREE, so tests can pin leases, fill the window, crash or cancel at will.
+ * A client that speaks the data-plane protocol by hand and never reads a body: it decides when (if
+ * ever) to FREE, so tests can pin leases, fill the window, crash or cancel at will.
  */
 final class RawExchange implements AutoCloseable {
   final FlightClient.ExchangeReaderWriter rw;
   private final BufferAllocator allocator;
 
-  RawExchange(FlightClient client, BufferAllocator allocator, String ticket, int windowBatches,
+  RawExchange(
+      FlightClient client,
+      BufferAllocator allocator,
+      String ticket,
+      int windowBatches,
       long windowBytes) {
     this.allocator = allocator;
-    ExchangeRequest req = new ExchangeRequest(ProviderKind.TCP, windowBatches, windowBytes,
-        TestProducer.ticket(ticket).getBytes());
+    ExchangeRequest req =
+        new ExchangeRequest(
+            ProviderKind.TCP, windowBatches, windowBytes, TestProducer.ticket(ticket).getBytes());
     this.rw = client.doExchange(FlightDescriptor.command(req.toBytes()));
   }
 

@@ -35,9 +35,12 @@ class RoundTripTest {
 
   @BeforeAll
   void start() throws Exception {
-    for (CompressionUtil.CodecType c : new CompressionUtil.CodecType[] {
-        CompressionUtil.CodecType.NO_COMPRESSION, CompressionUtil.CodecType.LZ4_FRAME,
-        CompressionUtil.CodecType.ZSTD}) {
+    for (CompressionUtil.CodecType c :
+        new CompressionUtil.CodecType[] {
+          CompressionUtil.CodecType.NO_COMPRESSION,
+          CompressionUtil.CodecType.LZ4_FRAME,
+          CompressionUtil.CodecType.ZSTD
+        }) {
       fixtures.put(c, new Fixture(c));
     }
   }
@@ -50,8 +53,10 @@ class RoundTripTest {
   }
 
   static java.util.stream.Stream<Arguments> cases() {
-    return java.util.stream.Stream.of(CompressionUtil.CodecType.NO_COMPRESSION,
-        CompressionUtil.CodecType.LZ4_FRAME, CompressionUtil.CodecType.ZSTD)
+    return java.util.stream.Stream.of(
+            CompressionUtil.CodecType.NO_COMPRESSION,
+            CompressionUtil.CodecType.LZ4_FRAME,
+            CompressionUtil.CodecType.ZSTD)
         .flatMap(c -> Datasets.ROUND_TRIP.stream().map(d -> Arguments.of(c, d)));
   }
 
@@ -72,7 +77,8 @@ class RoundTripTest {
 
   /** Reads both streams in lockstep and asserts equal schema, batches, metadata, dictionaries. */
   static int compare(FlightStream expected, RdmaFlightStream actual) throws Exception {
-    try (FlightStream e = expected; RdmaFlightStream a = actual) {
+    try (FlightStream e = expected;
+        RdmaFlightStream a = actual) {
       assertEquals(DataPlane.TCP, a.dataPlane(), "data plane; fallback: " + a.fallbackReason());
       assertEquals(e.getSchema(), a.getSchema());
       int n = 0;
@@ -84,9 +90,17 @@ class RoundTripTest {
         }
         n++;
         assertEquals(e.getRoot().getRowCount(), a.getRoot().getRowCount(), "rows of message " + n);
-        assertTrue(e.getRoot().equals(a.getRoot()), "message " + n + " differs:\nexpected "
-            + e.getRoot().contentToTSVString() + "\nactual " + a.getRoot().contentToTSVString());
-        assertArrayEquals(bytes(e.getLatestMetadata()), bytes(a.getLatestMetadata()),
+        assertTrue(
+            e.getRoot().equals(a.getRoot()),
+            "message "
+                + n
+                + " differs:\nexpected "
+                + e.getRoot().contentToTSVString()
+                + "\nactual "
+                + a.getRoot().contentToTSVString());
+        assertArrayEquals(
+            bytes(e.getLatestMetadata()),
+            bytes(a.getLatestMetadata()),
             "app metadata of message " + n);
         compareDictionaries(e.getDictionaryProvider(), a.getDictionaryProvider());
       }
@@ -98,8 +112,9 @@ class RoundTripTest {
   static void compareDictionaries(DictionaryProvider e, DictionaryProvider a) {
     assertEquals(e.getDictionaryIds(), a.getDictionaryIds());
     for (long id : e.getDictionaryIds()) {
-      assertTrue(VectorEqualsVisitor.vectorEquals(e.lookup(id).getVector(),
-          a.lookup(id).getVector()), "dictionary " + id);
+      assertTrue(
+          VectorEqualsVisitor.vectorEquals(e.lookup(id).getVector(), a.lookup(id).getVector()),
+          "dictionary " + id);
     }
   }
 
@@ -118,8 +133,8 @@ class RoundTripTest {
     FlightClient plain = f.plainClient();
     FlightClient wrapped = f.wrappedClient();
     RdmaFlightClient rdma = f.sharedRdmaClient();
-    FlightEndpoint endpoint = wrapped.getInfo(FlightDescriptor.path("zc:20:5000")).getEndpoints()
-        .get(0);
+    FlightEndpoint endpoint =
+        wrapped.getInfo(FlightDescriptor.path("zc:20:5000")).getEndpoints().get(0);
     long inPlaceBefore = f.rdma.stats().get("batchesInPlace");
     long copiedBefore = f.rdma.stats().get("batchesCopied");
     assertEquals(20, compare(plain.getStream(endpoint.getTicket()), rdma.getStream(endpoint)));
@@ -134,10 +149,10 @@ class RoundTripTest {
     Fixture f = fixtures.get(CompressionUtil.CodecType.NO_COMPRESSION);
     FlightClient plain = f.plainClient();
     FlightClient wrapped = f.wrappedClient();
-    RdmaFlightClient rdma = f.rdmaClient(wrapped, b -> b.dataPlane(DataPlane.TCP)
-        .window(3, 4L << 20));
-    FlightEndpoint endpoint = wrapped.getInfo(FlightDescriptor.path("many:40:150000"))
-        .getEndpoints().get(0);
+    RdmaFlightClient rdma =
+        f.rdmaClient(wrapped, b -> b.dataPlane(DataPlane.TCP).window(3, 4L << 20));
+    FlightEndpoint endpoint =
+        wrapped.getInfo(FlightDescriptor.path("many:40:150000")).getEndpoints().get(0);
     assertNotNull(endpoint);
     assertEquals(40, compare(plain.getStream(endpoint.getTicket()), rdma.getStream(endpoint)));
     f.awaitServerIdle();

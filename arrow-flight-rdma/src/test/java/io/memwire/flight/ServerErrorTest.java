@@ -51,7 +51,9 @@ class ServerErrorTest {
       assertEquals(FlightStatusCode.INTERNAL, ex.status().code());
       assertTrue(ex.getMessage().contains("boom: disk on fire"), ex.getMessage());
       assertEquals(DataPlane.TCP, s.dataPlane());
-      assertSame(ex, assertThrows(FlightRuntimeException.class, s::next),
+      assertSame(
+          ex,
+          assertThrows(FlightRuntimeException.class, s::next),
           "a failed stream throws its failure again");
     }
     f.awaitServerIdle();
@@ -73,24 +75,32 @@ class ServerErrorTest {
   @Test
   void transportFailureAfterFirstBatchIsAnError() throws Exception {
     try (Fixture own = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION)) {
-      RdmaFlightClient c = own.rdmaClient(own.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO)
-          .window(1, 1L << 20));
-      FlightEndpoint e = own.wrappedClient().getInfo(FlightDescriptor.path("many:1000:20000"))
-          .getEndpoints().get(0);
+      RdmaFlightClient c =
+          own.rdmaClient(own.wrappedClient(), b -> b.dataPlane(DataPlane.AUTO).window(1, 1L << 20));
+      FlightEndpoint e =
+          own.wrappedClient()
+              .getInfo(FlightDescriptor.path("many:1000:20000"))
+              .getEndpoints()
+              .get(0);
       try (RdmaFlightStream s = c.getStream(e)) {
         assertTrue(s.next());
         own.node.close(); // the server's transport dies under the stream
         // ...possibly under a live lease: the node reports its guard and body at close, and
         // they must still be freed once the session ends (the fixture checks both)
         own.allowedLeaks.addAll(java.util.List.of(LeaseGuards.ALLOCATOR, "flight-arenas"));
-        FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, () -> {
-          for (int i = 0; i < 1000; i++) {
-            s.next();
-          }
-        });
+        FlightRuntimeException ex =
+            assertThrows(
+                FlightRuntimeException.class,
+                () -> {
+                  for (int i = 0; i < 1000; i++) {
+                    s.next();
+                  }
+                });
         // The client's read or the server's next registration notices first.
-        assertTrue(java.util.Set.of(FallbackReason.TRANSPORT, FallbackReason.LEASE_FAILED)
-            .contains(FallbackReason.of(ex)), ex.getMessage());
+        assertTrue(
+            java.util.Set.of(FallbackReason.TRANSPORT, FallbackReason.LEASE_FAILED)
+                .contains(FallbackReason.of(ex)),
+            ex.getMessage());
         assertEquals(DataPlane.TCP, s.dataPlane(), "no retry once a batch was handed out");
       }
       own.awaitServerIdle();

@@ -14,10 +14,10 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
- * The producer behind every test server. Tickets are data-set names ({@link Datasets}) or:
- * {@code many:<batches>:<rows>} (BIGINT batches, one reused root, stops when cancelled), {@code
- * zc:<batches>:<rows>} (zero-copy: fresh buffers per batch from {@link #zeroCopyAllocator}),
- * {@code fail:<batches>:<message>} (errors after that many batches), {@code missing} (NOT_FOUND).
+ * The producer behind every test server. Tickets are data-set names ({@link Datasets}) or: {@code
+ * many:<batches>:<rows>} (BIGINT batches, one reused root, stops when cancelled), {@code
+ * zc:<batches>:<rows>} (zero-copy: fresh buffers per batch from {@link #zeroCopyAllocator}), {@code
+ * fail:<batches>:<message>} (errors after that many batches), {@code missing} (NOT_FOUND).
  * Endpoints list no location ("this service").
  */
 final class TestProducer extends NoOpFlightProducer {
@@ -44,7 +44,9 @@ final class TestProducer extends NoOpFlightProducer {
     String[] p = name.split(":", 3);
     switch (p[0]) {
       case "missing":
-        throw CallStatus.NOT_FOUND.withDescription("no data set named " + name).toRuntimeException();
+        throw CallStatus.NOT_FOUND
+            .withDescription("no data set named " + name)
+            .toRuntimeException();
       case "many":
         many(Integer.parseInt(p[1]), Integer.parseInt(p[2]), allocator, false, listener);
         return;
@@ -67,7 +69,11 @@ final class TestProducer extends NoOpFlightProducer {
     }
   }
 
-  private void many(int batches, int rows, BufferAllocator alloc, boolean zeroCopy,
+  private void many(
+      int batches,
+      int rows,
+      BufferAllocator alloc,
+      boolean zeroCopy,
       ServerStreamListener listener) {
     try (VectorSchemaRoot root = VectorSchemaRoot.create(Datasets.schema("many:"), alloc)) {
       if (zeroCopy) {
@@ -104,7 +110,7 @@ final class TestProducer extends NoOpFlightProducer {
   @Override
   public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
     String name = descriptor.getPath().get(0);
-    return new FlightInfo(Datasets.schema(name), descriptor,
-        List.of(new FlightEndpoint(ticket(name))), -1, -1);
+    return new FlightInfo(
+        Datasets.schema(name), descriptor, List.of(new FlightEndpoint(ticket(name))), -1, -1);
   }
 }

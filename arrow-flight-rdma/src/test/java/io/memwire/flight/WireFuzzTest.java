@@ -34,6 +34,7 @@ import net.jqwik.api.constraints.Size;
  */
 class WireFuzzTest {
   private static final String SEED = "20261201";
+
   /** Allowance above the input's size for the decoder's own objects. */
   private static final long SLACK = 64 * 1024;
 
@@ -57,7 +58,8 @@ class WireFuzzTest {
       // typed refusal
     }
     long allocated = THREADS.getThreadAllocatedBytes(tid) - before;
-    assertTrue(allocated <= 4L * input.length + SLACK,
+    assertTrue(
+        allocated <= 4L * input.length + SLACK,
         "decoding " + input.length + " bytes allocated " + allocated);
   }
 
@@ -83,45 +85,68 @@ class WireFuzzTest {
 
   @Provide
   Arbitrary<byte[]> validServerMessages() {
-    Arbitrary<ServerMessage> batch = Combinators.combine(
-        Arbitraries.longs().greaterOrEqual(0),
-        Arbitraries.bytes().array(byte[].class).ofMaxSize(64),
-        Arbitraries.integers().between(1, 4),
-        Arbitraries.integers().between(0, 6),
-        Arbitraries.bytes().array(byte[].class).ofMaxSize(16))
-        .as((seq, header, regions, buffers, md) -> {
-          List<RegionDescriptor> rs = new ArrayList<>();
-          for (int i = 0; i < regions; i++) {
-            rs.add(new RegionDescriptor(ProviderKind.TCP,
-                new InetSocketAddress("127.0.0.1", 4000 + i), seq + i, 4096L * i, 4096));
-          }
-          List<ServerMessage.BufferRef> bs = new ArrayList<>();
-          for (int i = 0; i < buffers; i++) {
-            bs.add(new ServerMessage.BufferRef(i % regions, 64L * i, 64L * i, 64));
-          }
-          return ServerMessage.batch(seq, 1000, header, 64L * buffers, rs, bs,
-              md.length == 0 ? null : md, new ServerMessage.Guard(0, 8, seq | 1));
-        });
-    Arbitrary<ServerMessage> meta = Arbitraries.bytes().array(byte[].class).ofMinSize(1)
-        .ofMaxSize(32).map(md -> ServerMessage.metadata(1, md));
+    Arbitrary<ServerMessage> batch =
+        Combinators.combine(
+                Arbitraries.longs().greaterOrEqual(0),
+                Arbitraries.bytes().array(byte[].class).ofMaxSize(64),
+                Arbitraries.integers().between(1, 4),
+                Arbitraries.integers().between(0, 6),
+                Arbitraries.bytes().array(byte[].class).ofMaxSize(16))
+            .as(
+                (seq, header, regions, buffers, md) -> {
+                  List<RegionDescriptor> rs = new ArrayList<>();
+                  for (int i = 0; i < regions; i++) {
+                    rs.add(
+                        new RegionDescriptor(
+                            ProviderKind.TCP,
+                            new InetSocketAddress("127.0.0.1", 4000 + i),
+                            seq + i,
+                            4096L * i,
+                            4096));
+                  }
+                  List<ServerMessage.BufferRef> bs = new ArrayList<>();
+                  for (int i = 0; i < buffers; i++) {
+                    bs.add(new ServerMessage.BufferRef(i % regions, 64L * i, 64L * i, 64));
+                  }
+                  return ServerMessage.batch(
+                      seq,
+                      1000,
+                      header,
+                      64L * buffers,
+                      rs,
+                      bs,
+                      md.length == 0 ? null : md,
+                      new ServerMessage.Guard(0, 8, seq | 1));
+                });
+    Arbitrary<ServerMessage> meta =
+        Arbitraries.bytes()
+            .array(byte[].class)
+            .ofMinSize(1)
+            .ofMaxSize(32)
+            .map(md -> ServerMessage.metadata(1, md));
     Arbitrary<ServerMessage> end = Arbitraries.longs().greaterOrEqual(0).map(ServerMessage::end);
     return Arbitraries.oneOf(batch, meta, end).map(WireFuzzTest::encode);
   }
 
   @Provide
   Arbitrary<byte[]> validFrees() {
-    return Arbitraries.longs().array(long[].class).ofMaxSize(20).map(seqs -> {
-      ByteBuffer b = ByteBuffer.allocate(ClientMessage.freeSize(seqs.length));
-      ClientMessage.writeFree(b, seqs, seqs.length);
-      return b.array();
-    });
+    return Arbitraries.longs()
+        .array(long[].class)
+        .ofMaxSize(20)
+        .map(
+            seqs -> {
+              ByteBuffer b = ByteBuffer.allocate(ClientMessage.freeSize(seqs.length));
+              ClientMessage.writeFree(b, seqs, seqs.length);
+              return b.array();
+            });
   }
 
   @Provide
   Arbitrary<byte[]> validRequests() {
-    return Combinators.combine(Arbitraries.integers().between(1, 1000),
-        Arbitraries.longs().between(1, 1L << 40),
-        Arbitraries.bytes().array(byte[].class).ofMaxSize(64))
+    return Combinators.combine(
+            Arbitraries.integers().between(1, 1000),
+            Arbitraries.longs().between(1, 1L << 40),
+            Arbitraries.bytes().array(byte[].class).ofMaxSize(64))
         .as((w, b, t) -> new ExchangeRequest(ProviderKind.TCP, w, b, t).toBytes());
   }
 
@@ -163,9 +188,21 @@ class WireFuzzTest {
 
   @Provide
   Arbitrary<Long> fieldValues() {
-    return Arbitraries.oneOf(Arbitraries.longs(),
-        Arbitraries.of(0L, -1L, 1L, 0xFFFFL, 0x7FFFFFFFL, 0xFFFFFFFFL, Long.MAX_VALUE,
-            Long.MIN_VALUE, 1L << 31, 1L << 20, 48L, 32L));
+    return Arbitraries.oneOf(
+        Arbitraries.longs(),
+        Arbitraries.of(
+            0L,
+            -1L,
+            1L,
+            0xFFFFL,
+            0x7FFFFFFFL,
+            0xFFFFFFFFL,
+            Long.MAX_VALUE,
+            Long.MIN_VALUE,
+            1L << 31,
+            1L << 20,
+            48L,
+            32L));
   }
 
   // ---- properties ----------------------------------------------------------------------------
@@ -180,28 +217,33 @@ class WireFuzzTest {
       @ForAll @Size(max = 300) byte[] tail, @ForAll @IntRange(min = 1, max = 3) int kind) {
     // Magic, version and kind right, so the decoder reaches the counts.
     ByteBuffer b = ByteBuffer.allocate(8 + tail.length).order(ByteOrder.BIG_ENDIAN);
-    b.putInt(0x4D574653).putShort(ExchangeRequest.VERSION).put((byte) kind).put((byte) 0)
-        .put(tail);
+    b.putInt(0x4D574653).putShort(ExchangeRequest.VERSION).put((byte) kind).put((byte) 0).put(tail);
     decodes(b.array(), WireFuzzTest::server);
   }
 
   @Property(seed = SEED)
-  void mutatedServerMessagesDecodeOrFailTyped(@ForAll("validServerMessages") byte[] valid,
-      @ForAll @IntRange(min = 0, max = 4) int kind, @ForAll int at,
+  void mutatedServerMessagesDecodeOrFailTyped(
+      @ForAll("validServerMessages") byte[] valid,
+      @ForAll @IntRange(min = 0, max = 4) int kind,
+      @ForAll int at,
       @ForAll("fieldValues") long value) {
     decodes(mutate(valid, kind, at, value), WireFuzzTest::server);
   }
 
   @Property(seed = SEED)
-  void mutatedFreesDecodeOrFailTyped(@ForAll("validFrees") byte[] valid,
-      @ForAll @IntRange(min = 0, max = 4) int kind, @ForAll int at,
+  void mutatedFreesDecodeOrFailTyped(
+      @ForAll("validFrees") byte[] valid,
+      @ForAll @IntRange(min = 0, max = 4) int kind,
+      @ForAll int at,
       @ForAll("fieldValues") long value) {
     decodes(mutate(valid, kind, at, value), WireFuzzTest::free);
   }
 
   @Property(seed = SEED)
-  void mutatedRequestsDecodeOrFailTyped(@ForAll("validRequests") byte[] valid,
-      @ForAll @IntRange(min = 0, max = 4) int kind, @ForAll int at,
+  void mutatedRequestsDecodeOrFailTyped(
+      @ForAll("validRequests") byte[] valid,
+      @ForAll @IntRange(min = 0, max = 4) int kind,
+      @ForAll int at,
       @ForAll("fieldValues") long value) {
     decodes(mutate(valid, kind, at, value), WireFuzzTest::request);
   }
@@ -214,25 +256,33 @@ class WireFuzzTest {
 
   // ---- the counts the issue names --------------------------------------------------------
 
-  /** A BATCH of 64 bytes announcing {@code h} header bytes, {@code r} regions, {@code n} buffers. */
+  /**
+   * A BATCH of 64 bytes announcing {@code h} header bytes, {@code r} regions, {@code n} buffers.
+   */
   private static byte[] batchAnnouncing(int h, int r, int n) {
     ByteBuffer b = ByteBuffer.allocate(64 + 4).order(ByteOrder.BIG_ENDIAN);
-    b.putInt(0x4D574653).putShort(ExchangeRequest.VERSION).put(ServerMessage.BATCH).put((byte) 0)
+    b.putInt(0x4D574653)
+        .putShort(ExchangeRequest.VERSION)
+        .put(ServerMessage.BATCH)
+        .put((byte) 0)
         .putLong(0);
     b.putInt(1000).putInt(h).putLong(0).putShort((short) r).putShort((short) 0).putInt(n);
-    b.putShort((short) ServerMessage.NO_REGION).putShort((short) 0).putInt(0).putLong(0)
-        .putLong(0);
+    b.putShort((short) ServerMessage.NO_REGION).putShort((short) 0).putInt(0).putLong(0).putLong(0);
     return b.array();
   }
 
   @net.jqwik.api.Example
   void hugeCountsInASmallMessageAreRefusedBeforeAllocating() {
-    for (byte[] m : List.of(batchAnnouncing(Integer.MAX_VALUE - 16, 0, 0),
-        batchAnnouncing(256 << 20, 0, 0), batchAnnouncing(0, 0xFFFE, 0),
-        batchAnnouncing(0, 0, Integer.MAX_VALUE), batchAnnouncing(0, 0, 1 << 24))) {
+    for (byte[] m :
+        List.of(
+            batchAnnouncing(Integer.MAX_VALUE - 16, 0, 0),
+            batchAnnouncing(256 << 20, 0, 0),
+            batchAnnouncing(0, 0xFFFE, 0),
+            batchAnnouncing(0, 0, Integer.MAX_VALUE),
+            batchAnnouncing(0, 0, 1 << 24))) {
       WireException e = assertThrows(WireException.class, () -> server(m));
-      assertTrue(e.getMessage().contains("follow") || e.getMessage().contains("corrupt"),
-          e.getMessage());
+      assertTrue(
+          e.getMessage().contains("follow") || e.getMessage().contains("corrupt"), e.getMessage());
       decodes(m, WireFuzzTest::server);
     }
   }

@@ -21,17 +21,30 @@ import org.junit.jupiter.api.Test;
 
 /** The data-plane messages decode to what was encoded and refuse what they cannot read. */
 class WireTest {
-  private static final RegionDescriptor REGION = new RegionDescriptor(ProviderKind.TCP,
-      new InetSocketAddress("127.0.0.1", 4000), 0x1234_5678_9abcL, 0x7f00_0000_0000L, 1 << 20);
+  private static final RegionDescriptor REGION =
+      new RegionDescriptor(
+          ProviderKind.TCP,
+          new InetSocketAddress("127.0.0.1", 4000),
+          0x1234_5678_9abcL,
+          0x7f00_0000_0000L,
+          1 << 20);
 
   @Test
   void batchRoundTrip() {
     byte[] header = {1, 2, 3, 4, 5};
-    ServerMessage m = ServerMessage.batch(42, 60_000, header, 4096, List.of(REGION),
-        List.of(new ServerMessage.BufferRef(0, 128, 0, 64),
-            new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, 64, 0),
-            new ServerMessage.BufferRef(0, 8192, 64, 4032)), "md".getBytes(StandardCharsets.UTF_8),
-        new ServerMessage.Guard(0, 4088, 0x8000_0000_0000_0001L));
+    ServerMessage m =
+        ServerMessage.batch(
+            42,
+            60_000,
+            header,
+            4096,
+            List.of(REGION),
+            List.of(
+                new ServerMessage.BufferRef(0, 128, 0, 64),
+                new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, 64, 0),
+                new ServerMessage.BufferRef(0, 8192, 64, 4032)),
+            "md".getBytes(StandardCharsets.UTF_8),
+            new ServerMessage.Guard(0, 4088, 0x8000_0000_0000_0001L));
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     assertFalse(b.hasRemaining(), "encodedSize is exact");
@@ -55,12 +68,40 @@ class WireTest {
 
   @Test
   void guardOutsideTheRegionListOrWithGenerationZeroIsRefused() {
-    assertThrows(IllegalArgumentException.class, () -> ServerMessage.batch(1, 1, new byte[0], 8,
-        List.of(REGION), List.of(), null, new ServerMessage.Guard(1, 0, 5)));
-    assertThrows(IllegalArgumentException.class, () -> ServerMessage.batch(1, 1, new byte[0], 8,
-        List.of(REGION), List.of(), null, new ServerMessage.Guard(0, 0, 0)));
-    ServerMessage m = ServerMessage.batch(1, 1, new byte[0], 8, List.of(REGION), List.of(), null,
-        new ServerMessage.Guard(0, 0, 5));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            ServerMessage.batch(
+                1,
+                1,
+                new byte[0],
+                8,
+                List.of(REGION),
+                List.of(),
+                null,
+                new ServerMessage.Guard(1, 0, 5)));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            ServerMessage.batch(
+                1,
+                1,
+                new byte[0],
+                8,
+                List.of(REGION),
+                List.of(),
+                null,
+                new ServerMessage.Guard(0, 0, 0)));
+    ServerMessage m =
+        ServerMessage.batch(
+            1,
+            1,
+            new byte[0],
+            8,
+            List.of(REGION),
+            List.of(),
+            null,
+            new ServerMessage.Guard(0, 0, 5));
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.putLong(56, 0); // generation 0 on the wire
@@ -71,8 +112,11 @@ class WireTest {
 
   @Test
   void endAndMetadataRoundTrip() {
-    for (ServerMessage m : List.of(ServerMessage.end(7), ServerMessage.metadata(3, null),
-        ServerMessage.metadata(3, new byte[] {9}))) {
+    for (ServerMessage m :
+        List.of(
+            ServerMessage.end(7),
+            ServerMessage.metadata(3, null),
+            ServerMessage.metadata(3, new byte[] {9}))) {
       ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
       m.encode(b);
       b.flip();
@@ -86,8 +130,16 @@ class WireTest {
 
   @Test
   void bufferOutsideBodyIsRefused() {
-    ServerMessage m = ServerMessage.batch(1, 1, new byte[0], 100, List.of(REGION),
-        List.of(new ServerMessage.BufferRef(0, 0, 90, 20)), null, null);
+    ServerMessage m =
+        ServerMessage.batch(
+            1,
+            1,
+            new byte[0],
+            100,
+            List.of(REGION),
+            List.of(new ServerMessage.BufferRef(0, 0, 90, 20)),
+            null,
+            null);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip();
@@ -97,8 +149,8 @@ class WireTest {
 
   @Test
   void truncatedMessageIsRefused() {
-    ServerMessage m = ServerMessage.batch(1, 1, new byte[10], 0, List.of(REGION), List.of(), null,
-        null);
+    ServerMessage m =
+        ServerMessage.batch(1, 1, new byte[10], 0, List.of(REGION), List.of(), null, null);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip().limit(b.limit() - 10);
@@ -118,7 +170,8 @@ class WireTest {
     WireException e = assertThrows(WireException.class, () -> ExchangeRequest.fromBytes(future));
     assertTrue(e.getMessage().contains("unsupported RDMA exchange version 9"), e.getMessage());
     assertFalse(ExchangeRequest.matches("hello".getBytes(StandardCharsets.UTF_8)));
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> new ExchangeRequest(ProviderKind.TCP, 0, 1, new byte[0]));
   }
 

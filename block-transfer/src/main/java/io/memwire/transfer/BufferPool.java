@@ -10,13 +10,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Read destinations in direct memory registered once, not per read: the placement strategy of
- * the node's {@code read-pool} allocator. Size classes are powers of two from 4 KiB to 16 MiB,
- * carved out of slabs of at least 4 MiB; slabs stay registered until the node closes, up to
- * {@code poolMaxBytes}. A request larger than the largest class, or one that would take the pool
- * over its limit, gets a dedicated buffer that is registered for that read and freed on release.
- * Every destination handed out is a {@link MemoryUnit} of the allocator; its last release puts
- * the piece back on its class's free list (or deregisters the dedicated buffer).
+ * Read destinations in direct memory registered once, not per read: the placement strategy of the
+ * node's {@code read-pool} allocator. Size classes are powers of two from 4 KiB to 16 MiB, carved
+ * out of slabs of at least 4 MiB; slabs stay registered until the node closes, up to {@code
+ * poolMaxBytes}. A request larger than the largest class, or one that would take the pool over its
+ * limit, gets a dedicated buffer that is registered for that read and freed on release. Every
+ * destination handed out is a {@link MemoryUnit} of the allocator; its last release puts the piece
+ * back on its class's free list (or deregisters the dedicated buffer).
  */
 public final class BufferPool {
   static final int MIN_CLASS_SHIFT = 12; // 4 KiB
@@ -71,12 +71,16 @@ public final class BufferPool {
   private final Registrar registrar;
   private final RegisteredAllocator allocator;
   private final long maxBytes;
+
   @SuppressWarnings("unchecked")
   private final ConcurrentLinkedQueue<Piece>[] free =
       new ConcurrentLinkedQueue[MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1];
+
   private final List<Slab> slabs = new ArrayList<>();
+
   /** Slabs deregistered at close, freed once no unit is live and the provider let go of them. */
   private final List<Slab> retired = new ArrayList<>();
+
   private final AtomicLong slabBytes = new AtomicLong();
   private final AtomicLong dedicatedAllocations = new AtomicLong();
   private volatile boolean closed;
@@ -178,13 +182,17 @@ public final class BufferPool {
     }
     MemoryUnit unit;
     try {
-      unit = allocator.allocate(length, "dedicated read destination", () -> {
-        registrar.unregister(reg, length);
-        reg.deregister(() -> MemoryAccess.free(memory));
-        if (closed) {
-          freeRetired();
-        }
-      });
+      unit =
+          allocator.allocate(
+              length,
+              "dedicated read destination",
+              () -> {
+                registrar.unregister(reg, length);
+                reg.deregister(() -> MemoryAccess.free(memory));
+                if (closed) {
+                  freeRetired();
+                }
+              });
     } catch (IllegalStateException e) {
       registrar.unregister(reg, length);
       reg.deregister(() -> MemoryAccess.free(memory));
@@ -231,12 +239,13 @@ public final class BufferPool {
     for (Slab s : slabs) {
       registrar.unregister(s.registration, s.memory.capacity());
       retired.add(s);
-      s.registration.deregister(() -> {
-        synchronized (this) {
-          s.quiesced = true;
-        }
-        freeRetired();
-      });
+      s.registration.deregister(
+          () -> {
+            synchronized (this) {
+              s.quiesced = true;
+            }
+            freeRetired();
+          });
     }
     slabs.clear();
     slabBytes.set(0);
@@ -251,12 +260,13 @@ public final class BufferPool {
     if (allocator.liveUnits() > 0) {
       return;
     }
-    retired.removeIf(s -> {
-      if (s.quiesced) {
-        MemoryAccess.free(s.memory);
-        return true;
-      }
-      return false;
-    });
+    retired.removeIf(
+        s -> {
+          if (s.quiesced) {
+            MemoryAccess.free(s.memory);
+            return true;
+          }
+          return false;
+        });
   }
 }

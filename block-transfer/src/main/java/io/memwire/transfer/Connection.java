@@ -15,18 +15,18 @@ import java.util.concurrent.CompletionException;
 /**
  * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
  * queued, and posted to the transport while the connection stays within its limits on reads and
- * bytes in flight (like a queue pair's send-queue depth); completions let the next ones go.
- * Futures complete on the transport's I/O thread (or, when the connection fails, on the thread
- * that failed it): chain only short, non-blocking work on them.
+ * bytes in flight (like a queue pair's send-queue depth); completions let the next ones go. Futures
+ * complete on the transport's I/O thread (or, when the connection fails, on the thread that failed
+ * it): chain only short, non-blocking work on them.
  *
  * <p>The connection's state is its provider connection's ({@link ProviderConnection#failure()}):
- * one state, no copy here. A connection error on any read fails the provider connection; the
- * queue is checked against that state and drained under {@link #lock}, so a batch is either failed
- * by the drain or sees the failure itself, never left queued. Nothing is called out of this class
- * (posts, completions) while holding the lock.
+ * one state, no copy here. A connection error on any read fails the provider connection; the queue
+ * is checked against that state and drained under {@link #lock}, so a batch is either failed by the
+ * drain or sees the failure itself, never left queued. Nothing is called out of this class (posts,
+ * completions) while holding the lock.
  *
- * <p>Connections are owned and cached by the {@link TransferNode}; a failed connection stays
- * failed and {@link TransferNode#connection} opens a fresh one.
+ * <p>Connections are owned and cached by the {@link TransferNode}; a failed connection stays failed
+ * and {@link TransferNode#connection} opens a fresh one.
  */
 public final class Connection {
   private final TransferNode node;
@@ -41,7 +41,8 @@ public final class Connection {
   private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
   private long inFlightBytes;
 
-  Connection(TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
+  Connection(
+      TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
     this.node = node;
     this.transport = transport;
     this.maxReads = Math.min(config.maxOutstandingRequests(), deviceCap);
@@ -64,7 +65,9 @@ public final class Connection {
     return read(List.of(request)).result(0);
   }
 
-  /** Posts a batch; reads for one peer go out together, in order, within the flow-control limits. */
+  /**
+   * Posts a batch; reads for one peer go out together, in order, within the flow-control limits.
+   */
   public ReadBatch read(List<ReadRequest> requests) {
     List<Piece> pieces = new ArrayList<>();
     List<CompletableFuture<TransferBuffer>> futures = requests(requests, pieces);
@@ -76,13 +79,13 @@ public final class Connection {
   /**
    * Posts {@code body} and an {@code after} read that observes the remote memory no earlier than
    * the completion of every body read: when it reads, each body read has finished reading its
-   * bytes. A word the serving side changes before it reuses the body's memory can so prove that
-   * the body bytes were read before that change (Flight's lease guard).
+   * bytes. A word the serving side changes before it reuses the body's memory can so prove that the
+   * body bytes were read before that change (Flight's lease guard).
    *
-   * <p>How depends on the provider ({@link ProviderConnection#servesInPostOrder()}): where the
-   * peer serves reads in posting order (tcp) the {@code after} read is posted right behind the
-   * body, in the same round trip; elsewhere (verbs, the in-memory test transport) it is posted
-   * once every body read has completed.
+   * <p>How depends on the provider ({@link ProviderConnection#servesInPostOrder()}): where the peer
+   * serves reads in posting order (tcp) the {@code after} read is posted right behind the body, in
+   * the same round trip; elsewhere (verbs, the in-memory test transport) it is posted once every
+   * body read has completed.
    *
    * @return the body's futures in order, then the {@code after} read's (last). When a body read
    *     fails, the {@code after} future fails with that error (whether or not it was read).
@@ -105,37 +108,43 @@ public final class Connection {
       enqueue(bodyPieces);
     } else {
       enqueue(bodyPieces);
-      bodyDone.whenComplete((v, e) -> {
-        if (e == null) {
-          enqueue(afterPieces);
-        } else {
-          Throwable c = transferCause(e);
-          failAll(afterPieces, c instanceof TransferException ? (TransferException) c
-              : new TransferConnectionException("a body read failed: " + c, peer(), c));
-        }
-      });
+      bodyDone.whenComplete(
+          (v, e) -> {
+            if (e == null) {
+              enqueue(afterPieces);
+            } else {
+              Throwable c = transferCause(e);
+              failAll(
+                  afterPieces,
+                  c instanceof TransferException
+                      ? (TransferException) c
+                      : new TransferConnectionException("a body read failed: " + c, peer(), c));
+            }
+          });
     }
     CompletableFuture<TransferBuffer> afterResult = new CompletableFuture<>();
-    afterRequest.future.whenComplete((buf, e) -> bodyDone.whenComplete((v, bodyError) -> {
-      if (bodyError != null) {
-        if (buf != null) {
-          buf.release();
-        }
-        afterResult.completeExceptionally(transferCause(bodyError));
-      } else if (e != null) {
-        afterResult.completeExceptionally(transferCause(e));
-      } else if (!afterResult.complete(buf)) {
-        buf.release();
-      }
-    }));
+    afterRequest.future.whenComplete(
+        (buf, e) ->
+            bodyDone.whenComplete(
+                (v, bodyError) -> {
+                  if (bodyError != null) {
+                    if (buf != null) {
+                      buf.release();
+                    }
+                    afterResult.completeExceptionally(transferCause(bodyError));
+                  } else if (e != null) {
+                    afterResult.completeExceptionally(transferCause(e));
+                  } else if (!afterResult.complete(buf)) {
+                    buf.release();
+                  }
+                }));
     List<CompletableFuture<TransferBuffer>> all = new ArrayList<>(futures);
     all.add(afterResult);
     return new ReadBatch(all);
   }
 
   private static Throwable transferCause(Throwable e) {
-    return e instanceof CompletionException && e.getCause() != null
-        ? e.getCause() : e;
+    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
 
   /** Checks a request against this connection and splits it into pieces. */
@@ -153,8 +162,8 @@ public final class Connection {
   }
 
   /** Checks and splits {@code requests} into {@code pieces}; their futures, in order. */
-  private List<CompletableFuture<TransferBuffer>> requests(List<ReadRequest> requests,
-      List<Piece> pieces) {
+  private List<CompletableFuture<TransferBuffer>> requests(
+      List<ReadRequest> requests, List<Piece> pieces) {
     List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
     for (ReadRequest r : requests) {
       futures.add(request(r, pieces).future);
@@ -213,8 +222,9 @@ public final class Connection {
       }
       while (failed == null && !queued.isEmpty()) {
         Piece p = queued.peek();
-        boolean fits = inFlight.size() < maxReads
-            && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
+        boolean fits =
+            inFlight.size() < maxReads
+                && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
         if (!fits) {
           break;
         }
@@ -243,8 +253,15 @@ public final class Connection {
     }
     if (noMemory != null) {
       for (Piece p : noMemory) {
-        p.request.partDone(new TransferConnectionException("no destination memory for a read of "
-            + p.length + " bytes: " + noMemoryCause.getMessage(), peer(), noMemoryCause), node);
+        p.request.partDone(
+            new TransferConnectionException(
+                "no destination memory for a read of "
+                    + p.length
+                    + " bytes: "
+                    + noMemoryCause.getMessage(),
+                peer(),
+                noMemoryCause),
+            node);
         p.leftQueue();
       }
     }
@@ -317,9 +334,16 @@ public final class Connection {
       pump(); // a safety net: read() and the failure path keep a failed queue empty
     }
     if (oldest != null && nowNanos - oldest.postedNanos > readTimeoutNanos) {
-      transport.fail(new TransferTimeoutException("read of " + oldest.length() + " bytes from "
-          + oldest.source() + " did not complete within " + readTimeoutNanos / 1_000_000 + " ms",
-          peer()));
+      transport.fail(
+          new TransferTimeoutException(
+              "read of "
+                  + oldest.length()
+                  + " bytes from "
+                  + oldest.source()
+                  + " did not complete within "
+                  + readTimeoutNanos / 1_000_000
+                  + " ms",
+              peer()));
     }
   }
 
@@ -391,10 +415,15 @@ public final class Connection {
         node.counters().requestFailed(error);
         future.completeExceptionally(error);
       } else {
-        TransferBuffer result = slot != null
-            ? node.bufferPool().wrap(slot, request.length())
-            : new TransferBuffer(destination, destinationAddress, request.length(),
-                MemoryUnit.untracked(request.length(), "read into a caller's region", () -> {}));
+        TransferBuffer result =
+            slot != null
+                ? node.bufferPool().wrap(slot, request.length())
+                : new TransferBuffer(
+                    destination,
+                    destinationAddress,
+                    request.length(),
+                    MemoryUnit.untracked(
+                        request.length(), "read into a caller's region", () -> {}));
         node.counters().requestCompleted(request.length());
         if (!future.complete(result)) {
           result.release();
@@ -410,6 +439,7 @@ public final class Connection {
     final long remoteAddress;
     final int length;
     final int offsetInRequest;
+
     /** The ordered read waiting for this piece to be posted, or null. */
     volatile Gate gate;
 
@@ -432,10 +462,15 @@ public final class Connection {
 
     Part toPart(TransferNode node) {
       request.ensureDestination(node);
-      ByteBuffer dst = request.destination.duplicate()
-          .position(offsetInRequest).limit(offsetInRequest + length).slice();
-      return new Part(this, dst, request.destinationAddress + offsetInRequest,
-          request.destinationKey);
+      ByteBuffer dst =
+          request
+              .destination
+              .duplicate()
+              .position(offsetInRequest)
+              .limit(offsetInRequest + length)
+              .slice();
+      return new Part(
+          this, dst, request.destinationAddress + offsetInRequest, request.destinationKey);
     }
   }
 

@@ -10,10 +10,13 @@ final class Counters {
   final LongAdder remoteAccessErrors = new LongAdder();
   final LongAdder connectionErrors = new LongAdder();
   final LongAdder timeouts = new LongAdder();
+
   /** Connection attempts refused at once because the peer is backed off. */
   final LongAdder peerBackoffRejects = new LongAdder();
+
   /** Connections that could not be opened. */
   final LongAdder connectFailures = new LongAdder();
+
   final AtomicLong outstandingRequests = new AtomicLong();
   final AtomicLong registeredRegions = new AtomicLong();
   final AtomicLong registeredBytes = new AtomicLong();

@@ -11,8 +11,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Memory registered for one-sided remote reads: a caller's direct buffer, or a read-only mapping
- * of a file range. Peers read it through {@link #remote()}; {@link #close()} deregisters it (reads
+ * Memory registered for one-sided remote reads: a caller's direct buffer, or a read-only mapping of
+ * a file range. Peers read it through {@link #remote()}; {@link #close()} deregisters it (reads
  * arriving afterwards fail with a remote access error) and unmaps what was mapped once the
  * transport no longer touches it.
  *
@@ -116,7 +116,13 @@ public final class MemoryRegion implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "MemoryRegion{" + (file != null ? file + ", " : "") + length + " bytes, "
-        + (open.get() ? "open" : "closed") + ", " + remote + "}";
+    return "MemoryRegion{"
+        + (file != null ? file + ", " : "")
+        + length
+        + " bytes, "
+        + (open.get() ? "open" : "closed")
+        + ", "
+        + remote
+        + "}";
   }
 }

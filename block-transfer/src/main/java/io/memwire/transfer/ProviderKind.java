@@ -14,13 +14,17 @@ public enum ProviderKind {
   /** Parses {@code auto|verbs|tcp} (any case), naming {@code key} in the error. */
   public static ProviderKind parse(String key, String value) {
     if (value == null) {
-      throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
+      throw new TransferConfigException(
+          TransferConfigException.Problem.MISSING,
+          key,
           key + " is not set; expected one of auto, verbs, tcp");
     }
     try {
       return valueOf(value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
+      throw new TransferConfigException(
+          TransferConfigException.Problem.MALFORMED,
+          key,
           key + "=" + value + " is not a provider; expected one of auto, verbs, tcp");
     }
   }

@@ -66,19 +66,23 @@ public final class ProviderSelection {
     switch (config.provider()) {
       case TCP:
         return new Decision(ProviderKind.TCP, "tcp requested by configuration");
-      case VERBS: {
-        Optional<String> why = VerbsProbe.unavailableReason(config);
-        if (why.isPresent()) {
-          throw new TransferConfigException("provider=verbs was requested but verbs cannot be used: "
-              + why.get() + ". Use provider=auto to fall back to tcp, or provider=tcp.");
+      case VERBS:
+        {
+          Optional<String> why = VerbsProbe.unavailableReason(config);
+          if (why.isPresent()) {
+            throw new TransferConfigException(
+                "provider=verbs was requested but verbs cannot be used: "
+                    + why.get()
+                    + ". Use provider=auto to fall back to tcp, or provider=tcp.");
+          }
+          return new Decision(ProviderKind.VERBS, "verbs requested by configuration");
         }
-        return new Decision(ProviderKind.VERBS, "verbs requested by configuration");
-      }
-      default: {
-        Optional<String> why = VerbsProbe.unavailableReason(config);
-        return why.map(w -> new Decision(ProviderKind.TCP, "auto: verbs not used because " + w))
-            .orElseGet(() -> new Decision(ProviderKind.VERBS, "auto: verbs probe passed"));
-      }
+      default:
+        {
+          Optional<String> why = VerbsProbe.unavailableReason(config);
+          return why.map(w -> new Decision(ProviderKind.TCP, "auto: verbs not used because " + w))
+              .orElseGet(() -> new Decision(ProviderKind.VERBS, "auto: verbs probe passed"));
+        }
     }
   }
 

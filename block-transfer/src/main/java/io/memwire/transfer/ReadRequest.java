@@ -24,8 +24,15 @@ public final class ReadRequest {
       throw new IllegalArgumentException("read offset must not be negative: " + offset);
     }
     if (offset > region.length() - length) {
-      throw new IllegalArgumentException("read [" + offset + ", +" + length
-          + ") lies outside the region's " + region.length() + " bytes: " + region);
+      throw new IllegalArgumentException(
+          "read ["
+              + offset
+              + ", +"
+              + length
+              + ") lies outside the region's "
+              + region.length()
+              + " bytes: "
+              + region);
     }
     this.offset = offset;
     this.length = length;
@@ -42,16 +49,21 @@ public final class ReadRequest {
   }
 
   /**
-   * The same read landing in {@code destination} (a region registered from a direct buffer on
-   * the reading node) at {@code destinationOffset}. The result's release does not free it.
+   * The same read landing in {@code destination} (a region registered from a direct buffer on the
+   * reading node) at {@code destinationOffset}. The result's release does not free it.
    */
   public ReadRequest into(MemoryRegion destination, long destinationOffset) {
     if (destination.isFileBacked()) {
       throw new IllegalArgumentException("a file mapping is read-only and cannot be a destination");
     }
     if (destinationOffset < 0 || destinationOffset > destination.length() - length) {
-      throw new IllegalArgumentException("destination range [" + destinationOffset + ", +"
-          + length + ") lies outside " + destination);
+      throw new IllegalArgumentException(
+          "destination range ["
+              + destinationOffset
+              + ", +"
+              + length
+              + ") lies outside "
+              + destination);
     }
     return new ReadRequest(region, offset, length, destination, destinationOffset);
   }

@@ -3,8 +3,8 @@ package io.memwire.transfer;
 import java.net.InetSocketAddress;
 
 /**
- * The remote node refused a read: the key names no live region, the range lies outside the
- * region, or the region was closed. The connection stays usable; only the affected read fails.
+ * The remote node refused a read: the key names no live region, the range lies outside the region,
+ * or the region was closed. The connection stays usable; only the affected read fails.
  */
 public final class RemoteAccessException extends TransferException {
   private static final long serialVersionUID = 1L;
@@ -29,7 +29,14 @@ public final class RemoteAccessException extends TransferException {
   public RemoteAccessException(
       Reason reason, String detail, RegionDescriptor descriptor, InetSocketAddress peer) {
     super(
-        "remote access refused by " + peer + " (" + reason + "): " + detail + "; region " + descriptor,
+        "remote access refused by "
+            + peer
+            + " ("
+            + reason
+            + "): "
+            + detail
+            + "; region "
+            + descriptor,
         peer,
         null);
     this.reason = reason;

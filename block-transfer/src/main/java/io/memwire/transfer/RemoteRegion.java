@@ -7,9 +7,9 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * A logical byte range on one remote node, made of one or more registered segments laid end to
- * end (a file over the provider's segment limit is registered as several segments). Reads address
- * it by logical offset; the connection splits reads that cross segment boundaries.
+ * A logical byte range on one remote node, made of one or more registered segments laid end to end
+ * (a file over the provider's segment limit is registered as several segments). Reads address it by
+ * logical offset; the connection splits reads that cross segment boundaries.
  *
  * <p>Encoding: u16 segment count, then each segment's {@link RegionDescriptor} encoding.
  */
@@ -32,7 +32,8 @@ public final class RemoteRegion {
     for (int i = 0; i < segments.size(); i++) {
       RegionDescriptor d = segments.get(i);
       if (!d.node().equals(node)) {
-        throw new IllegalArgumentException("segments of one region must be on one node: " + segments);
+        throw new IllegalArgumentException(
+            "segments of one region must be on one node: " + segments);
       }
       starts[i] = total;
       total += d.length();

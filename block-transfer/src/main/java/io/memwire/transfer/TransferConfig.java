@@ -9,18 +9,18 @@ import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.BiConsumer;
 
 /**
- * Validated settings of a {@link TransferNode}. Each key is declared once, as a {@link Setting}
- * in {@link TransportSettings} (name, typed default, parser, range, doc, since); {@link #KEYS}
- * lists them for consumers and docs/CONFIGURATION.md shows the table generated from them.
- * Consumers put their own prefix in front: {@code spark.shuffle.rdma.} in Spark, {@code
- * memwire.flight.} for Flight, {@code memwire.transfer.} for system properties.
+ * Validated settings of a {@link TransferNode}. Each key is declared once, as a {@link Setting} in
+ * {@link TransportSettings} (name, typed default, parser, range, doc, since); {@link #KEYS} lists
+ * them for consumers and docs/CONFIGURATION.md shows the table generated from them. Consumers put
+ * their own prefix in front: {@code spark.shuffle.rdma.} in Spark, {@code memwire.flight.} for
+ * Flight, {@code memwire.transfer.} for system properties.
  */
 public final class TransferConfig {
 
@@ -114,8 +114,8 @@ public final class TransferConfig {
   }
 
   @SuppressWarnings("unchecked")
-  private static <T> void bind(Map<String, BiConsumer<Builder, Object>> m, Setting<T> s,
-      BiConsumer<Builder, T> setter) {
+  private static <T> void bind(
+      Map<String, BiConsumer<Builder, Object>> m, Setting<T> s, BiConsumer<Builder, T> setter) {
     m.put(s.name(), (builder, v) -> setter.accept(builder, (T) v));
   }
 
@@ -302,16 +302,42 @@ public final class TransferConfig {
 
   @Override
   public String toString() {
-    return "TransferConfig{provider=" + provider + ", bind=" + bindAddress + ":" + port
+    return "TransferConfig{provider="
+        + provider
+        + ", bind="
+        + bindAddress
+        + ":"
+        + port
         + (device != null ? ", device=" + device : "")
-        + ", connectTimeout=" + connectTimeout.toMillis() + "ms, readTimeout="
-        + readTimeout.toMillis() + "ms, peerBackoff=" + peerBackoff.toMillis()
-        + "ms, maxOutstanding=" + maxOutstandingRequests + "/"
-        + maxOutstandingBytes + "B, maxTransfer=" + maxTransferSize + ", maxSegment="
-        + maxSegmentSize + ", budget=" + registrationBudget + ", pool=" + poolMaxBytes
-        + ", ioThreads=" + ioThreads + ", auth=" + (authSecret != null) + ", maxConnections="
-        + maxConnections + ", idleTimeout=" + idleTimeout.toMillis() + "ms, writeTimeout="
-        + writeTimeout.toMillis() + "ms}";
+        + ", connectTimeout="
+        + connectTimeout.toMillis()
+        + "ms, readTimeout="
+        + readTimeout.toMillis()
+        + "ms, peerBackoff="
+        + peerBackoff.toMillis()
+        + "ms, maxOutstanding="
+        + maxOutstandingRequests
+        + "/"
+        + maxOutstandingBytes
+        + "B, maxTransfer="
+        + maxTransferSize
+        + ", maxSegment="
+        + maxSegmentSize
+        + ", budget="
+        + registrationBudget
+        + ", pool="
+        + poolMaxBytes
+        + ", ioThreads="
+        + ioThreads
+        + ", auth="
+        + (authSecret != null)
+        + ", maxConnections="
+        + maxConnections
+        + ", idleTimeout="
+        + idleTimeout.toMillis()
+        + "ms, writeTimeout="
+        + writeTimeout.toMillis()
+        + "ms}";
   }
 
   /** Builder; every setter validates and names the key in its error. */
@@ -349,9 +375,10 @@ public final class TransferConfig {
     public Builder set(String name, String value) {
       BiConsumer<Builder, Object> binding = BINDINGS.get(name);
       if (binding == null) {
-        throw new TransferConfigException(TransferConfigException.Problem.UNKNOWN_KEY, prefix + name,
-            "unknown configuration key " + prefix + name
-            + "; known keys: " + KEYS.keySet());
+        throw new TransferConfigException(
+            TransferConfigException.Problem.UNKNOWN_KEY,
+            prefix + name,
+            "unknown configuration key " + prefix + name + "; known keys: " + KEYS.keySet());
       }
       binding.accept(this, KEYS.get(name).setting().parse(prefix, value));
       return this;
@@ -466,18 +493,37 @@ public final class TransferConfig {
 
     public TransferConfig build() {
       if (maxTransferSize > maxOutstandingBytes) {
-        throw new TransferConfigException(prefix + MAX_TRANSFER_SIZE + "=" + maxTransferSize
-            + " exceeds " + prefix + MAX_OUTSTANDING_BYTES + "=" + maxOutstandingBytes);
+        throw new TransferConfigException(
+            prefix
+                + MAX_TRANSFER_SIZE
+                + "="
+                + maxTransferSize
+                + " exceeds "
+                + prefix
+                + MAX_OUTSTANDING_BYTES
+                + "="
+                + maxOutstandingBytes);
       }
       if (poolMaxBytes > registrationBudget) {
-        throw new TransferConfigException(prefix + POOL_MAX_BYTES + "=" + poolMaxBytes
-            + " exceeds " + prefix + REGISTRATION_BUDGET + "=" + registrationBudget);
+        throw new TransferConfigException(
+            prefix
+                + POOL_MAX_BYTES
+                + "="
+                + poolMaxBytes
+                + " exceeds "
+                + prefix
+                + REGISTRATION_BUDGET
+                + "="
+                + registrationBudget);
       }
       return new TransferConfig(this);
     }
   }
 
-  /** Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g}, {@code 1t}, {@code 1p} (also kb, mb, ...). */
+  /**
+   * Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g}, {@code 1t}, {@code 1p} (also kb, mb,
+   * ...).
+   */
   public static long parseBytes(String v) {
     return Units.parseBytes(v);
   }

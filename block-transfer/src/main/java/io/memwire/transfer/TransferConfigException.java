@@ -1,9 +1,9 @@
 package io.memwire.transfer;
 
 /**
- * A configuration value is missing, malformed or out of range, or the environment cannot run
- * what it asks for; the message names the key. {@link #problem()} and {@link #key()} say the same
- * for code (and tests) that must tell the cases apart.
+ * A configuration value is missing, malformed or out of range, or the environment cannot run what
+ * it asks for; the message names the key. {@link #problem()} and {@link #key()} say the same for
+ * code (and tests) that must tell the cases apart.
  */
 public final class TransferConfigException extends IllegalArgumentException {
   private static final long serialVersionUID = 1L;

@@ -3,9 +3,9 @@ package io.memwire.transfer;
 import java.net.InetSocketAddress;
 
 /**
- * The connection to a peer could not be opened or broke: refused, reset, closed by the peer,
- * failed authentication, or a protocol violation. Every read outstanding on that connection fails
- * with this error; a new {@link TransferNode#connection} call opens a fresh connection.
+ * The connection to a peer could not be opened or broke: refused, reset, closed by the peer, failed
+ * authentication, or a protocol violation. Every read outstanding on that connection fails with
+ * this error; a new {@link TransferNode#connection} call opens a fresh connection.
  */
 public final class TransferConnectionException extends TransferException {
   private static final long serialVersionUID = 1L;

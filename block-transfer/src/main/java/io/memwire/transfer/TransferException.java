@@ -6,8 +6,8 @@ import java.net.InetSocketAddress;
 /**
  * Base type of every error a one-sided read can end with. Each subtype names one cause a caller
  * reacts to differently: a bad or dead remote region ({@link RemoteAccessException}), a broken
- * connection ({@link TransferConnectionException}) or an expired deadline
- * ({@link TransferTimeoutException}).
+ * connection ({@link TransferConnectionException}) or an expired deadline ({@link
+ * TransferTimeoutException}).
  *
  * <p>The message always names the peer and, where one is involved, the region descriptor.
  */

@@ -25,8 +25,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The local end of Memwire's transport: owns one provider (verbs or tcp), listens on the
- * configured address, registers memory for peers to read, and opens cached connections to peers.
+ * The local end of Memwire's transport: owns one provider (verbs or tcp), listens on the configured
+ * address, registers memory for peers to read, and opens cached connections to peers.
  *
  * <pre>{@code
  * try (TransferNode node = TransferNode.start(TransferConfig.defaults())) {
@@ -41,6 +41,7 @@ import org.slf4j.LoggerFactory;
 public final class TransferNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
   private static final AtomicInteger TIMER_IDS = new AtomicInteger();
+
   /** Name of the read pool's child allocator. */
   public static final String READ_POOL = "read-pool";
 
@@ -61,30 +62,40 @@ public final class TransferNode implements AutoCloseable {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
-    this.memory = RegisteredAllocator.root("node@" + provider.localAddress().getHostString() + ":"
-        + provider.localAddress().getPort());
-    this.pool = new BufferPool(new BufferPool.Registrar() {
-      @Override
-      public ProviderRegistration register(ByteBuffer buffer, long address) {
-        reserve(buffer.capacity());
-        try {
-          return provider.register(buffer, address, false, null, 0);
-        } catch (RuntimeException e) {
-          counters.registeredBytes.addAndGet(-buffer.capacity());
-          throw e;
-        }
-      }
+    this.memory =
+        RegisteredAllocator.root(
+            "node@"
+                + provider.localAddress().getHostString()
+                + ":"
+                + provider.localAddress().getPort());
+    this.pool =
+        new BufferPool(
+            new BufferPool.Registrar() {
+              @Override
+              public ProviderRegistration register(ByteBuffer buffer, long address) {
+                reserve(buffer.capacity());
+                try {
+                  return provider.register(buffer, address, false, null, 0);
+                } catch (RuntimeException e) {
+                  counters.registeredBytes.addAndGet(-buffer.capacity());
+                  throw e;
+                }
+              }
 
-      @Override
-      public void unregister(ProviderRegistration registration, int length) {
-        counters.registeredBytes.addAndGet(-length);
-      }
-    }, memory.newChild(READ_POOL), config.poolMaxBytes());
-    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+              @Override
+              public void unregister(ProviderRegistration registration, int length) {
+                counters.registeredBytes.addAndGet(-length);
+              }
+            },
+            memory.newChild(READ_POOL),
+            config.poolMaxBytes());
+    this.timer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
     long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
     timer.scheduleWithFixedDelay(this::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
   }
@@ -99,14 +110,17 @@ public final class TransferNode implements AutoCloseable {
   public static TransferNode start(TransferConfig config) {
     ProviderSelection.Result chosen = ProviderSelection.open(config);
     TransferNode node = new TransferNode(config, chosen.provider(), chosen.reason());
-    LOG.info("Memwire transfer node on {}: provider {} ({})",
-        node.localAddress(), chosen.provider().kind(), chosen.reason());
+    LOG.info(
+        "Memwire transfer node on {}: provider {} ({})",
+        node.localAddress(),
+        chosen.provider().kind(),
+        chosen.reason());
     return node;
   }
 
   /**
-   * Starts a node on a provider built by the caller, without selection. A test hook (the test
-   * jar's in-memory provider uses it); applications use {@link #start}.
+   * Starts a node on a provider built by the caller, without selection. A test hook (the test jar's
+   * in-memory provider uses it); applications use {@link #start}.
    */
   static TransferNode startWith(TransferConfig config, TransportProvider provider, String reason) {
     return new TransferNode(config, provider, reason);
@@ -159,8 +173,10 @@ public final class TransferNode implements AutoCloseable {
   public MemoryRegion register(ByteBuffer direct) {
     ensureOpen();
     if (!direct.isDirect()) {
-      throw new RegistrationException("only direct buffers can be registered, got a heap buffer of "
-          + direct.remaining() + " bytes; allocate it with ByteBuffer.allocateDirect");
+      throw new RegistrationException(
+          "only direct buffers can be registered, got a heap buffer of "
+              + direct.remaining()
+              + " bytes; allocate it with ByteBuffer.allocateDirect");
     }
     if (!direct.hasRemaining()) {
       throw new RegistrationException("cannot register an empty buffer");
@@ -196,7 +212,10 @@ public final class TransferNode implements AutoCloseable {
     ensureOpen();
     if (offset < 0 || length <= 0) {
       throw new IllegalArgumentException(
-          "file range must have offset >= 0 and length > 0: offset=" + offset + " length=" + length);
+          "file range must have offset >= 0 and length > 0: offset="
+              + offset
+              + " length="
+              + length);
     }
     FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
     List<MemoryRegion.Segment> segments = new ArrayList<>();
@@ -204,8 +223,16 @@ public final class TransferNode implements AutoCloseable {
     try {
       long size = ch.size();
       if (offset > size - length) {
-        throw new IllegalArgumentException("range [" + offset + ", +" + length + ") lies outside "
-            + file + " of " + size + " bytes");
+        throw new IllegalArgumentException(
+            "range ["
+                + offset
+                + ", +"
+                + length
+                + ") lies outside "
+                + file
+                + " of "
+                + size
+                + " bytes");
       }
       reserve(length);
       reserved = true;
@@ -239,8 +266,13 @@ public final class TransferNode implements AutoCloseable {
     for (MemoryRegion.Segment s : segments) {
       // The provider's address, not the buffer's: a provider may serve a private pinned copy
       // (verbs on kernels that cannot pin read-only file mappings).
-      ds.add(new RegionDescriptor(provider.kind(), localAddress(), s.registration.remoteKey(),
-          s.registration.address(), s.registration.length()));
+      ds.add(
+          new RegionDescriptor(
+              provider.kind(),
+              localAddress(),
+              s.registration.remoteKey(),
+              s.registration.address(),
+              s.registration.length()));
     }
     return new RemoteRegion(ds);
   }
@@ -264,10 +296,15 @@ public final class TransferNode implements AutoCloseable {
     do {
       now = counters.registeredBytes.get();
       if (now + bytes > config.registrationBudget()) {
-        throw new RegistrationException("registration budget exhausted: " + now
-            + " bytes registered + " + bytes + " requested > registrationBudget="
-            + config.registrationBudget() + "; raise the budget (and ulimit -l for verbs) or "
-            + "close regions");
+        throw new RegistrationException(
+            "registration budget exhausted: "
+                + now
+                + " bytes registered + "
+                + bytes
+                + " requested > registrationBudget="
+                + config.registrationBudget()
+                + "; raise the budget (and ulimit -l for verbs) or "
+                + "close regions");
       }
     } while (!counters.registeredBytes.compareAndSet(now, now + bytes));
   }
@@ -286,21 +323,22 @@ public final class TransferNode implements AutoCloseable {
     List<MemoryRegion.Segment> segs = region.segments();
     AtomicInteger left = new AtomicInteger(segs.size());
     for (MemoryRegion.Segment s : segs) {
-      s.registration.deregister(() -> {
-        if (s.mapped) {
-          unmap(s.memory);
-        }
-        if (left.decrementAndGet() == 0) {
-          if (region.channel() != null) {
-            try {
-              region.channel().close();
-            } catch (IOException e) {
-              LOG.debug("closing {} failed", region.file(), e);
+      s.registration.deregister(
+          () -> {
+            if (s.mapped) {
+              unmap(s.memory);
             }
-          }
-          region.markReleased();
-        }
-      });
+            if (left.decrementAndGet() == 0) {
+              if (region.channel() != null) {
+                try {
+                  region.channel().close();
+                } catch (IOException e) {
+                  LOG.debug("closing {} failed", region.file(), e);
+                }
+              }
+              region.markReleased();
+            }
+          });
     }
     counters.registeredBytes.addAndGet(-region.length());
     counters.registeredRegions.decrementAndGet();
@@ -312,8 +350,8 @@ public final class TransferNode implements AutoCloseable {
    * replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,
    * attempts within {@link TransferConfig#peerBackoff()} fail at once, naming that failure.
    *
-   * @throws TransferConnectionException when the peer cannot be reached, refuses, or is backed
-   *     off after such a failure
+   * @throws TransferConnectionException when the peer cannot be reached, refuses, or is backed off
+   *     after such a failure
    * @throws TransferTimeoutException when connecting takes longer than the connect timeout
    */
   public Connection connection(InetSocketAddress peer) throws TransferException {
@@ -340,8 +378,11 @@ public final class TransferNode implements AutoCloseable {
         counters.connectFailures.increment();
         if (!config.peerBackoff().isZero()) {
           downPeers.put(peer, new PeerDown(System.nanoTime() + config.peerBackoff().toNanos(), e));
-          LOG.info("cannot connect to {} ({}); further attempts fail at once for {} ms",
-              peer, e.getMessage(), config.peerBackoff().toMillis());
+          LOG.info(
+              "cannot connect to {} ({}); further attempts fail at once for {} ms",
+              peer,
+              e.getMessage(),
+              config.peerBackoff().toMillis());
         }
         throw e;
       }
@@ -368,9 +409,14 @@ public final class TransferNode implements AutoCloseable {
       return;
     }
     counters.peerBackoffRejects.increment();
-    throw new TransferConnectionException("not connecting: the last attempt failed ("
-        + down.cause.getMessage() + "); next attempt allowed in "
-        + TimeUnit.NANOSECONDS.toMillis(left) + " ms", peer, down.cause);
+    throw new TransferConnectionException(
+        "not connecting: the last attempt failed ("
+            + down.cause.getMessage()
+            + "); next attempt allowed in "
+            + TimeUnit.NANOSECONDS.toMillis(left)
+            + " ms",
+        peer,
+        down.cause);
   }
 
   /** A peer an attempt to connect to failed, until when attempts fail at once, and why. */
@@ -439,8 +485,8 @@ public final class TransferNode implements AutoCloseable {
 
   /**
    * Closes every connection (outstanding reads fail), deregisters every region, unmaps every
-   * mapping, frees the pool, stops the provider's threads and closes the registered-memory
-   * root (leaks are logged and kept in {@code memory().leakReports()}). Idempotent.
+   * mapping, frees the pool, stops the provider's threads and closes the registered-memory root
+   * (leaks are logged and kept in {@code memory().leakReports()}). Idempotent.
    */
   @Override
   public void close() {

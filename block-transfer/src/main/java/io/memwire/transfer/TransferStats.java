@@ -4,9 +4,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * A snapshot of a node's counters: what it read, what failed and why, and what it holds
- * (regions, mappings, pool buffers, connections). After {@link TransferNode#close()} every "held"
- * figure is zero unless a caller leaked a buffer.
+ * A snapshot of a node's counters: what it read, what failed and why, and what it holds (regions,
+ * mappings, pool buffers, connections). After {@link TransferNode#close()} every "held" figure is
+ * zero unless a caller leaked a buffer.
  */
 public final class TransferStats {
   private final Map<String, Long> values;
@@ -92,7 +92,10 @@ public final class TransferStats {
     return values.get("openConnections");
   }
 
-  /** Reads this node served to peers (tcp responder; verbs reads bypass the CPU and are not counted). */
+  /**
+   * Reads this node served to peers (tcp responder; verbs reads bypass the CPU and are not
+   * counted).
+   */
   public long servedReads() {
     return values.getOrDefault("servedReads", 0L);
   }

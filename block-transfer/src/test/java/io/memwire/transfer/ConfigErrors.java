@@ -11,11 +11,11 @@ public final class ConfigErrors {
   private ConfigErrors() {}
 
   /**
-   * Runs {@code action}, which must throw a {@link TransferConfigException} for {@code problem}
-   * at {@code key} whose message names that key (what a user reads); returns it.
+   * Runs {@code action}, which must throw a {@link TransferConfigException} for {@code problem} at
+   * {@code key} whose message names that key (what a user reads); returns it.
    */
-  public static TransferConfigException assertConfigError(TransferConfigException.Problem problem,
-      String key, Executable action) {
+  public static TransferConfigException assertConfigError(
+      TransferConfigException.Problem problem, String key, Executable action) {
     TransferConfigException e = assertThrows(TransferConfigException.class, action);
     assertEquals(problem, e.problem(), e.getMessage());
     assertEquals(key, e.key(), e.getMessage());

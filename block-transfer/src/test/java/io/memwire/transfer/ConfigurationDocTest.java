@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.settings.TransportSettings;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import org.junit.jupiter.api.Test;
 
@@ -13,8 +12,9 @@ import org.junit.jupiter.api.Test;
  * declarations (keys and JVM system properties).
  */
 class ConfigurationDocTest {
-  private static final String REGENERATE = "regenerate the tables in docs/CONFIGURATION.md with: "
-      + "java -cp block-transfer/target/classes io.memwire.transfer.settings.TransportSettings\n";
+  private static final String REGENERATE =
+      "regenerate the tables in docs/CONFIGURATION.md with: "
+          + "java -cp block-transfer/target/classes io.memwire.transfer.settings.TransportSettings\n";
 
   private static String doc() throws Exception {
     return Files.readString(Paths.get("..", "docs", "CONFIGURATION.md"));
@@ -32,7 +32,8 @@ class ConfigurationDocTest {
     assertTrue(doc().contains(table), REGENERATE + table);
     assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | off | 0 to 2g-1 |"), table);
     assertTrue(table.contains("| `memwire.verbs.cqSpinMicros` | 50 | 0 to 1000000 |"), table);
-    assertTrue(table.contains("| `memwire.memory.allocationStacks` | false | true, false |"), table);
+    assertTrue(
+        table.contains("| `memwire.memory.allocationStacks` | false | true, false |"), table);
   }
 
   @Test

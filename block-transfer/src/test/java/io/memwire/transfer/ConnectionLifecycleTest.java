@@ -73,9 +73,11 @@ class ConnectionLifecycleTest {
   }
 
   private static TransferException failureOf(CompletableFuture<?> f) {
-    ExecutionException e = assertThrows(ExecutionException.class,
-        () -> f.get(WAIT.toSeconds(), TimeUnit.SECONDS),
-        "the read neither completed nor failed (stranded)");
+    ExecutionException e =
+        assertThrows(
+            ExecutionException.class,
+            () -> f.get(WAIT.toSeconds(), TimeUnit.SECONDS),
+            "the read neither completed nor failed (stranded)");
     return assertInstanceOf(TransferException.class, e.getCause());
   }
 
@@ -90,9 +92,9 @@ class ConnectionLifecycleTest {
   }
 
   /**
-   * Issue #14: a batch enqueued between the failure check in {@code read} and the enqueue, while
-   * an in-flight read's failure drains the queue, used to stay queued forever. The in-memory
-   * transport fails the connection right after {@code read}'s open check answered "open".
+   * Issue #14: a batch enqueued between the failure check in {@code read} and the enqueue, while an
+   * in-flight read's failure drains the queue, used to stay queued forever. The in-memory transport
+   * fails the connection right after {@code read}'s open check answered "open".
    */
   @Test
   void batchEnqueuedWhileTheConnectionFailsIsFailedNotStranded() throws Exception {
@@ -107,16 +109,21 @@ class ConnectionLifecycleTest {
     // Right after read() asked whether the connection is open, another thread fails it; read()
     // goes on once that thread has finished or waits on the connection's lock.
     AtomicReference<Thread> failer = new AtomicReference<>();
-    transport.afterNextOpenCheck(() -> {
-      Thread t = new Thread(() -> inFlight.failConnection(broken), "test-failer");
-      failer.set(t);
-      t.start();
-      InMemoryTransport.awaitCondition(
-          () -> t.getState() == Thread.State.TERMINATED || t.getState() == Thread.State.BLOCKED,
-          WAIT, () -> "the failing thread neither finished nor blocked: " + t.getState());
-    });
-    ReadBatch second = c.read(List.of(ReadRequest.of(region.remote(), 4096, 4096),
-        ReadRequest.of(region.remote(), 8192, 4096)));
+    transport.afterNextOpenCheck(
+        () -> {
+          Thread t = new Thread(() -> inFlight.failConnection(broken), "test-failer");
+          failer.set(t);
+          t.start();
+          InMemoryTransport.awaitCondition(
+              () -> t.getState() == Thread.State.TERMINATED || t.getState() == Thread.State.BLOCKED,
+              WAIT,
+              () -> "the failing thread neither finished nor blocked: " + t.getState());
+        });
+    ReadBatch second =
+        c.read(
+            List.of(
+                ReadRequest.of(region.remote(), 4096, 4096),
+                ReadRequest.of(region.remote(), 8192, 4096)));
 
     assertTrue(failer.get() != null, "the failure did not land inside read()");
     failer.get().join(WAIT.toMillis());
@@ -139,17 +146,20 @@ class ConnectionLifecycleTest {
 
   /** Serves whatever is held until every future of {@code batch} has ended. */
   private void serveUntilDone(ReadBatch batch, int requests) {
-    InMemoryTransport.awaitCondition(() -> {
-      for (PostedRead p : transport.held()) {
-        p.serve();
-      }
-      for (int i = 0; i < requests; i++) {
-        if (!batch.result(i).isDone()) {
-          return false;
-        }
-      }
-      return true;
-    }, WAIT, () -> "batch did not finish; held " + transport.held());
+    InMemoryTransport.awaitCondition(
+        () -> {
+          for (PostedRead p : transport.held()) {
+            p.serve();
+          }
+          for (int i = 0; i < requests; i++) {
+            if (!batch.result(i).isDone()) {
+              return false;
+            }
+          }
+          return true;
+        },
+        WAIT,
+        () -> "batch did not finish; held " + transport.held());
   }
 
   @Test
@@ -170,7 +180,9 @@ class ConnectionLifecycleTest {
     TransferBuffer b0 = await(batch.result(0));
     assertBytes(b0, 0);
     b0.release();
-    InMemoryTransport.awaitCondition(() -> transport.posted() == 3, WAIT,
+    InMemoryTransport.awaitCondition(
+        () -> transport.posted() == 3,
+        WAIT,
         () -> "the third read was not posted after the first ended: " + transport.posted());
     assertEquals(2, transport.held().size());
 
@@ -186,14 +198,17 @@ class ConnectionLifecycleTest {
 
   @Test
   void bytesInFlightStayWithinTheLimitAndAnOversizedReadGoesAlone() throws Exception {
-    TransferNode client = node(TransferConfig.builder().maxOutstandingBytes(64 << 10)
-        .maxTransferSize(64 << 10));
+    TransferNode client =
+        node(TransferConfig.builder().maxOutstandingBytes(64 << 10).maxTransferSize(64 << 10));
     transport.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
-    ReadBatch batch = c.read(List.of(ReadRequest.of(region.remote(), 0, 32 << 10),
-        ReadRequest.of(region.remote(), 32 << 10, 32 << 10),
-        ReadRequest.of(region.remote(), 64 << 10, 32 << 10),
-        ReadRequest.of(region.remote(), 128 << 10, 64 << 10)));
+    ReadBatch batch =
+        c.read(
+            List.of(
+                ReadRequest.of(region.remote(), 0, 32 << 10),
+                ReadRequest.of(region.remote(), 32 << 10, 32 << 10),
+                ReadRequest.of(region.remote(), 64 << 10, 32 << 10),
+                ReadRequest.of(region.remote(), 128 << 10, 64 << 10)));
     transport.awaitHeld(2, WAIT);
     assertEquals(2, transport.posted(), "64 KiB in flight at most: two reads of 32 KiB");
     serveUntilDone(batch, 4);
@@ -210,18 +225,23 @@ class ConnectionLifecycleTest {
 
   @Test
   void anOverdueReadFailsTheConnectionAndEverythingQueuedBehindIt() throws Exception {
-    TransferNode client = node(TransferConfig.builder().maxOutstandingRequests(1)
-        .readTimeout(Duration.ofMillis(200)));
+    TransferNode client =
+        node(
+            TransferConfig.builder().maxOutstandingRequests(1).readTimeout(Duration.ofMillis(200)));
     transport.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
-    ReadBatch batch = c.read(List.of(ReadRequest.of(region.remote(), 0, 4096),
-        ReadRequest.of(region.remote(), 4096, 4096), ReadRequest.of(region.remote(), 8192, 4096)));
+    ReadBatch batch =
+        c.read(
+            List.of(
+                ReadRequest.of(region.remote(), 0, 4096),
+                ReadRequest.of(region.remote(), 4096, 4096),
+                ReadRequest.of(region.remote(), 8192, 4096)));
     PostedRead stuck = transport.awaitHeld(1, WAIT).get(0);
 
     TransferException timeout = failureOf(batch.result(0));
     assertInstanceOf(TransferTimeoutException.class, timeout);
-    assertTrue(timeout.getMessage().contains("did not complete within 200 ms"),
-        timeout.getMessage());
+    assertTrue(
+        timeout.getMessage().contains("did not complete within 200 ms"), timeout.getMessage());
     assertSame(timeout, failureOf(batch.result(1)), "queued reads fail with the same cause");
     assertSame(timeout, failureOf(batch.result(2)));
     assertEquals(1, transport.posted());
@@ -232,7 +252,7 @@ class ConnectionLifecycleTest {
     // A late answer finds the read gone: nothing is copied.
     long servedBefore = transport.served();
     stuck.serve();
-    transport.execute(() -> { });
+    transport.execute(() -> {});
     InMemoryTransport.awaitCondition(() -> transport.inFlight() == 0, WAIT, () -> "in flight");
     assertEquals(servedBefore, transport.served());
 
@@ -247,13 +267,23 @@ class ConnectionLifecycleTest {
   @Test
   void aRefusedReadFailsAloneAndTheConnectionStaysOpen() throws Exception {
     TransferNode client = node(TransferConfig.builder());
-    transport.script(r -> r.offsetInSegment() == 4096
-        ? Action.fail(new RemoteAccessException(RemoteAccessException.Reason.OUT_OF_BOUNDS,
-            "scripted", region.remote().segments().get(0), r.peer()))
-        : Action.delay(Duration.ofMillis(r.offsetInSegment() == 0 ? 30 : 0)));
+    transport.script(
+        r ->
+            r.offsetInSegment() == 4096
+                ? Action.fail(
+                    new RemoteAccessException(
+                        RemoteAccessException.Reason.OUT_OF_BOUNDS,
+                        "scripted",
+                        region.remote().segments().get(0),
+                        r.peer()))
+                : Action.delay(Duration.ofMillis(r.offsetInSegment() == 0 ? 30 : 0)));
     Connection c = client.connection(server.localAddress());
-    ReadBatch batch = c.read(List.of(ReadRequest.of(region.remote(), 0, 4096),
-        ReadRequest.of(region.remote(), 4096, 4096), ReadRequest.of(region.remote(), 8192, 4096)));
+    ReadBatch batch =
+        c.read(
+            List.of(
+                ReadRequest.of(region.remote(), 0, 4096),
+                ReadRequest.of(region.remote(), 4096, 4096),
+                ReadRequest.of(region.remote(), 8192, 4096)));
     assertInstanceOf(RemoteAccessException.class, failureOf(batch.result(1)));
     TransferBuffer late = await(batch.result(0));
     assertBytes(late, 0);
@@ -270,10 +300,11 @@ class ConnectionLifecycleTest {
     TransferNode client = node(TransferConfig.builder());
     Connection c = client.connection(server.localAddress());
     RegionDescriptor d = region.remote().segments().get(0);
-    RegionDescriptor forged = new RegionDescriptor(d.provider(), d.node(), d.key() + 1,
-        d.address(), d.length());
-    RemoteAccessException e = assertInstanceOf(RemoteAccessException.class,
-        failureOf(c.read(ReadRequest.of(forged, 0, 4096))));
+    RegionDescriptor forged =
+        new RegionDescriptor(d.provider(), d.node(), d.key() + 1, d.address(), d.length());
+    RemoteAccessException e =
+        assertInstanceOf(
+            RemoteAccessException.class, failureOf(c.read(ReadRequest.of(forged, 0, 4096))));
     assertEquals(RemoteAccessException.Reason.UNKNOWN_KEY, e.reason());
     assertTrue(c.isOpen());
   }
@@ -283,8 +314,11 @@ class ConnectionLifecycleTest {
     TransferNode client = transport.start(TransferConfig.builder().build());
     transport.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
-    ReadBatch batch = c.read(List.of(ReadRequest.of(region.remote(), 0, 4096),
-        ReadRequest.of(region.remote(), 4096, 4096)));
+    ReadBatch batch =
+        c.read(
+            List.of(
+                ReadRequest.of(region.remote(), 0, 4096),
+                ReadRequest.of(region.remote(), 4096, 4096)));
     transport.awaitHeld(2, WAIT);
     client.close();
     TransferException e = failureOf(batch.result(0));

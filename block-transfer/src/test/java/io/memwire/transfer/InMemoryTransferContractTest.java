@@ -11,8 +11,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The contract suite on the in-memory provider: the test double meets the same contract as the
- * tcp and verbs providers, so tests built on it exercise real behaviour.
+ * The contract suite on the in-memory provider: the test double meets the same contract as the tcp
+ * and verbs providers, so tests built on it exercise real behaviour.
  */
 class InMemoryTransferContractTest extends TransferContractTest {
   private final InMemoryTransport transport = new InMemoryTransport();
@@ -40,11 +40,19 @@ class InMemoryTransferContractTest extends TransferContractTest {
     ByteBuffer wordMemory = direct(new byte[8]);
     MemoryRegion word = server.register(wordMemory);
     long bodyKey = body.descriptors().get(0).key();
-    transport.script(r -> r.remoteKey() == bodyKey ? InMemoryTransport.Action.hold()
-        : InMemoryTransport.Action.serve());
-    ReadBatch batch = client.connection(server.localAddress()).read(
-        List.of(ReadRequest.of(body.remote(), 0, 1000), ReadRequest.of(body.remote(), 1000, 2000)),
-        ReadRequest.of(word.remote(), 0, 8));
+    transport.script(
+        r ->
+            r.remoteKey() == bodyKey
+                ? InMemoryTransport.Action.hold()
+                : InMemoryTransport.Action.serve());
+    ReadBatch batch =
+        client
+            .connection(server.localAddress())
+            .read(
+                List.of(
+                    ReadRequest.of(body.remote(), 0, 1000),
+                    ReadRequest.of(body.remote(), 1000, 2000)),
+                ReadRequest.of(word.remote(), 0, 8));
     List<InMemoryTransport.PostedRead> held = transport.awaitHeld(2, Duration.ofSeconds(10));
     assertEquals(2, transport.posted(), "the after read waits for the body");
     wordMemory.putLong(0, 42);

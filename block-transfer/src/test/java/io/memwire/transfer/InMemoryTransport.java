@@ -30,14 +30,14 @@ import java.util.function.Function;
 
 /**
  * An in-memory transport for tests, in the spirit of an embedded channel: nodes started from one
- * {@code InMemoryTransport} read each other's registered memory through the real provider
- * interface ({@link TransportProvider}, {@link ProviderConnection}, {@link ProviderRegistration},
- * {@link WireRead}), so {@link TransferNode} and {@link Connection} run unchanged, without sockets.
+ * {@code InMemoryTransport} read each other's registered memory through the real provider interface
+ * ({@link TransportProvider}, {@link ProviderConnection}, {@link ProviderRegistration}, {@link
+ * WireRead}), so {@link TransferNode} and {@link Connection} run unchanged, without sockets.
  *
  * <p>Every posted read is offered to the {@linkplain #script script}, which serves it (the
- * default), delays it, fails it, fails its whole connection or holds it until the test releases
- * it ({@link #held()}, {@link PostedRead#serve()}). Reads are served and delays run on one daemon
- * I/O thread per transport, the thread completions (and the futures chained on them) run on, as a
+ * default), delays it, fails it, fails its whole connection or holds it until the test releases it
+ * ({@link #held()}, {@link PostedRead#serve()}). Reads are served and delays run on one daemon I/O
+ * thread per transport, the thread completions (and the futures chained on them) run on, as a
  * provider's I/O thread would. Serving enforces what a responder does: a live key and a range
  * inside the registration, else a {@link RemoteAccessException}.
  *
@@ -63,16 +63,18 @@ public final class InMemoryTransport implements AutoCloseable {
   /** A transport with its own I/O thread. */
   public InMemoryTransport() {
     int id = IDS.incrementAndGet();
-    io = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "memwire-inmem-io-" + id);
-      t.setDaemon(true);
-      return t;
-    });
+    io =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "memwire-inmem-io-" + id);
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   /**
-   * Starts a node on this transport with {@code config}'s limits and timeouts, at its port when
-   * one is configured (so a node can come back at the address of one that closed).
+   * Starts a node on this transport with {@code config}'s limits and timeouts, at its port when one
+   * is configured (so a node can come back at the address of one that closed).
    */
   public TransferNode start(TransferConfig config) {
     int port = config.port() != 0 ? config.port() : PORTS.incrementAndGet();
@@ -103,9 +105,9 @@ public final class InMemoryTransport implements AutoCloseable {
   }
 
   /**
-   * Runs {@code action} once, the next time any connection's {@link ProviderConnection#isOpen()}
-   * is asked, right after the state was read and before the answer is returned: a failure
-   * arriving between a caller's check and what it does next.
+   * Runs {@code action} once, the next time any connection's {@link ProviderConnection#isOpen()} is
+   * asked, right after the state was read and before the answer is returned: a failure arriving
+   * between a caller's check and what it does next.
    */
   public void afterNextOpenCheck(Runnable action) {
     afterOpenCheck.set(action);
@@ -118,7 +120,9 @@ public final class InMemoryTransport implements AutoCloseable {
 
   /** Waits until {@code n} reads are held (or fails the test after {@code timeout}). */
   public List<PostedRead> awaitHeld(int n, Duration timeout) {
-    awaitCondition(() -> held.size() >= n, timeout,
+    awaitCondition(
+        () -> held.size() >= n,
+        timeout,
         () -> "expected " + n + " held reads, have " + held.size());
     return held();
   }
@@ -185,7 +189,13 @@ public final class InMemoryTransport implements AutoCloseable {
 
   /** What the script does with one read. */
   public static final class Action {
-    enum Kind { SERVE, DELAY, FAIL, FAIL_CONNECTION, HOLD }
+    enum Kind {
+      SERVE,
+      DELAY,
+      FAIL,
+      FAIL_CONNECTION,
+      HOLD
+    }
 
     final Kind kind;
     final Duration delay;
@@ -305,8 +315,12 @@ public final class InMemoryTransport implements AutoCloseable {
     }
 
     @Override
-    public ProviderRegistration register(ByteBuffer buffer, long address, boolean remoteReadable,
-        FileChannel file, long fileOffset) {
+    public ProviderRegistration register(
+        ByteBuffer buffer,
+        long address,
+        boolean remoteReadable,
+        FileChannel file,
+        long fileOffset) {
       long key;
       do {
         key = ThreadLocalRandom.current().nextLong();
@@ -479,15 +493,30 @@ public final class InMemoryTransport implements AutoCloseable {
       WireRead r = p.read;
       Registration reg = target.table.get(r.remoteKey());
       if (reg == null) {
-        end(p, new RemoteAccessException(RemoteAccessException.Reason.UNKNOWN_KEY,
-            "no live region has key 0x" + Long.toHexString(r.remoteKey()), r.source(), peer()));
+        end(
+            p,
+            new RemoteAccessException(
+                RemoteAccessException.Reason.UNKNOWN_KEY,
+                "no live region has key 0x" + Long.toHexString(r.remoteKey()),
+                r.source(),
+                peer()));
         return;
       }
       long off = r.remoteAddress() - reg.address;
       if (off < 0 || off + r.length() > reg.length()) {
-        end(p, new RemoteAccessException(RemoteAccessException.Reason.OUT_OF_BOUNDS,
-            "[" + off + ", +" + r.length() + ") is outside the region of " + reg.length()
-                + " bytes", r.source(), peer()));
+        end(
+            p,
+            new RemoteAccessException(
+                RemoteAccessException.Reason.OUT_OF_BOUNDS,
+                "["
+                    + off
+                    + ", +"
+                    + r.length()
+                    + ") is outside the region of "
+                    + reg.length()
+                    + " bytes",
+                r.source(),
+                peer()));
         return;
       }
       boolean closed = false;
@@ -510,8 +539,12 @@ public final class InMemoryTransport implements AutoCloseable {
         reg.copying.readLock().unlock();
       }
       if (closed) {
-        r.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED,
-            "region closed while the read was in flight", r.source(), peer()));
+        r.fail(
+            new RemoteAccessException(
+                RemoteAccessException.Reason.REGION_CLOSED,
+                "region closed while the read was in flight",
+                r.source(),
+                peer()));
         return;
       }
       served.incrementAndGet();

@@ -40,19 +40,22 @@ class PeerBackoffTest {
     final Thread acceptor;
 
     SilentPeer() throws IOException {
-      acceptor = new Thread(() -> {
-        try {
-          while (true) {
-            Socket s = server.accept();
-            synchronized (sockets) {
-              sockets.add(s);
-            }
-            accepted.incrementAndGet();
-          }
-        } catch (IOException closed) {
-          // close() ends the loop
-        }
-      }, "silent-peer");
+      acceptor =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    Socket s = server.accept();
+                    synchronized (sockets) {
+                      sockets.add(s);
+                    }
+                    accepted.incrementAndGet();
+                  }
+                } catch (IOException closed) {
+                  // close() ends the loop
+                }
+              },
+              "silent-peer");
       acceptor.setDaemon(true);
       acceptor.start();
     }
@@ -98,8 +101,13 @@ class PeerBackoffTest {
   }
 
   private TransferNode node(Duration backoff) {
-    TransferNode n = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
-        .connectTimeout(Duration.ofMillis(300)).peerBackoff(backoff).build());
+    TransferNode n =
+        TransferNode.start(
+            TransferConfig.builder()
+                .provider(ProviderKind.TCP)
+                .connectTimeout(Duration.ofMillis(300))
+                .peerBackoff(backoff)
+                .build());
     open.add(n);
     return n;
   }
@@ -150,7 +158,8 @@ class PeerBackoffTest {
       dead = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
     }
     assertThrows(TransferConnectionException.class, () -> client.connection(dead));
-    assertTrue(client.connection(server.localAddress()).isOpen(),
+    assertTrue(
+        client.connection(server.localAddress()).isOpen(),
         "another peer is not affected by one peer's back-off");
     assertEquals(1L, client.stats().asMap().get("connectFailures"));
   }

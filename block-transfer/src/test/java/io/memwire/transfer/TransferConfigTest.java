@@ -17,27 +17,31 @@ class TransferConfigTest {
   private static final String P = "spark.shuffle.rdma.";
 
   private static String error(Map<String, String> props) {
-    return assertThrows(TransferConfigException.class,
-        () -> TransferConfig.fromProperties(props, P)).getMessage();
+    return assertThrows(
+            TransferConfigException.class, () -> TransferConfig.fromProperties(props, P))
+        .getMessage();
   }
 
   @Test
   void readsEveryKeyWithUnitsAndPrefix() {
-    TransferConfig c = TransferConfig.fromProperties(Map.ofEntries(
-        Map.entry(P + "provider", "TCP"),
-        Map.entry(P + "bindAddress", "127.0.0.1"),
-        Map.entry(P + "port", "7077"),
-        Map.entry(P + "connectTimeout", "3s"),
-        Map.entry(P + "readTimeout", "2min"),
-        Map.entry(P + "maxOutstandingRequests", "32"),
-        Map.entry(P + "maxOutstandingBytes", "16m"),
-        Map.entry(P + "maxTransferSize", "256k"),
-        Map.entry(P + "maxSegmentSize", "1g"),
-        Map.entry(P + "registrationBudget", "2g"),
-        Map.entry(P + "poolMaxBytes", "64m"),
-        Map.entry(P + "ioThreads", "4"),
-        Map.entry(P + "authSecret", "x"),
-        Map.entry("spark.other", "not under the prefix: ignored")), P);
+    TransferConfig c =
+        TransferConfig.fromProperties(
+            Map.ofEntries(
+                Map.entry(P + "provider", "TCP"),
+                Map.entry(P + "bindAddress", "127.0.0.1"),
+                Map.entry(P + "port", "7077"),
+                Map.entry(P + "connectTimeout", "3s"),
+                Map.entry(P + "readTimeout", "2min"),
+                Map.entry(P + "maxOutstandingRequests", "32"),
+                Map.entry(P + "maxOutstandingBytes", "16m"),
+                Map.entry(P + "maxTransferSize", "256k"),
+                Map.entry(P + "maxSegmentSize", "1g"),
+                Map.entry(P + "registrationBudget", "2g"),
+                Map.entry(P + "poolMaxBytes", "64m"),
+                Map.entry(P + "ioThreads", "4"),
+                Map.entry(P + "authSecret", "x"),
+                Map.entry("spark.other", "not under the prefix: ignored")),
+            P);
     assertEquals(ProviderKind.TCP, c.provider());
     assertEquals(7077, c.port());
     assertEquals(Duration.ofSeconds(3), c.connectTimeout());
@@ -61,16 +65,20 @@ class TransferConfigTest {
     assertTrue(error(Map.of(P + "readTimeout", "1ms")).contains(P + "readTimeout"));
     assertTrue(error(Map.of(P + "maxTransferSize", "1k")).contains(P + "maxTransferSize"));
     assertTrue(error(Map.of(P + "maxSegmentSize", "3g")).contains(P + "maxSegmentSize"));
-    assertTrue(error(Map.of(P + "maxOutstandingRequests", "0"))
-        .contains(P + "maxOutstandingRequests"));
+    assertTrue(
+        error(Map.of(P + "maxOutstandingRequests", "0")).contains(P + "maxOutstandingRequests"));
     assertTrue(error(Map.of(P + "ioThreads", "1000")).contains(P + "ioThreads"));
     assertTrue(error(Map.of(P + "authSecret", "")).contains(P + "authSecret"));
-    assertTrue(error(Map.of(P + "maxTransferSize", "64m", P + "maxOutstandingBytes", "1m"))
-        .contains(P + "maxTransferSize"));
-    assertTrue(error(Map.of(P + "poolMaxBytes", "4g", P + "registrationBudget", "1g"))
-        .contains(P + "poolMaxBytes"));
-    assertTrue(error(Map.of(P + "readTimout", "5s")).contains("unknown configuration key "
-        + P + "readTimout"), "a misspelt key is refused, not ignored");
+    assertTrue(
+        error(Map.of(P + "maxTransferSize", "64m", P + "maxOutstandingBytes", "1m"))
+            .contains(P + "maxTransferSize"));
+    assertTrue(
+        error(Map.of(P + "poolMaxBytes", "4g", P + "registrationBudget", "1g"))
+            .contains(P + "poolMaxBytes"));
+    assertTrue(
+        error(Map.of(P + "readTimout", "5s"))
+            .contains("unknown configuration key " + P + "readTimout"),
+        "a misspelt key is refused, not ignored");
   }
 
   /**
@@ -92,8 +100,9 @@ class TransferConfigTest {
         minus = 1;
         e = e.substring(0, e.length() - 2);
       }
-      b[i] = (duration ? TransferConfig.parseTime(e).toMillis() : TransferConfig.parseBytes(e))
-          - minus;
+      b[i] =
+          (duration ? TransferConfig.parseTime(e).toMillis() : TransferConfig.parseBytes(e))
+              - minus;
     }
     return b;
   }
@@ -121,8 +130,8 @@ class TransferConfigTest {
       for (long v : new long[] {b[0] - 1, b[1] + 1}) {
         String value = asValue(k.setting(), v);
         String msg = error(probe(k.name(), value));
-        assertTrue(msg.contains(P + k.name() + "=" + value + " is out of range: " + k.range()),
-            msg);
+        assertTrue(
+            msg.contains(P + k.name() + "=" + value + " is out of range: " + k.range()), msg);
       }
     }
     assertEquals(14, numeric, "numeric transport keys probed");
@@ -130,9 +139,17 @@ class TransferConfigTest {
 
   /** {@code name=value} with the other keys set so that cross-key checks cannot interfere. */
   private static Map<String, String> probe(String name, String value) {
-    Map<String, String> m = new HashMap<>(Map.of(
-        P + "registrationBudget", "1p", P + "poolMaxBytes", "1m",
-        P + "maxOutstandingBytes", "1g", P + "maxTransferSize", "4k"));
+    Map<String, String> m =
+        new HashMap<>(
+            Map.of(
+                P + "registrationBudget",
+                "1p",
+                P + "poolMaxBytes",
+                "1m",
+                P + "maxOutstandingBytes",
+                "1g",
+                P + "maxTransferSize",
+                "4k"));
     m.put(P + name, value);
     return m;
   }
@@ -140,14 +157,20 @@ class TransferConfigTest {
   @Test
   void typedBuilderSettersEnforceTheSameBounds() {
     TransferConfig.Builder b = TransferConfig.builder().prefix(P);
-    assertTrue(assertConfigError(Problem.OUT_OF_RANGE, P + "ioThreads", () -> b.ioThreads(65))
-        .getMessage().contains(P + "ioThreads=65 is out of range: 1 to 64"));
-    assertTrue(assertConfigError(Problem.OUT_OF_RANGE, P + "readTimeout",
-        () -> b.readTimeout(Duration.ofMillis(99))).getMessage()
-        .contains(P + "readTimeout=99ms is out of range: 100ms to 1h"));
-    assertTrue(assertConfigError(Problem.OUT_OF_RANGE, P + "maxTransferSize",
-        () -> b.maxTransferSize(4095))
-        .getMessage().contains(P + "maxTransferSize=4095 is out of range: 4k to 64m"));
+    assertTrue(
+        assertConfigError(Problem.OUT_OF_RANGE, P + "ioThreads", () -> b.ioThreads(65))
+            .getMessage()
+            .contains(P + "ioThreads=65 is out of range: 1 to 64"));
+    assertTrue(
+        assertConfigError(
+                Problem.OUT_OF_RANGE, P + "readTimeout", () -> b.readTimeout(Duration.ofMillis(99)))
+            .getMessage()
+            .contains(P + "readTimeout=99ms is out of range: 100ms to 1h"));
+    assertTrue(
+        assertConfigError(
+                Problem.OUT_OF_RANGE, P + "maxTransferSize", () -> b.maxTransferSize(4095))
+            .getMessage()
+            .contains(P + "maxTransferSize=4095 is out of range: 4k to 64m"));
     assertEquals(64, b.ioThreads(64).build().ioThreads());
   }
 
@@ -176,8 +199,10 @@ class TransferConfigTest {
   @Test
   void wildcardAndUnresolvableBindAddressesAreRefusedAtStart() {
     TransferConfig wild = TransferConfig.builder().bindAddress("0.0.0.0").build();
-    assertTrue(assertThrows(TransferConfigException.class, wild::resolveBindAddress)
-        .getMessage().contains("wildcard"));
+    assertTrue(
+        assertThrows(TransferConfigException.class, wild::resolveBindAddress)
+            .getMessage()
+            .contains("wildcard"));
     TransferConfig bad = TransferConfig.builder().bindAddress("no-such-host.invalid").build();
     assertThrows(TransferConfigException.class, bad::resolveBindAddress);
   }
@@ -185,7 +210,8 @@ class TransferConfigTest {
   @Test
   void everyKeyIsDocumented() {
     for (TransferConfig.Key k : TransferConfig.KEYS.values()) {
-      assertTrue(!k.doc().isBlank() && !k.range().isBlank() && !k.defaultValue().isBlank(), k.name());
+      assertTrue(
+          !k.doc().isBlank() && !k.range().isBlank() && !k.defaultValue().isBlank(), k.name());
     }
   }
 
@@ -195,8 +221,8 @@ class TransferConfigTest {
     assumeTrue(d.kind() == ProviderKind.TCP, "verbs is usable here, so auto picks it: " + d);
     assertTrue(d.reason().startsWith("auto: verbs not used because"), d.reason());
     TransferConfig verbs = TransferConfig.builder().provider(ProviderKind.VERBS).build();
-    TransferConfigException e = assertThrows(TransferConfigException.class,
-        () -> TransferNode.start(verbs));
+    TransferConfigException e =
+        assertThrows(TransferConfigException.class, () -> TransferNode.start(verbs));
     assertEquals(TransferConfigException.Problem.UNUSABLE, e.problem());
     assertTrue(e.getMessage().contains("provider=verbs"), e.getMessage());
     try (TransferNode n = TransferNode.start(TransferConfig.defaults())) {

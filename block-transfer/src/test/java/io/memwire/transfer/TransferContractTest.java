@@ -31,8 +31,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The one-sided read contract every provider must meet. Subclasses only choose the provider
- * (and may skip when it is unavailable); the assertions are the same for tcp and verbs.
+ * The one-sided read contract every provider must meet. Subclasses only choose the provider (and
+ * may skip when it is unavailable); the assertions are the same for tcp and verbs.
  */
 public abstract class TransferContractTest {
   protected static final long WAIT_SECONDS = 60;
@@ -78,7 +78,8 @@ public abstract class TransferContractTest {
     assertEquals(0, s.poolBuffersOutstanding(), "pool buffers not returned: " + s);
     assertEquals(0, s.registeredBytes(), "registered bytes left: " + s);
     assertEquals(0, s.outstandingRequests(), "requests left outstanding: " + s);
-    assertEquals(0, s.memoryBytes(), "registered-memory units left: " + n.memory().toVerboseString());
+    assertEquals(
+        0, s.memoryBytes(), "registered-memory units left: " + n.memory().toVerboseString());
     assertTrue(n.memory().leakReports().isEmpty(), "leaks: " + n.memory().leakReports());
   }
 
@@ -133,8 +134,9 @@ public abstract class TransferContractTest {
     }
   }
 
-  private void readAndCompare(TransferNode reader, RemoteRegion remote, byte[] data, int count,
-      int maxLen, Random r) throws Exception {
+  private void readAndCompare(
+      TransferNode reader, RemoteRegion remote, byte[] data, int count, int maxLen, Random r)
+      throws Exception {
     Connection c = reader.connection(remote.node());
     List<ReadRequest> reqs = new ArrayList<>();
     for (int i = 0; i < count; i++) {
@@ -207,8 +209,11 @@ public abstract class TransferContractTest {
     TransferNode server = node();
     TransferNode client = node();
     MemoryRegion region = server.register(f, 12_345, 50_000);
-    TransferBuffer b = await(client.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, 50_000)));
+    TransferBuffer b =
+        await(
+            client
+                .connection(server.localAddress())
+                .read(ReadRequest.of(region.remote(), 0, 50_000)));
     assertArrayEquals(slice(data, 12_345, 50_000), bytes(b));
     b.release();
     assertThrows(IllegalArgumentException.class, () -> server.register(f, 90_000, 20_000));
@@ -220,11 +225,18 @@ public abstract class TransferContractTest {
     Random r = new Random(3);
     byte[] data = random(r, 3 << 20);
     TransferNode server = node();
-    TransferNode client = node(baseConfig().maxTransferSize(64 << 10)
-        .maxOutstandingBytes(256 << 10).maxOutstandingRequests(4));
+    TransferNode client =
+        node(
+            baseConfig()
+                .maxTransferSize(64 << 10)
+                .maxOutstandingBytes(256 << 10)
+                .maxOutstandingRequests(4));
     MemoryRegion region = server.register(direct(data));
-    TransferBuffer b = await(client.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, data.length)));
+    TransferBuffer b =
+        await(
+            client
+                .connection(server.localAddress())
+                .read(ReadRequest.of(region.remote(), 0, data.length)));
     assertArrayEquals(data, bytes(b));
     b.release();
   }
@@ -238,8 +250,11 @@ public abstract class TransferContractTest {
     MemoryRegion source = server.register(direct(data));
     ByteBuffer destMemory = ByteBuffer.allocateDirect(300_000);
     MemoryRegion dest = client.register(destMemory);
-    TransferBuffer b = await(client.connection(server.localAddress())
-        .read(ReadRequest.of(source.remote(), 1000, 150_000).into(dest, 4096)));
+    TransferBuffer b =
+        await(
+            client
+                .connection(server.localAddress())
+                .read(ReadRequest.of(source.remote(), 1000, 150_000).into(dest, 4096)));
     assertArrayEquals(slice(data, 1000, 150_000), bytes(b));
     b.release();
     byte[] landed = new byte[150_000];
@@ -269,33 +284,35 @@ public abstract class TransferContractTest {
       List<Future<Integer>> results = new ArrayList<>();
       for (int t = 0; t < 8; t++) {
         int id = t;
-        results.add(pool.submit(() -> {
-          Random r = new Random(1000 + id);
-          TransferNode reader = readers.get(id % readers.size());
-          int checked = 0;
-          for (int round = 0; round < 20; round++) {
-            int which = r.nextInt(regions.size());
-            RemoteRegion region = regions.get(which);
-            byte[] data = contents.get(which);
-            List<ReadRequest> reqs = new ArrayList<>();
-            for (int i = 0; i < 16; i++) {
-              int len = 1 + r.nextInt(32 << 10);
-              reqs.add(ReadRequest.of(region, r.nextInt(data.length - len + 1), len));
-            }
-            ReadBatch batch = reader.connection(region.node()).read(reqs);
-            for (int i = 0; i < reqs.size(); i++) {
-              TransferBuffer b = batch.result(i).get(WAIT_SECONDS, TimeUnit.SECONDS);
-              try {
-                assertArrayEquals(
-                    slice(data, reqs.get(i).offset(), reqs.get(i).length()), bytes(b));
-              } finally {
-                b.release();
-              }
-              checked++;
-            }
-          }
-          return checked;
-        }));
+        results.add(
+            pool.submit(
+                () -> {
+                  Random r = new Random(1000 + id);
+                  TransferNode reader = readers.get(id % readers.size());
+                  int checked = 0;
+                  for (int round = 0; round < 20; round++) {
+                    int which = r.nextInt(regions.size());
+                    RemoteRegion region = regions.get(which);
+                    byte[] data = contents.get(which);
+                    List<ReadRequest> reqs = new ArrayList<>();
+                    for (int i = 0; i < 16; i++) {
+                      int len = 1 + r.nextInt(32 << 10);
+                      reqs.add(ReadRequest.of(region, r.nextInt(data.length - len + 1), len));
+                    }
+                    ReadBatch batch = reader.connection(region.node()).read(reqs);
+                    for (int i = 0; i < reqs.size(); i++) {
+                      TransferBuffer b = batch.result(i).get(WAIT_SECONDS, TimeUnit.SECONDS);
+                      try {
+                        assertArrayEquals(
+                            slice(data, reqs.get(i).offset(), reqs.get(i).length()), bytes(b));
+                      } finally {
+                        b.release();
+                      }
+                      checked++;
+                    }
+                  }
+                  return checked;
+                }));
       }
       int total = 0;
       for (Future<Integer> f : results) {
@@ -321,8 +338,10 @@ public abstract class TransferContractTest {
     MemoryRegion word = server.register(wordMemory);
     Connection c = client.connection(server.localAddress());
     int first = 256 << 10;
-    List<ReadRequest> reqs = List.of(ReadRequest.of(body.remote(), 0, first),
-        ReadRequest.of(body.remote(), first, data.length - first));
+    List<ReadRequest> reqs =
+        List.of(
+            ReadRequest.of(body.remote(), 0, first),
+            ReadRequest.of(body.remote(), first, data.length - first));
     Thread test = Thread.currentThread();
     boolean conclusive = false;
     for (int attempt = 1; attempt <= 10 && !conclusive; attempt++) {
@@ -334,15 +353,20 @@ public abstract class TransferContractTest {
       // that went out with the body, ahead of that completion, would still see 0. (Run on this
       // thread, the callback came too late to tell anything: try again.)
       AtomicBoolean inCompletion = new AtomicBoolean();
-      batch.result(0).whenComplete((b, e) -> {
-        if (Thread.currentThread() != test) {
-          inCompletion.set(true);
-          wordMemory.putLong(0, changed);
-        }
-      });
+      batch
+          .result(0)
+          .whenComplete(
+              (b, e) -> {
+                if (Thread.currentThread() != test) {
+                  inCompletion.set(true);
+                  wordMemory.putLong(0, changed);
+                }
+              });
       List<Boolean> bodyDoneFirst = new ArrayList<>();
-      batch.result(2).whenComplete((b, e) -> bodyDoneFirst.add(
-          batch.result(0).isDone() && batch.result(1).isDone()));
+      batch
+          .result(2)
+          .whenComplete(
+              (b, e) -> bodyDoneFirst.add(batch.result(0).isDone() && batch.result(1).isDone()));
       long seen;
       TransferBuffer after = await(batch.result(2));
       try {
@@ -364,8 +388,10 @@ public abstract class TransferContractTest {
         assertEquals(changed, seen, "the after read saw the word as it was before the body ended");
       }
     }
-    assertTrue(conclusive, "in 10 tries the first body request never completed after its "
-        + "callback was registered");
+    assertTrue(
+        conclusive,
+        "in 10 tries the first body request never completed after its "
+            + "callback was registered");
   }
 
   @Test
@@ -379,13 +405,15 @@ public abstract class TransferContractTest {
     body.close();
     body.released().get(WAIT_SECONDS, TimeUnit.SECONDS);
     Connection c = client.connection(server.localAddress());
-    ReadBatch batch = c.read(List.of(ReadRequest.of(gone, 0, 4096),
-        ReadRequest.of(gone, 4096, 4096)), ReadRequest.of(word.remote(), 0, 8));
+    ReadBatch batch =
+        c.read(
+            List.of(ReadRequest.of(gone, 0, 4096), ReadRequest.of(gone, 4096, 4096)),
+            ReadRequest.of(word.remote(), 0, 8));
     RemoteAccessException bodyError = awaitFailure(RemoteAccessException.class, batch.result(0));
     awaitFailure(RemoteAccessException.class, batch.result(1));
-    RemoteAccessException afterError =
-        awaitFailure(RemoteAccessException.class, batch.result(2));
-    assertTrue(afterError == bodyError || afterError.reason() == bodyError.reason(),
+    RemoteAccessException afterError = awaitFailure(RemoteAccessException.class, batch.result(2));
+    assertTrue(
+        afterError == bodyError || afterError.reason() == bodyError.reason(),
         "the after read fails with the body's error: " + afterError);
     awaitFailure(RemoteAccessException.class, batch.all());
     // Nothing of the failed batch stays pinned, and the connection goes on.
@@ -402,12 +430,18 @@ public abstract class TransferContractTest {
     TransferNode client = node();
     MemoryRegion region = server.register(direct(data));
     RegionDescriptor real = region.descriptors().get(0);
-    RegionDescriptor forged = new RegionDescriptor(real.provider(), real.node(),
-        real.key() ^ 0x5a5a5a5a5a5aL, real.address(), real.length());
+    RegionDescriptor forged =
+        new RegionDescriptor(
+            real.provider(),
+            real.node(),
+            real.key() ^ 0x5a5a5a5a5a5aL,
+            real.address(),
+            real.length());
     Connection c = client.connection(server.localAddress());
     RemoteAccessException e =
         awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(forged, 0, 100)));
-    assertTrue(e.getMessage().contains(server.localAddress().getPort() + ""),
+    assertTrue(
+        e.getMessage().contains(server.localAddress().getPort() + ""),
         "message names the peer: " + e.getMessage());
     assertEquals(forged, e.descriptor());
     TransferBuffer ok = await(c.read(ReadRequest.of(region.remote(), 10, 100)));
@@ -424,15 +458,18 @@ public abstract class TransferContractTest {
     MemoryRegion region = server.register(direct(data));
     RegionDescriptor real = region.descriptors().get(0);
     Connection c = client.connection(server.localAddress());
-    RegionDescriptor tooLong = new RegionDescriptor(real.provider(), real.node(), real.key(),
-        real.address(), real.length() + 4096);
-    awaitFailure(RemoteAccessException.class,
-        c.read(ReadRequest.of(tooLong, real.length() - 10, 100)));
-    RegionDescriptor before = new RegionDescriptor(real.provider(), real.node(), real.key(),
-        real.address() - 4096, real.length());
+    RegionDescriptor tooLong =
+        new RegionDescriptor(
+            real.provider(), real.node(), real.key(), real.address(), real.length() + 4096);
+    awaitFailure(
+        RemoteAccessException.class, c.read(ReadRequest.of(tooLong, real.length() - 10, 100)));
+    RegionDescriptor before =
+        new RegionDescriptor(
+            real.provider(), real.node(), real.key(), real.address() - 4096, real.length());
     awaitFailure(RemoteAccessException.class, c.read(ReadRequest.of(before, 0, 100)));
     // Outside the descriptor itself: refused before anything is sent.
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> ReadRequest.of(region.remote(), real.length() - 10, 100));
     assertThrows(IllegalArgumentException.class, () -> ReadRequest.of(region.remote(), 0, 0));
     assertThrows(IllegalArgumentException.class, () -> ReadRequest.of(region.remote(), 0, -5));
@@ -464,8 +501,8 @@ public abstract class TransferContractTest {
   @Test
   void heapBuffersAndEmptyBuffersAreRefused() {
     TransferNode server = node();
-    RegistrationException e = assertThrows(RegistrationException.class,
-        () -> server.register(ByteBuffer.allocate(100)));
+    RegistrationException e =
+        assertThrows(RegistrationException.class, () -> server.register(ByteBuffer.allocate(100)));
     assertTrue(e.getMessage().contains("heap"), e.getMessage());
     assertThrows(RegistrationException.class, () -> server.register(ByteBuffer.allocateDirect(0)));
   }
@@ -474,8 +511,9 @@ public abstract class TransferContractTest {
   void theRegistrationBudgetIsEnforced() throws Exception {
     TransferNode server = node(baseConfig().registrationBudget(2 << 20).poolMaxBytes(1 << 20));
     MemoryRegion a = server.register(ByteBuffer.allocateDirect(1536 << 10));
-    RegistrationException e = assertThrows(RegistrationException.class,
-        () -> server.register(ByteBuffer.allocateDirect(1 << 20)));
+    RegistrationException e =
+        assertThrows(
+            RegistrationException.class, () -> server.register(ByteBuffer.allocateDirect(1 << 20)));
     assertTrue(e.getMessage().contains("registrationBudget"), e.getMessage());
     a.close();
     server.register(ByteBuffer.allocateDirect(1 << 20)).close();
@@ -485,8 +523,12 @@ public abstract class TransferContractTest {
   void peerGoingAwayFailsEveryOutstandingReadAndReconnectWorks() throws Exception {
     byte[] data = random(new Random(9), 4 << 20);
     TransferNode server = node();
-    TransferNode client = node(baseConfig().maxOutstandingRequests(2).maxTransferSize(64 << 10)
-        .maxOutstandingBytes(128 << 10));
+    TransferNode client =
+        node(
+            baseConfig()
+                .maxOutstandingRequests(2)
+                .maxTransferSize(64 << 10)
+                .maxOutstandingBytes(128 << 10));
     MemoryRegion region = server.register(direct(data));
     InetSocketAddress address = server.localAddress();
     Connection c = client.connection(address);
@@ -503,8 +545,10 @@ public abstract class TransferContractTest {
         assertArrayEquals(data, bytes(b), "a read that succeeded has all its bytes");
         b.release();
       } catch (ExecutionException e) {
-        assertTrue(e.getCause() instanceof TransferConnectionException
-            || e.getCause() instanceof RemoteAccessException, "unexpected " + e.getCause());
+        assertTrue(
+            e.getCause() instanceof TransferConnectionException
+                || e.getCause() instanceof RemoteAccessException,
+            "unexpected " + e.getCause());
         failed++;
       }
     }
@@ -515,8 +559,8 @@ public abstract class TransferContractTest {
     // A new server on the same address: the client reconnects on its next read.
     TransferNode again = node(baseConfig().port(address.getPort()));
     MemoryRegion region2 = again.register(direct(data));
-    TransferBuffer b = await(client.connection(address)
-        .read(ReadRequest.of(region2.remote(), 100, 1000)));
+    TransferBuffer b =
+        await(client.connection(address).read(ReadRequest.of(region2.remote(), 100, 1000)));
     assertArrayEquals(slice(data, 100, 1000), bytes(b));
     b.release();
   }
@@ -525,8 +569,11 @@ public abstract class TransferContractTest {
   void connectingToNothingFailsWithAConnectionError() throws Exception {
     TransferNode client = node(baseConfig().connectTimeout(java.time.Duration.ofSeconds(2)));
     InetSocketAddress nowhere;
-    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1,
-        java.net.InetAddress.getByName(client.localAddress().getAddress().getHostAddress()))) {
+    try (java.net.ServerSocket s =
+        new java.net.ServerSocket(
+            0,
+            1,
+            java.net.InetAddress.getByName(client.localAddress().getAddress().getHostAddress()))) {
       nowhere = new InetSocketAddress(s.getInetAddress(), s.getLocalPort());
     }
     TransferException e = assertThrows(TransferException.class, () -> client.connection(nowhere));
@@ -540,10 +587,11 @@ public abstract class TransferContractTest {
     TransferNode server = node();
     TransferNode client = startNode(baseConfig().build()); // not node(): it is meant to leak
     MemoryRegion r = server.register(direct(data));
-    TransferBuffer kept = await(client.connection(server.localAddress())
-        .read(ReadRequest.of(r.remote(), 0, 5000)));
-    TransferBuffer gone = await(client.connection(server.localAddress())
-        .read(ReadRequest.of(r.remote(), 5000, 3000)));
+    TransferBuffer kept =
+        await(client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 0, 5000)));
+    TransferBuffer gone =
+        await(
+            client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 5000, 3000)));
     gone.release();
     TransferStats s = client.stats();
     assertEquals(5000, s.memoryBytes(TransferNode.READ_POOL), s.toString());
@@ -572,8 +620,11 @@ public abstract class TransferContractTest {
     MemoryRegion r2 = server.register(direct(data));
     List<TransferBuffer> held = new ArrayList<>();
     for (int i = 0; i < 10; i++) {
-      held.add(await(client.connection(server.localAddress())
-          .read(ReadRequest.of(r2.remote(), i * 1000L, 50_000))));
+      held.add(
+          await(
+              client
+                  .connection(server.localAddress())
+                  .read(ReadRequest.of(r2.remote(), i * 1000L, 50_000))));
     }
     assertEquals(10, client.stats().poolBuffersOutstanding());
     held.forEach(TransferBuffer::release);
@@ -593,8 +644,11 @@ public abstract class TransferContractTest {
 
   /** Reads the whole of a file through a second node: used by subclasses for smoke checks. */
   protected byte[] readAll(TransferNode reader, RemoteRegion region) throws Exception {
-    TransferBuffer b = await(reader.connection(region.node())
-        .read(ReadRequest.of(region, 0, (int) region.length())));
+    TransferBuffer b =
+        await(
+            reader
+                .connection(region.node())
+                .read(ReadRequest.of(region, 0, (int) region.length())));
     try {
       return bytes(b);
     } finally {

@@ -13,10 +13,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Map;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -66,13 +66,16 @@ class VerbsProviderTest {
     RegionDescriptor d = region.descriptors().get(0);
     assertEquals(0, d.key() >>> 32, "the descriptor carries a 32-bit rkey");
     Connection c = client.connection(server.localAddress());
-    TransferBuffer first = c.read(ReadRequest.of(region.remote(), 0, 4096)).get(60, TimeUnit.SECONDS);
+    TransferBuffer first =
+        c.read(ReadRequest.of(region.remote(), 0, 4096)).get(60, TimeUnit.SECONDS);
     assertArrayEquals(Arrays.copyOf(data, 4096), bytes(first));
     first.release();
 
     region.close(); // the memory itself stays allocated and unchanged: only the MR is gone
-    ExecutionException e = assertThrows(ExecutionException.class,
-        () -> c.read(ReadRequest.of(region.remote(), 0, 4096)).get(60, TimeUnit.SECONDS));
+    ExecutionException e =
+        assertThrows(
+            ExecutionException.class,
+            () -> c.read(ReadRequest.of(region.remote(), 0, 4096)).get(60, TimeUnit.SECONDS));
     RemoteAccessException rae = assertInstanceOf(RemoteAccessException.class, e.getCause());
     assertEquals(RemoteAccessException.Reason.ACCESS_ERROR, rae.reason());
     assertEquals(d, rae.descriptor());
@@ -92,24 +95,27 @@ class VerbsProviderTest {
     TransferNode client = node();
     MemoryRegion region = server.register(memory);
     RegionDescriptor real = region.descriptors().get(0);
-    RegionDescriptor forged = new RegionDescriptor(real.provider(), real.node(),
-        real.key() ^ 0x00ff00ffL, real.address(), real.length());
+    RegionDescriptor forged =
+        new RegionDescriptor(
+            real.provider(), real.node(), real.key() ^ 0x00ff00ffL, real.address(), real.length());
     List<ReadRequest> reqs = new ArrayList<>();
     for (int i = 0; i < 24; i++) {
-      reqs.add(i == 5 ? ReadRequest.of(forged, 0, 1000)
-          : ReadRequest.of(region.remote(), i * 16_000L, 16_000));
+      reqs.add(
+          i == 5
+              ? ReadRequest.of(forged, 0, 1000)
+              : ReadRequest.of(region.remote(), i * 16_000L, 16_000));
     }
     ReadBatch batch = client.connection(server.localAddress()).read(reqs);
     for (int i = 0; i < reqs.size(); i++) {
       if (i == 5) {
-        ExecutionException e = assertThrows(ExecutionException.class,
-            () -> batch.result(5).get(60, TimeUnit.SECONDS));
+        ExecutionException e =
+            assertThrows(ExecutionException.class, () -> batch.result(5).get(60, TimeUnit.SECONDS));
         assertInstanceOf(RemoteAccessException.class, e.getCause());
         continue;
       }
       TransferBuffer b = batch.result(i).get(60, TimeUnit.SECONDS);
-      assertArrayEquals(Arrays.copyOfRange(data, i * 16_000, i * 16_000 + 16_000), bytes(b),
-          "read " + i);
+      assertArrayEquals(
+          Arrays.copyOfRange(data, i * 16_000, i * 16_000 + 16_000), bytes(b), "read " + i);
       b.release();
     }
     TransferStats s = client.stats();
@@ -119,17 +125,18 @@ class VerbsProviderTest {
   }
 
   /**
-   * Reads that a completion lets go are posted together: a long batch goes out in chains of up
-   * to the queue depth (one post call, one signaled request each), not one post per read, and
-   * every read still lands its own bytes (the reused work requests are rewritten correctly).
+   * Reads that a completion lets go are posted together: a long batch goes out in chains of up to
+   * the queue depth (one post call, one signaled request each), not one post per read, and every
+   * read still lands its own bytes (the reused work requests are rewritten correctly).
    */
   @Test
   void aLongBatchIsPostedInChainsAndEveryReadGetsItsOwnBytes() throws Exception {
     byte[] data = TransferContractTest.random(new Random(3), 1 << 20);
     ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
-    TransferNode client = TransferNode.start(
-        VerbsTransferContractTest.verbsConfig().maxOutstandingRequests(16).build());
+    TransferNode client =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig().maxOutstandingRequests(16).build());
     nodes.add(client);
     MemoryRegion region = server.register(memory);
     int reads = 240;
@@ -147,7 +154,8 @@ class VerbsProviderTest {
     }
     java.util.Map<String, Long> s = client.stats().asMap();
     assertEquals(reads, s.get("verbsPostedReads"), s.toString());
-    assertTrue(s.get("verbsPostCalls") * 4 <= reads,
+    assertTrue(
+        s.get("verbsPostCalls") * 4 <= reads,
         "reads freed by one completion go out as one chain: " + s);
     assertTrue(s.get("verbsCompletions") * 4 <= reads, "one signaled request per chain: " + s);
   }
@@ -188,16 +196,19 @@ class VerbsProviderTest {
     Files.write(f, data);
     FileTime past = FileTime.fromMillis(System.currentTimeMillis() - 3_600_000L);
     Files.setLastModifiedTime(f, past);
-    TransferNode server = TransferNode.start(VerbsTransferContractTest.verbsConfig()
-        .maxSegmentSize(1 << 20).build());
+    TransferNode server =
+        TransferNode.start(VerbsTransferContractTest.verbsConfig().maxSegmentSize(1 << 20).build());
     nodes.add(server);
     TransferNode client = node();
     int offset = 1000; // not page aligned
     int length = data.length - offset;
     MemoryRegion region = server.register(f, offset, length);
     assertEquals(4, region.descriptors().size(), "four segments of at most 1 MiB");
-    TransferBuffer b = client.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, length)).get(120, TimeUnit.SECONDS);
+    TransferBuffer b =
+        client
+            .connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, length))
+            .get(120, TimeUnit.SECONDS);
     try {
       assertArrayEquals(Arrays.copyOfRange(data, offset, data.length), bytes(b));
     } finally {
@@ -221,13 +232,13 @@ class VerbsProviderTest {
 
   /**
    * A file this process may not write falls back to the private copy (on kernels that cannot pin
-   * read-only mappings). As root, permissions do not stop writes, so the guest run passes a file
-   * on a read-only bind mount in {@code memwire.test.verbs.readOnlyFile}.
+   * read-only mappings). As root, permissions do not stop writes, so the guest run passes a file on
+   * a read-only bind mount in {@code memwire.test.verbs.readOnlyFile}.
    */
   @Test
   void anUnwritableFileIsServedFromAPrivateCopy() throws Exception {
-    Assumptions.assumeFalse(kernelPinsReadOnlyMappings(),
-        "this kernel pins read-only mappings: no fallback needed");
+    Assumptions.assumeFalse(
+        kernelPinsReadOnlyMappings(), "this kernel pins read-only mappings: no fallback needed");
     String given = System.getProperty("memwire.test.verbs.readOnlyFile");
     Path f;
     byte[] data;
@@ -244,8 +255,11 @@ class VerbsProviderTest {
     TransferNode server = node();
     TransferNode client = node();
     MemoryRegion region = server.register(f, 0, data.length);
-    TransferBuffer b = client.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, data.length)).get(120, TimeUnit.SECONDS);
+    TransferBuffer b =
+        client
+            .connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, data.length))
+            .get(120, TimeUnit.SECONDS);
     try {
       assertArrayEquals(data, bytes(b));
     } finally {
@@ -261,17 +275,25 @@ class VerbsProviderTest {
   @Test
   void withASecretOnlyAuthenticatedPeersConnect() throws Exception {
     byte[] data = TransferContractTest.random(new Random(9), 64 << 10);
-    TransferNode server = TransferNode.start(VerbsTransferContractTest.verbsConfig()
-        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    TransferNode server =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig()
+                .authSecret("s3cret".getBytes(StandardCharsets.UTF_8))
+                .build());
     nodes.add(server);
     MemoryRegion region = server.register(TransferContractTest.direct(data));
 
     // The right secret: the handshake admits the connect request, the read returns the bytes.
-    TransferNode good = TransferNode.start(VerbsTransferContractTest.verbsConfig()
-        .authSecret("s3cret".getBytes(StandardCharsets.UTF_8)).build());
+    TransferNode good =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig()
+                .authSecret("s3cret".getBytes(StandardCharsets.UTF_8))
+                .build());
     nodes.add(good);
-    TransferBuffer b = good.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, data.length)).get(60, TimeUnit.SECONDS);
+    TransferBuffer b =
+        good.connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, data.length))
+            .get(60, TimeUnit.SECONDS);
     try {
       assertArrayEquals(data, bytes(b));
     } finally {
@@ -282,17 +304,22 @@ class VerbsProviderTest {
 
     // No secret: the RDMA connect request was not announced and is refused without a QP.
     TransferNode none = node();
-    TransferConnectionException missing = assertThrows(TransferConnectionException.class,
-        () -> none.connection(server.localAddress()));
+    TransferConnectionException missing =
+        assertThrows(
+            TransferConnectionException.class, () -> none.connection(server.localAddress()));
     assertTrue(missing.getMessage().contains("REJECTED"), missing.getMessage());
     assertEquals(1L, server.stats().asMap().get("verbsAuthRefusedRequests"));
 
     // A wrong secret: the handshake fails before any RDMA connect request.
-    TransferNode wrong = TransferNode.start(VerbsTransferContractTest.verbsConfig()
-        .authSecret("guess".getBytes(StandardCharsets.UTF_8)).build());
+    TransferNode wrong =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig()
+                .authSecret("guess".getBytes(StandardCharsets.UTF_8))
+                .build());
     nodes.add(wrong);
-    TransferConnectionException bad = assertThrows(TransferConnectionException.class,
-        () -> wrong.connection(server.localAddress()));
+    TransferConnectionException bad =
+        assertThrows(
+            TransferConnectionException.class, () -> wrong.connection(server.localAddress()));
     assertTrue(bad.getMessage().contains("authentication failed"), bad.getMessage());
     Map<String, Long> s = server.stats().asMap();
     assertEquals(1L, s.get("verbsAcceptedTotal"), "only the authenticated peer got a QP: " + s);

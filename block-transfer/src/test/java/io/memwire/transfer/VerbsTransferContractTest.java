@@ -17,8 +17,11 @@ class VerbsTransferContractTest extends TransferContractTest {
 
   /** The verbs configuration the verbs tests share. */
   static TransferConfig.Builder verbsConfig() {
-    TransferConfig.Builder b = TransferConfig.builder().provider(ProviderKind.VERBS)
-        .registrationBudget(512L << 20).poolMaxBytes(64 << 20);
+    TransferConfig.Builder b =
+        TransferConfig.builder()
+            .provider(ProviderKind.VERBS)
+            .registrationBudget(512L << 20)
+            .poolMaxBytes(64 << 20);
     String bind = System.getProperty("memwire.test.verbs.bind");
     String device = System.getProperty("memwire.test.verbs.device");
     if (bind != null && !bind.isBlank()) {

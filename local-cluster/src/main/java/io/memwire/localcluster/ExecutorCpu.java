@@ -11,21 +11,22 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 /**
- * CPU time of the executor JVMs this JVM started, per group of threads, read from Linux's
- * {@code /proc}: the serving side of a shuffle is a set of named threads (Spark's Netty server,
- * Memwire's tcp responder loops, Memwire's verbs threads), and one-sided reads exist to take
- * their work away. In {@code local-cluster} mode the Workers run inside the driver JVM, so every
- * executor is a descendant process of it; on a real cluster executors run elsewhere and {@link
- * #take()} finds none.
+ * CPU time of the executor JVMs this JVM started, per group of threads, read from Linux's {@code
+ * /proc}: the serving side of a shuffle is a set of named threads (Spark's Netty server, Memwire's
+ * tcp responder loops, Memwire's verbs threads), and one-sided reads exist to take their work away.
+ * In {@code local-cluster} mode the Workers run inside the driver JVM, so every executor is a
+ * descendant process of it; on a real cluster executors run elsewhere and {@link #take()} finds
+ * none.
  *
  * <p>Thread names come from {@code /proc/PID/task/TID/comm}, which Linux cuts at 15 characters:
  * every group below is a prefix no longer than that. Times are the kernel's user + system clock
- * ticks (USER_HZ, 100 on Linux), so a figure is good to about 10 ms per thread. Threads that
- * ended between two snapshots are missing from the groups, not from {@link Group#PROCESS}.
+ * ticks (USER_HZ, 100 on Linux), so a figure is good to about 10 ms per thread. Threads that ended
+ * between two snapshots are missing from the groups, not from {@link Group#PROCESS}.
  */
 public final class ExecutorCpu {
   /** Nanoseconds per USER_HZ tick: the kernel ABI fixes USER_HZ at 100 on Linux. */
   private static final long NANOS_PER_TICK = 10_000_000L;
+
   private static final Path PROC = Path.of("/proc");
 
   /** Thread groups, matched by name prefix in this order; {@link #PROCESS} is the whole JVM. */
@@ -83,17 +84,18 @@ public final class ExecutorCpu {
     }
 
     /**
-     * What each group used between {@code earlier} and this snapshot, for the executors present
-     * in both (an executor started in between counts from zero).
+     * What each group used between {@code earlier} and this snapshot, for the executors present in
+     * both (an executor started in between counts from zero).
      */
     public Snapshot since(Snapshot earlier) {
       Map<Long, Map<Group, Long>> d = new LinkedHashMap<>();
-      byPid.forEach((pid, now) -> {
-        Map<Group, Long> before = earlier.byPid.getOrDefault(pid, Map.of());
-        Map<Group, Long> diff = new EnumMap<>(Group.class);
-        now.forEach((g, v) -> diff.put(g, v - before.getOrDefault(g, 0L)));
-        d.put(pid, diff);
-      });
+      byPid.forEach(
+          (pid, now) -> {
+            Map<Group, Long> before = earlier.byPid.getOrDefault(pid, Map.of());
+            Map<Group, Long> diff = new EnumMap<>(Group.class);
+            now.forEach((g, v) -> diff.put(g, v - before.getOrDefault(g, 0L)));
+            d.put(pid, diff);
+          });
       return new Snapshot(d);
     }
 
@@ -101,8 +103,11 @@ public final class ExecutorCpu {
     public String toString() {
       StringBuilder s = new StringBuilder();
       for (Group g : Group.values()) {
-        s.append(s.length() == 0 ? "" : ", ").append(g.name().toLowerCase(java.util.Locale.ROOT))
-            .append(' ').append(nanos(g) / 1_000_000).append(" ms");
+        s.append(s.length() == 0 ? "" : ", ")
+            .append(g.name().toLowerCase(java.util.Locale.ROOT))
+            .append(' ')
+            .append(nanos(g) / 1_000_000)
+            .append(" ms");
       }
       return s.toString();
     }
@@ -116,24 +121,26 @@ public final class ExecutorCpu {
   }
 
   /**
-   * A snapshot of every descendant process that runs Spark's executor backend; empty when there
-   * is none or {@code /proc} is missing. A process or thread that ends while it is read is
-   * skipped.
+   * A snapshot of every descendant process that runs Spark's executor backend; empty when there is
+   * none or {@code /proc} is missing. A process or thread that ends while it is read is skipped.
    */
   public static Snapshot take() {
     Map<Long, Map<Group, Long>> byPid = new LinkedHashMap<>();
     if (!available()) {
       return new Snapshot(byPid);
     }
-    ProcessHandle.current().descendants().forEach(p -> {
-      try {
-        if (isExecutor(p.pid())) {
-          byPid.put(p.pid(), read(p.pid()));
-        }
-      } catch (IOException | RuntimeException e) {
-        // the process ended while being read
-      }
-    });
+    ProcessHandle.current()
+        .descendants()
+        .forEach(
+            p -> {
+              try {
+                if (isExecutor(p.pid())) {
+                  byPid.put(p.pid(), read(p.pid()));
+                }
+              } catch (IOException | RuntimeException e) {
+                // the process ended while being read
+              }
+            });
     return new Snapshot(byPid);
   }
 
@@ -146,23 +153,24 @@ public final class ExecutorCpu {
     Map<Group, Long> m = new EnumMap<>(Group.class);
     m.put(Group.PROCESS, ticks(Files.readString(PROC.resolve(pid + "/stat"))) * NANOS_PER_TICK);
     try (Stream<Path> tasks = Files.list(PROC.resolve(pid + "/task"))) {
-      tasks.forEach(t -> {
-        try {
-          Group g = Group.of(Files.readString(t.resolve("comm")).strip());
-          if (g != null) {
-            m.merge(g, ticks(Files.readString(t.resolve("stat"))) * NANOS_PER_TICK, Long::sum);
-          }
-        } catch (IOException e) {
-          // the thread ended while being read
-        }
-      });
+      tasks.forEach(
+          t -> {
+            try {
+              Group g = Group.of(Files.readString(t.resolve("comm")).strip());
+              if (g != null) {
+                m.merge(g, ticks(Files.readString(t.resolve("stat"))) * NANOS_PER_TICK, Long::sum);
+              }
+            } catch (IOException e) {
+              // the thread ended while being read
+            }
+          });
     }
     return m;
   }
 
   /**
-   * utime + stime of a {@code stat} line: fields 14 and 15, counted after the command name,
-   * which is in parentheses and may itself hold spaces and parentheses.
+   * utime + stime of a {@code stat} line: fields 14 and 15, counted after the command name, which
+   * is in parentheses and may itself hold spaces and parentheses.
    */
   static long ticks(String stat) {
     String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");

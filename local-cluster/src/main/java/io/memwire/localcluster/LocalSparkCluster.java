@@ -41,11 +41,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>How it works: Workers launch executors with {@code $SPARK_HOME/jars/*} plus {@code
  * SPARK_DIST_CLASSPATH}. This class generates a SPARK_HOME whose {@code jars/} is empty and passes
- * the current JVM's classpath (plus {@link Builder#extraExecutorClassPath}) as
- * SPARK_DIST_CLASSPATH through {@code spark.executorEnv.*}. A Worker reads SPARK_HOME, and the
- * driver reads SPARK_LOCAL_IP, from the process environment; when they are not set, this class
- * sets them in this JVM's environment view (reflection on {@code java.util}, which needs the
- * {@code --add-opens=java.base/java.util=ALL-UNNAMED} that {@link #driverJvmOptions()} includes).
+ * the current JVM's classpath (plus {@link Builder#extraExecutorClassPath}) as SPARK_DIST_CLASSPATH
+ * through {@code spark.executorEnv.*}. A Worker reads SPARK_HOME, and the driver reads
+ * SPARK_LOCAL_IP, from the process environment; when they are not set, this class sets them in this
+ * JVM's environment view (reflection on {@code java.util}, which needs the {@code
+ * --add-opens=java.base/java.util=ALL-UNNAMED} that {@link #driverJvmOptions()} includes).
  *
  * <p>The driver JVM must run with {@link #driverJvmOptions()}; executors get them from Spark. One
  * cluster per JVM at a time (Spark allows one active SparkContext).
@@ -53,6 +53,7 @@ import org.slf4j.LoggerFactory;
 public final class LocalSparkCluster implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(LocalSparkCluster.class);
   private static final String LOCAL_IP = "127.0.0.1";
+
   /** The SPARK_HOME this class put into the environment, so a later cluster may replace it. */
   private static volatile String injectedSparkHome;
 
@@ -210,36 +211,47 @@ public final class LocalSparkCluster implements AutoCloseable {
     /**
      * Starts the cluster and waits until every executor has registered.
      *
-     * @throws IllegalStateException when a SparkContext is already active, the environment
-     *     cannot be prepared, or executors do not register within the startup timeout (the
-     *     message includes the tail of an executor's stderr)
+     * @throws IllegalStateException when a SparkContext is already active, the environment cannot
+     *     be prepared, or executors do not register within the startup timeout (the message
+     *     includes the tail of an executor's stderr)
      */
     public LocalSparkCluster start() {
       if (org.apache.spark.SparkContext$.MODULE$.getActive().isDefined()) {
-        throw new IllegalStateException("a SparkContext is already active in this JVM; close it "
-            + "(or the other LocalSparkCluster) first");
+        throw new IllegalStateException(
+            "a SparkContext is already active in this JVM; close it "
+                + "(or the other LocalSparkCluster) first");
       }
       boolean tempDir = workDir == null;
       Path dir;
       try {
-        dir = tempDir ? Files.createTempDirectory("memwire-cluster") : Files.createDirectories(workDir);
+        dir =
+            tempDir
+                ? Files.createTempDirectory("memwire-cluster")
+                : Files.createDirectories(workDir);
       } catch (IOException e) {
         throw new UncheckedIOException("cannot create the cluster work dir " + workDir, e);
       }
       Path home = prepareSparkHome(dir);
       String classPath = executorClassPath();
 
-      SparkSession.Builder b = SparkSession.builder()
-          .master("local-cluster[" + executors + "," + coresPerExecutor + "," + memoryPerExecutorMb
-              + "]")
-          .appName(appName)
-          .config("spark.executor.memory", memoryPerExecutorMb + "m")
-          .config("spark.driver.host", LOCAL_IP)
-          .config("spark.driver.bindAddress", LOCAL_IP)
-          .config("spark.ui.enabled", "false")
-          .config("spark.executorEnv.SPARK_DIST_CLASSPATH", classPath)
-          .config("spark.executorEnv.SPARK_SCALA_VERSION", scalaVersion())
-          .config("spark.executorEnv.SPARK_LOCAL_IP", LOCAL_IP);
+      SparkSession.Builder b =
+          SparkSession.builder()
+              .master(
+                  "local-cluster["
+                      + executors
+                      + ","
+                      + coresPerExecutor
+                      + ","
+                      + memoryPerExecutorMb
+                      + "]")
+              .appName(appName)
+              .config("spark.executor.memory", memoryPerExecutorMb + "m")
+              .config("spark.driver.host", LOCAL_IP)
+              .config("spark.driver.bindAddress", LOCAL_IP)
+              .config("spark.ui.enabled", "false")
+              .config("spark.executorEnv.SPARK_DIST_CLASSPATH", classPath)
+              .config("spark.executorEnv.SPARK_SCALA_VERSION", scalaVersion())
+              .config("spark.executorEnv.SPARK_LOCAL_IP", LOCAL_IP);
       for (Map.Entry<String, String> e : conf.entrySet()) {
         b.config(e.getKey(), e.getValue());
       }
@@ -254,8 +266,13 @@ public final class LocalSparkCluster implements AutoCloseable {
         }
         throw e;
       }
-      LOG.info("local-cluster[{},{},{}] up in {} ms, SPARK_HOME {}", executors, coresPerExecutor,
-          memoryPerExecutorMb, (System.nanoTime() - t0) / 1_000_000, home);
+      LOG.info(
+          "local-cluster[{},{},{}] up in {} ms, SPARK_HOME {}",
+          executors,
+          coresPerExecutor,
+          memoryPerExecutorMb,
+          (System.nanoTime() - t0) / 1_000_000,
+          home);
       return new LocalSparkCluster(session, home, dir, tempDir, executors);
     }
 
@@ -277,16 +294,23 @@ public final class LocalSparkCluster implements AutoCloseable {
           throw new IllegalStateException("interrupted while waiting for executors", e);
         }
       }
-      throw new IllegalStateException(seen + " of " + executors + " executors registered within "
-          + startupTimeout.toSeconds() + " s (SPARK_HOME " + home + "). " + executorStderrTail(home));
+      throw new IllegalStateException(
+          seen
+              + " of "
+              + executors
+              + " executors registered within "
+              + startupTimeout.toSeconds()
+              + " s (SPARK_HOME "
+              + home
+              + "). "
+              + executorStderrTail(home));
     }
 
     private Path prepareSparkHome(Path dir) {
       String envHome = System.getenv("SPARK_HOME");
       boolean given = envHome != null && !envHome.isBlank() && !envHome.equals(injectedSparkHome);
-      Path home = given
-          ? Path.of(envHome).toAbsolutePath()
-          : dir.resolve("spark-home").toAbsolutePath();
+      Path home =
+          given ? Path.of(envHome).toAbsolutePath() : dir.resolve("spark-home").toAbsolutePath();
       try {
         // Workers refuse a SPARK_HOME without jars/; the classpath comes from SPARK_DIST_CLASSPATH.
         Files.createDirectories(home.resolve("jars"));
@@ -334,9 +358,10 @@ public final class LocalSparkCluster implements AutoCloseable {
     if (cp == null || cp.isBlank()) {
       cp = System.getProperty("java.class.path", "");
     }
-    List<String> entries = Arrays.stream(cp.split(File.pathSeparator))
-        .filter(s -> !s.isBlank())
-        .collect(Collectors.toList());
+    List<String> entries =
+        Arrays.stream(cp.split(File.pathSeparator))
+            .filter(s -> !s.isBlank())
+            .collect(Collectors.toList());
     boolean hasSpark = entries.stream().anyMatch(e -> e.contains("spark-core"));
     ClassLoader cl = Thread.currentThread().getContextClassLoader();
     if (!hasSpark && cl instanceof URLClassLoader) {
@@ -355,9 +380,11 @@ public final class LocalSparkCluster implements AutoCloseable {
       return "No executor was launched (no " + work + ").";
     }
     try (Stream<Path> files = Files.walk(work)) {
-      Path newest = files.filter(p -> p.getFileName().toString().equals("stderr"))
-          .max(Comparator.comparingLong(p -> p.toFile().lastModified()))
-          .orElse(null);
+      Path newest =
+          files
+              .filter(p -> p.getFileName().toString().equals("stderr"))
+              .max(Comparator.comparingLong(p -> p.toFile().lastModified()))
+              .orElse(null);
       if (newest == null) {
         return "No executor stderr under " + work + ".";
       }
@@ -397,17 +424,27 @@ public final class LocalSparkCluster implements AutoCloseable {
         f.setAccessible(true);
         ((Map<String, String>) f.get(env)).putAll(vars);
       } catch (ReflectiveOperationException | RuntimeException e) {
-        throw new IllegalStateException("cannot set " + vars.keySet() + " in this JVM's "
-            + "environment (" + e + "). Either start the JVM with "
-            + "--add-opens=java.base/java.util=ALL-UNNAMED (see LocalSparkCluster."
-            + "driverJvmOptions()) or set them before starting it: "
-            + vars.entrySet().stream().map(en -> en.getKey() + "=" + en.getValue())
-                .collect(Collectors.joining(" ")), e);
+        throw new IllegalStateException(
+            "cannot set "
+                + vars.keySet()
+                + " in this JVM's "
+                + "environment ("
+                + e
+                + "). Either start the JVM with "
+                + "--add-opens=java.base/java.util=ALL-UNNAMED (see LocalSparkCluster."
+                + "driverJvmOptions()) or set them before starting it: "
+                + vars.entrySet().stream()
+                    .map(en -> en.getKey() + "=" + en.getValue())
+                    .collect(Collectors.joining(" ")),
+            e);
       }
       for (Map.Entry<String, String> e : vars.entrySet()) {
         if (!e.getValue().equals(System.getenv(e.getKey()))) {
-          throw new IllegalStateException("setting " + e.getKey() + " in the environment did not "
-              + "take effect; set it before starting the JVM");
+          throw new IllegalStateException(
+              "setting "
+                  + e.getKey()
+                  + " in the environment did not "
+                  + "take effect; set it before starting the JVM");
         }
       }
     }

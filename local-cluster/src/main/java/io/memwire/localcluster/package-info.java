@@ -1,2 +1,5 @@
-/** Starts a real multi-process Spark cluster from Maven jars, for tests, benchmarks and the main job. */
+/**
+ * Starts a real multi-process Spark cluster from Maven jars, for tests, benchmarks and the main
+ * job.
+ */
 package io.memwire.localcluster;

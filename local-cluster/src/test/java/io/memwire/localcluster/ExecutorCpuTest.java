@@ -24,22 +24,27 @@ class ExecutorCpuTest {
   }
 
   /**
-   * A child process that looks like an executor burns a known amount of CPU in a thread named
-   * like Spark's Netty server and then waits: the snapshot finds it, puts the time in that group
-   * and in the process total, and nothing in Memwire's groups.
+   * A child process that looks like an executor burns a known amount of CPU in a thread named like
+   * Spark's Netty server and then waits: the snapshot finds it, puts the time in that group and in
+   * the process total, and nothing in Memwire's groups.
    */
   @Test
   void findsAnExecutorChildAndSplitsItsCpuByThreadName() throws Exception {
     assumeTrue(ExecutorCpu.available(), "no /proc on this machine");
     ExecutorCpu.Snapshot none = ExecutorCpu.take();
-    Process child = new ProcessBuilder(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"),
-        "-Dmarker=org.apache.spark.executor.CoarseGrainedExecutorBackend",
-        Burner.class.getName())).redirectErrorStream(true).start();
+    Process child =
+        new ProcessBuilder(
+                List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    "-Dmarker=org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                    Burner.class.getName()))
+            .redirectErrorStream(true)
+            .start();
     try {
-      BufferedReader out = new BufferedReader(
-          new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
       assertEquals("burnt", out.readLine());
       ExecutorCpu.Snapshot s = ExecutorCpu.take();
       assertEquals(List.of(child.pid()), List.copyOf(s.pids()));
@@ -48,7 +53,8 @@ class ExecutorCpuTest {
       assertTrue(server >= BURN_MS - 20 && server < BURN_MS * 3, "netty server ms " + server);
       assertTrue(d.nanos(ExecutorCpu.Group.PROCESS) / 1_000_000 >= server, d.toString());
       assertEquals(0, d.nanos(ExecutorCpu.Group.MEMWIRE_TCP), d.toString());
-      assertEquals(d.nanos(ExecutorCpu.Group.NETTY_SERVER),
+      assertEquals(
+          d.nanos(ExecutorCpu.Group.NETTY_SERVER),
           d.nanos(child.pid(), ExecutorCpu.Group.NETTY_SERVER));
     } finally {
       child.getOutputStream().close(); // the child exits at end of input
@@ -62,19 +68,22 @@ class ExecutorCpuTest {
     public static void main(String[] args) throws Exception {
       java.util.concurrent.CountDownLatch burnt = new java.util.concurrent.CountDownLatch(1);
       java.util.concurrent.CountDownLatch exit = new java.util.concurrent.CountDownLatch(1);
-      Thread t = new Thread(() -> {
-        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long x = 0;
-        while (mx.getCurrentThreadCpuTime() < BURN_MS * 1_000_000) {
-          x += Long.numberOfTrailingZeros(x + System.nanoTime());
-        }
-        burnt.countDown();
-        try {
-          exit.await(); // stays alive: /proc drops a thread's time when it ends
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }, "shuffle-server-3-1");
+      Thread t =
+          new Thread(
+              () -> {
+                ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+                long x = 0;
+                while (mx.getCurrentThreadCpuTime() < BURN_MS * 1_000_000) {
+                  x += Long.numberOfTrailingZeros(x + System.nanoTime());
+                }
+                burnt.countDown();
+                try {
+                  exit.await(); // stays alive: /proc drops a thread's time when it ends
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              },
+              "shuffle-server-3-1");
       t.setDaemon(true);
       t.start();
       burnt.await();

@@ -6,9 +6,9 @@ import java.util.Map;
 
 /**
  * The executors' CPU around a phase of the main job, when it can be measured: the driver runs
- * {@code local-cluster} (executors are its child processes), on Linux, with Memwire's
- * local-cluster jar on the driver's classpath (the main-job launcher passes it). Anywhere else
- * the figures are absent, and the application runs as before.
+ * {@code local-cluster} (executors are its child processes), on Linux, with Memwire's local-cluster
+ * jar on the driver's classpath (the main-job launcher passes it). Anywhere else the figures are
+ * absent, and the application runs as before.
  */
 final class ExecutorCpuProbe {
   private ExecutorCpuProbe() {}
@@ -24,9 +24,9 @@ final class ExecutorCpuProbe {
 
   /**
    * Nanoseconds since {@code before}: {@code serving} (threads that send blocks: Spark's Netty
-   * server; Memwire's tcp loops, which also receive; verbs threads), {@code transport} (those
-   * and Spark's Netty client threads) and {@code executor} (whole JVMs). Empty when not
-   * measurable or no executor was found.
+   * server; Memwire's tcp loops, which also receive; verbs threads), {@code transport} (those and
+   * Spark's Netty client threads) and {@code executor} (whole JVMs). Empty when not measurable or
+   * no executor was found.
    */
   static Map<String, Long> since(Object before) {
     Map<String, Long> m = new HashMap<>();
@@ -37,8 +37,10 @@ final class ExecutorCpuProbe {
     if (d.pids().isEmpty()) {
       return m;
     }
-    long serving = d.nanos(ExecutorCpu.Group.NETTY_SERVER) + d.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
-        + d.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
+    long serving =
+        d.nanos(ExecutorCpu.Group.NETTY_SERVER)
+            + d.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
+            + d.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
     m.put("serving", serving);
     m.put("transport", serving + d.nanos(ExecutorCpu.Group.NETTY_CLIENT));
     m.put("executor", d.nanos(ExecutorCpu.Group.PROCESS));

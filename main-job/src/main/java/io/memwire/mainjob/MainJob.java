@@ -22,8 +22,8 @@ import java.util.regex.Pattern;
  * spark-submit} (from the Spark runtime this module assembles out of Maven jars) to a local
  * multi-process cluster with Spark's own shuffle and with Memwire's (passed with {@code --jars}),
  * alternately for a few rounds; checks that every run produced the reference's results and that
- * Memwire's remote bytes went one-sided, and prints medians, spreads and the fixed costs of a
- * small job.
+ * Memwire's remote bytes went one-sided, and prints medians, spreads and the fixed costs of a small
+ * job.
  *
  * <pre>
  * MainJob --spark-home DIR --app-jar JAR --memwire-jar JAR [--records N] [--provider tcp]
@@ -33,9 +33,9 @@ import java.util.regex.Pattern;
  *
  * Configurations: {@code spark-sort} and {@code memwire}, each optionally with {@code -hostlocal}
  * (Spark's default {@code spark.shuffle.readHostLocalDisk=true}); without it both read blocks of
- * the other executor on this host through their transport, which is what a single-host run must
- * do to measure a transport at all. Exit status 0 when every run succeeded with identical results
- * and Memwire read its remote blocks one-sided; 1 otherwise.
+ * the other executor on this host through their transport, which is what a single-host run must do
+ * to measure a transport at all. Exit status 0 when every run succeeded with identical results and
+ * Memwire read its remote blocks one-sided; 1 otherwise.
  */
 public final class MainJob {
   static final String MEMWIRE_MANAGER = "io.memwire.shuffle.RdmaShuffleManager";
@@ -104,15 +104,16 @@ public final class MainJob {
     }
     for (Path p : new Path[] {sparkHome.resolve("bin/spark-submit"), appJar, memwireJar}) {
       if (p == null || !Files.exists(p)) {
-        throw new IllegalArgumentException("missing " + p
-            + ": build first with `mvn -B -DskipTests install`");
+        throw new IllegalArgumentException(
+            "missing " + p + ": build first with `mvn -B -DskipTests install`");
       }
     }
     List<Config> configs = configs(configNames, provider, memwireJar);
     Files.createDirectories(workDir);
-    say("Memwire main job: %,d records, %d executors (local-cluster), Memwire provider %s, %d"
-        + " rounds of %s, order alternating", records, executors, provider, rounds,
-        configs.stream().map(Config::name).toList());
+    say(
+        "Memwire main job: %,d records, %d executors (local-cluster), Memwire provider %s, %d"
+            + " rounds of %s, order alternating",
+        records, executors, provider, rounds, configs.stream().map(Config::name).toList());
     String master = "local-cluster[" + executors + ",1,1024]";
     Map<String, List<Result>> results = new LinkedHashMap<>();
     configs.forEach(c -> results.put(c.name(), new ArrayList<>()));
@@ -121,23 +122,45 @@ public final class MainJob {
       // Alternate which manager goes first, so drift and warm page caches favour neither.
       java.util.Collections.rotate(order, -(round % configs.size()));
       for (Config c : order) {
-        Path out = workDir.resolve("result-" + c.name() + "-" + (round + 1) + ".json")
-            .toAbsolutePath();
+        Path out =
+            workDir.resolve("result-" + c.name() + "-" + (round + 1) + ".json").toAbsolutePath();
         Files.deleteIfExists(out);
-        List<String> cmd = new ArrayList<>(List.of("bash",
-            sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
-            "--master", master,
-            "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.ui.showConsoleProgress=false"));
+        List<String> cmd =
+            new ArrayList<>(
+                List.of(
+                    "bash",
+                    sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
+                    "--master",
+                    master,
+                    "--conf",
+                    "spark.ui.enabled=false",
+                    "--conf",
+                    "spark.ui.showConsoleProgress=false"));
         cmd.addAll(c.args());
         // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB.
-        cmd.addAll(List.of("--driver-class-path", Paths.get(ExecutorCpu.class
-            .getProtectionDomain().getCodeSource().getLocation().toURI()).toString()));
-        cmd.addAll(List.of("--class", ShuffleApp.class.getName(),
-            appJar.toAbsolutePath().toString(), "--records", String.valueOf(records),
-            "--small-repeats", String.valueOf(smallRepeats),
-            "--wait-executors", String.valueOf(executors),
-            "--out", out.toString()));
+        cmd.addAll(
+            List.of(
+                "--driver-class-path",
+                Paths.get(
+                        ExecutorCpu.class
+                            .getProtectionDomain()
+                            .getCodeSource()
+                            .getLocation()
+                            .toURI())
+                    .toString()));
+        cmd.addAll(
+            List.of(
+                "--class",
+                ShuffleApp.class.getName(),
+                appJar.toAbsolutePath().toString(),
+                "--records",
+                String.valueOf(records),
+                "--small-repeats",
+                String.valueOf(smallRepeats),
+                "--wait-executors",
+                String.valueOf(executors),
+                "--out",
+                out.toString()));
         String tag = c.name() + " " + (round + 1) + "/" + rounds;
         if (round == 0) {
           say("[%s] spark-submit %s", tag, String.join(" ", cmd.subList(2, cmd.size())));
@@ -150,9 +173,14 @@ public final class MainJob {
         }
         Result r = new Result(c.name(), parse(Files.readString(out)));
         results.get(c.name()).add(r);
-        say("[%s] %.1f s in all: main job %.2f s, first small job %.2f s, later small jobs %.2f"
-            + " s, executors ready after %.1f s", tag, (System.nanoTime() - t0) / 1e9,
-            r.number("wallSeconds"), r.number("smallColdSeconds"), r.number("smallWarmSeconds"),
+        say(
+            "[%s] %.1f s in all: main job %.2f s, first small job %.2f s, later small jobs %.2f"
+                + " s, executors ready after %.1f s",
+            tag,
+            (System.nanoTime() - t0) / 1e9,
+            r.number("wallSeconds"),
+            r.number("smallColdSeconds"),
+            r.number("smallWarmSeconds"),
             r.number("executorsReadySeconds"));
       }
     }
@@ -166,26 +194,36 @@ public final class MainJob {
       String name = raw.trim();
       boolean hostLocal = name.endsWith("-hostlocal");
       String base = hostLocal ? name.substring(0, name.length() - "-hostlocal".length()) : name;
-      List<String> args = new ArrayList<>(List.of("--conf",
-          "spark.shuffle.readHostLocalDisk=" + hostLocal));
+      List<String> args =
+          new ArrayList<>(List.of("--conf", "spark.shuffle.readHostLocalDisk=" + hostLocal));
       switch (base) {
-        case "spark-sort" -> { }
+        case "spark-sort" -> {}
         case "memwire" -> {
-          args.addAll(List.of("--jars", memwireJar.toAbsolutePath().toString(),
-              "--conf", "spark.shuffle.manager=" + MEMWIRE_MANAGER,
-              "--conf", "spark.shuffle.rdma.provider=" + provider));
+          args.addAll(
+              List.of(
+                  "--jars",
+                  memwireJar.toAbsolutePath().toString(),
+                  "--conf",
+                  "spark.shuffle.manager=" + MEMWIRE_MANAGER,
+                  "--conf",
+                  "spark.shuffle.rdma.provider=" + provider));
           name = "memwire-" + provider + (hostLocal ? "-hostlocal" : "");
         }
-        default -> throw new IllegalArgumentException("--configs: unknown configuration '" + raw
-            + "'; known: spark-sort, memwire, each optionally with -hostlocal (Spark's"
-            + " spark.shuffle.readHostLocalDisk=true: executors on one host read each other's"
-            + " files from disk)");
+        default ->
+            throw new IllegalArgumentException(
+                "--configs: unknown configuration '"
+                    + raw
+                    + "'; known: spark-sort, memwire, each optionally with -hostlocal (Spark's"
+                    + " spark.shuffle.readHostLocalDisk=true: executors on one host read each other's"
+                    + " files from disk)");
       }
       out.add(new Config(name, args));
     }
     if (out.isEmpty() || !out.get(0).name().startsWith("spark-sort")) {
-      throw new IllegalArgumentException("--configs: the first configuration is the reference"
-          + " and must be spark-sort or spark-sort-hostlocal, got " + names);
+      throw new IllegalArgumentException(
+          "--configs: the first configuration is the reference"
+              + " and must be spark-sort or spark-sort-hostlocal, got "
+              + names);
     }
     return out;
   }
@@ -197,17 +235,21 @@ public final class MainJob {
     pb.environment().put("SPARK_SCALA_VERSION", "2.13");
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
     Process p = pb.start();
-    Thread pump = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(
-          new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = r.readLine()) != null) {
-          System.out.println("  [" + tag + "] " + line);
-        }
-      } catch (IOException e) {
-        // process ended
-      }
-    }, "main-job-output");
+    Thread pump =
+        new Thread(
+            () -> {
+              try (BufferedReader r =
+                  new BufferedReader(
+                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                  System.out.println("  [" + tag + "] " + line);
+                }
+              } catch (IOException e) {
+                // process ended
+              }
+            },
+            "main-job-output");
     pump.setDaemon(true);
     pump.start();
     if (!p.waitFor(timeoutMinutes, TimeUnit.MINUTES)) {
@@ -232,8 +274,8 @@ public final class MainJob {
 
   /**
    * Prints medians and spreads per configuration and the fixed costs of a small job, checks that
-   * every run gave the reference's results and that Memwire's remote bytes went one-sided;
-   * returns the exit status.
+   * every run gave the reference's results and that Memwire's remote bytes went one-sided; returns
+   * the exit status.
    */
   static int report(Map<String, List<Result>> results, Path workDir) throws IOException {
     List<String> names = new ArrayList<>(results.keySet());
@@ -245,42 +287,87 @@ public final class MainJob {
         if (!r.text("resultDigest").equals(ref.text("resultDigest"))
             || r.number("resultRows") != ref.number("resultRows")
             || !r.text("smallDigest").equals(ref.text("smallDigest"))) {
-          say("RESULTS DIFFER: %s gave %s / %s, %s gave %s / %s", r.name, r.text("resultDigest"),
-              r.text("smallDigest"), refName, ref.text("resultDigest"), ref.text("smallDigest"));
+          say(
+              "RESULTS DIFFER: %s gave %s / %s, %s gave %s / %s",
+              r.name,
+              r.text("resultDigest"),
+              r.text("smallDigest"),
+              refName,
+              ref.text("resultDigest"),
+              ref.text("smallDigest"));
           status = 1;
         }
       }
     }
     StringBuilder t = new StringBuilder();
-    t.append(String.format(Locale.ROOT, "%n%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
-        "shuffle", "runs", "main job s", "vs sort", "first small", "later small", "exec ready",
-        "remote MB", "one-sided", "fetch wait"));
-    t.append(String.format(Locale.ROOT, "%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
-        "", "", "median (min-max)", "median", "job s", "job s", "s", "", "MB", "ms"));
+    t.append(
+        String.format(
+            Locale.ROOT,
+            "%n%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
+            "shuffle",
+            "runs",
+            "main job s",
+            "vs sort",
+            "first small",
+            "later small",
+            "exec ready",
+            "remote MB",
+            "one-sided",
+            "fetch wait"));
+    t.append(
+        String.format(
+            Locale.ROOT,
+            "%-22s %6s %18s %8s %11s %11s %10s %10s %10s %10s%n",
+            "",
+            "",
+            "median (min-max)",
+            "median",
+            "job s",
+            "job s",
+            "s",
+            "",
+            "MB",
+            "ms"));
     double refWall = median(results.get(refName), "wallSeconds");
     for (String name : names) {
       List<Result> rs = results.get(name);
       double wall = median(rs, "wallSeconds");
       boolean counters = rs.stream().allMatch(r -> r.number("counters") > 0);
-      t.append(String.format(Locale.ROOT,
-          "%-22s %6d %7.2f (%.2f-%.2f) %8.2f %11.2f %11.2f %10.1f %10.1f %10s %10.0f%n", name,
-          rs.size(), wall, min(rs, "wallSeconds"), max(rs, "wallSeconds"), wall / refWall,
-          median(rs, "smallColdSeconds"), median(rs, "smallWarmSeconds"),
-          median(rs, "executorsReadySeconds"), median(rs, "remoteBytesRead") / 1e6,
-          counters ? String.format(Locale.ROOT, "%.1f", median(rs, "oneSidedBytes") / 1e6) : "-",
-          median(rs, "fetchWaitMs")));
+      t.append(
+          String.format(
+              Locale.ROOT,
+              "%-22s %6d %7.2f (%.2f-%.2f) %8.2f %11.2f %11.2f %10.1f %10.1f %10s %10.0f%n",
+              name,
+              rs.size(),
+              wall,
+              min(rs, "wallSeconds"),
+              max(rs, "wallSeconds"),
+              wall / refWall,
+              median(rs, "smallColdSeconds"),
+              median(rs, "smallWarmSeconds"),
+              median(rs, "executorsReadySeconds"),
+              median(rs, "remoteBytesRead") / 1e6,
+              counters
+                  ? String.format(Locale.ROOT, "%.1f", median(rs, "oneSidedBytes") / 1e6)
+                  : "-",
+              median(rs, "fetchWaitMs")));
     }
     List<Double> ratios = new ArrayList<>();
-    String memwireName = names.stream().filter(n -> n.startsWith("memwire")).findFirst()
-        .orElse(null);
+    String memwireName =
+        names.stream().filter(n -> n.startsWith("memwire")).findFirst().orElse(null);
     if (memwireName != null && results.get(memwireName).size() == results.get(refName).size()) {
       for (int i = 0; i < results.get(refName).size(); i++) {
-        ratios.add(results.get(memwireName).get(i).number("wallSeconds")
-            / results.get(refName).get(i).number("wallSeconds"));
+        ratios.add(
+            results.get(memwireName).get(i).number("wallSeconds")
+                / results.get(refName).get(i).number("wallSeconds"));
       }
-      t.append(String.format(Locale.ROOT, "%nmain job wall ratio %s/%s per round: %s%n",
-          memwireName, refName, ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x))
-              .toList()));
+      t.append(
+          String.format(
+              Locale.ROOT,
+              "%nmain job wall ratio %s/%s per round: %s%n",
+              memwireName,
+              refName,
+              ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList()));
       t.append(cpuPerGiB(results.get(refName), results.get(memwireName)));
       t.append(fixedCosts(results.get(refName), results.get(memwireName)));
     }
@@ -296,38 +383,50 @@ public final class MainJob {
         if (r.number("remoteBytesRead") <= 0) {
           say("FAILED: the %s run read no remote shuffle bytes", name);
           status = 1;
-        } else if (r.number("counters") <= 0 || oneSided < remote
-            || r.number("allFallbackBlocks") > 0 || r.number("allFailedBlocks") > 0) {
-          say("PATH CHECK FAILED: %s: Spark read %,d remote bytes, Memwire %,d of them one-sided,"
-              + " %.0f fallback blocks", name, remote, oneSided, r.number("allFallbackBlocks"));
+        } else if (r.number("counters") <= 0
+            || oneSided < remote
+            || r.number("allFallbackBlocks") > 0
+            || r.number("allFailedBlocks") > 0) {
+          say(
+              "PATH CHECK FAILED: %s: Spark read %,d remote bytes, Memwire %,d of them one-sided,"
+                  + " %.0f fallback blocks",
+              name, remote, oneSided, r.number("allFallbackBlocks"));
           status = 1;
         }
       }
     }
     if (status == 0) {
-      say("results identical in every run: %,.0f rows, digest %s; every remote byte of the"
-          + " Memwire runs went one-sided", ref.number("resultRows"), ref.text("resultDigest"));
+      say(
+          "results identical in every run: %,.0f rows, digest %s; every remote byte of the"
+              + " Memwire runs went one-sided",
+          ref.number("resultRows"), ref.text("resultDigest"));
     }
     return status;
   }
 
   /**
-   * The executors' CPU per GiB of remote bytes in the main job, medians and ratios: serving
-   * threads (Spark's Netty server; Memwire's tcp loops, which also receive), all transport
-   * threads (plus Spark's Netty client), whole executor JVMs.
+   * The executors' CPU per GiB of remote bytes in the main job, medians and ratios: serving threads
+   * (Spark's Netty server; Memwire's tcp loops, which also receive), all transport threads (plus
+   * Spark's Netty client), whole executor JVMs.
    */
   static String cpuPerGiB(List<Result> sort, List<Result> memwire) {
     if (median(sort, "executorCpuMsPerGiB") < 0 || median(memwire, "executorCpuMsPerGiB") < 0) {
-      return String.format(Locale.ROOT, "%nexecutor CPU: not measured (needs Linux /proc and"
-          + " executors started by the driver)%n");
+      return String.format(
+          Locale.ROOT,
+          "%nexecutor CPU: not measured (needs Linux /proc and"
+              + " executors started by the driver)%n");
     }
-    StringBuilder s = new StringBuilder(String.format(Locale.ROOT,
-        "%nexecutor CPU per GiB of remote bytes, main job (medians, ms/GiB):%n"));
+    StringBuilder s =
+        new StringBuilder(
+            String.format(
+                Locale.ROOT,
+                "%nexecutor CPU per GiB of remote bytes, main job (medians, ms/GiB):%n"));
     for (String k : List.of("serving", "transport", "executor")) {
       double a = median(sort, k + "CpuMsPerGiB");
       double b = median(memwire, k + "CpuMsPerGiB");
-      s.append(String.format(Locale.ROOT, "  %-9s sort %8.0f, memwire %8.0f, ratio %.2f%n", k, a,
-          b, b / a));
+      s.append(
+          String.format(
+              Locale.ROOT, "  %-9s sort %8.0f, memwire %8.0f, ratio %.2f%n", k, a, b, b / a));
     }
     return s.toString();
   }
@@ -340,25 +439,54 @@ public final class MainJob {
     double firstExtra = first - later;
     Result m = memwire.get(memwire.size() - 1);
     StringBuilder s = new StringBuilder();
-    s.append(String.format(Locale.ROOT, "%nfixed costs of a small job (16,000 records, medians,"
-        + " Memwire minus Spark's sort shuffle):%n"));
-    s.append(String.format(Locale.ROOT, "  executor start (transfer node start, before any job):"
-        + " %+.2f s%n", ready));
-    s.append(String.format(Locale.ROOT, "  first small job, beyond a later one (JIT of the read"
-        + " path, first connections: %.0f open): %+.2f s; directory slot reads %.0f, index reads"
-        + " %.0f%n", m.number("openConnections"), firstExtra, m.number("cold.slotReads"),
-        m.number("cold.indexReads")));
-    s.append(String.format(Locale.ROOT, "  every later small job: %+.2f s; per job %.0f map"
-        + " outputs registered and mapped, %.0f directory slot reads, %.0f index reads, %.0f index"
-        + " cache hits, %.0f one-sided fetch requests (first block after %.0f us on average)%n",
-        later, m.number("warm.outputsPublished"), m.number("warm.slotReads"),
-        m.number("warm.indexReads"), m.number("warm.indexCacheHits"),
-        m.number("warm.fetchRequests"), m.number("warm.fetchRequests") == 0 ? 0
-            : m.number("warm.firstBlockMicros") / m.number("warm.fetchRequests")));
-    s.append(String.format(Locale.ROOT, "  remains in every small job: %+.2f s (%s); paid once"
-        + " per executor: %+.2f s at start and %+.2f s in its first job%n", later,
-        Math.abs(later) < 0.05 ? "within noise" : later > 0 ? "registrations, directory and index"
-            + " reads" : "none: Memwire is faster", ready, firstExtra));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "%nfixed costs of a small job (16,000 records, medians,"
+                + " Memwire minus Spark's sort shuffle):%n"));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "  executor start (transfer node start, before any job):" + " %+.2f s%n",
+            ready));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "  first small job, beyond a later one (JIT of the read"
+                + " path, first connections: %.0f open): %+.2f s; directory slot reads %.0f, index reads"
+                + " %.0f%n",
+            m.number("openConnections"),
+            firstExtra,
+            m.number("cold.slotReads"),
+            m.number("cold.indexReads")));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "  every later small job: %+.2f s; per job %.0f map"
+                + " outputs registered and mapped, %.0f directory slot reads, %.0f index reads, %.0f index"
+                + " cache hits, %.0f one-sided fetch requests (first block after %.0f us on average)%n",
+            later,
+            m.number("warm.outputsPublished"),
+            m.number("warm.slotReads"),
+            m.number("warm.indexReads"),
+            m.number("warm.indexCacheHits"),
+            m.number("warm.fetchRequests"),
+            m.number("warm.fetchRequests") == 0
+                ? 0
+                : m.number("warm.firstBlockMicros") / m.number("warm.fetchRequests")));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "  remains in every small job: %+.2f s (%s); paid once"
+                + " per executor: %+.2f s at start and %+.2f s in its first job%n",
+            later,
+            Math.abs(later) < 0.05
+                ? "within noise"
+                : later > 0
+                    ? "registrations, directory and index" + " reads"
+                    : "none: Memwire is faster",
+            ready,
+            firstExtra));
     return s.toString();
   }
 

@@ -16,9 +16,8 @@ import scala.Tuple2;
  * Reads the shuffle manager's own counters (Memwire's {@code RdmaShuffleManager.stats()}) from
  * every executor and sums them: a tiny job with a few tasks per executor, repeated until each
  * executor answered. The counters live in the executors; this one class reads them so that a
- * per-application source (a metrics plugin) can replace it. Found by reflection through
- * {@link SparkEnv}: the application needs no Memwire class, and Spark's sort shuffle gives an empty
- * map.
+ * per-application source (a metrics plugin) can replace it. Found by reflection through {@link
+ * SparkEnv}: the application needs no Memwire class, and Spark's sort shuffle gives an empty map.
  */
 final class ManagerCounters {
   private ManagerCounters() {}
@@ -30,13 +29,19 @@ final class ManagerCounters {
     long deadline = System.nanoTime() + timeoutMs * 1_000_000;
     while (seen.size() < executors) {
       if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("shuffle manager counters: only executors "
-            + seen.keySet() + " of " + executors + " answered within " + timeoutMs + " ms");
+        throw new IllegalStateException(
+            "shuffle manager counters: only executors "
+                + seen.keySet()
+                + " of "
+                + executors
+                + " answered within "
+                + timeoutMs
+                + " ms");
       }
       int tasks = 4 * executors;
       List<Integer> slots = IntStream.range(0, tasks).boxed().collect(Collectors.toList());
-      for (Tuple2<String, Map<String, Long>> t
-          : jsc.parallelize(slots, tasks).mapPartitions(new ReadStats()).collect()) {
+      for (Tuple2<String, Map<String, Long>> t :
+          jsc.parallelize(slots, tasks).mapPartitions(new ReadStats()).collect()) {
         seen.put(t._1(), t._2());
       }
     }
@@ -73,11 +78,12 @@ final class ManagerCounters {
       }
       Map<String, Long> out = new HashMap<>();
       if (m.invoke(manager) instanceof Map<?, ?> stats) {
-        stats.forEach((k, v) -> {
-          if (v instanceof Number n) {
-            out.put(String.valueOf(k), n.longValue());
-          }
-        });
+        stats.forEach(
+            (k, v) -> {
+              if (v instanceof Number n) {
+                out.put(String.valueOf(k), n.longValue());
+              }
+            });
       }
       return out;
     }

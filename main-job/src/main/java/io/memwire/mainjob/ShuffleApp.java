@@ -24,15 +24,15 @@ import org.apache.spark.sql.functions;
 import scala.Tuple2;
 
 /**
- * The main job: a shuffle-heavy Spark application, submitted as-is with any shuffle manager.
- * It generates random key/value records on every map task, then shuffles them three ways:
- * {@code reduceByKey} (map-side combine), {@code groupByKey} followed by {@code sortByKey}, and a
- * DataFrame {@code groupBy/agg}. It prints and writes a digest of every result (so two runs can
- * be checked equal) and the shuffle metrics Spark recorded. Around the main job it runs a small
- * job (the same shuffles over 16,000 records) first and again after it, to separate what a first
- * job pays from what every small job pays, and reads the shuffle manager's own counters (bytes
- * read one-sided, fallbacks, registrations, directory and index reads) from every executor;
- * with Memwire's manager, remote bytes that did not go one-sided fail the application.
+ * The main job: a shuffle-heavy Spark application, submitted as-is with any shuffle manager. It
+ * generates random key/value records on every map task, then shuffles them three ways: {@code
+ * reduceByKey} (map-side combine), {@code groupByKey} followed by {@code sortByKey}, and a
+ * DataFrame {@code groupBy/agg}. It prints and writes a digest of every result (so two runs can be
+ * checked equal) and the shuffle metrics Spark recorded. Around the main job it runs a small job
+ * (the same shuffles over 16,000 records) first and again after it, to separate what a first job
+ * pays from what every small job pays, and reads the shuffle manager's own counters (bytes read
+ * one-sided, fallbacks, registrations, directory and index reads) from every executor; with
+ * Memwire's manager, remote bytes that did not go one-sided fail the application.
  *
  * <pre>
  * spark-submit --class io.memwire.mainjob.ShuffleApp memwire-main-job.jar
@@ -66,9 +66,17 @@ public final class ShuffleApp {
     }
 
     Map<String, Long> snapshot() {
-      return Map.of("remoteBytes", remoteBytes.get(), "localBytes", localBytes.get(),
-          "fetchWaitMs", fetchWaitMs.get(), "recordsRead", recordsRead.get(),
-          "bytesWritten", bytesWritten.get());
+      return Map.of(
+          "remoteBytes",
+          remoteBytes.get(),
+          "localBytes",
+          localBytes.get(),
+          "fetchWaitMs",
+          fetchWaitMs.get(),
+          "recordsRead",
+          recordsRead.get(),
+          "bytesWritten",
+          bytesWritten.get());
     }
   }
 
@@ -91,9 +99,12 @@ public final class ShuffleApp {
         case "--small-repeats" -> smallRepeats = Integer.parseInt(args[++i]);
         case "--out" -> out = Paths.get(args[++i]);
         case "--wait-executors" -> waitExecutors = Integer.parseInt(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]
-            + "; usage: ShuffleApp [--records N] [--keys K] [--value-bytes B] [--maps M]"
-            + " [--partitions P] [--small-repeats N] [--wait-executors N] [--out FILE]");
+        default ->
+            throw new IllegalArgumentException(
+                "unknown argument "
+                    + args[i]
+                    + "; usage: ShuffleApp [--records N] [--keys K] [--value-bytes B] [--maps M]"
+                    + " [--partitions P] [--small-repeats N] [--wait-executors N] [--out FILE]");
       }
     }
     long t0 = System.nanoTime();
@@ -107,14 +118,19 @@ public final class ShuffleApp {
     }
   }
 
-  /** Waits (at most 3 minutes) until {@code n} executors registered, so timing excludes start-up. */
+  /**
+   * Waits (at most 3 minutes) until {@code n} executors registered, so timing excludes start-up.
+   */
   static void awaitExecutors(SparkSession spark, int n) throws InterruptedException {
     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(3);
     while (spark.sparkContext().statusTracker().getExecutorInfos().length - 1 < n) {
       if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("only "
-            + (spark.sparkContext().statusTracker().getExecutorInfos().length - 1) + " of " + n
-            + " executors registered within 3 minutes");
+        throw new IllegalStateException(
+            "only "
+                + (spark.sparkContext().statusTracker().getExecutorInfos().length - 1)
+                + " of "
+                + n
+                + " executors registered within 3 minutes");
       }
       Thread.sleep(200);
     }
@@ -125,8 +141,15 @@ public final class ShuffleApp {
    * small job before it, and prints (and writes to {@code out} when given) the result digest and
    * shuffle metrics; used by the verbs check.
    */
-  public static void run(SparkSession spark, long records, int keys, int valueBytes, int maps,
-      int partitions, Path out) throws Exception {
+  public static void run(
+      SparkSession spark,
+      long records,
+      int keys,
+      int valueBytes,
+      int maps,
+      int partitions,
+      Path out)
+      throws Exception {
     run(spark, new Shape(records, keys, valueBytes, maps, partitions), 0, 0, out);
   }
 
@@ -142,7 +165,11 @@ public final class ShuffleApp {
    * What one phase (one or more jobs) did: Spark's metrics, the manager's counters and the
    * executors' CPU nanoseconds ({@link ExecutorCpuProbe#since}; empty when not measurable).
    */
-  record Phase(double seconds, Summary[] results, Map<String, Long> spark, Map<String, Long> manager,
+  record Phase(
+      double seconds,
+      Summary[] results,
+      Map<String, Long> spark,
+      Map<String, Long> manager,
       Map<String, Long> cpu) {
     long spark(String key) {
       return spark.getOrDefault(key, 0L);
@@ -156,9 +183,9 @@ public final class ShuffleApp {
   private static final long COUNTERS_TIMEOUT_MS = 60_000;
 
   /**
-   * The phases of one submission: a small job first (it pays what a first job pays: JIT of the
-   * read path, first connections, first directory and index reads), the main job, then the small
-   * job {@code smallRepeats} more times (what every later small job pays).
+   * The phases of one submission: a small job first (it pays what a first job pays: JIT of the read
+   * path, first connections, first directory and index reads), the main job, then the small job
+   * {@code smallRepeats} more times (what every later small job pays).
    */
   static void run(SparkSession spark, Shape shape, int smallRepeats, double readySeconds, Path out)
       throws Exception {
@@ -180,11 +207,13 @@ public final class ShuffleApp {
     warm.sort(Double::compare);
     Summary[] r = main.results();
     Summary[] sr = cold.results();
-    String digest = String.format(Locale.ROOT, "%016x-%016x-%016x", r[0].hash, r[1].hash, r[2].hash);
-    String smallDigest = String.format(Locale.ROOT, "%016x-%016x-%016x",
-        sr[0].hash, sr[1].hash, sr[2].hash);
-    boolean ordered = java.util.Arrays.stream(r).allMatch(x -> x.ordered)
-        && java.util.Arrays.stream(sr).allMatch(x -> x.ordered);
+    String digest =
+        String.format(Locale.ROOT, "%016x-%016x-%016x", r[0].hash, r[1].hash, r[2].hash);
+    String smallDigest =
+        String.format(Locale.ROOT, "%016x-%016x-%016x", sr[0].hash, sr[1].hash, sr[2].hash);
+    boolean ordered =
+        java.util.Arrays.stream(r).allMatch(x -> x.ordered)
+            && java.util.Arrays.stream(sr).allMatch(x -> x.ordered);
     StringBuilder json = new StringBuilder("{");
     field(json, "shuffleManager", conf.get("spark.shuffle.manager", "sort"));
     field(json, "provider", conf.get("spark.shuffle.rdma.provider", "-"));
@@ -211,7 +240,10 @@ public final class ShuffleApp {
     long fallbackAll = all.stream().mapToLong(p -> p.manager("fallbackBlocks")).sum();
     long failedAll = all.stream().mapToLong(p -> p.manager("failedBlocks")).sum();
     field(json, "oneSidedBytes", main.manager("rdmaBytes"));
-    field(json, "notOneSidedBytes", Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")));
+    field(
+        json,
+        "notOneSidedBytes",
+        Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")));
     field(json, "fallbackBlocks", main.manager("fallbackBlocks"));
     field(json, "allRemoteBytes", remoteAll);
     field(json, "allOneSidedBytes", oneSidedAll);
@@ -219,8 +251,16 @@ public final class ShuffleApp {
     field(json, "allFailedBlocks", failedAll);
     // What a small job made the manager do, per job: cold (first) and warm (later, averaged).
     int n = Math.max(1, smallRepeats);
-    for (String k : List.of("outputsPublished", "slotReads", "indexReads", "indexEntryReads",
-        "indexCacheHits", "fetchRequests", "firstBlockMicros", "rdmaBlocks")) {
+    for (String k :
+        List.of(
+            "outputsPublished",
+            "slotReads",
+            "indexReads",
+            "indexEntryReads",
+            "indexCacheHits",
+            "fetchRequests",
+            "firstBlockMicros",
+            "rdmaBlocks")) {
       field(json, "cold." + k, cold.manager(k));
       field(json, "warm." + k, warmTotal == null ? 0 : warmTotal.manager(k) / n);
       field(json, "main." + k, main.manager(k));
@@ -245,11 +285,17 @@ public final class ShuffleApp {
     if (!ordered) {
       throw new IllegalStateException("a sorted result was out of order: " + json);
     }
-    if (memwire && remoteAll > 0
-        && (oneSidedAll < remoteAll || fallbackAll > 0 || failedAll > 0)) {
-      throw new IllegalStateException(String.format(Locale.ROOT, "PATH CHECK FAILED: Spark read"
-          + " %,d remote shuffle bytes, Memwire %,d of them one-sided; %d blocks went to Spark's"
-          + " own transfer, %d failed", remoteAll, oneSidedAll, fallbackAll, failedAll));
+    if (memwire && remoteAll > 0 && (oneSidedAll < remoteAll || fallbackAll > 0 || failedAll > 0)) {
+      throw new IllegalStateException(
+          String.format(
+              Locale.ROOT,
+              "PATH CHECK FAILED: Spark read"
+                  + " %,d remote shuffle bytes, Memwire %,d of them one-sided; %d blocks went to Spark's"
+                  + " own transfer, %d failed",
+              remoteAll,
+              oneSidedAll,
+              fallbackAll,
+              failedAll));
     }
   }
 
@@ -301,8 +347,10 @@ public final class ShuffleApp {
     Map<String, Long> sparkDelta = new java.util.HashMap<>();
     sparkAfter.forEach((k, v) -> sparkDelta.put(k, v - sparkBefore.getOrDefault(k, 0L)));
     Map<String, Long> managerDelta = new java.util.HashMap<>();
-    after.forEach((k, v) -> managerDelta.put(k, k.startsWith("node.open") ? v
-        : ManagerCounters.delta(before, after, k)));
+    after.forEach(
+        (k, v) ->
+            managerDelta.put(
+                k, k.startsWith("node.open") ? v : ManagerCounters.delta(before, after, k)));
     return new Phase(seconds, results, sparkDelta, managerDelta, cpu);
   }
 
@@ -317,63 +365,77 @@ public final class ShuffleApp {
     for (int i = 0; i < shape.maps(); i++) {
       mapIds.add(i);
     }
-    JavaPairRDD<Long, byte[]> data = jsc.parallelize(mapIds, shape.maps()).flatMapToPair(id -> {
-      SplittableRandom r = new SplittableRandom(42L * 1_000_003 + id);
-      return new Iterator<Tuple2<Long, byte[]>>() {
-        long left = perMap;
+    JavaPairRDD<Long, byte[]> data =
+        jsc.parallelize(mapIds, shape.maps())
+            .flatMapToPair(
+                id -> {
+                  SplittableRandom r = new SplittableRandom(42L * 1_000_003 + id);
+                  return new Iterator<Tuple2<Long, byte[]>>() {
+                    long left = perMap;
 
-        @Override
-        public boolean hasNext() {
-          return left > 0;
-        }
+                    @Override
+                    public boolean hasNext() {
+                      return left > 0;
+                    }
 
-        @Override
-        public Tuple2<Long, byte[]> next() {
-          left--;
-          byte[] v = new byte[vb];
-          for (int j = 0; j < vb; j += 8) {
-            long x = r.nextLong();
-            for (int b = 0; b < 8 && j + b < vb; b++) {
-              v[j + b] = (byte) (x >>> (8 * b));
-            }
-          }
-          return new Tuple2<>((long) r.nextInt(k), v);
-        }
-      };
-    });
+                    @Override
+                    public Tuple2<Long, byte[]> next() {
+                      left--;
+                      byte[] v = new byte[vb];
+                      for (int j = 0; j < vb; j += 8) {
+                        long x = r.nextLong();
+                        for (int b = 0; b < 8 && j + b < vb; b++) {
+                          v[j + b] = (byte) (x >>> (8 * b));
+                        }
+                      }
+                      return new Tuple2<>((long) r.nextInt(k), v);
+                    }
+                  };
+                });
 
     // 1. reduceByKey: map-side combine, then a global sort.
-    Summary reduced = Summary.of(data
-        .mapValues(v -> (long) v[0])
-        .reduceByKey(Long::sum, partitions)
-        .sortByKey(true, partitions));
+    Summary reduced =
+        Summary.of(
+            data.mapValues(v -> (long) v[0])
+                .reduceByKey(Long::sum, partitions)
+                .sortByKey(true, partitions));
     // 2. groupByKey then sortByKey: every value crosses the network.
-    Summary grouped = Summary.of(data
-        .groupByKey(partitions)
-        .mapValues(vs -> {
-          long h = 0;
-          long n = 0;
-          for (byte[] v : vs) {
-            h += java.util.Arrays.hashCode(v);
-            n++;
-          }
-          return n * 1_000_003L + h;
-        })
-        .sortByKey(true, partitions));
+    Summary grouped =
+        Summary.of(
+            data.groupByKey(partitions)
+                .mapValues(
+                    vs -> {
+                      long h = 0;
+                      long n = 0;
+                      for (byte[] v : vs) {
+                        h += java.util.Arrays.hashCode(v);
+                        n++;
+                      }
+                      return n * 1_000_003L + h;
+                    })
+                .sortByKey(true, partitions));
     // 3. DataFrame groupBy/agg, ordered by key.
-    Dataset<Row> df = spark.createDataset(
-        data.map(t -> new Tuple2<>(t._1(), (int) t._2()[1])).rdd(),
-        org.apache.spark.sql.Encoders.tuple(org.apache.spark.sql.Encoders.LONG(),
-            org.apache.spark.sql.Encoders.INT())).toDF("key", "v");
-    Summary agg = Summary.of(df.groupBy("key").agg(functions.count("v"), functions.sum("v"))
-        .orderBy("key").javaRDD()
-        .mapToPair(r -> new Tuple2<>(r.getLong(0), r.getLong(1) * 1_000_003L + r.getLong(2))));
+    Dataset<Row> df =
+        spark
+            .createDataset(
+                data.map(t -> new Tuple2<>(t._1(), (int) t._2()[1])).rdd(),
+                org.apache.spark.sql.Encoders.tuple(
+                    org.apache.spark.sql.Encoders.LONG(), org.apache.spark.sql.Encoders.INT()))
+            .toDF("key", "v");
+    Summary agg =
+        Summary.of(
+            df.groupBy("key")
+                .agg(functions.count("v"), functions.sum("v"))
+                .orderBy("key")
+                .javaRDD()
+                .mapToPair(
+                    r -> new Tuple2<>(r.getLong(0), r.getLong(1) * 1_000_003L + r.getLong(2))));
     return new Summary[] {reduced, grouped, agg};
   }
 
   /**
-   * A result's fingerprint computed where the data is: row count, an order-independent hash of
-   * all (key, value) rows, and whether the rows were in ascending key order across partitions.
+   * A result's fingerprint computed where the data is: row count, an order-independent hash of all
+   * (key, value) rows, and whether the rows were in ascending key order across partitions.
    * Independent of how the range partitioner split the keys, so two runs compare exactly.
    */
   static final class Summary {
@@ -388,25 +450,30 @@ public final class ShuffleApp {
     }
 
     static Summary of(JavaPairRDD<Long, Long> sorted) {
-      List<long[]> parts = sorted.mapPartitionsWithIndex((idx, it) -> {
-        long n = 0;
-        long h = 0;
-        long first = Long.MIN_VALUE;
-        long last = Long.MIN_VALUE;
-        long inOrder = 1;
-        while (it.hasNext()) {
-          Tuple2<Long, Long> t = it.next();
-          if (n == 0) {
-            first = t._1();
-          } else if (t._1() <= last) {
-            inOrder = 0;
-          }
-          last = t._1();
-          h += mix(t._1() * 0x9E3779B97F4A7C15L ^ mix(t._2()));
-          n++;
-        }
-        return List.of(new long[] {idx, n, h, first, last, inOrder}).iterator();
-      }, true).collect();
+      List<long[]> parts =
+          sorted
+              .mapPartitionsWithIndex(
+                  (idx, it) -> {
+                    long n = 0;
+                    long h = 0;
+                    long first = Long.MIN_VALUE;
+                    long last = Long.MIN_VALUE;
+                    long inOrder = 1;
+                    while (it.hasNext()) {
+                      Tuple2<Long, Long> t = it.next();
+                      if (n == 0) {
+                        first = t._1();
+                      } else if (t._1() <= last) {
+                        inOrder = 0;
+                      }
+                      last = t._1();
+                      h += mix(t._1() * 0x9E3779B97F4A7C15L ^ mix(t._2()));
+                      n++;
+                    }
+                    return List.of(new long[] {idx, n, h, first, last, inOrder}).iterator();
+                  },
+                  true)
+              .collect();
       List<long[]> byIndex = new ArrayList<>(parts);
       byIndex.sort(java.util.Comparator.comparingLong(p -> p[0]));
       long rows = 0;

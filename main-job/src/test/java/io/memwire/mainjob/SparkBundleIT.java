@@ -36,8 +36,9 @@ class SparkBundleIT {
   @Test
   void bundleHoldsOnlyMemwireAndDisniAndClashesWithNothingInSpark() throws Exception {
     String version = System.getProperty("project.version");
-    Path bundle = Paths.get("..", "shuffle-manager", "target",
-        "memwire-shuffle-manager-" + version + "-spark.jar");
+    Path bundle =
+        Paths.get(
+            "..", "shuffle-manager", "target", "memwire-shuffle-manager-" + version + "-spark.jar");
     Set<String> ours = classes(bundle);
     assertTrue(ours.contains("io/memwire/shuffle/RdmaShuffleManager.class"));
     assertTrue(ours.contains("io/memwire/transfer/TransferNode.class"));
@@ -52,7 +53,8 @@ class SparkBundleIT {
     List<String> clashes = new ArrayList<>();
     try (Stream<Path> jars = Files.list(Paths.get("target", "spark-home", "jars"))) {
       for (Path jar : (Iterable<Path>) jars::iterator) {
-        assertFalse(jar.getFileName().toString().startsWith("memwire-"),
+        assertFalse(
+            jar.getFileName().toString().startsWith("memwire-"),
             "the Spark runtime must not contain Memwire itself: " + jar);
         for (String c : classes(jar)) {
           if (ours.contains(c)) {

@@ -11,16 +11,18 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
 /**
- * Latency of one-sided reads by peer executor: one histogram (microseconds from posting a batch
- * of reads to that peer until the whole batch completed) per peer. The number of peers tracked is
- * bounded by {@link #MAX_PEERS}; reads from further peers are recorded under {@link #OTHER}, so
- * the number of metrics stays bounded with dynamic allocation.
+ * Latency of one-sided reads by peer executor: one histogram (microseconds from posting a batch of
+ * reads to that peer until the whole batch completed) per peer. The number of peers tracked is
+ * bounded by {@link #MAX_PEERS}; reads from further peers are recorded under {@link #OTHER}, so the
+ * number of metrics stays bounded with dynamic allocation.
  */
 public final class PeerReadLatencies {
   /** Most peers with a histogram of their own. */
   public static final int MAX_PEERS = 32;
+
   /** The histogram of reads from peers beyond {@link #MAX_PEERS}. */
   public static final String OTHER = "other";
+
   /** Samples older than this leave the histograms (what a scrape interval usually covers). */
   static final long WINDOW_SECONDS = 300;
 
@@ -40,10 +42,14 @@ public final class PeerReadLatencies {
     }
     String key = byPeer.size() >= MAX_PEERS ? OTHER : peer;
     boolean[] created = new boolean[1];
-    h = byPeer.computeIfAbsent(key, k -> {
-      created[0] = true;
-      return new Histogram(new SlidingTimeWindowArrayReservoir(WINDOW_SECONDS, TimeUnit.SECONDS));
-    });
+    h =
+        byPeer.computeIfAbsent(
+            key,
+            k -> {
+              created[0] = true;
+              return new Histogram(
+                  new SlidingTimeWindowArrayReservoir(WINDOW_SECONDS, TimeUnit.SECONDS));
+            });
     if (created[0]) {
       for (BiConsumer<String, Histogram> l : listeners) {
         l.accept(key, h);

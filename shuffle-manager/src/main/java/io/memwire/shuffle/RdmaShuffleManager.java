@@ -45,9 +45,8 @@ import scala.Tuple2;
  * output is registered, and every block is read through Spark's own encrypted transfer, unless
  * {@code spark.shuffle.rdma.allowCleartextReads=true}.
  *
- * <p>Enable with {@code --conf spark.shuffle.manager=io.memwire.shuffle.RdmaShuffleManager} and
- * the jar on {@code --jars}. Settings: {@link ShuffleConf} (keys under {@code
- * spark.shuffle.rdma.}).
+ * <p>Enable with {@code --conf spark.shuffle.manager=io.memwire.shuffle.RdmaShuffleManager} and the
+ * jar on {@code --jars}. Settings: {@link ShuffleConf} (keys under {@code spark.shuffle.rdma.}).
  */
 public final class RdmaShuffleManager implements ShuffleManager {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
@@ -60,10 +59,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final ShuffleCounters counters = new ShuffleCounters();
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
+
   /** Spark's old fetch protocol: Spark's own reader, untouched. */
   private final boolean oldFetchProtocol;
+
   /** Reads every block through Spark's client, counted by cause; null unless {@link #wire} says. */
   private final ReadContext delegated;
+
   private volatile Started started;
   private volatile boolean startDone;
   private volatile boolean stopped;
@@ -75,7 +77,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final MapOutputPublisher publisher;
     final ReadContext readContext;
 
-    Started(TransferNode node, ShuffleDirectory directory, MapOutputPublisher publisher,
+    Started(
+        TransferNode node,
+        ShuffleDirectory directory,
+        MapOutputPublisher publisher,
         ReadContext readContext) {
       this.node = node;
       this.directory = directory;
@@ -101,8 +106,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.wire = WireEncryption.decide(settings, shuffleConf);
     this.sort = new SortShuffleManager(conf);
     this.oldFetchProtocol = warnAboutSettings(conf);
-    this.delegated = wire.delegate() && (!isDriver || localMode)
-        ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters) : null;
+    this.delegated =
+        wire.delegate() && (!isDriver || localMode)
+            ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
+            : null;
     current = this;
     if (!isDriver) {
       ensureStarted();
@@ -147,17 +154,20 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
     boolean delegate = false;
     if (conf.getBoolean("spark.shuffle.useOldFetchProtocol", false)) {
-      LOG.warn("spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
-          + "transfer, not one-sided");
+      LOG.warn(
+          "spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
+              + "transfer, not one-sided");
       delegate = true;
     }
     if (conf.getBoolean("spark.shuffle.push.enabled", false)) {
-      LOG.warn("spark.shuffle.push.enabled=true: merged (push-based) shuffles are read through "
-          + "Spark's own transfer");
+      LOG.warn(
+          "spark.shuffle.push.enabled=true: merged (push-based) shuffles are read through "
+              + "Spark's own transfer");
     }
     if (!isDriver && !localMode && conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
-      LOG.warn("spark.shuffle.readHostLocalDisk=true: blocks of executors on the same host are "
-          + "read from their disk, not one-sided");
+      LOG.warn(
+          "spark.shuffle.readHostLocalDisk=true: blocks of executors on the same host are "
+              + "read from their disk, not one-sided");
     }
     return delegate;
   }
@@ -182,8 +192,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   private Started start() {
     SparkEnv env = SparkEnv.get();
-    BlockManagerId me = env == null || env.blockManager() == null
-        ? null : env.blockManager().blockManagerId();
+    BlockManagerId me =
+        env == null || env.blockManager() == null ? null : env.blockManager().blockManagerId();
     String host = me == null ? null : me.host();
     String who = me == null ? "this JVM" : "executor " + me.executorId();
     TransferConfig tc = shuffleConf.transfer(host);
@@ -192,63 +202,98 @@ public final class RdmaShuffleManager implements ShuffleManager {
       node = TransferNode.start(tc);
     } catch (RuntimeException e) {
       if (shuffleConf.provider() == ProviderKind.VERBS) {
-        throw new IllegalStateException(ShuffleConf.PREFIX + "provider=verbs but the verbs "
-            + "transport cannot start on " + who + ": " + e.getMessage() + " (use provider=auto "
-            + "to fall back to tcp)", e);
+        throw new IllegalStateException(
+            ShuffleConf.PREFIX
+                + "provider=verbs but the verbs "
+                + "transport cannot start on "
+                + who
+                + ": "
+                + e.getMessage()
+                + " (use provider=auto "
+                + "to fall back to tcp)",
+            e);
       }
       if (!shuffleConf.fallback()) {
-        throw new IllegalStateException("the transfer node cannot start on " + who + " and "
-            + ShuffleConf.PREFIX + "fallback=false: " + e.getMessage(), e);
+        throw new IllegalStateException(
+            "the transfer node cannot start on "
+                + who
+                + " and "
+                + ShuffleConf.PREFIX
+                + "fallback=false: "
+                + e.getMessage(),
+            e);
       }
-      LOG.warn("Memwire shuffle on {}: transport did not start ({}); all blocks go through "
-          + "Spark's own transfer", who, e.getMessage());
+      LOG.warn(
+          "Memwire shuffle on {}: transport did not start ({}); all blocks go through "
+              + "Spark's own transfer",
+          who,
+          e.getMessage());
       return null;
     }
     IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
     ShuffleDirectory directory = new ShuffleDirectory(node);
     MapOutputPublisher publisher =
         new MapOutputPublisher(node, directory, resolver, shuffleConf.fallback(), counters);
-    ReadContext rc = new ReadContext(node, shuffleConf.readBatchBlocks(),
-        shuffleConf.readBatchBytes(), shuffleConf.fallback(), shuffleConf.indexCacheSize(),
-        counters, latencies);
-    LOG.info("Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
-        who, SparkCompat.sparkVersion(), node.provider(), node.selectionReason(),
-        node.localAddress(), shuffleConf.fallback() ? "allowed" : "off");
+    ReadContext rc =
+        new ReadContext(
+            node,
+            shuffleConf.readBatchBlocks(),
+            shuffleConf.readBatchBytes(),
+            shuffleConf.fallback(),
+            shuffleConf.indexCacheSize(),
+            counters,
+            latencies);
+    LOG.info(
+        "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
+        who,
+        SparkCompat.sparkVersion(),
+        node.provider(),
+        node.selectionReason(),
+        node.localAddress(),
+        shuffleConf.fallback() ? "allowed" : "off");
     return new Started(node, directory, publisher, rc);
   }
 
   @Override
-  public <K, V, C> ShuffleHandle registerShuffle(int shuffleId,
-      ShuffleDependency<K, V, C> dependency) {
+  public <K, V, C> ShuffleHandle registerShuffle(
+      int shuffleId, ShuffleDependency<K, V, C> dependency) {
     return sort.registerShuffle(shuffleId, dependency);
   }
 
   @Override
-  public <K, V> ShuffleWriter<K, V> getWriter(ShuffleHandle handle, long mapId,
-      TaskContext context, ShuffleWriteMetricsReporter metrics) {
+  public <K, V> ShuffleWriter<K, V> getWriter(
+      ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
     ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
     Started s = ensureStarted();
     if (s == null) {
       return writer;
     }
-    return new RdmaShuffleWriter<>(writer, s.publisher, handle.shuffleId(), mapId,
-        context.partitionId());
+    return new RdmaShuffleWriter<>(
+        writer, s.publisher, handle.shuffleId(), mapId, context.partitionId());
   }
 
   @Override
   @SuppressWarnings("unchecked")
-  public <K, C> ShuffleReader<K, C> getReader(ShuffleHandle handle, int startMapIndex,
-      int endMapIndex, int startPartition, int endPartition, TaskContext context,
+  public <K, C> ShuffleReader<K, C> getReader(
+      ShuffleHandle handle,
+      int startMapIndex,
+      int endMapIndex,
+      int startPartition,
+      int endPartition,
+      TaskContext context,
       ShuffleReadMetricsReporter metrics) {
     BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
     Started s = ensureStarted();
     ReadContext rc = s != null ? s.readContext : delegated;
     if (rc == null || oldFetchProtocol || base.dependency().isShuffleMergeFinalizedMarked()) {
-      return sort.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition,
-          context, metrics);
+      return sort.getReader(
+          handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);
     }
-    var blocks = SparkEnv.get().mapOutputTracker().getMapSizesByExecutorId(
-        handle.shuffleId(), startMapIndex, endMapIndex, startPartition, endPartition);
+    var blocks =
+        SparkEnv.get()
+            .mapOutputTracker()
+            .getMapSizesByExecutorId(
+                handle.shuffleId(), startMapIndex, endMapIndex, startPartition, endPartition);
     boolean batch = SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context);
     return new RdmaShuffleReader<>(base, blocks, context, metrics, batch, rc);
   }
@@ -308,7 +353,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
       if (isDriver && !localMode) {
         return "none (driver)";
       }
-      return wire.delegate() ? "none (" + wire.encryptedBy() + ": reads delegated to Spark)"
+      return wire.delegate()
+          ? "none (" + wire.encryptedBy() + ": reads delegated to Spark)"
           : "none (Spark's own transfer only)";
     }
     return s.node.provider() + ": " + s.node.selectionReason();

@@ -10,33 +10,48 @@ import java.util.concurrent.atomic.LongAdder;
 public final class ShuffleCounters {
   /** Map outputs registered and published in the directory. */
   public final LongAdder outputsPublished = new LongAdder();
+
   /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
   public final LongAdder outputsServedByFallback = new LongAdder();
+
   /** Blocks (single or batch) delivered to Spark by one-sided reads. */
   public final LongAdder rdmaBlocks = new LongAdder();
+
   /** Of those, batch blocks (shuffle_s_m_a_b). */
   public final LongAdder rdmaBatchBlocks = new LongAdder();
+
   /** Of those, blocks Spark wanted on disk (above spark.network.maxRemoteBlockSizeFetchToMem). */
   public final LongAdder rdmaBlocksToDisk = new LongAdder();
+
   /** Block data bytes delivered to Spark by one-sided reads (what Spark counts as remote bytes). */
   public final LongAdder rdmaBytes = new LongAdder();
+
   /** Fetch requests (one peer, many blocks) that delivered at least one block one-sided. */
   public final LongAdder fetchRequests = new LongAdder();
+
   /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
   public final LongAdder firstBlockMicros = new LongAdder();
+
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = new LongAdder();
+
   /** Whole index files read from peers (then kept for later tasks). */
   public final LongAdder indexReads = new LongAdder();
+
   /** Reads of one block's index entries (index too large or the cache full or off). */
   public final LongAdder indexEntryReads = new LongAdder();
+
   /** Blocks located from an index this executor already kept: no index read at all. */
   public final LongAdder indexCacheHits = new LongAdder();
+
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = new LongAdder();
+
   /** Blocks handed to Spark's own block-store client (all causes). */
   public final LongAdder fallbackBlocks = new LongAdder();
+
   private final Map<FallbackCause, LongAdder> fallbackByCause = new EnumMap<>(FallbackCause.class);
+
   /** Blocks failed because neither path could read them. */
   public final LongAdder failedBlocks = new LongAdder();
 

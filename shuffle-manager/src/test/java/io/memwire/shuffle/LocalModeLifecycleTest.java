@@ -43,8 +43,12 @@ class LocalModeLifecycleTest {
       assertTrue(manager.unregisterShuffle(4242), "unknown shuffle before any registration");
       JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
       List<Integer> data = IntStream.range(0, 20_000).boxed().collect(Collectors.toList());
-      Map<Integer, Integer> sums = new HashMap<>(jsc.parallelize(data, 4)
-          .mapToPair(x -> new Tuple2<>(x % 10, 1)).reduceByKey(Integer::sum, 3).collectAsMap());
+      Map<Integer, Integer> sums =
+          new HashMap<>(
+              jsc.parallelize(data, 4)
+                  .mapToPair(x -> new Tuple2<>(x % 10, 1))
+                  .reduceByKey(Integer::sum, 3)
+                  .collectAsMap());
       assertEquals(10, sums.size());
       sums.values().forEach(v -> assertEquals(2000, v));
       assertTrue(manager.isTransportActive());
@@ -72,11 +76,12 @@ class LocalModeLifecycleTest {
     long deadline = System.nanoTime() + 10_000_000_000L;
     List<String> memwireThreads;
     do {
-      memwireThreads = Thread.getAllStackTraces().keySet().stream()
-          .filter(Thread::isAlive)
-          .map(Thread::getName)
-          .filter(n -> n.startsWith("memwire-"))
-          .collect(Collectors.toList());
+      memwireThreads =
+          Thread.getAllStackTraces().keySet().stream()
+              .filter(Thread::isAlive)
+              .map(Thread::getName)
+              .filter(n -> n.startsWith("memwire-"))
+              .collect(Collectors.toList());
       if (!memwireThreads.isEmpty()) {
         Thread.sleep(50);
       }
@@ -87,14 +92,19 @@ class LocalModeLifecycleTest {
   @Test
   void outputsBeyondTheRegistrationBudgetAreServedBySparkOrFailWhenFallbackIsOff() {
     // Each map output is about 2 MiB of incompressible bytes; the budget is 1 MiB.
-    SparkSession spark = local().config("spark.shuffle.rdma.registrationBudget", "1m")
-        .config("spark.shuffle.rdma.poolMaxBytes", "1m")
-        .config("spark.shuffle.compress", "false").getOrCreate();
+    SparkSession spark =
+        local()
+            .config("spark.shuffle.rdma.registrationBudget", "1m")
+            .config("spark.shuffle.rdma.poolMaxBytes", "1m")
+            .config("spark.shuffle.compress", "false")
+            .getOrCreate();
     try {
       JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-      long n = jsc.parallelize(IntStream.range(0, 8).boxed().collect(Collectors.toList()), 4)
-          .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
-          .groupByKey(2).count();
+      long n =
+          jsc.parallelize(IntStream.range(0, 8).boxed().collect(Collectors.toList()), 4)
+              .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
+              .groupByKey(2)
+              .count();
       assertEquals(8, n);
       RdmaShuffleManager m = RdmaShuffleManager.current();
       assertEquals(4, m.counters().outputsServedByFallback.sum());
@@ -102,16 +112,23 @@ class LocalModeLifecycleTest {
     } finally {
       spark.stop();
     }
-    SparkSession strict = local().config("spark.shuffle.rdma.registrationBudget", "1m")
-        .config("spark.shuffle.rdma.poolMaxBytes", "1m")
-        .config("spark.shuffle.rdma.fallback", "false")
-        .config("spark.shuffle.compress", "false").getOrCreate();
+    SparkSession strict =
+        local()
+            .config("spark.shuffle.rdma.registrationBudget", "1m")
+            .config("spark.shuffle.rdma.poolMaxBytes", "1m")
+            .config("spark.shuffle.rdma.fallback", "false")
+            .config("spark.shuffle.compress", "false")
+            .getOrCreate();
     try {
       JavaSparkContext jsc = JavaSparkContext.fromSparkContext(strict.sparkContext());
-      Exception e = assertThrows(Exception.class, () -> jsc
-          .parallelize(IntStream.range(0, 2).boxed().collect(Collectors.toList()), 1)
-          .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
-          .groupByKey(2).count());
+      Exception e =
+          assertThrows(
+              Exception.class,
+              () ->
+                  jsc.parallelize(IntStream.range(0, 2).boxed().collect(Collectors.toList()), 1)
+                      .mapToPair(i -> new Tuple2<>(i, new byte[1 << 20]))
+                      .groupByKey(2)
+                      .count());
       assertTrue(causes(e).contains("spark.shuffle.rdma.fallback=false"), causes(e));
       assertTrue(causes(e).contains("registration budget exhausted"), causes(e));
     } finally {
@@ -121,16 +138,22 @@ class LocalModeLifecycleTest {
 
   @Test
   void invalidSettingStopsStartupNamingTheKey() {
-    Exception e = assertThrows(Exception.class, () -> local()
-        .config("spark.shuffle.rdma.readBatchBytes", "1k").getOrCreate().stop());
-    assertTrue(causes(e).contains("spark.shuffle.rdma.readBatchBytes=1k is out of range"),
-        causes(e));
-    e = assertThrows(Exception.class, () -> local()
-        .config("spark.shuffle.rdma.readTimout", "5s").getOrCreate().stop());
-    assertTrue(causes(e).contains("unknown configuration key spark.shuffle.rdma.readTimout"),
-        causes(e));
-    e = assertThrows(Exception.class, () -> local()
-        .config("spark.shuffle.rdma.provider", "infiniband").getOrCreate().stop());
+    Exception e =
+        assertThrows(
+            Exception.class,
+            () -> local().config("spark.shuffle.rdma.readBatchBytes", "1k").getOrCreate().stop());
+    assertTrue(
+        causes(e).contains("spark.shuffle.rdma.readBatchBytes=1k is out of range"), causes(e));
+    e =
+        assertThrows(
+            Exception.class,
+            () -> local().config("spark.shuffle.rdma.readTimout", "5s").getOrCreate().stop());
+    assertTrue(
+        causes(e).contains("unknown configuration key spark.shuffle.rdma.readTimout"), causes(e));
+    e =
+        assertThrows(
+            Exception.class,
+            () -> local().config("spark.shuffle.rdma.provider", "infiniband").getOrCreate().stop());
     assertTrue(causes(e).contains("spark.shuffle.rdma.provider=infiniband"), causes(e));
   }
 

@@ -18,9 +18,11 @@ class ShuffleConfDocTest {
   @Test
   void docsShowTheGeneratedTable() throws Exception {
     String doc = Files.readString(Path.of("..", "docs", "SHUFFLE.md"));
-    assertTrue(doc.contains(ShuffleConf.markdownTable()),
+    assertTrue(
+        doc.contains(ShuffleConf.markdownTable()),
         "regenerate the table in docs/SHUFFLE.md with: java -cp ... "
-            + "io.memwire.shuffle.conf.ShuffleConf\n" + ShuffleConf.markdownTable());
+            + "io.memwire.shuffle.conf.ShuffleConf\n"
+            + ShuffleConf.markdownTable());
   }
 
   @Test
@@ -42,12 +44,20 @@ class ShuffleConfDocTest {
       ShuffleConf.parse(Map.of(p + s.name(), Long.toString(max)), null);
       for (long v : new long[] {min - 1, max + 1}) {
         String msg = bad(p + s.name(), Long.toString(v));
-        assertTrue(msg.contains(p + s.name() + "=" + v + " is out of range: " + s.rangeText()),
-            msg);
+        assertTrue(
+            msg.contains(p + s.name() + "=" + v + " is out of range: " + s.rangeText()), msg);
       }
     }
-    ShuffleConf c = ShuffleConf.parse(Map.of(p + "readBatchBlocks", "65536",
-        p + "readBatchBytes", "64k", p + "indexCacheSize", "0"), null);
+    ShuffleConf c =
+        ShuffleConf.parse(
+            Map.of(
+                p + "readBatchBlocks",
+                "65536",
+                p + "readBatchBytes",
+                "64k",
+                p + "indexCacheSize",
+                "0"),
+            null);
     assertEquals(65536, c.readBatchBlocks());
     assertEquals(64 * 1024, c.readBatchBytes());
     assertEquals(0, c.indexCacheSize());
@@ -62,12 +72,14 @@ class ShuffleConfDocTest {
   void transportKeysAreCheckedByTheTransportAndUnknownKeysRefused() {
     String p = ShuffleConf.PREFIX;
     assertTrue(bad(p + "ioThreads", "65").contains(p + "ioThreads=65 is out of range: 1 to 64"));
-    assertTrue(bad(p + "readBatchBlock", "5").contains("unknown configuration key "
-        + p + "readBatchBlock"));
+    assertTrue(
+        bad(p + "readBatchBlock", "5")
+            .contains("unknown configuration key " + p + "readBatchBlock"));
   }
 
   private static String bad(String key, String value) {
-    return assertThrows(TransferConfigException.class,
-        () -> ShuffleConf.parse(Map.of(key, value), null)).getMessage();
+    return assertThrows(
+            TransferConfigException.class, () -> ShuffleConf.parse(Map.of(key, value), null))
+        .getMessage();
   }
 }

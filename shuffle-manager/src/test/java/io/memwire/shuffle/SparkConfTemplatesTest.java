@@ -41,8 +41,10 @@ class SparkConfTemplatesTest {
       assertEquals(RdmaShuffleManager.class.getName(), conf.get("spark.shuffle.manager"), f + "");
       // Spark's host-local disk reads stay on: cheaper than a transfer between executors of a host.
       assertEquals(null, conf.get("spark.shuffle.readHostLocalDisk"), f + "");
-      assertEquals(io.memwire.shuffle.metrics.MemwireMetricsPlugin.class.getName(),
-          conf.get("spark.plugins.defaultList"), f + ": metrics plugin");
+      assertEquals(
+          io.memwire.shuffle.metrics.MemwireMetricsPlugin.class.getName(),
+          conf.get("spark.plugins.defaultList"),
+          f + ": metrics plugin");
       ShuffleConf parsed = ShuffleConf.parse(conf, null); // throws naming a bad key or value
       assertTrue(parsed.toString().length() > 0);
       String mode = f.getFileName().toString().split("\\.")[1];

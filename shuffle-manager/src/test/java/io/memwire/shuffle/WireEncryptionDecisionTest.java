@@ -13,7 +13,9 @@ import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Which Spark settings make reads go through Spark's encrypted transfer, and the explicit opt-out. */
+/**
+ * Which Spark settings make reads go through Spark's encrypted transfer, and the explicit opt-out.
+ */
 class WireEncryptionDecisionTest {
   private static WireEncryption decide(String... kv) {
     Map<String, String> conf = new HashMap<>();
@@ -34,53 +36,87 @@ class WireEncryptionDecisionTest {
 
   @Test
   void eachWayOfEncryptingSparksNetworkDelegatesReads() {
-    assertEquals("spark.network.crypto.enabled=true",
+    assertEquals(
+        "spark.network.crypto.enabled=true",
         decide("spark.network.crypto.enabled", "true").encryptedBy());
-    assertEquals("spark.authenticate.enableSaslEncryption=true",
+    assertEquals(
+        "spark.authenticate.enableSaslEncryption=true",
         decide("spark.authenticate.enableSaslEncryption", "true").encryptedBy());
-    assertEquals("spark.ssl.rpc.enabled=true", decide("spark.ssl.rpc.enabled", "true").encryptedBy());
+    assertEquals(
+        "spark.ssl.rpc.enabled=true", decide("spark.ssl.rpc.enabled", "true").encryptedBy());
     // spark.ssl.rpc.enabled inherits spark.ssl.enabled, and an explicit false wins over it.
     assertEquals("spark.ssl.enabled=true", decide("spark.ssl.enabled", "true").encryptedBy());
     assertFalse(decide("spark.ssl.enabled", "true", "spark.ssl.rpc.enabled", "false").delegate());
-    for (String key : new String[] {"spark.network.crypto.enabled",
-        "spark.authenticate.enableSaslEncryption", "spark.ssl.rpc.enabled"}) {
+    for (String key :
+        new String[] {
+          "spark.network.crypto.enabled",
+          "spark.authenticate.enableSaslEncryption",
+          "spark.ssl.rpc.enabled"
+        }) {
       WireEncryption w = decide(key, "TRUE");
       assertTrue(w.delegate(), key);
-      assertTrue(w.describe().contains("read through Spark's own encrypted transfer"), w.describe());
+      assertTrue(
+          w.describe().contains("read through Spark's own encrypted transfer"), w.describe());
     }
   }
 
   @Test
   void theExplicitSettingAllowsClearOneSidedReads() {
-    WireEncryption w = decide("spark.network.crypto.enabled", "true",
-        "spark.shuffle.rdma.allowCleartextReads", "true");
+    WireEncryption w =
+        decide(
+            "spark.network.crypto.enabled",
+            "true",
+            "spark.shuffle.rdma.allowCleartextReads",
+            "true");
     assertFalse(w.delegate());
     assertTrue(w.describe().contains("UNENCRYPTED"), w.describe());
     assertTrue(w.describe().contains("block bytes in clear"), w.describe());
-    WireEncryption atRest = decide("spark.network.crypto.enabled", "true",
-        "spark.shuffle.rdma.allowCleartextReads", "true", "spark.io.encryption.enabled", "true");
+    WireEncryption atRest =
+        decide(
+            "spark.network.crypto.enabled",
+            "true",
+            "spark.shuffle.rdma.allowCleartextReads",
+            "true",
+            "spark.io.encryption.enabled",
+            "true");
     assertTrue(atRest.ioEncryption());
-    assertTrue(atRest.describe().contains("index entries and directory slots are not"),
-        atRest.describe());
+    assertTrue(
+        atRest.describe().contains("index entries and directory slots are not"), atRest.describe());
   }
 
   @Test
   void delegationWithFallbackOffIsAConfigurationErrorNamingBothKeys() {
-    TransferConfigException e = assertThrows(TransferConfigException.class,
-        () -> decide("spark.network.crypto.enabled", "true", "spark.shuffle.rdma.fallback", "false"));
+    TransferConfigException e =
+        assertThrows(
+            TransferConfigException.class,
+            () ->
+                decide(
+                    "spark.network.crypto.enabled",
+                    "true",
+                    "spark.shuffle.rdma.fallback",
+                    "false"));
     assertTrue(e.getMessage().contains("spark.shuffle.rdma.fallback=false"), e.getMessage());
-    assertTrue(e.getMessage().contains("spark.shuffle.rdma.allowCleartextReads=true"),
-        e.getMessage());
+    assertTrue(
+        e.getMessage().contains("spark.shuffle.rdma.allowCleartextReads=true"), e.getMessage());
     // Allowed explicitly: no fallback needed, so no error.
-    assertFalse(decide("spark.network.crypto.enabled", "true", "spark.shuffle.rdma.fallback",
-        "false", "spark.shuffle.rdma.allowCleartextReads", "true").delegate());
+    assertFalse(
+        decide(
+                "spark.network.crypto.enabled",
+                "true",
+                "spark.shuffle.rdma.fallback",
+                "false",
+                "spark.shuffle.rdma.allowCleartextReads",
+                "true")
+            .delegate());
   }
 
   @Test
   void badValueOfTheKeyIsRejectedByName() {
-    TransferConfigException e = assertThrows(TransferConfigException.class,
-        () -> decide("spark.shuffle.rdma.allowCleartextReads", "yes"));
-    assertTrue(e.getMessage().contains("spark.shuffle.rdma.allowCleartextReads=yes"),
-        e.getMessage());
+    TransferConfigException e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> decide("spark.shuffle.rdma.allowCleartextReads", "yes"));
+    assertTrue(
+        e.getMessage().contains("spark.shuffle.rdma.allowCleartextReads=yes"), e.getMessage());
   }
 }

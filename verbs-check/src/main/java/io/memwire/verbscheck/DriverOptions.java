@@ -4,8 +4,8 @@ import io.memwire.localcluster.LocalSparkCluster;
 
 /**
  * Prints, space-separated, the JVM options a Spark driver JVM needs on Java 17 ({@link
- * LocalSparkCluster#driverJvmOptions()}); the staging script runs it once on the build host so
- * that the guest's driver command line is not hand-written.
+ * LocalSparkCluster#driverJvmOptions()}); the staging script runs it once on the build host so that
+ * the guest's driver command line is not hand-written.
  */
 public final class DriverOptions {
   private DriverOptions() {}

@@ -4,11 +4,11 @@ import io.memwire.flight.DataPlane;
 import io.memwire.flight.RdmaFlightClient;
 import io.memwire.flight.RdmaFlightProducer;
 import io.memwire.flight.RdmaFlightStream;
+import io.memwire.flight.wire.ExchangeRequest;
+import io.memwire.flight.wire.ServerMessage;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
-import io.memwire.flight.wire.ExchangeRequest;
-import io.memwire.flight.wire.ServerMessage;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -59,10 +59,12 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * every check passed.
  */
 public final class FlightCheck {
-  private static final Schema SCHEMA = new Schema(List.of(
-      field("a"), field("b"), field("c"), field("d")));
+  private static final Schema SCHEMA =
+      new Schema(List.of(field("a"), field("b"), field("c"), field("d")));
+
   /** Rows per batch for 64 KiB, 1 MiB and 16 MiB bodies (4 BIGINT columns, 32 bytes a row). */
   private static final int[] ROWS = {2048, 32768, 524288};
+
   private static final Duration LEASE_TIMEOUT = Duration.ofSeconds(20);
 
   private final Path out;
@@ -83,8 +85,9 @@ public final class FlightCheck {
       switch (args[i]) {
         case "--out" -> out = Paths.get(args[++i]);
         case "--bind" -> bind = args[++i];
-        default -> throw new IllegalArgumentException("unknown argument " + args[i]
-            + "; usage: FlightCheck --out FILE --bind IP");
+        default ->
+            throw new IllegalArgumentException(
+                "unknown argument " + args[i] + "; usage: FlightCheck --out FILE --bind IP");
       }
     }
     if (out == null || bind == null) {
@@ -114,9 +117,14 @@ public final class FlightCheck {
   }
 
   private void run(String bind) throws Exception {
-    TransferConfig verbs = TransferConfig.builder().provider(ProviderKind.VERBS).bindAddress(bind)
-        .connectTimeout(Duration.ofMinutes(5)).readTimeout(Duration.ofMinutes(10))
-        .registrationBudget(2L << 30).build();
+    TransferConfig verbs =
+        TransferConfig.builder()
+            .provider(ProviderKind.VERBS)
+            .bindAddress(bind)
+            .connectTimeout(Duration.ofMinutes(5))
+            .readTimeout(Duration.ofMinutes(10))
+            .registrationBudget(2L << 30)
+            .build();
     RootAllocator root = new RootAllocator();
     BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
     BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
@@ -130,8 +138,9 @@ public final class FlightCheck {
         e.printStackTrace();
         verdict(mode, false, e.toString());
       }
-      put("seconds.flight." + mode, String.format(Locale.ROOT, "%.1f",
-          (System.nanoTime() - t0) / 1e9));
+      put(
+          "seconds.flight." + mode,
+          String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
     }
     node.close();
     long registered = node.stats().registeredBytes();
@@ -140,31 +149,51 @@ public final class FlightCheck {
     serverAlloc.close();
     clientAlloc.close();
     root.close();
-    verdict("memoryReturned", registered == 0 && server == 0 && client == 0,
-        "node registered bytes " + registered + ", server allocator " + server
-            + ", client allocator " + client);
+    verdict(
+        "memoryReturned",
+        registered == 0 && server == 0 && client == 0,
+        "node registered bytes "
+            + registered
+            + ", server allocator "
+            + server
+            + ", client allocator "
+            + client);
   }
 
-  private void producerRound(String mode, TransferNode node, BufferAllocator serverAlloc,
-      BufferAllocator clientAlloc, TransferConfig verbs) throws Exception {
+  private void producerRound(
+      String mode,
+      TransferNode node,
+      BufferAllocator serverAlloc,
+      BufferAllocator clientAlloc,
+      TransferConfig verbs)
+      throws Exception {
     Producer producer = new Producer(serverAlloc, mode.equals("inplace"));
-    FlightServer plain = FlightServer.builder(serverAlloc,
-        Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
-    RdmaFlightProducer rdma = RdmaFlightProducer.builder(producer, node, serverAlloc)
-        .registeredMemory(32L << 20, 512L << 20).leaseTimeout(LEASE_TIMEOUT)
-        // One host, one process pair: nobody else on this fabric (verbs needs the trust flag).
-        .trustedFabric(true).build();
+    FlightServer plain =
+        FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), producer)
+            .build()
+            .start();
+    RdmaFlightProducer rdma =
+        RdmaFlightProducer.builder(producer, node, serverAlloc)
+            .registeredMemory(32L << 20, 512L << 20)
+            .leaseTimeout(LEASE_TIMEOUT)
+            // One host, one process pair: nobody else on this fabric (verbs needs the trust flag).
+            .trustedFabric(true)
+            .build();
     BufferAllocator table = null;
     if (mode.equals("inplace")) {
       table = rdma.memory().newRootAllocator(Long.MAX_VALUE);
       producer.tableAllocator = table;
     }
-    FlightServer wrapped = FlightServer.builder(serverAlloc,
-        Location.forGrpcInsecure("127.0.0.1", 0), rdma).build().start();
-    FlightClient plainClient = FlightClient.builder(clientAlloc,
-        Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
-    FlightClient wrappedClient = FlightClient.builder(clientAlloc,
-        Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
+    FlightServer wrapped =
+        FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), rdma)
+            .build()
+            .start();
+    FlightClient plainClient =
+        FlightClient.builder(clientAlloc, Location.forGrpcInsecure("127.0.0.1", plain.getPort()))
+            .build();
+    FlightClient wrappedClient =
+        FlightClient.builder(clientAlloc, Location.forGrpcInsecure("127.0.0.1", wrapped.getPort()))
+            .build();
     try {
       for (int rows : ROWS) {
         int batches = rows >= 524288 ? 3 : rows >= 32768 ? 8 : 16;
@@ -181,13 +210,23 @@ public final class FlightCheck {
         double rdmaSeconds = (System.nanoTime() - t1) / 1e9;
         long bytes = bodyBytes(rows) * batches;
         String name = mode + "." + (bodyBytes(rows) >> 10) + "KiB";
-        put("flight." + name + ".grpcMBps", String.format(Locale.ROOT, "%.1f",
-            bytes / grpcSeconds / 1e6));
-        put("flight." + name + ".rdmaMBps", String.format(Locale.ROOT, "%.1f",
-            bytes / rdmaSeconds / 1e6));
-        verdict(name, grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equals(plane[0]),
-            "batches " + viaRdma.size() + "/" + grpc.size() + ", data plane " + plane[0]
-                + ", bodies equal " + grpc.equals(viaRdma));
+        put(
+            "flight." + name + ".grpcMBps",
+            String.format(Locale.ROOT, "%.1f", bytes / grpcSeconds / 1e6));
+        put(
+            "flight." + name + ".rdmaMBps",
+            String.format(Locale.ROOT, "%.1f", bytes / rdmaSeconds / 1e6));
+        verdict(
+            name,
+            grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equals(plane[0]),
+            "batches "
+                + viaRdma.size()
+                + "/"
+                + grpc.size()
+                + ", data plane "
+                + plane[0]
+                + ", bodies equal "
+                + grpc.equals(viaRdma));
       }
       awaitIdle(rdma, mode.equals("inplace"));
 
@@ -197,8 +236,8 @@ public final class FlightCheck {
       long expired0 = rdma.stats().get("leasesExpired");
       String leaseError = "none";
       byte firstKind = 0;
-      ExchangeRequest req = new ExchangeRequest(ProviderKind.VERBS, 1, 64L << 20,
-          ticket(32768, 6).getBytes());
+      ExchangeRequest req =
+          new ExchangeRequest(ProviderKind.VERBS, 1, 64L << 20, ticket(32768, 6).getBytes());
       try (FlightClient.ExchangeReaderWriter rw =
           wrappedClient.doExchange(FlightDescriptor.command(req.toBytes()))) {
         firstKind = nextKind(rw);
@@ -214,9 +253,17 @@ public final class FlightCheck {
       }
       awaitIdle(rdma, mode.equals("inplace"));
       long expired = rdma.stats().get("leasesExpired") - expired0;
-      verdict(mode + ".leaseTimeout", firstKind == ServerMessage.BATCH && expired >= 1
-              && leaseError.startsWith("TIMED_OUT") && leaseError.contains("lease timeout"),
-          "first message kind " + firstKind + ", leases expired " + expired + ", client saw "
+      verdict(
+          mode + ".leaseTimeout",
+          firstKind == ServerMessage.BATCH
+              && expired >= 1
+              && leaseError.startsWith("TIMED_OUT")
+              && leaseError.contains("lease timeout"),
+          "first message kind "
+              + firstKind
+              + ", leases expired "
+              + expired
+              + ", client saw "
               + leaseError);
 
       // A stream cancelled mid-way.
@@ -237,9 +284,14 @@ public final class FlightCheck {
         s.close();
         awaitIdle(rdma, mode.equals("inplace"));
         long cancelled = rdma.stats().get("sessionsCancelled") - cancelled0;
-        verdict(mode + ".cancel", two && cancelled == 1
-                && error.equals(FlightStatusCode.CANCELLED.toString()),
-            "two batches " + two + ", server sessions cancelled " + cancelled + ", client saw "
+        verdict(
+            mode + ".cancel",
+            two && cancelled == 1 && error.equals(FlightStatusCode.CANCELLED.toString()),
+            "two batches "
+                + two
+                + ", server sessions cancelled "
+                + cancelled
+                + ", client saw "
                 + error);
       }
       put("flight." + mode + ".serverStats", rdma.stats());
@@ -258,11 +310,19 @@ public final class FlightCheck {
     }
   }
 
-  private static RdmaFlightClient client(FlightClient wrapped, BufferAllocator alloc,
-      TransferConfig verbs, int window, long windowBytes) {
-    return RdmaFlightClient.builder(wrapped, alloc).dataPlane(DataPlane.VERBS)
-        .transferConfig(verbs).registeredMemory(32L << 20, 512L << 20)
-        .window(window, windowBytes).readTimeout(Duration.ofMinutes(10)).build();
+  private static RdmaFlightClient client(
+      FlightClient wrapped,
+      BufferAllocator alloc,
+      TransferConfig verbs,
+      int window,
+      long windowBytes) {
+    return RdmaFlightClient.builder(wrapped, alloc)
+        .dataPlane(DataPlane.VERBS)
+        .transferConfig(verbs)
+        .registeredMemory(32L << 20, 512L << 20)
+        .window(window, windowBytes)
+        .readTimeout(Duration.ofMinutes(10))
+        .build();
   }
 
   /**
@@ -274,7 +334,8 @@ public final class FlightCheck {
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
     while (true) {
       Map<String, Long> s = rdma.stats();
-      if (s.get("activeSessions") == 0 && s.get("leasedBatches") == 0
+      if (s.get("activeSessions") == 0
+          && s.get("leasedBatches") == 0
           && (inPlace || s.get("registeredBlocks") == 0)) {
         return;
       }
@@ -363,16 +424,19 @@ public final class FlightCheck {
       BufferAllocator a = inPlace ? tableAllocator : allocator;
       try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, a)) {
         if (inPlace) {
-          List<ArrowRecordBatch> t = tables.computeIfAbsent(rows * 64 + batches, k -> {
-            List<ArrowRecordBatch> l = new ArrayList<>();
-            try (VectorSchemaRoot r = VectorSchemaRoot.create(SCHEMA, a)) {
-              for (int b = 0; b < batches; b++) {
-                fill(r, rows, b);
-                l.add(new VectorUnloader(r).getRecordBatch());
-              }
-            }
-            return l;
-          });
+          List<ArrowRecordBatch> t =
+              tables.computeIfAbsent(
+                  rows * 64 + batches,
+                  k -> {
+                    List<ArrowRecordBatch> l = new ArrayList<>();
+                    try (VectorSchemaRoot r = VectorSchemaRoot.create(SCHEMA, a)) {
+                      for (int b = 0; b < batches; b++) {
+                        fill(r, rows, b);
+                        l.add(new VectorUnloader(r).getRecordBatch());
+                      }
+                    }
+                    return l;
+                  });
           VectorLoader loader = new VectorLoader(root);
           listener.setUseZeroCopy(true);
           listener.start(root);

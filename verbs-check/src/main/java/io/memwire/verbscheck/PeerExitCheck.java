@@ -38,8 +38,10 @@ import java.util.concurrent.TimeUnit;
 public final class PeerExitCheck {
   private static final int SIZE = 16 << 20;
   private static final int PIECE = 1 << 20;
+
   /** Longer than anything a dead peer should take to be noticed, shorter than the read timeout. */
   private static final Duration READ_TIMEOUT = Duration.ofMinutes(10);
+
   private static final Duration FAIL_WITHIN = Duration.ofMinutes(5);
 
   private PeerExitCheck() {}
@@ -49,8 +51,13 @@ public final class PeerExitCheck {
       usage();
     }
     Path dir = Paths.get(args[1]);
-    TransferConfig conf = TransferConfig.builder().provider(ProviderKind.VERBS).bindAddress(args[3])
-        .connectTimeout(Duration.ofMinutes(5)).readTimeout(READ_TIMEOUT).build();
+    TransferConfig conf =
+        TransferConfig.builder()
+            .provider(ProviderKind.VERBS)
+            .bindAddress(args[3])
+            .connectTimeout(Duration.ofMinutes(5))
+            .readTimeout(READ_TIMEOUT)
+            .build();
     switch (args[0]) {
       case "serve" -> serve(dir, conf);
       case "read" -> {
@@ -111,17 +118,23 @@ public final class PeerExitCheck {
         long off = (long) (ok % (SIZE / PIECE)) * PIECE;
         TransferBuffer buf;
         try {
-          buf = c.read(ReadRequest.of(region, off, PIECE))
-              .get(READ_TIMEOUT.toMillis() + 60_000, TimeUnit.MILLISECONDS);
+          buf =
+              c.read(ReadRequest.of(region, off, PIECE))
+                  .get(READ_TIMEOUT.toMillis() + 60_000, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
           Throwable cause = e.getCause();
           double after = exitAt == 0 ? -1 : (System.nanoTime() - exitAt) / 1e9;
           boolean connection = cause instanceof TransferConnectionException;
           boolean timeout = cause instanceof TransferTimeoutException;
-          pass = exitAt != 0 && connection && !timeout
-              && after < FAIL_WITHIN.toSeconds();
-          outcome = String.format(Locale.ROOT, "reads before the exit %d; failed %.1f s after "
-              + "the peer was told to exit with %s", Math.min(ok, 3), after, cause);
+          pass = exitAt != 0 && connection && !timeout && after < FAIL_WITHIN.toSeconds();
+          outcome =
+              String.format(
+                  Locale.ROOT,
+                  "reads before the exit %d; failed %.1f s after "
+                      + "the peer was told to exit with %s",
+                  Math.min(ok, 3),
+                  after,
+                  cause);
           append(out, "peerExit.failSeconds", String.format(Locale.ROOT, "%.1f", after));
           break;
         } catch (java.util.concurrent.TimeoutException e) {
@@ -158,7 +171,11 @@ public final class PeerExitCheck {
   }
 
   private static void append(Path out, String k, String v) throws Exception {
-    Files.writeString(out, k + "=" + v.replace('\n', ' ') + "\n", StandardCharsets.UTF_8,
-        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    Files.writeString(
+        out,
+        k + "=" + v.replace('\n', ' ') + "\n",
+        StandardCharsets.UTF_8,
+        StandardOpenOption.CREATE,
+        StandardOpenOption.APPEND);
   }
 }

@@ -45,10 +45,10 @@ import scala.reflect.ClassTag$;
 /**
  * Spark over the verbs provider, in one driver JVM: the same jobs on a 2-executor {@code
  * local-cluster} with Spark's sort shuffle (the reference), with Memwire over verbs and with
- * Memwire over tcp; results compared exactly; the managers' counters read from every executor;
- * 50 shuffles with {@code unregisterShuffle} checked for leaked memory regions and queue pairs;
- * the serving executor's CPU time while the other reads from it; an executor killed while the
- * other reads from it.
+ * Memwire over tcp; results compared exactly; the managers' counters read from every executor; 50
+ * shuffles with {@code unregisterShuffle} checked for leaked memory regions and queue pairs; the
+ * serving executor's CPU time while the other reads from it; an executor killed while the other
+ * reads from it.
  *
  * <pre>
  * SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] [--startup-minutes N]
@@ -59,8 +59,8 @@ import scala.reflect.ClassTag$;
  * later run (e.g. {@code --modes tcp}) is compared without running the sort shuffle again.
  *
  * <p>Writes {@code key=value} lines to FILE as it goes (a crash leaves what was measured); keys
- * {@code check.NAME=PASS|FAIL} are the verdicts, the others figures. Exit status 0 when every
- * check passed.
+ * {@code check.NAME=PASS|FAIL} are the verdicts, the others figures. Exit status 0 when every check
+ * passed.
  */
 public final class SparkCheck {
   private static final String MANAGER = RdmaShuffleManager.class.getName();
@@ -74,8 +74,8 @@ public final class SparkCheck {
   private final Map<String, String> reference = new HashMap<>();
   private int failures;
 
-  private SparkCheck(Path out, String bind, String libdisni, Duration startup, int leakRounds,
-      boolean faults) {
+  private SparkCheck(
+      Path out, String bind, String libdisni, Duration startup, int leakRounds, boolean faults) {
     this.out = out;
     this.bind = bind;
     this.libdisni = libdisni;
@@ -103,9 +103,13 @@ public final class SparkCheck {
         case "--leak-rounds" -> leakRounds = Integer.parseInt(args[++i]);
         case "--no-faults" -> faults = false;
         case "--reference" -> reference = Paths.get(args[++i]);
-        default -> throw new IllegalArgumentException("unknown argument " + args[i] + "; usage: "
-            + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] "
-            + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE]");
+        default ->
+            throw new IllegalArgumentException(
+                "unknown argument "
+                    + args[i]
+                    + "; usage: "
+                    + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] "
+                    + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE]");
       }
     }
     if (out == null || bind == null || lib == null) {
@@ -116,14 +120,14 @@ public final class SparkCheck {
         throw new IllegalArgumentException("--modes: unknown mode " + m + " (sort, verbs, tcp)");
       }
     }
-    SparkCheck check = new SparkCheck(out, bind, lib, Duration.ofMinutes(startupMinutes),
-        leakRounds, faults);
+    SparkCheck check =
+        new SparkCheck(out, bind, lib, Duration.ofMinutes(startupMinutes), leakRounds, faults);
     if (reference != null) {
       // Digests of an earlier sort-shuffle run of the same jobs ("sort.job.NAME.digest=...").
       for (String line : Files.readAllLines(reference)) {
         if (line.startsWith("sort.job.") && line.contains(".digest=")) {
-          check.reference.put(line.substring(9, line.indexOf(".digest=")),
-              line.substring(line.indexOf('=') + 1));
+          check.reference.put(
+              line.substring(9, line.indexOf(".digest=")), line.substring(line.indexOf('=') + 1));
         }
       }
     }
@@ -179,10 +183,12 @@ public final class SparkCheck {
 
   private void runMode(String mode) {
     LocalSparkCluster[] holder = new LocalSparkCluster[1];
-    step(mode + ".start", () -> {
-      holder[0] = start(mode);
-      verdict(mode + ".start", true, null);
-    });
+    step(
+        mode + ".start",
+        () -> {
+          holder[0] = start(mode);
+          verdict(mode + ".start", true, null);
+        });
     LocalSparkCluster cluster = holder[0];
     if (cluster == null) {
       if (!mode.equals("sort")) {
@@ -193,53 +199,81 @@ public final class SparkCheck {
     JavaSparkContext jsc = cluster.javaSparkContext();
     Map<String, Long> pids = new TreeMap<>();
     try {
-      step(mode + ".pids", () -> pids.putAll(onEveryExecutor(jsc, 2,
-          id -> String.valueOf(ProcessHandle.current().pid())).entrySet().stream()
-          .collect(Collectors.toMap(Map.Entry::getKey, e -> Long.parseLong(e.getValue())))));
+      step(
+          mode + ".pids",
+          () ->
+              pids.putAll(
+                  onEveryExecutor(jsc, 2, id -> String.valueOf(ProcessHandle.current().pid()))
+                      .entrySet()
+                      .stream()
+                      .collect(
+                          Collectors.toMap(Map.Entry::getKey, e -> Long.parseLong(e.getValue())))));
       put(mode + ".executorPids", pids);
       if (!mode.equals("sort")) {
-        step(mode + ".transport", () -> {
-          Map<String, String> d = onEveryExecutor(jsc, 2, id -> {
-            RdmaShuffleManager m = RdmaShuffleManager.current();
-            return m == null ? "no manager" : m.transportDescription();
-          });
-          put(mode + ".transportDescription", d);
-          boolean ok = d.values().stream().allMatch(s -> s.startsWith(mode + ":"));
-          verdict(mode + ".transport", ok, ok ? null : "executors run " + d);
-        });
+        step(
+            mode + ".transport",
+            () -> {
+              Map<String, String> d =
+                  onEveryExecutor(
+                      jsc,
+                      2,
+                      id -> {
+                        RdmaShuffleManager m = RdmaShuffleManager.current();
+                        return m == null ? "no manager" : m.transportDescription();
+                      });
+              put(mode + ".transportDescription", d);
+              boolean ok = d.values().stream().allMatch(s -> s.startsWith(mode + ":"));
+              verdict(mode + ".transport", ok, ok ? null : "executors run " + d);
+            });
       }
       Map<String, Map<String, Long>> before = mode.equals("sort") ? Map.of() : stats(jsc);
       for (Job job : jobs()) {
-        step(mode + ".job." + job.name, () -> {
-          long t0 = System.nanoTime();
-          String digest = job.run(cluster.session(), jsc);
-          put(mode + ".job." + job.name + ".wallSeconds",
-              String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
-          put(mode + ".job." + job.name + ".digest", digest);
-          if (mode.equals("sort")) {
-            reference.put(job.name, digest);
-          } else {
-            String want = reference.get(job.name);
-            verdict(mode + ".job." + job.name, digest.equals(want),
-                want == null ? "no sort-shuffle reference" : "got " + digest + ", sort gave " + want);
-          }
-        });
+        step(
+            mode + ".job." + job.name,
+            () -> {
+              long t0 = System.nanoTime();
+              String digest = job.run(cluster.session(), jsc);
+              put(
+                  mode + ".job." + job.name + ".wallSeconds",
+                  String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
+              put(mode + ".job." + job.name + ".digest", digest);
+              if (mode.equals("sort")) {
+                reference.put(job.name, digest);
+              } else {
+                String want = reference.get(job.name);
+                verdict(
+                    mode + ".job." + job.name,
+                    digest.equals(want),
+                    want == null
+                        ? "no sort-shuffle reference"
+                        : "got " + digest + ", sort gave " + want);
+              }
+            });
       }
       if (!mode.equals("sort")) {
-        step(mode + ".counters", () -> {
-          Map<String, Map<String, Long>> after = stats(jsc);
-          long rdma = sum(after, "rdmaBlocks") - sum(before, "rdmaBlocks");
-          long fallback = sum(after, "fallbackBlocks") - sum(before, "fallbackBlocks");
-          long failed = sum(after, "failedBlocks") - sum(before, "failedBlocks");
-          long bytes = sum(after, "rdmaBytes") - sum(before, "rdmaBytes");
-          put(mode + ".rdmaBlocks", rdma);
-          put(mode + ".rdmaBytes", bytes);
-          put(mode + ".fallbackBlocks", fallback);
-          put(mode + ".failedBlocks", failed);
-          put(mode + ".executorStats", after);
-          verdict(mode + ".counters", rdma > 0 && fallback == 0 && failed == 0,
-              "one-sided blocks " + rdma + ", fallback blocks " + fallback + ", failed " + failed);
-        });
+        step(
+            mode + ".counters",
+            () -> {
+              Map<String, Map<String, Long>> after = stats(jsc);
+              long rdma = sum(after, "rdmaBlocks") - sum(before, "rdmaBlocks");
+              long fallback = sum(after, "fallbackBlocks") - sum(before, "fallbackBlocks");
+              long failed = sum(after, "failedBlocks") - sum(before, "failedBlocks");
+              long bytes = sum(after, "rdmaBytes") - sum(before, "rdmaBytes");
+              put(mode + ".rdmaBlocks", rdma);
+              put(mode + ".rdmaBytes", bytes);
+              put(mode + ".fallbackBlocks", fallback);
+              put(mode + ".failedBlocks", failed);
+              put(mode + ".executorStats", after);
+              verdict(
+                  mode + ".counters",
+                  rdma > 0 && fallback == 0 && failed == 0,
+                  "one-sided blocks "
+                      + rdma
+                      + ", fallback blocks "
+                      + fallback
+                      + ", failed "
+                      + failed);
+            });
         step(mode + ".servingCpu", () -> servingCpu(mode, jsc, pids));
       }
       if (mode.equals("verbs")) {
@@ -251,8 +285,9 @@ public final class SparkCheck {
     } finally {
       long t0 = System.nanoTime();
       cluster.close();
-      put(mode + ".closeSeconds", String.format(Locale.ROOT, "%.1f",
-          (System.nanoTime() - t0) / 1e9));
+      put(
+          mode + ".closeSeconds",
+          String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
     }
     if (mode.equals("verbs")) {
       step("verbs.resourcesAfterExit", () -> resourcesAfterExit(pids));
@@ -260,25 +295,27 @@ public final class SparkCheck {
   }
 
   private LocalSparkCluster start(String mode) {
-    LocalSparkCluster.Builder b = LocalSparkCluster.builder()
-        .executors(2)
-        .coresPerExecutor(1)
-        .memoryPerExecutorMb(768)
-        .appName("memwire-verbs-check-" + mode)
-        .startupTimeout(startup)
-        .conf("spark.shuffle.readHostLocalDisk", "false")
-        .conf("spark.sql.shuffle.partitions", "8")
-        // Emulated CPUs: everything is slow, nothing may time out for that reason alone.
-        .conf("spark.network.timeout", "900s")
-        .conf("spark.executor.heartbeatInterval", "60s")
-        .conf("spark.rpc.askTimeout", "900s")
-        .conf("spark.storage.blockManagerHeartbeatTimeoutMs", "900000")
-        .conf("spark.locality.wait", "60s")
-        .conf("spark.shuffle.io.maxRetries", "1")
-        .conf("spark.shuffle.io.retryWait", "1s")
-        .conf("spark.executor.extraJavaOptions",
-            "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1")
-        .conf("spark.executor.extraLibraryPath", libdisni);
+    LocalSparkCluster.Builder b =
+        LocalSparkCluster.builder()
+            .executors(2)
+            .coresPerExecutor(1)
+            .memoryPerExecutorMb(768)
+            .appName("memwire-verbs-check-" + mode)
+            .startupTimeout(startup)
+            .conf("spark.shuffle.readHostLocalDisk", "false")
+            .conf("spark.sql.shuffle.partitions", "8")
+            // Emulated CPUs: everything is slow, nothing may time out for that reason alone.
+            .conf("spark.network.timeout", "900s")
+            .conf("spark.executor.heartbeatInterval", "60s")
+            .conf("spark.rpc.askTimeout", "900s")
+            .conf("spark.storage.blockManagerHeartbeatTimeoutMs", "900000")
+            .conf("spark.locality.wait", "60s")
+            .conf("spark.shuffle.io.maxRetries", "1")
+            .conf("spark.shuffle.io.retryWait", "1s")
+            .conf(
+                "spark.executor.extraJavaOptions",
+                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1")
+            .conf("spark.executor.extraLibraryPath", libdisni);
     if (mode.equals("sort")) {
       b.conf("spark.shuffle.manager", "sort");
     } else {
@@ -293,8 +330,7 @@ public final class SparkCheck {
     }
     long t0 = System.nanoTime();
     LocalSparkCluster c = b.start();
-    put(mode + ".startSeconds", String.format(Locale.ROOT, "%.1f",
-        (System.nanoTime() - t0) / 1e9));
+    put(mode + ".startSeconds", String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
     return c;
   }
 
@@ -312,80 +348,104 @@ public final class SparkCheck {
 
   private List<Job> jobs() {
     return List.of(
-        new Job("shuffleApp", (s, jsc) -> {
-          Path f = Files.createTempFile("shuffle-app", ".json");
-          ShuffleApp.run(s, 20_000, 2_000, 100, 4, 8, f);
-          String json = Files.readString(f);
-          Files.delete(f);
-          int i = json.indexOf("\"resultDigest\":\"");
-          return json.substring(i + 16, json.indexOf('"', i + 16));
-        }),
-        new Job("groupByKey100KiB", (s, jsc) -> digest(bigValues(jsc, 4, 40)
-            .groupByKey(8)
-            .mapToPair(t -> {
-              long n = 0;
-              long h = 0;
-              for (byte[] v : t._2()) {
-                n++;
-                h += mix(Arrays.hashCode(v));
+        new Job(
+            "shuffleApp",
+            (s, jsc) -> {
+              Path f = Files.createTempFile("shuffle-app", ".json");
+              ShuffleApp.run(s, 20_000, 2_000, 100, 4, 8, f);
+              String json = Files.readString(f);
+              Files.delete(f);
+              int i = json.indexOf("\"resultDigest\":\"");
+              return json.substring(i + 16, json.indexOf('"', i + 16));
+            }),
+        new Job(
+            "groupByKey100KiB",
+            (s, jsc) ->
+                digest(
+                    bigValues(jsc, 4, 40)
+                        .groupByKey(8)
+                        .mapToPair(
+                            t -> {
+                              long n = 0;
+                              long h = 0;
+                              for (byte[] v : t._2()) {
+                                n++;
+                                h += mix(Arrays.hashCode(v));
+                              }
+                              return new Tuple2<>(t._1(), n * 1_000_003L + h);
+                            })
+                        .collect())),
+        new Job(
+            "partitions2100",
+            (s, jsc) -> {
+              // More than 2000 reduce partitions: Spark switches to HighlyCompressedMapStatus; AQE
+              // coalesces them into a few tasks that each read a range of partitions.
+              s.conf().set("spark.sql.shuffle.partitions", "2100");
+              try {
+                Dataset<Row> df =
+                    s.range(0, 60_000, 1, 4)
+                        .withColumn("k", functions.expr("id % 3000"))
+                        .groupBy("k")
+                        .agg(functions.count("id"), functions.sum("id"));
+                List<Tuple2<Long, Long>> rows =
+                    df.javaRDD()
+                        .map(
+                            r ->
+                                new Tuple2<>(
+                                    r.getLong(0), r.getLong(1) * 1_000_003L + r.getLong(2)))
+                        .collect();
+                return digest(rows);
+              } finally {
+                s.conf().set("spark.sql.shuffle.partitions", "8");
               }
-              return new Tuple2<>(t._1(), n * 1_000_003L + h);
-            }).collect())),
-        new Job("partitions2100", (s, jsc) -> {
-          // More than 2000 reduce partitions: Spark switches to HighlyCompressedMapStatus; AQE
-          // coalesces them into a few tasks that each read a range of partitions.
-          s.conf().set("spark.sql.shuffle.partitions", "2100");
-          try {
-            Dataset<Row> df = s.range(0, 60_000, 1, 4)
-                .withColumn("k", functions.expr("id % 3000"))
-                .groupBy("k").agg(functions.count("id"), functions.sum("id"));
-            List<Tuple2<Long, Long>> rows = df.javaRDD()
-                .map(r -> new Tuple2<>(r.getLong(0), r.getLong(1) * 1_000_003L + r.getLong(2)))
-                .collect();
-            return digest(rows);
-          } finally {
-            s.conf().set("spark.sql.shuffle.partitions", "8");
-          }
-        }),
-        new Job("sortMergeJoinAqe", (s, jsc) -> {
-          s.conf().set("spark.sql.autoBroadcastJoinThreshold", "-1");
-          s.conf().set("spark.sql.adaptive.enabled", "true");
-          try {
-            Dataset<Row> a = s.range(0, 40_000, 1, 4).selectExpr("id % 7000 as k", "id as v");
-            Dataset<Row> b = s.range(0, 20_000, 1, 3).selectExpr("id % 5000 as k", "id * 3 as w");
-            Dataset<Row> j = a.join(b, "k");
-            List<Tuple2<Long, Long>> rows = j.javaRDD()
-                .map(r -> new Tuple2<>(r.getLong(0), mix(r.getLong(1)) + 31 * mix(r.getLong(2))))
-                .collect();
-            String plan = j.queryExecution().executedPlan().toString();
-            if (!plan.contains("SortMergeJoin")) {
-              throw new IllegalStateException("the join was not a sort-merge join: " + plan);
-            }
-            return digest(rows);
-          } finally {
-            s.conf().unset("spark.sql.autoBroadcastJoinThreshold");
-          }
-        }));
+            }),
+        new Job(
+            "sortMergeJoinAqe",
+            (s, jsc) -> {
+              s.conf().set("spark.sql.autoBroadcastJoinThreshold", "-1");
+              s.conf().set("spark.sql.adaptive.enabled", "true");
+              try {
+                Dataset<Row> a = s.range(0, 40_000, 1, 4).selectExpr("id % 7000 as k", "id as v");
+                Dataset<Row> b =
+                    s.range(0, 20_000, 1, 3).selectExpr("id % 5000 as k", "id * 3 as w");
+                Dataset<Row> j = a.join(b, "k");
+                List<Tuple2<Long, Long>> rows =
+                    j.javaRDD()
+                        .map(
+                            r ->
+                                new Tuple2<>(
+                                    r.getLong(0), mix(r.getLong(1)) + 31 * mix(r.getLong(2))))
+                        .collect();
+                String plan = j.queryExecution().executedPlan().toString();
+                if (!plan.contains("SortMergeJoin")) {
+                  throw new IllegalStateException("the join was not a sort-merge join: " + plan);
+                }
+                return digest(rows);
+              } finally {
+                s.conf().unset("spark.sql.autoBroadcastJoinThreshold");
+              }
+            }));
   }
 
   /** maps x perMap records of 100 KiB, keys 0..15, bytes fixed by (map, index). */
   private static JavaPairRDD<Long, byte[]> bigValues(JavaSparkContext jsc, int maps, int perMap) {
     return jsc.parallelize(IntStream.range(0, maps).boxed().collect(Collectors.toList()), maps)
-        .flatMapToPair(m -> {
-          List<Tuple2<Long, byte[]>> rows = new ArrayList<>();
-          SplittableRandom r = new SplittableRandom(7919L * m + 1);
-          for (int i = 0; i < perMap; i++) {
-            byte[] v = new byte[100 * 1024];
-            for (int j = 0; j < v.length; j += 8) {
-              long x = r.nextLong();
-              for (int b = 0; b < 8; b++) {
-                v[j + b] = (byte) (x >>> (8 * b));
+        .flatMapToPair(
+            m -> {
+              List<Tuple2<Long, byte[]>> rows = new ArrayList<>();
+              SplittableRandom r = new SplittableRandom(7919L * m + 1);
+              for (int i = 0; i < perMap; i++) {
+                byte[] v = new byte[100 * 1024];
+                for (int j = 0; j < v.length; j += 8) {
+                  long x = r.nextLong();
+                  for (int b = 0; b < 8; b++) {
+                    v[j + b] = (byte) (x >>> (8 * b));
+                  }
+                }
+                rows.add(new Tuple2<>((long) ((m * perMap + i) % 16), v));
               }
-            }
-            rows.add(new Tuple2<>((long) ((m * perMap + i) % 16), v));
-          }
-          return rows.iterator();
-        });
+              return rows.iterator();
+            });
   }
 
   /** Row count and an order-independent hash of (key, value) rows. */
@@ -407,8 +467,8 @@ public final class SparkCheck {
 
   /**
    * 50 (by default) shuffles, each unregistered with {@code ContextCleaner.doCleanupShuffle}
-   * (blocking), must leave every executor's registrations and queue pairs where they were after
-   * the first one, by the provider's counters and by {@code rdma resource show}.
+   * (blocking), must leave every executor's registrations and queue pairs where they were after the
+   * first one, by the provider's counters and by {@code rdma resource show}.
    */
   private void leakLoop(JavaSparkContext jsc, Map<String, Long> pids) throws Exception {
     // Unregister every earlier shuffle first, so the baseline is not lowered later by the
@@ -427,8 +487,8 @@ public final class SparkCheck {
     Map<String, int[]> r1 = rdmaResources(pids);
     StringBuilder d = new StringBuilder();
     boolean ok = true;
-    for (String key : List.of("node.verbsRegistrations", "node.verbsQueuePairs",
-        "directory.shuffles")) {
+    for (String key :
+        List.of("node.verbsRegistrations", "node.verbsQueuePairs", "directory.shuffles")) {
       Map<String, Long> a = perExecutor(s0, key);
       Map<String, Long> b = perExecutor(s1, key);
       d.append(key).append(' ').append(a).append("->").append(b).append("; ");
@@ -437,8 +497,13 @@ public final class SparkCheck {
     for (String id : pids.keySet()) {
       int[] a = r0.get(id);
       int[] b = r1.get(id);
-      d.append("exec ").append(id).append(" mr/qp/cq/pd ").append(Arrays.toString(a))
-          .append("->").append(Arrays.toString(b)).append("; ");
+      d.append("exec ")
+          .append(id)
+          .append(" mr/qp/cq/pd ")
+          .append(Arrays.toString(a))
+          .append("->")
+          .append(Arrays.toString(b))
+          .append("; ");
       ok &= Arrays.equals(a, b);
     }
     put("verbs.leakLoop.rounds", leakRounds);
@@ -446,10 +511,10 @@ public final class SparkCheck {
   }
 
   private static void smallShuffleAndUnregister(JavaSparkContext jsc, int round) {
-    JavaPairRDD<Integer, Long> sums = jsc
-        .parallelize(IntStream.range(0, 400).boxed().collect(Collectors.toList()), 2)
-        .mapToPair(x -> new Tuple2<>(x % 8, (long) x + round))
-        .reduceByKey(Long::sum, 2);
+    JavaPairRDD<Integer, Long> sums =
+        jsc.parallelize(IntStream.range(0, 400).boxed().collect(Collectors.toList()), 2)
+            .mapToPair(x -> new Tuple2<>(x % 8, (long) x + round))
+            .reduceByKey(Long::sum, 2);
     long total = sums.values().reduce(Long::sum);
     long want = 400L * 399 / 2 + 400L * round;
     if (total != want) {
@@ -479,9 +544,9 @@ public final class SparkCheck {
   }
 
   /**
-   * Whether a line of {@code rdma resource show} belongs to process {@code pid}. The kernel
-   * records the task that created the object, which for a JVM is one of its threads: the pid
-   * printed may be a thread id of the process, so {@code /proc/PID/task/TID} is checked too.
+   * Whether a line of {@code rdma resource show} belongs to process {@code pid}. The kernel records
+   * the task that created the object, which for a JVM is one of its threads: the pid printed may be
+   * a thread id of the process, so {@code /proc/PID/task/TID} is checked too.
    */
   static boolean ownedBy(String line, long pid) {
     List<String> t = Arrays.asList(line.trim().split("\\s+"));
@@ -491,14 +556,16 @@ public final class SparkCheck {
     }
     String owner = t.get(i + 1);
     return owner.equals(String.valueOf(pid))
-        || (owner.matches("[0-9]+") && Files.exists(Path.of("/proc", String.valueOf(pid), "task",
-            owner)));
+        || (owner.matches("[0-9]+")
+            && Files.exists(Path.of("/proc", String.valueOf(pid), "task", owner)));
   }
 
   private static List<String> runLines(String... cmd) throws Exception {
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    List<String> lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8)
-        .lines().collect(Collectors.toList());
+    List<String> lines =
+        new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8)
+            .lines()
+            .collect(Collectors.toList());
     if (!p.waitFor(2, TimeUnit.MINUTES) || p.exitValue() != 0) {
       throw new IllegalStateException(String.join(" ", cmd) + " failed: " + lines);
     }
@@ -509,27 +576,32 @@ public final class SparkCheck {
   private void resourcesAfterExit(Map<String, Long> pids) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
     for (long pid : pids.values()) {
-      ProcessHandle.of(pid).ifPresent(h -> {
-        try {
-          h.onExit().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (Exception e) {
-          throw new IllegalStateException("executor pid " + pid + " still alive", e);
-        }
-      });
+      ProcessHandle.of(pid)
+          .ifPresent(
+              h -> {
+                try {
+                  h.onExit().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (Exception e) {
+                  throw new IllegalStateException("executor pid " + pid + " still alive", e);
+                }
+              });
     }
     Map<String, int[]> r = rdmaResources(pids);
     boolean ok = r.values().stream().allMatch(a -> Arrays.stream(a).sum() == 0);
-    verdict("verbs.resourcesAfterExit", ok, r.entrySet().stream()
-        .map(e -> "exec " + e.getKey() + " mr/qp/cq/pd " + Arrays.toString(e.getValue()))
-        .collect(Collectors.joining("; ")));
+    verdict(
+        "verbs.resourcesAfterExit",
+        ok,
+        r.entrySet().stream()
+            .map(e -> "exec " + e.getKey() + " mr/qp/cq/pd " + Arrays.toString(e.getValue()))
+            .collect(Collectors.joining("; ")));
   }
 
   // ------------------------------------------------------------------ serving CPU, faults
 
   /**
-   * Map outputs all written by executor A (map tasks prefer A, locality wait 60 s); while A's
-   * only core is held by a waiting task, executor B runs every reduce task; A's CPU time over the
-   * reduce job (from /proc) is what serving its outputs cost A.
+   * Map outputs all written by executor A (map tasks prefer A, locality wait 60 s); while A's only
+   * core is held by a waiting task, executor B runs every reduce task; A's CPU time over the reduce
+   * job (from /proc) is what serving its outputs cost A.
    */
   private void servingCpu(String mode, JavaSparkContext jsc, Map<String, Long> pids)
       throws Exception {
@@ -538,43 +610,56 @@ public final class SparkCheck {
     Path dir = Files.createTempDirectory("serving");
     String held = dir.resolve("held").toString();
     String release = dir.resolve("release").toString();
-    JavaPairRDD<Long, byte[]> data = pinned(jsc, a, 4).flatMapToPair(m -> {
-      if (!SparkEnv.get().executorId().equals(a)) {
-        throw new IllegalStateException("map task ran on executor " + SparkEnv.get().executorId());
-      }
-      List<Tuple2<Long, byte[]>> rows = new ArrayList<>();
-      SplittableRandom r = new SplittableRandom(m);
-      for (int i = 0; i < 40; i++) {
-        byte[] v = new byte[100 * 1024];
-        r.nextBytes(v);
-        rows.add(new Tuple2<>((long) i % 4, v));
-      }
-      return rows.iterator();
-    });
+    JavaPairRDD<Long, byte[]> data =
+        pinned(jsc, a, 4)
+            .flatMapToPair(
+                m -> {
+                  if (!SparkEnv.get().executorId().equals(a)) {
+                    throw new IllegalStateException(
+                        "map task ran on executor " + SparkEnv.get().executorId());
+                  }
+                  List<Tuple2<Long, byte[]>> rows = new ArrayList<>();
+                  SplittableRandom r = new SplittableRandom(m);
+                  for (int i = 0; i < 40; i++) {
+                    byte[] v = new byte[100 * 1024];
+                    r.nextBytes(v);
+                    rows.add(new Tuple2<>((long) i % 4, v));
+                  }
+                  return rows.iterator();
+                });
     JavaPairRDD<Long, byte[]> shuffled = data.partitionBy(new org.apache.spark.HashPartitioner(4));
     ShuffleDependency<?, ?, ?> dep =
         (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
-    scala.concurrent.Await.result(jsc.sc().submitMapStage(dep),
+    scala.concurrent.Await.result(
+        jsc.sc().submitMapStage(dep),
         scala.concurrent.duration.Duration.create(20, TimeUnit.MINUTES));
-    CompletableFuture<Void> holder = CompletableFuture.runAsync(() ->
-        pinned(jsc, a, 1).foreach(x -> {
-          new File(held).createNewFile();
-          long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(30);
-          while (!new File(release).exists() && System.nanoTime() < end) {
-            Thread.sleep(50);
-          }
-        }));
+    CompletableFuture<Void> holder =
+        CompletableFuture.runAsync(
+            () ->
+                pinned(jsc, a, 1)
+                    .foreach(
+                        x -> {
+                          new File(held).createNewFile();
+                          long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(30);
+                          while (!new File(release).exists() && System.nanoTime() < end) {
+                            Thread.sleep(50);
+                          }
+                        }));
     try {
       waitFor(new File(held), Duration.ofMinutes(10));
       long cpu0 = cpuMillis(pids.get(a));
       long t0 = System.nanoTime();
-      List<String> readers = shuffled.mapPartitions(it -> {
-        long n = 0;
-        while (it.hasNext()) {
-          n += it.next()._2().length;
-        }
-        return List.of(SparkEnv.get().executorId() + ":" + n).iterator();
-      }).collect();
+      List<String> readers =
+          shuffled
+              .mapPartitions(
+                  it -> {
+                    long n = 0;
+                    while (it.hasNext()) {
+                      n += it.next()._2().length;
+                    }
+                    return List.of(SparkEnv.get().executorId() + ":" + n).iterator();
+                  })
+              .collect();
       double wall = (System.nanoTime() - t0) / 1e9;
       long cpu1 = cpuMillis(pids.get(a));
       long total = readers.stream().mapToLong(s -> Long.parseLong(s.split(":")[1])).sum();
@@ -582,7 +667,9 @@ public final class SparkCheck {
       put(mode + ".servingCpu.servingExecutorCpuMs", cpu1 - cpu0);
       put(mode + ".servingCpu.readWallSeconds", String.format(Locale.ROOT, "%.1f", wall));
       put(mode + ".servingCpu.bytes", total);
-      verdict(mode + ".servingCpu", onB && total == 4L * 40 * 100 * 1024,
+      verdict(
+          mode + ".servingCpu",
+          onB && total == 4L * 40 * 100 * 1024,
           "readers " + readers + ", serving executor " + a + " CPU " + (cpu1 - cpu0) + " ms");
     } finally {
       new File(release).createNewFile();
@@ -592,17 +679,24 @@ public final class SparkCheck {
 
   /** {@code n} one-element partitions whose preferred location is executor {@code id}. */
   private static JavaRDD<Integer> pinned(JavaSparkContext jsc, String id, int n) {
-    String host = CollectionConverters.asJava(
-            SparkEnv.get().blockManager().master().getMemoryStatus().keySet()).stream()
-        .filter(bm -> bm.executorId().equals(id)).map(BlockManagerId::host).findFirst()
-        .orElseThrow(() -> new IllegalStateException("no executor " + id));
+    String host =
+        CollectionConverters.asJava(
+                SparkEnv.get().blockManager().master().getMemoryStatus().keySet())
+            .stream()
+            .filter(bm -> bm.executorId().equals(id))
+            .map(BlockManagerId::host)
+            .findFirst()
+            .orElseThrow(() -> new IllegalStateException("no executor " + id));
     List<Tuple2<Integer, scala.collection.immutable.Seq<String>>> parts = new ArrayList<>();
     for (int i = 0; i < n; i++) {
-      parts.add(new Tuple2<>(i, CollectionConverters.asScala(
-          List.of("executor_" + host + "_" + id)).toList()));
+      parts.add(
+          new Tuple2<>(
+              i, CollectionConverters.asScala(List.of("executor_" + host + "_" + id)).toList()));
     }
-    return jsc.sc().makeRDD(CollectionConverters.asScala(parts).toSeq(),
-        ClassTag$.MODULE$.apply(Integer.class)).toJavaRDD();
+    return jsc.sc()
+        .makeRDD(
+            CollectionConverters.asScala(parts).toSeq(), ClassTag$.MODULE$.apply(Integer.class))
+        .toJavaRDD();
   }
 
   private static void waitFor(File f, Duration d) throws InterruptedException {
@@ -623,27 +717,28 @@ public final class SparkCheck {
   }
 
   /**
-   * The reducer on one executor kills the other executor's JVM before reading from it; the job
-   * must still give the exact result (Spark reruns the lost map outputs).
+   * The reducer on one executor kills the other executor's JVM before reading from it; the job must
+   * still give the exact result (Spark reruns the lost map outputs).
    */
   private void executorKilled(JavaSparkContext jsc, Map<String, Long> pids) throws Exception {
     AtomicInteger resubmitted = new AtomicInteger();
     AtomicInteger fetchFailures = new AtomicInteger();
-    SparkListener l = new SparkListener() {
-      @Override
-      public void onStageSubmitted(SparkListenerStageSubmitted e) {
-        if (e.stageInfo().attemptNumber() > 0) {
-          resubmitted.incrementAndGet();
-        }
-      }
+    SparkListener l =
+        new SparkListener() {
+          @Override
+          public void onStageSubmitted(SparkListenerStageSubmitted e) {
+            if (e.stageInfo().attemptNumber() > 0) {
+              resubmitted.incrementAndGet();
+            }
+          }
 
-      @Override
-      public void onTaskEnd(SparkListenerTaskEnd e) {
-        if (e.reason() instanceof org.apache.spark.FetchFailed) {
-          fetchFailures.incrementAndGet();
-        }
-      }
-    };
+          @Override
+          public void onTaskEnd(SparkListenerTaskEnd e) {
+            if (e.reason() instanceof org.apache.spark.FetchFailed) {
+              fetchFailures.incrementAndGet();
+            }
+          }
+        };
     jsc.sc().addSparkListener(l);
     try {
       List<Integer> data = IntStream.range(0, 60_000).boxed().collect(Collectors.toList());
@@ -652,31 +747,44 @@ public final class SparkCheck {
       String marker = Files.createTempDirectory("kill").resolve("killed").toString();
       Map<Long, String> victims = new HashMap<>();
       pids.forEach((id, pid) -> victims.put(pid, id));
-      List<Tuple2<Integer, Long>> got = jsc.parallelize(data, 6)
-          .mapToPair(x -> new Tuple2<>(x % 1000, (long) x))
-          .reduceByKey(Long::sum, 6)
-          .mapPartitions((Iterator<Tuple2<Integer, Long>> it) -> {
-            if (new File(marker).createNewFile()) {
-              String me = SparkEnv.get().executorId();
-              victims.forEach((pid, id) -> {
-                if (!id.equals(me)) {
-                  ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
-                }
-              });
-            }
-            List<Tuple2<Integer, Long>> rows = new ArrayList<>();
-            it.forEachRemaining(rows::add);
-            return rows.iterator();
-          }).collect();
+      List<Tuple2<Integer, Long>> got =
+          jsc.parallelize(data, 6)
+              .mapToPair(x -> new Tuple2<>(x % 1000, (long) x))
+              .reduceByKey(Long::sum, 6)
+              .mapPartitions(
+                  (Iterator<Tuple2<Integer, Long>> it) -> {
+                    if (new File(marker).createNewFile()) {
+                      String me = SparkEnv.get().executorId();
+                      victims.forEach(
+                          (pid, id) -> {
+                            if (!id.equals(me)) {
+                              ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                            }
+                          });
+                    }
+                    List<Tuple2<Integer, Long>> rows = new ArrayList<>();
+                    it.forEachRemaining(rows::add);
+                    return rows.iterator();
+                  })
+              .collect();
       Map<Integer, Long> actual = new HashMap<>();
       got.forEach(t -> actual.put(t._1(), t._2()));
-      long alive = pids.values().stream()
-          .filter(p -> ProcessHandle.of(p).map(ProcessHandle::isAlive).orElse(false)).count();
+      long alive =
+          pids.values().stream()
+              .filter(p -> ProcessHandle.of(p).map(ProcessHandle::isAlive).orElse(false))
+              .count();
       put("verbs.executorKilled.fetchFailures", fetchFailures.get());
       put("verbs.executorKilled.stageRetries", resubmitted.get());
-      verdict("verbs.executorKilled", expected.equals(actual) && alive == 1,
-          "results equal " + expected.equals(actual) + ", executors alive " + alive
-              + " of 2, fetch failures " + fetchFailures.get() + ", stage retries "
+      verdict(
+          "verbs.executorKilled",
+          expected.equals(actual) && alive == 1,
+          "results equal "
+              + expected.equals(actual)
+              + ", executors alive "
+              + alive
+              + " of 2, fetch failures "
+              + fetchFailures.get()
+              + ", stage retries "
               + resubmitted.get());
     } finally {
       jsc.sc().removeSparkListener(l);
@@ -686,21 +794,31 @@ public final class SparkCheck {
   // ------------------------------------------------------------------ executors
 
   private static Map<String, Map<String, Long>> stats(JavaSparkContext jsc) {
-    Map<String, String> raw = onEveryExecutor(jsc, 2, id -> {
-      RdmaShuffleManager m = RdmaShuffleManager.current();
-      return m == null ? "" : m.stats().entrySet().stream()
-          .map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(","));
-    });
+    Map<String, String> raw =
+        onEveryExecutor(
+            jsc,
+            2,
+            id -> {
+              RdmaShuffleManager m = RdmaShuffleManager.current();
+              return m == null
+                  ? ""
+                  : m.stats().entrySet().stream()
+                      .map(e -> e.getKey() + "=" + e.getValue())
+                      .collect(Collectors.joining(","));
+            });
     Map<String, Map<String, Long>> m = new TreeMap<>();
-    raw.forEach((id, s) -> {
-      Map<String, Long> v = new LinkedHashMap<>();
-      for (String kv : s.split(",")) {
-        if (kv.contains("=")) {
-          v.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
-        }
-      }
-      m.put(id, v);
-    });
+    raw.forEach(
+        (id, s) -> {
+          Map<String, Long> v = new LinkedHashMap<>();
+          for (String kv : s.split(",")) {
+            if (kv.contains("=")) {
+              v.put(
+                  kv.substring(0, kv.indexOf('=')),
+                  Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
+            }
+          }
+          m.put(id, v);
+        });
     return m;
   }
 
@@ -710,16 +828,19 @@ public final class SparkCheck {
 
   private static Map<String, Long> perExecutor(Map<String, Map<String, Long>> stats, String key) {
     Map<String, Long> m = new TreeMap<>();
-    stats.forEach((id, v) -> {
-      if (v.containsKey(key)) {
-        m.put(id, v.get(key));
-      }
-    });
+    stats.forEach(
+        (id, v) -> {
+          if (v.containsKey(key)) {
+            m.put(id, v.get(key));
+          }
+        });
     return m;
   }
 
   /** Runs {@code task} on every executor (small jobs until each answered; deadline 10 min). */
-  private static Map<String, String> onEveryExecutor(JavaSparkContext jsc, int executors,
+  private static Map<String, String> onEveryExecutor(
+      JavaSparkContext jsc,
+      int executors,
       org.apache.spark.api.java.function.Function<String, String> task) {
     Map<String, String> seen = new TreeMap<>();
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
@@ -727,14 +848,16 @@ public final class SparkCheck {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("only executors " + seen.keySet() + " answered");
       }
-      List<Tuple2<String, String>> got = jsc
-          .parallelize(IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-              4 * executors)
-          .mapPartitions((Iterator<Integer> it) -> {
-            String id = SparkEnv.get().executorId();
-            return List.of(new Tuple2<>(id, task.call(id))).iterator();
-          })
-          .collect();
+      List<Tuple2<String, String>> got =
+          jsc.parallelize(
+                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
+                  4 * executors)
+              .mapPartitions(
+                  (Iterator<Integer> it) -> {
+                    String id = SparkEnv.get().executorId();
+                    return List.of(new Tuple2<>(id, task.call(id))).iterator();
+                  })
+              .collect();
       for (Tuple2<String, String> t : got) {
         seen.putIfAbsent(t._1(), t._2());
       }

@@ -45,18 +45,17 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * memory and are declared zero-copy, so they are leased in place (and plain DoGet sends the same
  * buffers without Flight's copy).
  *
- * <p>Against machine noise each point runs both paths alternately (gRPC first in odd
- * repetitions, RDMA first in even ones) several times and reports the median of each and the
- * ratio of the medians, with the spread of the per-repetition ratios.
+ * <p>Against machine noise each point runs both paths alternately (gRPC first in odd repetitions,
+ * RDMA first in even ones) several times and reports the median of each and the ratio of the
+ * medians, with the spread of the per-repetition ratios.
  *
  * <p>Arguments: {@code --quick} (fewer cases, less data), {@code --bytes <n>} body bytes per
- * measured run (default 1 GiB, quick 256 MiB), {@code --reps <n>} repetitions per point (default
- * 5, quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
+ * measured run (default 1 GiB, quick 256 MiB), {@code --reps <n>} repetitions per point (default 5,
+ * quick 3), {@code --rows a,b} and {@code --streams a,b} to run chosen points only, {@code
  * --producer copy,inplace} (default both), {@code --window <batches>} and {@code --window-bytes
- * <n>} (default: the client's defaults), {@code --warmup <seconds>} (both paths alternately
- * before each producer's first point, default 20), {@code --csv <path>} (default
- * target/flight-bench.csv), {@code --profile-rdma} (the RDMA path alone, for a profiler; prints
- * GB/s only).
+ * <n>} (default: the client's defaults), {@code --warmup <seconds>} (both paths alternately before
+ * each producer's first point, default 20), {@code --csv <path>} (default target/flight-bench.csv),
+ * {@code --profile-rdma} (the RDMA path alone, for a profiler; prints GB/s only).
  */
 public final class FlightBench {
   private static final int COLUMNS = 4;
@@ -97,15 +96,16 @@ public final class FlightBench {
   }
 
   /**
-   * An in-memory table server: for each batch size it builds a few distinct batches once, in
-   * memory from the given allocator, and serves "rows:batches" tickets by loading them in turn
-   * into a root and calling {@code putNext}. The batches never change, so it declares zero-copy:
-   * the RDMA wrapper leases them in place when the allocator is its registered memory, and plain
-   * DoGet sends them without Flight's copy into the gRPC message.
+   * An in-memory table server: for each batch size it builds a few distinct batches once, in memory
+   * from the given allocator, and serves "rows:batches" tickets by loading them in turn into a root
+   * and calling {@code putNext}. The batches never change, so it declares zero-copy: the RDMA
+   * wrapper leases them in place when the allocator is its registered memory, and plain DoGet sends
+   * them without Flight's copy into the gRPC message.
    */
   static final class TableProducer extends NoOpFlightProducer implements AutoCloseable {
     /** Distinct batches per size: enough that consecutive batches are different memory. */
     private static final long TABLE_BYTES = 64L << 20;
+
     private volatile BufferAllocator allocator;
     private final java.util.Map<Integer, List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch>>
         tables = new java.util.concurrent.ConcurrentHashMap<>();
@@ -116,17 +116,19 @@ public final class FlightBench {
     }
 
     private List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> table(int rows) {
-      return tables.computeIfAbsent(rows, r -> {
-        int n = (int) Math.max(2, Math.min(16, TABLE_BYTES / bodyBytes(r)));
-        List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> t = new ArrayList<>();
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
-          for (int i = 0; i < n; i++) {
-            fill(root, r, i);
-            t.add(new org.apache.arrow.vector.VectorUnloader(root).getRecordBatch());
-          }
-        }
-        return t;
-      });
+      return tables.computeIfAbsent(
+          rows,
+          r -> {
+            int n = (int) Math.max(2, Math.min(16, TABLE_BYTES / bodyBytes(r)));
+            List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> t = new ArrayList<>();
+            try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
+              for (int i = 0; i < n; i++) {
+                fill(root, r, i);
+                t.add(new org.apache.arrow.vector.VectorUnloader(root).getRecordBatch());
+              }
+            }
+            return t;
+          });
     }
 
     @Override
@@ -136,7 +138,8 @@ public final class FlightBench {
       long batches = Long.parseLong(p[1]);
       List<org.apache.arrow.vector.ipc.message.ArrowRecordBatch> t = table(rows);
       try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
-        org.apache.arrow.vector.VectorLoader loader = new org.apache.arrow.vector.VectorLoader(root);
+        org.apache.arrow.vector.VectorLoader loader =
+            new org.apache.arrow.vector.VectorLoader(root);
         listener.setUseZeroCopy(true);
         listener.start(root);
         for (long b = 0; b < batches && !listener.isCancelled(); b++) {
@@ -149,7 +152,9 @@ public final class FlightBench {
 
     @Override
     public void close() {
-      tables.values().forEach(t -> t.forEach(org.apache.arrow.vector.ipc.message.ArrowRecordBatch::close));
+      tables
+          .values()
+          .forEach(t -> t.forEach(org.apache.arrow.vector.ipc.message.ArrowRecordBatch::close));
       tables.clear();
     }
   }
@@ -229,10 +234,12 @@ public final class FlightBench {
           windowBytes = TransferConfig.parseBytes(args[++i]);
           break;
         default:
-          throw new IllegalArgumentException("unknown argument " + args[i]
-              + "; expected --quick, --bytes <n>, --reps <n>, --rows a,b, --streams a,b, "
-              + "--csv <path>, --producer copy,inplace, --window <batches>, --window-bytes <n>, "
-              + "--warmup <seconds>, --profile-rdma");
+          throw new IllegalArgumentException(
+              "unknown argument "
+                  + args[i]
+                  + "; expected --quick, --bytes <n>, --reps <n>, --rows a,b, --streams a,b, "
+                  + "--csv <path>, --producer copy,inplace, --window <batches>, --window-bytes <n>, "
+                  + "--warmup <seconds>, --profile-rdma");
       }
     }
     if (target < 0) {
@@ -242,61 +249,95 @@ public final class FlightBench {
       reps = quick ? 3 : 5;
     }
     // rows per batch: 4K rows, then 1, 4, 16 and 32 MiB bodies (32 bytes of data per row).
-    int[] rowsPerBatch = rowsArg != null ? rowsArg : quick ? new int[] {4096, 1 << 15, 1 << 17, 1 << 20}
-        : new int[] {4096, 1 << 15, 1 << 17, 1 << 19, 1 << 20};
-    int[] streamCounts = streamsArg != null ? streamsArg
-        : quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
+    int[] rowsPerBatch =
+        rowsArg != null
+            ? rowsArg
+            : quick
+                ? new int[] {4096, 1 << 15, 1 << 17, 1 << 20}
+                : new int[] {4096, 1 << 15, 1 << 17, 1 << 19, 1 << 20};
+    int[] streamCounts =
+        streamsArg != null ? streamsArg : quick ? new int[] {1, 4} : new int[] {1, 2, 4, 8};
 
     List<String> lines = new ArrayList<>();
-    lines.add("producer,batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
-        + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
+    lines.add(
+        "producer,batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
+            + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
     try (RootAllocator root = new RootAllocator();
-        TransferNode node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
-            .registrationBudget(8L << 30).build())) {
+        TransferNode node =
+            TransferNode.start(
+                TransferConfig.builder()
+                    .provider(ProviderKind.TCP)
+                    .registrationBudget(8L << 30)
+                    .build())) {
       for (String mode : producers) {
         BufferAllocator serverAlloc = root.newChildAllocator("server-" + mode, 0, Long.MAX_VALUE);
         BufferAllocator clientAlloc = root.newChildAllocator("client-" + mode, 0, Long.MAX_VALUE);
         boolean inPlace = mode.equals("inplace");
         TableProducer table = inPlace ? new TableProducer() : null;
         NoOpFlightProducer producer = inPlace ? table : new Producer(serverAlloc);
-        FlightServer plain = FlightServer.builder(serverAlloc,
-            Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
-        RdmaFlightProducer rdmaProducer = RdmaFlightProducer.builder(producer, node, serverAlloc)
-            .registeredMemory(64L << 20, 1536L << 20).build();
+        FlightServer plain =
+            FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), producer)
+                .build()
+                .start();
+        RdmaFlightProducer rdmaProducer =
+            RdmaFlightProducer.builder(producer, node, serverAlloc)
+                .registeredMemory(64L << 20, 1536L << 20)
+                .build();
         // The table lives in the wrapper's registered memory, so it is leased in place; plain
         // DoGet serves the very same buffers.
-        BufferAllocator tableAlloc = inPlace
-            ? rdmaProducer.memory().newRootAllocator(Long.MAX_VALUE) : null;
+        BufferAllocator tableAlloc =
+            inPlace ? rdmaProducer.memory().newRootAllocator(Long.MAX_VALUE) : null;
         if (inPlace) {
           table.allocator(tableAlloc);
         }
-        FlightServer wrapped = FlightServer.builder(serverAlloc,
-            Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer).build().start();
-        FlightClient plainClient = FlightClient.builder(clientAlloc,
-            Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
-        FlightClient wrappedClient = FlightClient.builder(clientAlloc,
-            Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
-        ExecutorService pool = Executors.newCachedThreadPool(r -> {
-          Thread t = new Thread(r, "bench-stream");
-          t.setDaemon(true);
-          return t;
-        });
+        FlightServer wrapped =
+            FlightServer.builder(
+                    serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer)
+                .build()
+                .start();
+        FlightClient plainClient =
+            FlightClient.builder(
+                    clientAlloc, Location.forGrpcInsecure("127.0.0.1", plain.getPort()))
+                .build();
+        FlightClient wrappedClient =
+            FlightClient.builder(
+                    clientAlloc, Location.forGrpcInsecure("127.0.0.1", wrapped.getPort()))
+                .build();
+        ExecutorService pool =
+            Executors.newCachedThreadPool(
+                r -> {
+                  Thread t = new Thread(r, "bench-stream");
+                  t.setDaemon(true);
+                  return t;
+                });
         boolean warmedUp = false;
-        System.out.println(inPlace
-            ? "producer inplace: an in-memory table in registered memory, zero-copy (leased in "
-                + "place; DoGet sends the same buffers without a copy)"
-            : "producer copy: one root refilled per stream and reused for every batch (copied "
-                + "into registered memory per batch)");
-        System.out.printf(Locale.ROOT, "%-10s %-10s %-7s %-10s %-10s %-8s %s%n", "rows/batch",
-            "batch", "streams", "gRPC GB/s", "RDMA GB/s", "ratio", "(ratio min-max, " + reps
-                + " alternating reps, medians)");
+        System.out.println(
+            inPlace
+                ? "producer inplace: an in-memory table in registered memory, zero-copy (leased in "
+                    + "place; DoGet sends the same buffers without a copy)"
+                : "producer copy: one root refilled per stream and reused for every batch (copied "
+                    + "into registered memory per batch)");
+        System.out.printf(
+            Locale.ROOT,
+            "%-10s %-10s %-7s %-10s %-10s %-8s %s%n",
+            "rows/batch",
+            "batch",
+            "streams",
+            "gRPC GB/s",
+            "RDMA GB/s",
+            "ratio",
+            "(ratio min-max, " + reps + " alternating reps, medians)");
         for (int rows : rowsPerBatch) {
           long batchBytes = bodyBytes(rows);
-          RdmaFlightClient.Builder cb = RdmaFlightClient.builder(wrappedClient, clientAlloc)
-              .dataPlane(DataPlane.TCP)
-              .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP)
-                  .registrationBudget(8L << 30).build())
-              .registeredMemory(64L << 20, 1536L << 20);
+          RdmaFlightClient.Builder cb =
+              RdmaFlightClient.builder(wrappedClient, clientAlloc)
+                  .dataPlane(DataPlane.TCP)
+                  .transferConfig(
+                      TransferConfig.builder()
+                          .provider(ProviderKind.TCP)
+                          .registrationBudget(8L << 30)
+                          .build())
+                  .registeredMemory(64L << 20, 1536L << 20);
           if (windowBatches > 0) {
             cb.window(windowBatches, windowBytes > 0 ? windowBytes : windowBatches * batchBytes);
           }
@@ -324,8 +365,14 @@ public final class FlightBench {
                 run(pool, streams, () -> rdma(rdma, ticket));
                 for (int rep = 0; rep < reps; rep++) {
                   double r = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
-                  System.out.printf(Locale.ROOT, "%-10d %-10s %-7d %-10s %-10.2f%n", rows,
-                      human(batchBytes), streams, "-", r);
+                  System.out.printf(
+                      Locale.ROOT,
+                      "%-10d %-10s %-7d %-10s %-10.2f%n",
+                      rows,
+                      human(batchBytes),
+                      streams,
+                      "-",
+                      r);
                 }
                 continue;
               }
@@ -349,12 +396,32 @@ public final class FlightBench {
               double g = median(gs);
               double r = median(rs);
               Arrays.sort(ratios);
-              System.out.printf(Locale.ROOT,
-                  "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f (%.2f-%.2f)%n", rows,
-                  human(batchBytes), streams, g, r, r / g, ratios[0], ratios[reps - 1]);
-              lines.add(String.format(Locale.ROOT, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f",
-                  mode, rows, batchBytes, streams, bytes, reps, g, r, r / g, ratios[0],
-                  ratios[reps - 1]));
+              System.out.printf(
+                  Locale.ROOT,
+                  "%-10d %-10s %-7d %-10.2f %-10.2f %-8.2f (%.2f-%.2f)%n",
+                  rows,
+                  human(batchBytes),
+                  streams,
+                  g,
+                  r,
+                  r / g,
+                  ratios[0],
+                  ratios[reps - 1]);
+              lines.add(
+                  String.format(
+                      Locale.ROOT,
+                      "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f",
+                      mode,
+                      rows,
+                      batchBytes,
+                      streams,
+                      bytes,
+                      reps,
+                      g,
+                      r,
+                      r / g,
+                      ratios[0],
+                      ratios[reps - 1]));
             }
           }
         }
@@ -394,7 +461,8 @@ public final class FlightBench {
   }
 
   private static String human(long bytes) {
-    return bytes >= (1 << 20) ? String.format(Locale.ROOT, "%.1fMiB", bytes / 1048576.0)
+    return bytes >= (1 << 20)
+        ? String.format(Locale.ROOT, "%.1fMiB", bytes / 1048576.0)
         : String.format(Locale.ROOT, "%dKiB", bytes >> 10);
   }
 

@@ -1,25 +1,25 @@
 package io.memwire.flight.memory;
 
+import io.memwire.transfer.MemoryAccess;
 import java.nio.ByteBuffer;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.ReferenceManager;
-import io.memwire.transfer.MemoryAccess;
 
 /**
  * Arrow memory carved from {@link RegisteredMemory}: vectors allocated through a root allocator
- * built with {@link RegisteredMemory#allocationManagerFactory()} can be read remotely in place,
- * so a zero-copy producer's batches are leased without a copy (each lease registers the slices
- * its buffers occupy).
+ * built with {@link RegisteredMemory#allocationManagerFactory()} can be read remotely in place, so
+ * a zero-copy producer's batches are leased without a copy (each lease registers the slices its
+ * buffers occupy).
  */
 final class RegisteredAllocationManager extends AllocationManager {
   private final RegisteredMemory.Block block;
   private final long size;
 
-  private RegisteredAllocationManager(BufferAllocator accounting, RegisteredMemory.Block block,
-      long size) {
+  private RegisteredAllocationManager(
+      BufferAllocator accounting, RegisteredMemory.Block block, long size) {
     super(accounting);
     this.block = block;
     this.size = size;
@@ -44,6 +44,7 @@ final class RegisteredAllocationManager extends AllocationManager {
   static final class Factory implements AllocationManager.Factory {
     /** Backing for the zero-length buffer every allocator hands out; never written. */
     private static final ByteBuffer EMPTY_MEMORY = ByteBuffer.allocateDirect(8);
+
     private static final ArrowBuf EMPTY =
         new ArrowBuf(ReferenceManager.NO_OP, null, 0, MemoryAccess.address(EMPTY_MEMORY));
 
@@ -57,8 +58,14 @@ final class RegisteredAllocationManager extends AllocationManager {
     public AllocationManager create(BufferAllocator accountingAllocator, long size) {
       RegisteredMemory.Block b = memory.tryAllocate(size);
       if (b == null) {
-        throw new OutOfMemoryException("registered memory exhausted: " + size + " bytes requested, "
-            + memory.allocatedBytesNow() + " of " + memory.maxBytes() + " in use");
+        throw new OutOfMemoryException(
+            "registered memory exhausted: "
+                + size
+                + " bytes requested, "
+                + memory.allocatedBytesNow()
+                + " of "
+                + memory.maxBytes()
+                + " in use");
       }
       // Zeroed: the block may have held another client's batch, and bytes a producer never
       // writes (null slots, padding) are leased with the rest.

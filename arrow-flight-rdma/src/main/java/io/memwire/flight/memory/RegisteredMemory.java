@@ -25,30 +25,34 @@ import org.slf4j.LoggerFactory;
  * arena gets an arena of its own, dropped when it is freed.
  *
  * <p>Arenas are registered with the {@link TransferNode} as a whole only when built with {@code
- * registerArenas} (a reader's landing memory). A server's memory is not: an arena holds the
- * batches of many clients, so each lease registers only its own bytes ({@link Block#slice},
- * {@link Location#slice}) as a separately keyed region and closes it when the lease ends.
+ * registerArenas} (a reader's landing memory). A server's memory is not: an arena holds the batches
+ * of many clients, so each lease registers only its own bytes ({@link Block#slice}, {@link
+ * Location#slice}) as a separately keyed region and closes it when the lease ends.
  *
  * <p>Blocks are sized to what was asked, rounded up to {@value #UNIT} bytes (Arrow's 64-byte
- * alignment holds), and carved from an arena's free extents best-fit; freed extents merge with
- * free neighbours. So a block pins at most {@value #UNIT} - 1 bytes more than asked: a 17 MB
+ * alignment holds), and carved from an arena's free extents best-fit; freed extents merge with free
+ * neighbours. So a block pins at most {@value #UNIT} - 1 bytes more than asked: a 17 MB
  * record-batch body takes 17 MB, not the 32 MiB a power-of-two block would.
  *
  * <p>The total of all arenas never exceeds {@code maxBytes}; {@link #allocate(long, Duration)}
  * waits for frees up to a deadline when it would.
  *
  * <p>This is the placement strategy of a child of the node's registered-memory root ({@value
- * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a
- * reader's registered ones): every block is a reference-counted unit of it, and the last {@link
+ * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a reader's
+ * registered ones): every block is a reference-counted unit of it, and the last {@link
  * Block#release()} gives the extent back to its arena.
  */
 public final class RegisteredMemory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
+
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
+
   private static final int PAGE = 4096;
+
   /** Child allocator of arenas no peer reads as a whole (a server's; leases register slices). */
   public static final String SERVER_ALLOCATOR = "flight-arenas";
+
   /** Child allocator of arenas registered as a whole (a reader's landing memory). */
   public static final String LANDING_ALLOCATOR = "flight-landing-arenas";
 
@@ -78,14 +82,15 @@ public final class RegisteredMemory implements AutoCloseable {
    * @param arenaSize bytes per arena, rounded up to a multiple of 1 MiB
    * @param maxBytes most bytes all arenas together may take
    * @param name used in log lines and errors
-   * @param registerArenas register every arena as one region ({@link Block#region()}); when
-   *     false no arena is remotely readable and callers register slices themselves
+   * @param registerArenas register every arena as one region ({@link Block#region()}); when false
+   *     no arena is remotely readable and callers register slices themselves
    */
-  public RegisteredMemory(TransferNode node, long arenaSize, long maxBytes, String name,
-      boolean registerArenas) {
+  public RegisteredMemory(
+      TransferNode node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
     this.registerArenas = registerArenas;
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
-      throw new IllegalArgumentException(name + ": arena size must be in (0, 1 GiB], got " + arenaSize);
+      throw new IllegalArgumentException(
+          name + ": arena size must be in (0, 1 GiB], got " + arenaSize);
     }
     if (maxBytes < arenaSize) {
       throw new IllegalArgumentException(
@@ -107,15 +112,22 @@ public final class RegisteredMemory implements AutoCloseable {
   public Block allocate(long size) {
     Block b = tryAllocate(size);
     if (b == null) {
-      throw new RegistrationException(name + ": no registered memory for a block of " + size
-          + " bytes: " + allocatedBytesNow() + " of maxBytes=" + maxBytes + " in use");
+      throw new RegistrationException(
+          name
+              + ": no registered memory for a block of "
+              + size
+              + " bytes: "
+              + allocatedBytesNow()
+              + " of maxBytes="
+              + maxBytes
+              + " in use");
     }
     return b;
   }
 
   /**
-   * A block of at least {@code size} bytes, waiting up to {@code wait} for other blocks to be
-   * freed when {@code maxBytes} is reached.
+   * A block of at least {@code size} bytes, waiting up to {@code wait} for other blocks to be freed
+   * when {@code maxBytes} is reached.
    *
    * @throws RegistrationException when the deadline passes, or the size can never fit
    * @throws InterruptedException when interrupted while waiting
@@ -130,9 +142,17 @@ public final class RegisteredMemory implements AutoCloseable {
         }
         long left = deadline - System.nanoTime();
         if (left <= 0 || roundUp(size) > maxBytes) {
-          throw new RegistrationException(name + ": no registered memory for a block of " + size
-              + " bytes within " + wait.toMillis() + " ms: " + allocatedBytesNow() + " of maxBytes="
-              + maxBytes + " in use");
+          throw new RegistrationException(
+              name
+                  + ": no registered memory for a block of "
+                  + size
+                  + " bytes within "
+                  + wait.toMillis()
+                  + " ms: "
+                  + allocatedBytesNow()
+                  + " of maxBytes="
+                  + maxBytes
+                  + " in use");
         }
         wait(Math.max(1, left / 1_000_000), 0);
       }
@@ -208,7 +228,11 @@ public final class RegisteredMemory implements AutoCloseable {
     arenas.add(a);
     byAddress.put(a.base, a);
     arenaBytes += size;
-    LOG.debug("{}: registered arena of {} bytes ({} in {} arenas)", name, size, arenaBytes,
+    LOG.debug(
+        "{}: registered arena of {} bytes ({} in {} arenas)",
+        name,
+        size,
+        arenaBytes,
         arenas.size());
     return a;
   }
@@ -246,8 +270,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * Where {@code [address, address + length)} lies in registered memory: the arena's region and
-   * the offset in it; null when the range is not inside one arena.
+   * Where {@code [address, address + length)} lies in registered memory: the arena's region and the
+   * offset in it; null when the range is not inside one arena.
    */
   public synchronized Location locate(long address, long length) {
     Map.Entry<Long, Arena> e = byAddress.floorEntry(address);
@@ -272,8 +296,11 @@ public final class RegisteredMemory implements AutoCloseable {
    * their batches in place. Close it before this memory.
    */
   public BufferAllocator newRootAllocator(long limit) {
-    return new RootAllocator(RootAllocator.configBuilder()
-        .allocationManagerFactory(allocationManagerFactory()).maxAllocation(limit).build());
+    return new RootAllocator(
+        RootAllocator.configBuilder()
+            .allocationManagerFactory(allocationManagerFactory())
+            .maxAllocation(limit)
+            .build());
   }
 
   /** Bytes of blocks handed out and not yet released. */
@@ -316,8 +343,8 @@ public final class RegisteredMemory implements AutoCloseable {
 
   /**
    * Deregisters and frees every arena no block is using and closes the allocator, which reports
-   * blocks still out as a leak; arenas still in use go when their last block is released (memory
-   * a reader still holds must not vanish under it).
+   * blocks still out as a leak; arenas still in use go when their last block is released (memory a
+   * reader still holds must not vanish under it).
    */
   @Override
   public synchronized void close() {
@@ -360,8 +387,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * A block of registered memory, reference counted through its {@link MemoryUnit}: it arrives
-   * with a count of 1 and goes back to its arena at the last {@link #release()}.
+   * A block of registered memory, reference counted through its {@link MemoryUnit}: it arrives with
+   * a count of 1 and goes back to its arena at the last {@link #release()}.
    */
   public static final class Block {
     private final Arena arena;
@@ -395,8 +422,8 @@ public final class RegisteredMemory implements AutoCloseable {
      */
     public ByteBuffer slice(long offset, long length) {
       if (offset < 0 || length <= 0 || offset + length > size) {
-        throw new IllegalArgumentException("slice [" + offset + ", +" + length + ") outside a "
-            + "block of " + size + " bytes");
+        throw new IllegalArgumentException(
+            "slice [" + offset + ", +" + length + ") outside a " + "block of " + size + " bytes");
       }
       return arena.slice(this.offset + offset, length);
     }
@@ -429,8 +456,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * One registered arena and its free extents, indexed by offset (to merge neighbours on free)
-   * and by size (best fit: the smallest extent that holds the block, lowest offset first).
+   * One registered arena and its free extents, indexed by offset (to merge neighbours on free) and
+   * by size (best fit: the smallest extent that holds the block, lowest offset first).
    */
   private static final class Arena {
     final ByteBuffer allocation;
@@ -438,14 +465,17 @@ public final class RegisteredMemory implements AutoCloseable {
     final long base;
     final MemoryRegion region;
     final boolean dedicated;
+
     /** Free extents: offset to length. */
     final TreeMap<Long, Long> freeByOffset;
+
     /** The same extents as {length, offset} pairs, ordered by length then offset. */
     final TreeSet<long[]> freeBySize;
+
     long used;
 
-    Arena(ByteBuffer allocation, ByteBuffer memory, long base, MemoryRegion region,
-        boolean shared) {
+    Arena(
+        ByteBuffer allocation, ByteBuffer memory, long base, MemoryRegion region, boolean shared) {
       this.allocation = allocation;
       this.memory = memory;
       this.base = base;
@@ -456,8 +486,9 @@ public final class RegisteredMemory implements AutoCloseable {
         this.freeBySize = null;
       } else {
         this.freeByOffset = new TreeMap<>();
-        this.freeBySize = new TreeSet<>((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0])
-            : Long.compare(x[1], y[1]));
+        this.freeBySize =
+            new TreeSet<>(
+                (x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
         addFree(0, memory.capacity());
       }
     }

@@ -12,13 +12,14 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 /**
- * Registers Memwire's Flight counters in a Dropwizard {@link MetricRegistry} the application
- * hands in (the registry behind JMX, Prometheus, Graphite or CSV reporters): one gauge per
- * counter of the server ({@link RdmaFlightProducer#stats()}: sessions, batches copied and leased
- * in place, body bytes, leases freed, expired and released unfreed, refused exchanges, credit
- * waits, leased and registered bytes), of the client ({@link RdmaFlightClient#stats()}: streams
- * one-sided and through DoGet, batches and bytes, fallbacks per reason) and of a transfer node ({@link TransferNode#stats()}:
- * regions, connections, reads, transport errors by type, registered memory per consumer).
+ * Registers Memwire's Flight counters in a Dropwizard {@link MetricRegistry} the application hands
+ * in (the registry behind JMX, Prometheus, Graphite or CSV reporters): one gauge per counter of the
+ * server ({@link RdmaFlightProducer#stats()}: sessions, batches copied and leased in place, body
+ * bytes, leases freed, expired and released unfreed, refused exchanges, credit waits, leased and
+ * registered bytes), of the client ({@link RdmaFlightClient#stats()}: streams one-sided and through
+ * DoGet, batches and bytes, fallbacks per reason) and of a transfer node ({@link
+ * TransferNode#stats()}: regions, connections, reads, transport errors by type, registered memory
+ * per consumer).
  *
  * <pre>{@code
  * try (FlightMetrics.Registration r = FlightMetrics.register(registry, "memwire.flight.server",
@@ -58,8 +59,8 @@ public final class FlightMetrics {
   }
 
   /** The server's counters, under {@code prefix}. */
-  public static Registration register(MetricRegistry registry, String prefix,
-      RdmaFlightProducer producer) {
+  public static Registration register(
+      MetricRegistry registry, String prefix, RdmaFlightProducer producer) {
     Objects.requireNonNull(producer, "producer");
     return register(registry, prefix, producer::stats, DEFAULT_REFRESH_MILLIS);
   }
@@ -68,8 +69,8 @@ public final class FlightMetrics {
    * The client's counters (streams one-sided and through DoGet, batches and body bytes pulled,
    * fallbacks per reason), under {@code prefix}.
    */
-  public static Registration register(MetricRegistry registry, String prefix,
-      RdmaFlightClient client) {
+  public static Registration register(
+      MetricRegistry registry, String prefix, RdmaFlightClient client) {
     Objects.requireNonNull(client, "client");
     return register(registry, prefix, client::stats, DEFAULT_REFRESH_MILLIS);
   }
@@ -86,8 +87,11 @@ public final class FlightMetrics {
    *
    * @throws IllegalArgumentException when a gauge of that name exists already
    */
-  public static Registration register(MetricRegistry registry, String prefix,
-      Supplier<Map<String, Long>> counters, long refreshMillis) {
+  public static Registration register(
+      MetricRegistry registry,
+      String prefix,
+      Supplier<Map<String, Long>> counters,
+      long refreshMillis) {
     Objects.requireNonNull(registry, "registry");
     if (prefix == null || prefix.isBlank()) {
       throw new IllegalArgumentException("prefix must not be empty");

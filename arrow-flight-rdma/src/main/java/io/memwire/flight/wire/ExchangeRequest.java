@@ -21,8 +21,10 @@ import java.nio.ByteOrder;
  */
 public final class ExchangeRequest {
   static final int MAGIC = 0x4D574658; // "MWFX"
+
   /** 2: BATCH carries a lease guard (version 1 clients could hand out bytes of a reused body). */
   public static final short VERSION = 2;
+
   private static final int FIXED = 24;
 
   private final ProviderKind provider;
@@ -30,13 +32,17 @@ public final class ExchangeRequest {
   private final long windowBytes;
   private final byte[] ticket;
 
-  public ExchangeRequest(ProviderKind provider, int windowBatches, long windowBytes, byte[] ticket) {
+  public ExchangeRequest(
+      ProviderKind provider, int windowBatches, long windowBytes, byte[] ticket) {
     if (provider == ProviderKind.AUTO) {
       throw new IllegalArgumentException("an exchange request names tcp or verbs, not auto");
     }
     if (windowBatches < 1 || windowBytes < 1) {
       throw new IllegalArgumentException(
-          "window must allow at least one batch and one byte: " + windowBatches + ", " + windowBytes);
+          "window must allow at least one batch and one byte: "
+              + windowBatches
+              + ", "
+              + windowBytes);
     }
     this.provider = provider;
     this.windowBatches = windowBatches;
@@ -69,7 +75,8 @@ public final class ExchangeRequest {
 
   /** True when {@code command} starts with this request's magic (whatever its version). */
   public static boolean matches(byte[] command) {
-    return command != null && command.length >= 4
+    return command != null
+        && command.length >= 4
         && ByteBuffer.wrap(command).order(ByteOrder.BIG_ENDIAN).getInt() == MAGIC;
   }
 
@@ -89,8 +96,8 @@ public final class ExchangeRequest {
     b.getInt();
     short version = b.getShort();
     if (version != VERSION) {
-      throw new WireException("unsupported RDMA exchange version " + version + "; this server speaks "
-          + VERSION);
+      throw new WireException(
+          "unsupported RDMA exchange version " + version + "; this server speaks " + VERSION);
     }
     byte code = b.get();
     ProviderKind provider;
@@ -106,8 +113,8 @@ public final class ExchangeRequest {
     long bytes = b.getLong();
     int n = b.getInt();
     if (n < 0 || n != b.remaining()) {
-      throw new WireException("RDMA exchange request: ticket length " + n + " but " + b.remaining()
-          + " bytes follow");
+      throw new WireException(
+          "RDMA exchange request: ticket length " + n + " but " + b.remaining() + " bytes follow");
     }
     byte[] ticket = new byte[n];
     b.get(ticket);

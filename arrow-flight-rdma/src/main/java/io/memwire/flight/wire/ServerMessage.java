@@ -7,10 +7,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What the server sends as app metadata on the exchange, after the schema and dictionaries went
- * the usual gRPC way. Laid out after Arrow's Dissociated IPC idea: the IPC metadata travels as a
- * message, the body stays where it is, described as a list of (region, offset, length) buffers
- * the client reads one-sidedly.
+ * What the server sends as app metadata on the exchange, after the schema and dictionaries went the
+ * usual gRPC way. Laid out after Arrow's Dissociated IPC idea: the IPC metadata travels as a
+ * message, the body stays where it is, described as a list of (region, offset, length) buffers the
+ * client reads one-sidedly.
  *
  * <pre>
  * common:  0 4B magic "MWFS" | 4 u16 version (2) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
@@ -33,6 +33,7 @@ public final class ServerMessage {
   public static final byte BATCH = 1;
   public static final byte METADATA = 2;
   public static final byte END = 3;
+
   /** Region index of a zero-length buffer: nothing to read. */
   public static final int NO_REGION = 0xFFFF;
 
@@ -79,8 +80,15 @@ public final class ServerMessage {
   private final byte[] appMetadata;
   private final Guard guard;
 
-  private ServerMessage(byte kind, long sequence, int leaseTimeoutMillis, byte[] header,
-      long bodyLength, List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata,
+  private ServerMessage(
+      byte kind,
+      long sequence,
+      int leaseTimeoutMillis,
+      byte[] header,
+      long bodyLength,
+      List<RegionDescriptor> regions,
+      List<BufferRef> buffers,
+      byte[] appMetadata,
       Guard guard) {
     this.guard = guard;
     this.kind = kind;
@@ -93,20 +101,25 @@ public final class ServerMessage {
     this.appMetadata = appMetadata;
   }
 
-  /**
-   * A batch descriptor; {@code guard} is null only for a batch with nothing to read.
-   */
-  public static ServerMessage batch(long seq, int leaseTimeoutMillis, byte[] header, long bodyLength,
-      List<RegionDescriptor> regions, List<BufferRef> buffers, byte[] appMetadata, Guard guard) {
+  /** A batch descriptor; {@code guard} is null only for a batch with nothing to read. */
+  public static ServerMessage batch(
+      long seq,
+      int leaseTimeoutMillis,
+      byte[] header,
+      long bodyLength,
+      List<RegionDescriptor> regions,
+      List<BufferRef> buffers,
+      byte[] appMetadata,
+      Guard guard) {
     if (regions.size() >= NO_REGION) {
       throw new IllegalArgumentException("too many regions in one batch: " + regions.size());
     }
     if (guard != null && (guard.regionIndex >= regions.size() || guard.generation == 0)) {
-      throw new IllegalArgumentException("guard names region " + guard.regionIndex + " of "
-          + regions.size() + " or generation 0");
+      throw new IllegalArgumentException(
+          "guard names region " + guard.regionIndex + " of " + regions.size() + " or generation 0");
     }
-    return new ServerMessage(BATCH, seq, leaseTimeoutMillis, header, bodyLength, regions, buffers,
-        appMetadata, guard);
+    return new ServerMessage(
+        BATCH, seq, leaseTimeoutMillis, header, bodyLength, regions, buffers, appMetadata, guard);
   }
 
   public static ServerMessage metadata(long seq, byte[] appMetadata) {
@@ -160,8 +173,12 @@ public final class ServerMessage {
     int md = appMetadata == null ? 0 : appMetadata.length;
     switch (kind) {
       case BATCH:
-        return 64 + header.length + regions.size() * RegionDescriptor.ENCODED_SIZE
-            + buffers.size() * 32 + 4 + md;
+        return 64
+            + header.length
+            + regions.size() * RegionDescriptor.ENCODED_SIZE
+            + buffers.size() * 32
+            + 4
+            + md;
       case METADATA:
         return 16 + 4 + md;
       default:
@@ -223,56 +240,77 @@ public final class ServerMessage {
       b.get();
       long seq = b.getLong();
       switch (kind) {
-        case BATCH: {
-          int lease = b.getInt();
-          int h = b.getInt();
-          long body = b.getLong();
-          int r = Short.toUnsignedInt(b.getShort());
-          b.getShort();
-          int n = b.getInt();
-          int gi = Short.toUnsignedInt(b.getShort());
-          b.getShort();
-          b.getInt();
-          long go = b.getLong();
-          long gen = b.getLong();
-          if (h < 0 || n < 0 || body < 0 || body > Integer.MAX_VALUE) {
-            throw new WireException("corrupt batch descriptor: header " + h + " bytes, " + n
-                + " buffers, body " + body + " bytes");
-          }
-          // Every count is checked against the bytes that follow before anything is allocated:
-          // a message cannot make the client allocate more than its own size.
-          long need = (long) h + (long) r * RegionDescriptor.ENCODED_SIZE + 32L * n + 4;
-          if (need > b.remaining()) {
-            throw new WireException("batch " + seq + " announces " + h + " header bytes, " + r
-                + " regions and " + n + " buffers, but only " + b.remaining()
-                + " bytes follow");
-          }
-          if (gi != NO_REGION && (gi >= r || gen == 0)) {
-            throw new WireException("batch " + seq + " has a bad lease guard");
-          }
-          Guard guard = gi == NO_REGION ? null : new Guard(gi, go, gen);
-          byte[] header = new byte[h];
-          b.get(header);
-          List<RegionDescriptor> regions = new ArrayList<>(r);
-          for (int i = 0; i < r; i++) {
-            regions.add(RegionDescriptor.decode(b));
-          }
-          List<BufferRef> buffers = new ArrayList<>(n);
-          for (int i = 0; i < n; i++) {
-            int idx = Short.toUnsignedInt(b.getShort());
+        case BATCH:
+          {
+            int lease = b.getInt();
+            int h = b.getInt();
+            long body = b.getLong();
+            int r = Short.toUnsignedInt(b.getShort());
+            b.getShort();
+            int n = b.getInt();
+            int gi = Short.toUnsignedInt(b.getShort());
             b.getShort();
             b.getInt();
-            long ro = b.getLong();
-            long bo = b.getLong();
-            long len = b.getLong();
-            if ((idx != NO_REGION && idx >= r) || (idx == NO_REGION && len != 0) || len < 0 || bo < 0 || ro < 0 || len > body
-                || bo > body - len) {
-              throw new WireException("buffer " + i + " of batch " + seq + " is out of range");
+            long go = b.getLong();
+            long gen = b.getLong();
+            if (h < 0 || n < 0 || body < 0 || body > Integer.MAX_VALUE) {
+              throw new WireException(
+                  "corrupt batch descriptor: header "
+                      + h
+                      + " bytes, "
+                      + n
+                      + " buffers, body "
+                      + body
+                      + " bytes");
             }
-            buffers.add(new BufferRef(idx, ro, bo, len));
+            // Every count is checked against the bytes that follow before anything is allocated:
+            // a message cannot make the client allocate more than its own size.
+            long need = (long) h + (long) r * RegionDescriptor.ENCODED_SIZE + 32L * n + 4;
+            if (need > b.remaining()) {
+              throw new WireException(
+                  "batch "
+                      + seq
+                      + " announces "
+                      + h
+                      + " header bytes, "
+                      + r
+                      + " regions and "
+                      + n
+                      + " buffers, but only "
+                      + b.remaining()
+                      + " bytes follow");
+            }
+            if (gi != NO_REGION && (gi >= r || gen == 0)) {
+              throw new WireException("batch " + seq + " has a bad lease guard");
+            }
+            Guard guard = gi == NO_REGION ? null : new Guard(gi, go, gen);
+            byte[] header = new byte[h];
+            b.get(header);
+            List<RegionDescriptor> regions = new ArrayList<>(r);
+            for (int i = 0; i < r; i++) {
+              regions.add(RegionDescriptor.decode(b));
+            }
+            List<BufferRef> buffers = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+              int idx = Short.toUnsignedInt(b.getShort());
+              b.getShort();
+              b.getInt();
+              long ro = b.getLong();
+              long bo = b.getLong();
+              long len = b.getLong();
+              if ((idx != NO_REGION && idx >= r)
+                  || (idx == NO_REGION && len != 0)
+                  || len < 0
+                  || bo < 0
+                  || ro < 0
+                  || len > body
+                  || bo > body - len) {
+                throw new WireException("buffer " + i + " of batch " + seq + " is out of range");
+              }
+              buffers.add(new BufferRef(idx, ro, bo, len));
+            }
+            return batch(seq, lease, header, body, regions, buffers, readBytes(b), guard);
           }
-          return batch(seq, lease, header, body, regions, buffers, readBytes(b), guard);
-        }
         case METADATA:
           return metadata(seq, readBytes(b));
         case END:

@@ -28,9 +28,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The benchmark's in-place producer: its table lives in the wrapper's registered memory, every
- * batch is leased in place (none copied), several streams share the same table buffers, the
- * bytes equal what plain DoGet sends for the same ticket, and every allocator and the registered
- * memory end with nothing outstanding.
+ * batch is leased in place (none copied), several streams share the same table buffers, the bytes
+ * equal what plain DoGet sends for the same ticket, and every allocator and the registered memory
+ * end with nothing outstanding.
  */
 class TableProducerTest {
   private static final int ROWS = 4096;
@@ -39,39 +39,53 @@ class TableProducerTest {
   @Test
   void tableInRegisteredMemoryIsLeasedInPlaceAndEqualsDoGet() throws Exception {
     try (RootAllocator root = new RootAllocator();
-        TransferNode node = TransferNode.start(
-            TransferConfig.builder().provider(ProviderKind.TCP).build())) {
+        TransferNode node =
+            TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP).build())) {
       BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
       BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
       FlightBench.TableProducer table = new FlightBench.TableProducer();
-      RdmaFlightProducer rdma = RdmaFlightProducer.builder(table, node, serverAlloc)
-          .registeredMemory(16L << 20, 256L << 20).build();
+      RdmaFlightProducer rdma =
+          RdmaFlightProducer.builder(table, node, serverAlloc)
+              .registeredMemory(16L << 20, 256L << 20)
+              .build();
       BufferAllocator tableAlloc = rdma.memory().newRootAllocator(Long.MAX_VALUE);
       table.allocator(tableAlloc);
-      FlightServer plain = FlightServer.builder(serverAlloc,
-          Location.forGrpcInsecure("127.0.0.1", 0), table).build().start();
-      FlightServer wrapped = FlightServer.builder(serverAlloc,
-          Location.forGrpcInsecure("127.0.0.1", 0), rdma).build().start();
-      FlightClient plainClient = FlightClient.builder(clientAlloc,
-          Location.forGrpcInsecure("127.0.0.1", plain.getPort())).build();
-      FlightClient wrappedClient = FlightClient.builder(clientAlloc,
-          Location.forGrpcInsecure("127.0.0.1", wrapped.getPort())).build();
-      RdmaFlightClient rdmaClient = RdmaFlightClient.builder(wrappedClient, clientAlloc)
-          .dataPlane(DataPlane.TCP).window(4, 1L << 30)
-          .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP).build())
-          .registeredMemory(16L << 20, 256L << 20).build();
+      FlightServer plain =
+          FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), table)
+              .build()
+              .start();
+      FlightServer wrapped =
+          FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), rdma)
+              .build()
+              .start();
+      FlightClient plainClient =
+          FlightClient.builder(clientAlloc, Location.forGrpcInsecure("127.0.0.1", plain.getPort()))
+              .build();
+      FlightClient wrappedClient =
+          FlightClient.builder(
+                  clientAlloc, Location.forGrpcInsecure("127.0.0.1", wrapped.getPort()))
+              .build();
+      RdmaFlightClient rdmaClient =
+          RdmaFlightClient.builder(wrappedClient, clientAlloc)
+              .dataPlane(DataPlane.TCP)
+              .window(4, 1L << 30)
+              .transferConfig(TransferConfig.builder().provider(ProviderKind.TCP).build())
+              .registeredMemory(16L << 20, 256L << 20)
+              .build();
       Ticket ticket = new Ticket((ROWS + ":" + BATCHES).getBytes(StandardCharsets.UTF_8));
 
       List<CompletableFuture<Integer>> streams = new ArrayList<>();
       for (int i = 0; i < 3; i++) {
-        streams.add(CompletableFuture.supplyAsync(() -> {
-          try (FlightStream expected = plainClient.getStream(ticket);
-              RdmaFlightStream actual = rdmaClient.getStream(ticket)) {
-            return compare(expected, actual);
-          } catch (Exception e) {
-            throw new IllegalStateException(e);
-          }
-        }));
+        streams.add(
+            CompletableFuture.supplyAsync(
+                () -> {
+                  try (FlightStream expected = plainClient.getStream(ticket);
+                      RdmaFlightStream actual = rdmaClient.getStream(ticket)) {
+                    return compare(expected, actual);
+                  } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                  }
+                }));
       }
       for (CompletableFuture<Integer> s : streams) {
         assertEquals(BATCHES, s.get(60, TimeUnit.SECONDS));
@@ -109,7 +123,8 @@ class TableProducerTest {
       VectorSchemaRoot a = actual.getRoot();
       assertEquals(e.getRowCount(), a.getRowCount());
       for (int c = 0; c < e.getFieldVectors().size(); c++) {
-        assertTrue(VectorEqualsVisitor.vectorEquals(e.getVector(c), a.getVector(c)),
+        assertTrue(
+            VectorEqualsVisitor.vectorEquals(e.getVector(c), a.getVector(c)),
             "batch " + n + " column " + c);
       }
       n++;

@@ -59,9 +59,12 @@ class RegisteredMemoryTest {
       whole.release();
       assertEquals(0, m.outstandingBlocks());
       IllegalStateException e = assertThrows(IllegalStateException.class, whole::release);
-      assertTrue(e.getMessage().contains("double release")
-          && e.getMessage().contains("'" + node.memory().name() + "/"
-              + RegisteredMemory.LANDING_ALLOCATOR + "'"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("double release")
+              && e.getMessage()
+                  .contains(
+                      "'" + node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR + "'"),
+          e.getMessage());
     }
     assertTrue(node.memory().leakReports().isEmpty(), node.memory().leakReports().toString());
     assertEquals(0, node.stats().registeredBytes(), "close deregisters every arena");
@@ -138,17 +141,20 @@ class RegisteredMemoryTest {
       RegisteredMemory.Block a = m.allocate(MIB);
       RegisteredMemory.Block b = m.allocate(MIB);
       assertNull(m.tryAllocate(512));
-      RegistrationException e = assertThrows(RegistrationException.class,
-          () -> m.allocate(512, Duration.ofMillis(50)));
-      assertTrue(e.getMessage().contains("limited") && e.getMessage().contains("maxBytes"),
+      RegistrationException e =
+          assertThrows(RegistrationException.class, () -> m.allocate(512, Duration.ofMillis(50)));
+      assertTrue(
+          e.getMessage().contains("limited") && e.getMessage().contains("maxBytes"),
           e.getMessage());
-      CompletableFuture<RegisteredMemory.Block> waiting = CompletableFuture.supplyAsync(() -> {
-        try {
-          return m.allocate(4096, Duration.ofSeconds(10));
-        } catch (InterruptedException ex) {
-          throw new IllegalStateException(ex);
-        }
-      });
+      CompletableFuture<RegisteredMemory.Block> waiting =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return m.allocate(4096, Duration.ofSeconds(10));
+                } catch (InterruptedException ex) {
+                  throw new IllegalStateException(ex);
+                }
+              });
       a.release();
       RegisteredMemory.Block c = waiting.get(10, TimeUnit.SECONDS);
       c.release();
@@ -195,7 +201,8 @@ class RegisteredMemoryTest {
     m.close();
     assertEquals(MIB, m.arenaBytes(), "memory a reader holds must not vanish");
     assertEquals(1, node.memory().leakReports().size(), "closing with a block out is reported");
-    assertEquals(node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR,
+    assertEquals(
+        node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR,
         node.memory().leakReports().get(0).allocator());
     assertEquals(4096, node.memory().leakReports().get(0).bytes());
     held.release();

@@ -12,9 +12,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The raw socket limit for the benchmark: plain blocking sockets, one thread per side, no
- * Memwire code. {@link #requestResponse} does the same job as a one-sided read (a 32-byte request,
- * a 16-byte header and the block from direct memory) with the same number of requests in flight;
+ * The raw socket limit for the benchmark: plain blocking sockets, one thread per side, no Memwire
+ * code. {@link #requestResponse} does the same job as a one-sided read (a 32-byte request, a
+ * 16-byte header and the block from direct memory) with the same number of requests in flight;
  * {@link #stream} only streams blocks one way, the absolute ceiling.
  */
 final class RawSocketBaseline implements AutoCloseable {
@@ -91,24 +91,27 @@ final class RawSocketBaseline implements AutoCloseable {
       Semaphore slots = new Semaphore(depth);
       AtomicBoolean stop = new AtomicBoolean();
       long slotsInRegion = memory.capacity() / size;
-      Thread writer = new Thread(() -> {
-        ByteBuffer req = ByteBuffer.allocateDirect(32);
-        long i = 0;
-        try {
-          while (!stop.get()) {
-            if (!slots.tryAcquire(100, TimeUnit.MILLISECONDS)) {
-              continue;
-            }
-            req.clear();
-            req.put(0, (byte) 1).putInt(4, size).putLong(16, (i++ % slotsInRegion) * size);
-            while (req.hasRemaining()) {
-              ch.write(req);
-            }
-          }
-        } catch (IOException | InterruptedException e) {
-          // reader side ends the run
-        }
-      }, "raw-baseline-writer");
+      Thread writer =
+          new Thread(
+              () -> {
+                ByteBuffer req = ByteBuffer.allocateDirect(32);
+                long i = 0;
+                try {
+                  while (!stop.get()) {
+                    if (!slots.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+                      continue;
+                    }
+                    req.clear();
+                    req.put(0, (byte) 1).putInt(4, size).putLong(16, (i++ % slotsInRegion) * size);
+                    while (req.hasRemaining()) {
+                      ch.write(req);
+                    }
+                  }
+                } catch (IOException | InterruptedException e) {
+                  // reader side ends the run
+                }
+              },
+              "raw-baseline-writer");
       writer.setDaemon(true);
       long start = System.nanoTime();
       long end = start + (long) (seconds * 1e9);

@@ -80,22 +80,31 @@ public final class TransferBenchmark {
         case "--no-raw" -> raw = false;
         case "--csv" -> csv = Paths.get(args[++i]);
         case "--help", "-h" -> {
-          System.out.println("usage: TransferBenchmark [--provider tcp|verbs|auto] [--bind IP]"
-              + " [--sizes 4k,64k,...] [--depths 1,8,64] [--seconds S] [--repeat N]"
-              + " [--region direct|file]"
-              + " [--no-raw] [--csv FILE]");
+          System.out.println(
+              "usage: TransferBenchmark [--provider tcp|verbs|auto] [--bind IP]"
+                  + " [--sizes 4k,64k,...] [--depths 1,8,64] [--seconds S] [--repeat N]"
+                  + " [--region direct|file]"
+                  + " [--no-raw] [--csv FILE]");
           return;
         }
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
-    List<Point> points = run(provider, bind, sizes, depths, seconds, repeat, raw, fileRegion, System.out);
+    List<Point> points =
+        run(provider, bind, sizes, depths, seconds, repeat, raw, fileRegion, System.out);
     writeCsv(csv, provider, points);
     System.out.println("CSV written to " + csv.toAbsolutePath());
   }
 
-  static List<Point> run(ProviderKind provider, String bind, List<Integer> sizes,
-      List<Integer> depths, double seconds, int repeat, boolean raw, boolean fileRegion,
+  static List<Point> run(
+      ProviderKind provider,
+      String bind,
+      List<Integer> sizes,
+      List<Integer> depths,
+      double seconds,
+      int repeat,
+      boolean raw,
+      boolean fileRegion,
       PrintStream out)
       throws Exception {
     int maxSize = sizes.stream().mapToInt(Integer::intValue).max().orElse(1 << 20);
@@ -106,12 +115,12 @@ public final class TransferBenchmark {
       memory.putLong(i, i * 0x9E3779B97F4A7C15L);
     }
     TransferConfig.Builder base = TransferConfig.builder().provider(provider).bindAddress(bind);
-    TransferConfig clientConfig = base
-        .maxOutstandingRequests(Math.max(maxDepth, 1))
-        .maxTransferSize(Math.min(Math.max(maxSize, 1 << 20), 64 << 20))
-        .maxOutstandingBytes(Math.min(1L << 30, Math.max(64L << 20, (long) maxSize * maxDepth)))
-        .poolMaxBytes(Math.min(1L << 30, Math.max(256L << 20, (long) maxSize * maxDepth * 2)))
-        .build();
+    TransferConfig clientConfig =
+        base.maxOutstandingRequests(Math.max(maxDepth, 1))
+            .maxTransferSize(Math.min(Math.max(maxSize, 1 << 20), 64 << 20))
+            .maxOutstandingBytes(Math.min(1L << 30, Math.max(64L << 20, (long) maxSize * maxDepth)))
+            .poolMaxBytes(Math.min(1L << 30, Math.max(256L << 20, (long) maxSize * maxDepth * 2)))
+            .build();
     List<Point> points = new ArrayList<>();
     Path file = null;
     try (TransferNode server = TransferNode.start(base.build());
@@ -120,19 +129,32 @@ public final class TransferBenchmark {
       MemoryRegion region;
       if (fileRegion) {
         file = Files.createTempFile("memwire-bench", ".bin");
-        try (var ch = java.nio.channels.FileChannel.open(file,
-            java.nio.file.StandardOpenOption.WRITE)) {
+        try (var ch =
+            java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
           ch.write(memory.duplicate().clear());
         }
         region = server.register(file, 0, regionSize);
       } else {
         region = server.register(memory.duplicate().clear());
       }
-      out.printf(Locale.ROOT, "Memwire transfer benchmark: provider %s (%s), %s region, "
-          + "median of %d x %.1f s per point%n", server.provider(), server.selectionReason(),
-          fileRegion ? "file" : "direct", repeat, seconds);
-      out.printf(Locale.ROOT, "%8s %6s %14s %14s %8s %14s%n",
-          "size", "depth", "memwire MB/s", "raw MB/s", "ratio", "stream MB/s");
+      out.printf(
+          Locale.ROOT,
+          "Memwire transfer benchmark: provider %s (%s), %s region, "
+              + "median of %d x %.1f s per point%n",
+          server.provider(),
+          server.selectionReason(),
+          fileRegion ? "file" : "direct",
+          repeat,
+          seconds);
+      out.printf(
+          Locale.ROOT,
+          "%8s %6s %14s %14s %8s %14s%n",
+          "size",
+          "depth",
+          "memwire MB/s",
+          "raw MB/s",
+          "ratio",
+          "stream MB/s");
       Connection c = client.connection(server.localAddress());
       for (int size : sizes) {
         double stream = baseline != null ? baseline.stream(size, seconds) : Double.NaN;
@@ -149,8 +171,15 @@ public final class TransferBenchmark {
           double rw = median(rws);
           Point p = new Point(size, depth, mw, rw, stream);
           points.add(p);
-          out.printf(Locale.ROOT, "%8s %6d %14.1f %14.1f %8.2f %14.1f%n",
-              human(size), depth, mw, rw, p.ratio(), stream);
+          out.printf(
+              Locale.ROOT,
+              "%8s %6d %14.1f %14.1f %8.2f %14.1f%n",
+              human(size),
+              depth,
+              mw,
+              rw,
+              p.ratio(),
+              stream);
         }
       }
       region.close();
@@ -177,15 +206,17 @@ public final class TransferBenchmark {
         continue;
       }
       long offset = (i++ % slotsInRegion) * size;
-      c.read(ReadRequest.of(region, offset, size)).whenComplete((b, e) -> {
-        if (e != null) {
-          error.compareAndSet(null, e);
-        } else {
-          bytes.addAndGet(b.length());
-          b.release();
-        }
-        slots.release();
-      });
+      c.read(ReadRequest.of(region, offset, size))
+          .whenComplete(
+              (b, e) -> {
+                if (e != null) {
+                  error.compareAndSet(null, e);
+                } else {
+                  bytes.addAndGet(b.length());
+                  b.release();
+                }
+                slots.release();
+              });
     }
     if (!slots.tryAcquire(depth, 60, TimeUnit.SECONDS)) {
       throw new IllegalStateException("reads did not drain within 60 s");
@@ -207,11 +238,21 @@ public final class TransferBenchmark {
     if (csv.getParent() != null) {
       Files.createDirectories(csv.getParent());
     }
-    StringBuilder sb = new StringBuilder(
-        "provider,size_bytes,queue_depth,memwire_mb_s,raw_socket_mb_s,ratio,raw_stream_mb_s\n");
+    StringBuilder sb =
+        new StringBuilder(
+            "provider,size_bytes,queue_depth,memwire_mb_s,raw_socket_mb_s,ratio,raw_stream_mb_s\n");
     for (Point p : points) {
-      sb.append(String.format(Locale.ROOT, "%s,%d,%d,%.1f,%.1f,%.3f,%.1f%n", provider, p.size,
-          p.depth, p.memwireMBps, p.rawMBps, p.ratio(), p.streamMBps));
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "%s,%d,%d,%.1f,%.1f,%.3f,%.1f%n",
+              provider,
+              p.size,
+              p.depth,
+              p.memwireMBps,
+              p.rawMBps,
+              p.ratio(),
+              p.streamMBps));
     }
     Files.writeString(csv, sb.toString());
   }

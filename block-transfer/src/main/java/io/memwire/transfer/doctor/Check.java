@@ -51,9 +51,14 @@ public final class Check {
     return advice;
   }
 
-  /** One line: {@code WARN libdisni      not loadable (...) -> build libdisni ...}. */
+  /** One line: {@code WARN libdisni not loadable (...) -> build libdisni ...}. */
   public String line() {
-    return String.format(Locale.ROOT, "%-4s %-13s %s%s", status, name, finding,
+    return String.format(
+        Locale.ROOT,
+        "%-4s %-13s %s%s",
+        status,
+        name,
+        finding,
         advice.isEmpty() ? "" : " -> " + advice);
   }
 

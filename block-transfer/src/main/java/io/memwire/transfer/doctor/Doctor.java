@@ -34,10 +34,11 @@ import java.util.Map;
 public final class Doctor {
   private Doctor() {}
 
-  static final String USAGE = "usage: memwire doctor [--provider auto|verbs|tcp] [--bind IP]"
-      + " [--device NAME] [--port N] [--budget SIZE] [--set KEY=VALUE]... [--sysfs DIR]"
-      + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
-      + " | --serve [--serve-size BYTES] [--serve-seconds N]";
+  static final String USAGE =
+      "usage: memwire doctor [--provider auto|verbs|tcp] [--bind IP]"
+          + " [--device NAME] [--port N] [--budget SIZE] [--set KEY=VALUE]... [--sysfs DIR]"
+          + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
+          + " | --serve [--serve-size BYTES] [--serve-seconds N]";
 
   public static void main(String[] args) {
     System.exit(run(args, System.out));
@@ -91,22 +92,28 @@ public final class Doctor {
           case "--port":
             b.set(TransferConfig.PORT, v);
             break;
-          case "--budget": {
-            // The pool must fit in the budget: shrink it with a small budget.
-            long budget = TransferConfig.builder().set(TransferConfig.REGISTRATION_BUDGET, v)
-                .poolMaxBytes(1 << 20).build().registrationBudget();
-            b.registrationBudget(budget).poolMaxBytes(Math.min(budget, 256L << 20));
-            break;
-          }
-          case "--set": {
-            int eq = v.indexOf('=');
-            if (eq <= 0) {
-              out.println("--set needs KEY=VALUE, got " + v);
-              return 2;
+          case "--budget":
+            {
+              // The pool must fit in the budget: shrink it with a small budget.
+              long budget =
+                  TransferConfig.builder()
+                      .set(TransferConfig.REGISTRATION_BUDGET, v)
+                      .poolMaxBytes(1 << 20)
+                      .build()
+                      .registrationBudget();
+              b.registrationBudget(budget).poolMaxBytes(Math.min(budget, 256L << 20));
+              break;
             }
-            b.set(v.substring(0, eq), v.substring(eq + 1));
-            break;
-          }
+          case "--set":
+            {
+              int eq = v.indexOf('=');
+              if (eq <= 0) {
+                out.println("--set needs KEY=VALUE, got " + v);
+                return 2;
+              }
+              b.set(v.substring(0, eq), v.substring(eq + 1));
+              break;
+            }
           case "--sysfs":
             sysfs = Path.of(v);
             break;
@@ -152,8 +159,12 @@ public final class Doctor {
         Thread.currentThread().interrupt();
         return 0;
       } catch (RuntimeException e) {
-        out.println(Check.fail("serve", "cannot start a node: " + e.getMessage(),
-            "fix the configuration (run the doctor without --serve)").line());
+        out.println(
+            Check.fail(
+                    "serve",
+                    "cannot start a node: " + e.getMessage(),
+                    "fix the configuration (run the doctor without --serve)")
+                .line());
         return 1;
       }
     }
@@ -165,11 +176,12 @@ public final class Doctor {
         if (colon <= 0) {
           throw new IllegalArgumentException("--peer needs HOST:PORT, got " + peer);
         }
-        peerAddress = new InetSocketAddress(peer.substring(0, colon),
-            Integer.parseInt(peer.substring(colon + 1)));
+        peerAddress =
+            new InetSocketAddress(
+                peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1)));
         if (peerAddress.isUnresolved()) {
-          throw new IllegalArgumentException("--peer host " + peer.substring(0, colon)
-              + " does not resolve");
+          throw new IllegalArgumentException(
+              "--peer host " + peer.substring(0, colon) + " does not resolve");
         }
       }
       if (region != null) {
@@ -182,16 +194,28 @@ public final class Doctor {
       out.println("bad argument: " + e.getMessage());
       return 2;
     }
-    boolean real = sysfs.equals(RdmaInventory.SYSFS)
-        && limits.equals(MemlockLimit.PROC_SELF_LIMITS);
-    RdmaInventory inventory = real ? RdmaInventory.system()
-        : new RdmaInventory(sysfs, n -> List.of());
+    boolean real =
+        sysfs.equals(RdmaInventory.SYSFS) && limits.equals(MemlockLimit.PROC_SELF_LIMITS);
+    RdmaInventory inventory =
+        real ? RdmaInventory.system() : new RdmaInventory(sysfs, n -> List.of());
     out.println("memwire doctor: " + config + " (sysfs " + sysfs + ", limits " + limits + ")");
     String firewallFile = firewall;
-    java.util.function.Supplier<List<Firewall.Ruleset>> rules = firewallFile == null
-        ? Firewall::readSystem : () -> List.of(readRules(Path.of(firewallFile)));
-    List<Check> checks = new ArrayList<>(new SystemChecks(config, inventory, limits,
-        DisniLibrary::loadError, DisniLibrary::version, real, Doctor::libdisniFile, rules).run());
+    java.util.function.Supplier<List<Firewall.Ruleset>> rules =
+        firewallFile == null
+            ? Firewall::readSystem
+            : () -> List.of(readRules(Path.of(firewallFile)));
+    List<Check> checks =
+        new ArrayList<>(
+            new SystemChecks(
+                    config,
+                    inventory,
+                    limits,
+                    DisniLibrary::loadError,
+                    DisniLibrary::version,
+                    real,
+                    Doctor::libdisniFile,
+                    rules)
+                .run());
     if (peerAddress != null) {
       checks.add(checks.size() - 1, PeerChecks.peer(config, peerAddress, remote));
     }
@@ -205,18 +229,22 @@ public final class Doctor {
         warns++;
       }
     }
-    out.println(fails > 0 ? fails + " check(s) FAILED, " + warns + " warning(s)"
-        : warns > 0 ? "no failures, " + warns + " warning(s)" : "all checks OK");
+    out.println(
+        fails > 0
+            ? fails + " check(s) FAILED, " + warns + " warning(s)"
+            : warns > 0 ? "no failures, " + warns + " warning(s)" : "all checks OK");
     out.flush();
     return fails > 0 ? 1 : 0;
   }
 
   /** The loaded libdisni's file, else the one java.library.path would load. */
   private static java.util.Optional<Path> libdisniFile() {
-    java.util.Optional<Path> loaded = NativeLibrary.loadedFrom(NativeLibrary.PROC_SELF_MAPS,
-        NativeLibrary.FILE_NAME);
-    return loaded.isPresent() ? loaded : NativeLibrary.onLibraryPath(
-        System.getProperty("java.library.path"), NativeLibrary.FILE_NAME);
+    java.util.Optional<Path> loaded =
+        NativeLibrary.loadedFrom(NativeLibrary.PROC_SELF_MAPS, NativeLibrary.FILE_NAME);
+    return loaded.isPresent()
+        ? loaded
+        : NativeLibrary.onLibraryPath(
+            System.getProperty("java.library.path"), NativeLibrary.FILE_NAME);
   }
 
   private static Firewall.Ruleset readRules(Path file) {

@@ -11,8 +11,8 @@ import java.util.Map;
  * Would the host firewall drop a new incoming flow to a port? Reads the filter rules of the IPv4
  * input path from {@code iptables-save} or {@code nft list ruleset} output and follows them the way
  * the kernel would for the first packet of a flow from an unknown address. Rules that match on
- * things the doctor cannot know (source address, interface other than lo, marks, rate limits)
- * make the answer "depends" when they could change it; connection-state rules that only match
+ * things the doctor cannot know (source address, interface other than lo, marks, rate limits) make
+ * the answer "depends" when they could change it; connection-state rules that only match
  * established or related traffic do not apply to a new flow.
  */
 final class Firewall {
@@ -102,8 +102,11 @@ final class Firewall {
 
     /** iptables-save output (rather than nft's). */
     boolean isIptables() {
-      return text != null && !text.contains("table ") && (text.contains("*filter")
-          || text.contains(":INPUT") || (text.trim().isEmpty() && source.startsWith("iptables")));
+      return text != null
+          && !text.contains("table ")
+          && (text.contains("*filter")
+              || text.contains(":INPUT")
+              || (text.trim().isEmpty() && source.startsWith("iptables")));
     }
 
     Result verdict(Flow flow) {
@@ -148,8 +151,8 @@ final class Firewall {
         }
         if (p.exitValue() != 0) {
           String e = java.nio.file.Files.readString(err).trim();
-          return Ruleset.unreadable(name, "exit " + p.exitValue()
-              + (e.isEmpty() ? "" : ": " + e.split("\n")[0]));
+          return Ruleset.unreadable(
+              name, "exit " + p.exitValue() + (e.isEmpty() ? "" : ": " + e.split("\n")[0]));
         }
         return Ruleset.of(name, new String(stdout, java.nio.charset.StandardCharsets.UTF_8));
       } finally {
@@ -225,7 +228,10 @@ final class Firewall {
         case "--dports":
         case "--destination-ports":
           i++;
-          m = and(m, neg ? not(portIn(arg, flow.port, ",", ":")) : portIn(arg, flow.port, ",", ":"));
+          m =
+              and(
+                  m,
+                  neg ? not(portIn(arg, flow.port, ",", ":")) : portIn(arg, flow.port, ",", ":"));
           break;
         case "--ctstate":
         case "--state":
@@ -334,10 +340,10 @@ final class Firewall {
     Result combined = new Result(Verdict.ACCEPTED, "no input filter chain");
     for (String[] b : bases) {
       Map<String, Chain> chains = tables.get(b[0]);
-      Result r = walk(chains.get(b[1]), chains, flow, Firewall::nftRule,
-          "nft " + b[0] + " " + b[1]);
-      if (rank(r.verdict) > rank(combined.verdict) || (combined.why.startsWith("no input")
-          && r.verdict == Verdict.ACCEPTED)) {
+      Result r =
+          walk(chains.get(b[1]), chains, flow, Firewall::nftRule, "nft " + b[0] + " " + b[1]);
+      if (rank(r.verdict) > rank(combined.verdict)
+          || (combined.why.startsWith("no input") && r.verdict == Verdict.ACCEPTED)) {
         combined = r;
       }
     }
@@ -425,15 +431,17 @@ final class Firewall {
           m = and(m, a1.replace("\"", "").equals("lo") ? Match.NO : Match.MAYBE);
           break;
         case "counter":
-          while (i + 2 < t.size() && (t.get(i + 1).equals("packets")
-              || t.get(i + 1).equals("bytes"))) {
+          while (i + 2 < t.size()
+              && (t.get(i + 1).equals("packets") || t.get(i + 1).equals("bytes"))) {
             i += 2;
           }
           break;
         case "log":
         case "comment":
-          while (i + 2 < t.size() && (t.get(i + 1).equals("prefix")
-              || t.get(i + 1).equals("level") || t.get(i + 1).startsWith("\""))) {
+          while (i + 2 < t.size()
+              && (t.get(i + 1).equals("prefix")
+                  || t.get(i + 1).equals("level")
+                  || t.get(i + 1).startsWith("\""))) {
             i += t.get(i + 1).startsWith("\"") ? 1 : 2;
           }
           break;
@@ -470,8 +478,8 @@ final class Firewall {
   }
 
   /** Follows a base chain to a verdict. */
-  private static Result walk(Chain base, Map<String, Chain> chains, Flow flow, RuleParser parser,
-      String where) {
+  private static Result walk(
+      Chain base, Map<String, Chain> chains, Flow flow, RuleParser parser, String where) {
     String[] maybe = new String[2]; // {first rule that may accept, first that may drop}
     Result r = walk(base, chains, flow, parser, where, 0, maybe);
     if (r == null) {
@@ -484,8 +492,14 @@ final class Firewall {
    * Follows one chain; null when it ends (or RETURNs) without a verdict, so the caller goes on.
    * Verdicts of rules that may or may not match are collected in {@code maybe}.
    */
-  private static Result walk(Chain chain, Map<String, Chain> chains, Flow flow,
-      RuleParser parser, String where, int depth, String[] maybe) {
+  private static Result walk(
+      Chain chain,
+      Map<String, Chain> chains,
+      Flow flow,
+      RuleParser parser,
+      String where,
+      int depth,
+      String[] maybe) {
     if (chain == null || depth > 16) {
       return new Result(Verdict.DEPENDS, where + ": chain missing or nested too deep");
     }
@@ -507,7 +521,9 @@ final class Firewall {
           Result res = walk(sub, chains, flow, parser, subWhere, depth + 1, inner);
           note(maybe, inner[0], inner[1]);
           if (res != null) {
-            note(maybe, res.verdict == Verdict.ACCEPTED ? res.why : null,
+            note(
+                maybe,
+                res.verdict == Verdict.ACCEPTED ? res.why : null,
                 res.verdict == Verdict.ACCEPTED ? null : res.why);
           }
           continue;
@@ -527,11 +543,15 @@ final class Firewall {
         }
         continue;
       } else {
-        decided = new Result(r.verdict.equals("accept") ? Verdict.ACCEPTED : Verdict.DROPPED,
-            where + " rule `" + r.text + "`");
+        decided =
+            new Result(
+                r.verdict.equals("accept") ? Verdict.ACCEPTED : Verdict.DROPPED,
+                where + " rule `" + r.text + "`");
       }
       if (r.match == Match.MAYBE || decided.verdict == Verdict.DEPENDS) {
-        note(maybe, decided.verdict == Verdict.ACCEPTED ? decided.why : null,
+        note(
+            maybe,
+            decided.verdict == Verdict.ACCEPTED ? decided.why : null,
             decided.verdict == Verdict.ACCEPTED ? null : decided.why);
         continue;
       }
@@ -540,7 +560,8 @@ final class Firewall {
     if (chain.policy == null || depth > 0) {
       return null;
     }
-    return new Result(chain.policy.equals("drop") ? Verdict.DROPPED : Verdict.ACCEPTED,
+    return new Result(
+        chain.policy.equals("drop") ? Verdict.DROPPED : Verdict.ACCEPTED,
         where + " policy " + chain.policy.toUpperCase(Locale.ROOT));
   }
 
@@ -556,12 +577,14 @@ final class Firewall {
   /** A definite outcome, unless a rule before it that may match would have decided otherwise. */
   private static Result settle(Result decided, String maybeAccept, String maybeDrop) {
     if (decided.verdict == Verdict.DROPPED && maybeAccept != null) {
-      return new Result(Verdict.DEPENDS, "dropped by " + decided.why + " unless " + maybeAccept
-          + " accepts it first");
+      return new Result(
+          Verdict.DEPENDS,
+          "dropped by " + decided.why + " unless " + maybeAccept + " accepts it first");
     }
     if (decided.verdict == Verdict.ACCEPTED && maybeDrop != null) {
-      return new Result(Verdict.DEPENDS, "accepted by " + decided.why + " unless " + maybeDrop
-          + " drops it first");
+      return new Result(
+          Verdict.DEPENDS,
+          "accepted by " + decided.why + " unless " + maybeDrop + " drops it first");
     }
     return decided;
   }

@@ -16,13 +16,14 @@ import java.util.TreeSet;
 
 /**
  * Where the loaded libdisni lives and whether it exports the JNI functions DiSNI's Java classes
- * call. A libdisni built from another DiSNI version loads fine and reports a version, but a
- * missing function only shows up as an {@link UnsatisfiedLinkError} on first use; comparing the
- * names up front catches that.
+ * call. A libdisni built from another DiSNI version loads fine and reports a version, but a missing
+ * function only shows up as an {@link UnsatisfiedLinkError} on first use; comparing the names up
+ * front catches that.
  */
 final class NativeLibrary {
   /** DiSNI's class whose native methods libdisni implements. */
   static final String DISPATCHER = "com.ibm.disni.verbs.impl.NativeDispatcher";
+
   static final String FILE_NAME = System.mapLibraryName("disni");
   static final Path PROC_SELF_MAPS = Path.of("/proc/self/maps");
 
@@ -105,8 +106,12 @@ final class NativeLibrary {
     int start = 0;
     for (int i = 0; i <= bytes.length; i++) {
       if (i == bytes.length || bytes[i] == 0) {
-        if (i - start > 5 && bytes[start] == 'J' && bytes[start + 1] == 'a'
-            && bytes[start + 2] == 'v' && bytes[start + 3] == 'a' && bytes[start + 4] == '_') {
+        if (i - start > 5
+            && bytes[start] == 'J'
+            && bytes[start + 1] == 'a'
+            && bytes[start + 2] == 'v'
+            && bytes[start + 3] == 'a'
+            && bytes[start + 4] == '_') {
           out.add(new String(bytes, start, i - start, StandardCharsets.US_ASCII));
         }
         start = i + 1;
@@ -128,8 +133,8 @@ final class NativeLibrary {
 
   /** DiSNI's version from its jar's Maven metadata, or "unknown". */
   static String disniVersion(ClassLoader loader) {
-    try (InputStream in = loader.getResourceAsStream(
-        "META-INF/maven/com.ibm.disni/disni/pom.properties")) {
+    try (InputStream in =
+        loader.getResourceAsStream("META-INF/maven/com.ibm.disni/disni/pom.properties")) {
       if (in == null) {
         return "unknown";
       }

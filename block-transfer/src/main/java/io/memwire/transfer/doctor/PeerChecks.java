@@ -19,9 +19,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The two-node check: {@code --serve} starts a node with a test region filled with a known
- * pattern and prints its descriptor; {@code --peer} on another node opens a real connection to
- * it and reads the whole region one-sidedly, comparing every byte with the pattern.
+ * The two-node check: {@code --serve} starts a node with a test region filled with a known pattern
+ * and prints its descriptor; {@code --peer} on another node opens a real connection to it and reads
+ * the whole region one-sidedly, comparing every byte with the pattern.
  */
 final class PeerChecks {
   private PeerChecks() {}
@@ -48,8 +48,13 @@ final class PeerChecks {
     try {
       return RemoteRegion.fromBytes(Base64.getUrlDecoder().decode(s.trim()));
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException("--region " + s + " is not a region descriptor printed by "
-          + "`doctor --serve`: " + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          "--region "
+              + s
+              + " is not a region descriptor printed by "
+              + "`doctor --serve`: "
+              + e.getMessage(),
+          e);
     }
   }
 
@@ -63,13 +68,26 @@ final class PeerChecks {
     try (TransferNode node = TransferNode.start(config)) {
       MemoryRegion region = node.register(memory);
       String d = encode(region.remote());
-      out.println("serving a " + size + "-byte test region over " + node.provider() + " on "
-          + node.localAddress().getAddress().getHostAddress() + ":" + node.localAddress().getPort()
-          + " (" + node.selectionReason() + ")");
+      out.println(
+          "serving a "
+              + size
+              + "-byte test region over "
+              + node.provider()
+              + " on "
+              + node.localAddress().getAddress().getHostAddress()
+              + ":"
+              + node.localAddress().getPort()
+              + " ("
+              + node.selectionReason()
+              + ")");
       out.println("region " + d);
-      out.println("on the other node run: memwire doctor --peer "
-          + node.localAddress().getAddress().getHostAddress() + ":" + node.localAddress().getPort()
-          + " --region " + d);
+      out.println(
+          "on the other node run: memwire doctor --peer "
+              + node.localAddress().getAddress().getHostAddress()
+              + ":"
+              + node.localAddress().getPort()
+              + " --region "
+              + d);
       out.flush();
       Thread.sleep(duration.toMillis());
       region.close();
@@ -85,7 +103,9 @@ final class PeerChecks {
     if (region != null) {
       RegionDescriptor d = region.segments().get(0);
       if (!d.node().equals(peer)) {
-        return Check.fail(name, "--region belongs to " + d.node() + ", not to --peer " + peer,
+        return Check.fail(
+            name,
+            "--region belongs to " + d.node() + ", not to --peer " + peer,
             "pass the --peer and --region printed by the same `doctor --serve`");
       }
       config = base.toBuilder().provider(d.provider()).port(0).build();
@@ -98,49 +118,90 @@ final class PeerChecks {
       try {
         c = node.connection(peer);
       } catch (TransferException e) {
-        return Check.fail(name, "cannot connect to " + peer + " over " + node.provider() + ": "
-            + e.getMessage(), "is `doctor --serve` (or a Memwire node) running there? open the "
-            + "port in the firewall" + (node.provider().toString().equals("verbs")
-            ? "; for RoCE also check that both ends are in the same subnet or routed" : ""));
+        return Check.fail(
+            name,
+            "cannot connect to " + peer + " over " + node.provider() + ": " + e.getMessage(),
+            "is `doctor --serve` (or a Memwire node) running there? open the "
+                + "port in the firewall"
+                + (node.provider().toString().equals("verbs")
+                    ? "; for RoCE also check that both ends are in the same subnet or routed"
+                    : ""));
       }
       long connectMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
       if (region == null) {
-        return Check.warn(name, "connected to " + peer + " over " + node.provider() + " in "
-            + connectMs + " ms; no read done", "pass --region from `doctor --serve` to also "
-            + "read a test region one-sidedly");
+        return Check.warn(
+            name,
+            "connected to "
+                + peer
+                + " over "
+                + node.provider()
+                + " in "
+                + connectMs
+                + " ms; no read done",
+            "pass --region from `doctor --serve` to also " + "read a test region one-sidedly");
       }
       int len = (int) Math.min(region.length(), Integer.MAX_VALUE);
       long readStart = System.nanoTime();
       TransferBuffer b;
       try {
-        b = c.read(ReadRequest.of(region, 0, len)).get(
-            config.readTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
+        b =
+            c.read(ReadRequest.of(region, 0, len))
+                .get(config.readTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
       } catch (ExecutionException e) {
-        return Check.fail(name, "connected to " + peer + " but the one-sided read of " + len
-            + " bytes failed: " + e.getCause().getMessage(), "the region may be gone (restart "
-            + "`doctor --serve` and use its new --region), or the path drops RDMA traffic");
+        return Check.fail(
+            name,
+            "connected to "
+                + peer
+                + " but the one-sided read of "
+                + len
+                + " bytes failed: "
+                + e.getCause().getMessage(),
+            "the region may be gone (restart "
+                + "`doctor --serve` and use its new --region), or the path drops RDMA traffic");
       } catch (TimeoutException e) {
-        return Check.fail(name, "connected to " + peer + " but a read of " + len
-            + " bytes did not complete in time", "check the network path (PFC/ECN on RoCE)");
+        return Check.fail(
+            name,
+            "connected to " + peer + " but a read of " + len + " bytes did not complete in time",
+            "check the network path (PFC/ECN on RoCE)");
       }
       long readUs = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - readStart);
       try {
         ByteBuffer v = b.nioBuffer();
         for (int i = 0; i < len; i++) {
           if (v.get(i) != pattern(i)) {
-            return Check.fail(name, "read " + len + " bytes from " + peer + " but byte " + i
-                + " differs from the test pattern", "data corruption on the path: report it");
+            return Check.fail(
+                name,
+                "read "
+                    + len
+                    + " bytes from "
+                    + peer
+                    + " but byte "
+                    + i
+                    + " differs from the test pattern",
+                "data corruption on the path: report it");
           }
         }
       } finally {
         b.release();
       }
-      return Check.ok(name, "connected to " + peer + " over " + node.provider() + " in "
-          + connectMs + " ms and read the " + len + "-byte test region one-sidedly in "
-          + readUs + " us, every byte correct");
+      return Check.ok(
+          name,
+          "connected to "
+              + peer
+              + " over "
+              + node.provider()
+              + " in "
+              + connectMs
+              + " ms and read the "
+              + len
+              + "-byte test region one-sidedly in "
+              + readUs
+              + " us, every byte correct");
     } catch (RuntimeException e) {
-      return Check.fail(name, "cannot start a local " + config.provider() + " node to test with: "
-          + e.getMessage(), "fix the FAIL lines above");
+      return Check.fail(
+          name,
+          "cannot start a local " + config.provider() + " node to test with: " + e.getMessage(),
+          "fix the FAIL lines above");
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Check.fail(name, "interrupted", "");

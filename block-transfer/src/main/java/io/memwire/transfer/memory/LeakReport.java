@@ -37,8 +37,14 @@ public final class LeakReport {
 
   @Override
   public String toString() {
-    StringBuilder b = new StringBuilder("allocator '").append(allocator).append("' closed with ")
-        .append(units.size()).append(" live units (").append(bytes).append(" bytes)");
+    StringBuilder b =
+        new StringBuilder("allocator '")
+            .append(allocator)
+            .append("' closed with ")
+            .append(units.size())
+            .append(" live units (")
+            .append(bytes)
+            .append(" bytes)");
     boolean stacks = false;
     for (MemoryUnit u : units) {
       b.append("\n  ").append(u);
@@ -51,7 +57,8 @@ public final class LeakReport {
       }
     }
     if (!stacks && !units.isEmpty()) {
-      b.append("\n  (run with -D").append(RegisteredAllocator.STACKS_PROPERTY)
+      b.append("\n  (run with -D")
+          .append(RegisteredAllocator.STACKS_PROPERTY)
           .append("=true to record where each unit was allocated)");
     }
     return b.toString();

@@ -4,12 +4,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One piece of registered memory handed out by a {@link RegisteredAllocator}: a read destination,
- * a directory chunk, an arena block, a guard slot. It starts with a reference count of 1; {@link
+ * One piece of registered memory handed out by a {@link RegisteredAllocator}: a read destination, a
+ * directory chunk, an arena block, a guard slot. It starts with a reference count of 1; {@link
  * #retain()} adds one, {@link #release()} drops one, and the release that reaches zero takes the
  * unit off its allocator's books and runs the strategy's free action exactly once. Retaining or
- * releasing a unit whose count is already zero raises {@link IllegalStateException} naming the
- * unit and its allocator.
+ * releasing a unit whose count is already zero raises {@link IllegalStateException} naming the unit
+ * and its allocator.
  */
 public final class MemoryUnit {
   private static final AtomicLong IDS = new AtomicLong();
@@ -22,8 +22,8 @@ public final class MemoryUnit {
   private final Throwable allocatedAt;
   private final AtomicInteger refCnt = new AtomicInteger(1);
 
-  MemoryUnit(RegisteredAllocator allocator, long size, String what, Runnable free,
-      Throwable allocatedAt) {
+  MemoryUnit(
+      RegisteredAllocator allocator, long size, String what, Runnable free, Throwable allocatedAt) {
     this.allocator = allocator;
     this.size = size;
     this.what = what;
@@ -33,8 +33,8 @@ public final class MemoryUnit {
 
   /**
    * A unit over memory its caller owns and frees itself (say a registered region passed as a read
-   * destination): reference counted like any other, on no allocator's books; {@code onLast} runs
-   * at the last release.
+   * destination): reference counted like any other, on no allocator's books; {@code onLast} runs at
+   * the last release.
    */
   public static MemoryUnit untracked(long size, String what, Runnable onLast) {
     return new MemoryUnit(null, size, what, onLast, null);
@@ -88,8 +88,8 @@ public final class MemoryUnit {
     do {
       c = refCnt.get();
       if (c <= 0) {
-        throw new IllegalStateException("double release of " + this
-            + ": released more often than retained");
+        throw new IllegalStateException(
+            "double release of " + this + ": released more often than retained");
       }
     } while (!refCnt.compareAndSet(c, c - 1));
     if (c > 1) {
@@ -115,7 +115,15 @@ public final class MemoryUnit {
 
   @Override
   public String toString() {
-    return "unit #" + id + " (" + what + ", " + size + " bytes, refCnt=" + refCnt.get() + ") of "
+    return "unit #"
+        + id
+        + " ("
+        + what
+        + ", "
+        + size
+        + " bytes, refCnt="
+        + refCnt.get()
+        + ") of "
         + (allocator == null ? "no allocator" : "allocator '" + allocator.path() + "'");
   }
 }

@@ -12,16 +12,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The books of registered memory: a root owned by the {@code TransferNode} and one named child
- * per consumer. A child hands out {@link MemoryUnit}s placed by its consumer's own strategy and
+ * The books of registered memory: a root owned by the {@code TransferNode} and one named child per
+ * consumer. A child hands out {@link MemoryUnit}s placed by its consumer's own strategy and
  * accounts for them: bytes now, peak bytes and live units, each figure including the child's own
  * children, so the root's figures are the node's totals.
  *
  * <p>Closing an allocator closes its children first (newest first), then checks its own books:
  * units still live are a leak, logged at WARN and recorded as a {@link LeakReport} on the root.
- * Leaked units stay valid (freeing memory a caller still holds would crash the JVM); their
- * release still frees them and updates the books. With {@value #STACKS_PROPERTY}{@code =true}
- * every unit records where it was allocated and leak reports show it.
+ * Leaked units stay valid (freeing memory a caller still holds would crash the JVM); their release
+ * still frees them and updates the books. With {@value #STACKS_PROPERTY}{@code =true} every unit
+ * records where it was allocated and leak reports show it.
  *
  * <p>Thread-safe: units are allocated and released on any thread.
  */
@@ -54,8 +54,8 @@ public final class RegisteredAllocator implements AutoCloseable {
 
   /** A root allocator; allocation stacks as {@value #STACKS_PROPERTY} says (off by default). */
   public static RegisteredAllocator root(String name) {
-    return root(name, TransportSettings.MEMORY_ALLOCATION_STACKS.fromSystemProperties()
-        .orElse(false));
+    return root(
+        name, TransportSettings.MEMORY_ALLOCATION_STACKS.fromSystemProperties().orElse(false));
   }
 
   /** A root allocator, recording allocation stacks when {@code allocationStacks}. */
@@ -91,8 +91,8 @@ public final class RegisteredAllocator implements AutoCloseable {
       throw new IllegalArgumentException("unit size must be >= 0, got " + size);
     }
     ensureOpen("allocation of " + size + " bytes (" + what + ")");
-    MemoryUnit u = new MemoryUnit(this, size, what, free,
-        stacks ? new Throwable("allocated here") : null);
+    MemoryUnit u =
+        new MemoryUnit(this, size, what, free, stacks ? new Throwable("allocated here") : null);
     live.put(u.id(), u);
     allocations.incrementAndGet();
     for (RegisteredAllocator a = this; a != null; a = a.parent) {
@@ -185,10 +185,20 @@ public final class RegisteredAllocator implements AutoCloseable {
   }
 
   private void dump(StringBuilder b, String indent) {
-    b.append(indent).append("allocator '").append(name).append("'")
-        .append(closed ? " (closed)" : "").append(": ").append(bytes.get()).append(" bytes in ")
-        .append(units.get()).append(" units, peak ").append(peak.get()).append(" bytes, ")
-        .append(allocations.get()).append(" allocations\n");
+    b.append(indent)
+        .append("allocator '")
+        .append(name)
+        .append("'")
+        .append(closed ? " (closed)" : "")
+        .append(": ")
+        .append(bytes.get())
+        .append(" bytes in ")
+        .append(units.get())
+        .append(" units, peak ")
+        .append(peak.get())
+        .append(" bytes, ")
+        .append(allocations.get())
+        .append(" allocations\n");
     for (MemoryUnit u : ownLiveUnits()) {
       b.append(indent).append("  - ").append(u).append('\n');
     }
@@ -227,7 +237,15 @@ public final class RegisteredAllocator implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "RegisteredAllocator{" + path() + ", " + bytes.get() + " bytes in " + units.get()
-        + " units, peak " + peak.get() + (closed ? ", closed" : "") + "}";
+    return "RegisteredAllocator{"
+        + path()
+        + ", "
+        + bytes.get()
+        + " bytes in "
+        + units.get()
+        + " units, peak "
+        + peak.get()
+        + (closed ? ", closed" : "")
+        + "}";
   }
 }

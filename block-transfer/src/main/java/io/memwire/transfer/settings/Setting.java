@@ -11,11 +11,11 @@ import java.util.function.LongFunction;
 import java.util.function.ToLongFunction;
 
 /**
- * One configuration key, declared once: name, meaning, typed default, parser, allowed range and
- * the version that introduced it. Validation, the range text shown in documentation tables and
- * the error messages all come from this one declaration, so they cannot disagree. Numeric
- * settings keep their bounds as a long "measure" (a count, bytes or milliseconds) and print them
- * with the same unit formatter the docs use.
+ * One configuration key, declared once: name, meaning, typed default, parser, allowed range and the
+ * version that introduced it. Validation, the range text shown in documentation tables and the
+ * error messages all come from this one declaration, so they cannot disagree. Numeric settings keep
+ * their bounds as a long "measure" (a count, bytes or milliseconds) and print them with the same
+ * unit formatter the docs use.
  *
  * <p>Declare with {@link #key(String)}, for example {@code
  * Setting.key("ioThreads").doc("...").since("0.1.0").count(1, 64).withDefault("2")}.
@@ -30,8 +30,8 @@ public final class Setting<T> {
   private final String defaultText;
   private final T defaultValue;
 
-  private Setting(String name, String doc, String since, Type<T> type, String defaultText,
-      T defaultValue) {
+  private Setting(
+      String name, String doc, String since, Type<T> type, String defaultText, T defaultValue) {
     this.name = name;
     this.doc = doc;
     this.since = since;
@@ -98,7 +98,9 @@ public final class Setting<T> {
   /** Checks a typed value against the range; returns it. */
   public T check(String prefix, T value) {
     Objects.requireNonNull(value, () -> prefix + name + " must not be null");
-    type.check(prefix + name, value,
+    type.check(
+        prefix + name,
+        value,
         value instanceof Duration d ? d.toMillis() + "ms" : String.valueOf(value));
     return value;
   }
@@ -112,7 +114,9 @@ public final class Setting<T> {
   /** Reads the JVM system property {@code name} (no prefix): the parsed value, or the default. */
   public Optional<T> fromSystemProperties() {
     String raw = System.getProperty(name);
-    return raw == null || raw.isBlank() ? Optional.ofNullable(defaultValue) : Optional.of(parse("", raw));
+    return raw == null || raw.isBlank()
+        ? Optional.ofNullable(defaultValue)
+        : Optional.of(parse("", raw));
   }
 
   @Override
@@ -142,56 +146,109 @@ public final class Setting<T> {
 
     /** A whole number of things, {@code min} to {@code max}; {@code note} follows the range. */
     public Typed<Integer> count(int min, int max, String... note) {
-      return new Typed<>(this, numeric(min, max, "is not a whole number", Long::parseLong,
-          Setting::plain, v -> (int) v, Integer::longValue, note));
+      return new Typed<>(
+          this,
+          numeric(
+              min,
+              max,
+              "is not a whole number",
+              Long::parseLong,
+              Setting::plain,
+              v -> (int) v,
+              Integer::longValue,
+              note));
     }
 
     /** Like {@link #count} for long values. */
     public Typed<Long> longCount(long min, long max, String... note) {
-      return new Typed<>(this, numeric(min, max, "is not a whole number", Long::parseLong,
-          Setting::plain, v -> v, Long::longValue, note));
+      return new Typed<>(
+          this,
+          numeric(
+              min,
+              max,
+              "is not a whole number",
+              Long::parseLong,
+              Setting::plain,
+              v -> v,
+              Long::longValue,
+              note));
     }
 
     /** A number of bytes ({@code 4096}, {@code 64k}, {@code 1g}...), {@code min} to {@code max}. */
     public Typed<Long> bytes(long min, long max, String... note) {
-      return new Typed<>(this, numeric(min, max,
-          "is not a size (bytes, or a number with k, m, g, t, p)", Units::parseBytes,
-          Setting::bytesText, v -> v, Long::longValue, note));
+      return new Typed<>(
+          this,
+          numeric(
+              min,
+              max,
+              "is not a size (bytes, or a number with k, m, g, t, p)",
+              Units::parseBytes,
+              Setting::bytesText,
+              v -> v,
+              Long::longValue,
+              note));
     }
 
-    /** A duration ({@code 500ms}, {@code 10s}, {@code 2min}, {@code 1h}); bounds in milliseconds. */
+    /**
+     * A duration ({@code 500ms}, {@code 10s}, {@code 2min}, {@code 1h}); bounds in milliseconds.
+     */
     public Typed<Duration> duration(long minMillis, long maxMillis, String... note) {
-      return new Typed<>(this, numeric(minMillis, maxMillis,
-          "is not a duration (milliseconds, or a number with ms, s, min, h)",
-          s -> Units.parseTime(s).toMillis(), Setting::millisText, Duration::ofMillis,
-          Duration::toMillis, note));
+      return new Typed<>(
+          this,
+          numeric(
+              minMillis,
+              maxMillis,
+              "is not a duration (milliseconds, or a number with ms, s, min, h)",
+              s -> Units.parseTime(s).toMillis(),
+              Setting::millisText,
+              Duration::ofMillis,
+              Duration::toMillis,
+              note));
     }
 
     /** {@code true} or {@code false}. */
     public Typed<Boolean> bool() {
-      return new Typed<>(this, new Type<>("true, false", (key, s) -> {
-        String v = s.toLowerCase(Locale.ROOT);
-        if (!v.equals("true") && !v.equals("false")) {
-          throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
-              key + "=" + s + " is not true or false");
-        }
-        return Boolean.valueOf(v);
-      }));
+      return new Typed<>(
+          this,
+          new Type<>(
+              "true, false",
+              (key, s) -> {
+                String v = s.toLowerCase(Locale.ROOT);
+                if (!v.equals("true") && !v.equals("false")) {
+                  throw new TransferConfigException(
+                      TransferConfigException.Problem.MALFORMED,
+                      key,
+                      key + "=" + s + " is not true or false");
+                }
+                return Boolean.valueOf(v);
+              }));
     }
 
     /**
-     * A free-form value: {@code parser} turns the trimmed text into a value or throws a
-     * {@link TransferConfigException} naming the key it is given; {@code rangeText} says what
-     * is accepted.
+     * A free-form value: {@code parser} turns the trimmed text into a value or throws a {@link
+     * TransferConfigException} naming the key it is given; {@code rangeText} says what is accepted.
      */
     public <T> Typed<T> text(String rangeText, Parser<T> parser) {
       return new Typed<>(this, new Type<>(rangeText, parser));
     }
 
-    private static <T> Type<T> numeric(long min, long max, String malformed,
-        ToLongFunction<String> measureParser, LongFunction<String> unit, LongFunction<T> make,
-        ToLongFunction<T> measure, String[] note) {
-      return new Type<>(min, max, malformed, measureParser, unit, make, measure,
+    private static <T> Type<T> numeric(
+        long min,
+        long max,
+        String malformed,
+        ToLongFunction<String> measureParser,
+        LongFunction<String> unit,
+        LongFunction<T> make,
+        ToLongFunction<T> measure,
+        String[] note) {
+      return new Type<>(
+          min,
+          max,
+          malformed,
+          measureParser,
+          unit,
+          make,
+          measure,
           note.length == 0 ? null : String.join("; ", note));
     }
   }
@@ -244,8 +301,15 @@ public final class Setting<T> {
     final String fixedRange;
     final Parser<T> parser;
 
-    Type(long min, long max, String malformed, ToLongFunction<String> measureParser,
-        LongFunction<String> unit, LongFunction<T> make, ToLongFunction<T> measure, String note) {
+    Type(
+        long min,
+        long max,
+        String malformed,
+        ToLongFunction<String> measureParser,
+        LongFunction<String> unit,
+        LongFunction<T> make,
+        ToLongFunction<T> measure,
+        String note) {
       if (min > max) {
         throw new IllegalArgumentException("min " + min + " > max " + max);
       }
@@ -285,8 +349,8 @@ public final class Setting<T> {
 
     T parse(String key, String raw) {
       if (raw == null) {
-        throw new TransferConfigException(TransferConfigException.Problem.MISSING, key,
-            key + " has no value");
+        throw new TransferConfigException(
+            TransferConfigException.Problem.MISSING, key, key + " has no value");
       }
       String s = raw.trim();
       if (!numeric) {
@@ -296,8 +360,8 @@ public final class Setting<T> {
       try {
         m = measureParser.applyAsLong(s);
       } catch (RuntimeException e) {
-        throw new TransferConfigException(TransferConfigException.Problem.MALFORMED, key,
-            key + "=" + raw + " " + malformed);
+        throw new TransferConfigException(
+            TransferConfigException.Problem.MALFORMED, key, key + "=" + raw + " " + malformed);
       }
       checkMeasure(key, m, raw);
       return make.apply(m);
@@ -311,7 +375,9 @@ public final class Setting<T> {
 
     private void checkMeasure(String key, long m, String shown) {
       if (m < min || m > max) {
-        throw new TransferConfigException(TransferConfigException.Problem.OUT_OF_RANGE, key,
+        throw new TransferConfigException(
+            TransferConfigException.Problem.OUT_OF_RANGE,
+            key,
             key + "=" + shown + " is out of range: " + rangeText());
       }
     }

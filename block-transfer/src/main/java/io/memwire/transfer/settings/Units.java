@@ -11,7 +11,10 @@ public final class Units {
 
   private Units() {}
 
-  /** Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g}, {@code 1t}, {@code 1p} (also kb, mb, ...). */
+  /**
+   * Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g}, {@code 1t}, {@code 1p} (also kb, mb,
+   * ...).
+   */
   public static long parseBytes(String v) {
     String s = v.trim().toLowerCase(Locale.ROOT);
     if (s.endsWith("b") && s.length() > 1 && !Character.isDigit(s.charAt(s.length() - 2))) {
@@ -20,15 +23,16 @@ public final class Units {
     long mult = 1;
     char last = s.charAt(s.length() - 1);
     if (!Character.isDigit(last)) {
-      mult = switch (last) {
-        case 'k' -> KIB;
-        case 'm' -> MIB;
-        case 'g' -> GIB;
-        case 't' -> 1024 * GIB;
-        case 'p' -> 1024 * 1024 * GIB;
-        case 'b' -> 1;
-        default -> throw new IllegalArgumentException(v);
-      };
+      mult =
+          switch (last) {
+            case 'k' -> KIB;
+            case 'm' -> MIB;
+            case 'g' -> GIB;
+            case 't' -> 1024 * GIB;
+            case 'p' -> 1024 * 1024 * GIB;
+            case 'b' -> 1;
+            default -> throw new IllegalArgumentException(v);
+          };
       s = s.substring(0, s.length() - 1);
     }
     return Math.multiplyExact(Long.parseLong(s.trim()), mult);

@@ -16,16 +16,17 @@ import org.slf4j.LoggerFactory;
  * failing} (the first {@link #fail} won, the provider is quiescing), {@link State#FAILED failed}.
  * The first failure wins and is the one every outstanding read sees; later calls only wait for it.
  *
- * <p>The rule lives here, once: on failure the provider first {@linkplain #quiesce quiesces}
- * (stops its device or socket, so nothing writes into any destination again) and hands back every
- * read it still holds; only then does this class fail them, each exactly once. A provider
- * implements {@link #post} and {@link #quiesce} and keeps one invariant: it adds a read to its own
- * structures only under the lock {@code quiesce} drains them with, and only while {@link
- * #isOpen()}; otherwise it {@linkplain #reject rejects} the read at once. Because the state flips
- * before {@code quiesce} runs, no read can slip in behind the drain.
+ * <p>The rule lives here, once: on failure the provider first {@linkplain #quiesce quiesces} (stops
+ * its device or socket, so nothing writes into any destination again) and hands back every read it
+ * still holds; only then does this class fail them, each exactly once. A provider implements {@link
+ * #post} and {@link #quiesce} and keeps one invariant: it adds a read to its own structures only
+ * under the lock {@code quiesce} drains them with, and only while {@link #isOpen()}; otherwise it
+ * {@linkplain #reject rejects} the read at once. Because the state flips before {@code quiesce}
+ * runs, no read can slip in behind the drain.
  */
 public abstract class AbstractProviderConnection implements ProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(AbstractProviderConnection.class);
+
   /** How long a second caller of {@link #fail} waits for the first one to finish quiescing. */
   private static final long QUIESCE_WAIT_SECONDS = 10;
 
@@ -39,6 +40,7 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
   private final InetSocketAddress peer;
   private final AtomicReference<TransferException> failure = new AtomicReference<>();
   private final CountDownLatch failed = new CountDownLatch(1);
+
   /** The thread running the first {@link #fail}; a reentrant call from it must not wait. */
   private volatile Thread failing;
 
@@ -72,8 +74,9 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
 
   /**
    * Fails the connection with {@code cause} (the first cause wins): the provider quiesces, then
-   * every read it held fails, each once, on this thread. A later caller waits (bounded) until that has happened,
-   * unless it runs on the provider's own thread, which the first caller may be waiting for.
+   * every read it held fails, each once, on this thread. A later caller waits (bounded) until that
+   * has happened, unless it runs on the provider's own thread, which the first caller may be
+   * waiting for.
    */
   @Override
   public final void fail(TransferException cause) {
@@ -128,16 +131,16 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
   }
 
   /**
-   * Stops the transport so that nothing writes into any held read's destination after this
-   * returns, and adds every read still held (submitted, in flight, waiting) to {@code held}. Runs
-   * once, on the thread that failed the connection first; may block (bounded) while the
-   * provider's own thread stops. Must not complete or fail reads itself.
+   * Stops the transport so that nothing writes into any held read's destination after this returns,
+   * and adds every read still held (submitted, in flight, waiting) to {@code held}. Runs once, on
+   * the thread that failed the connection first; may block (bounded) while the provider's own
+   * thread stops. Must not complete or fail reads itself.
    */
   protected abstract void quiesce(TransferException cause, List<WireRead> held);
 
   /**
-   * True on a thread the provider itself runs (an event loop, a completion thread): a second
-   * {@link #fail} there returns at once instead of waiting for the first.
+   * True on a thread the provider itself runs (an event loop, a completion thread): a second {@link
+   * #fail} there returns at once instead of waiting for the first.
    */
   protected boolean onProviderThread() {
     return false;
@@ -146,8 +149,7 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
   private void awaitFailed() {
     try {
       if (!failed.await(QUIESCE_WAIT_SECONDS, TimeUnit.SECONDS)) {
-        LOG.warn("connection to {} did not finish failing within {} s", peer,
-            QUIESCE_WAIT_SECONDS);
+        LOG.warn("connection to {} did not finish failing within {} s", peer, QUIESCE_WAIT_SECONDS);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

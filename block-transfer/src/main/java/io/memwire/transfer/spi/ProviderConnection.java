@@ -17,8 +17,8 @@ public interface ProviderConnection {
   /**
    * Posts a batch of reads, in order, as one unit where the transport allows (one chain of work
    * requests, one write). Never blocks on the network. Each read ends with exactly one call of
-   * {@link WireRead#complete()} or {@link WireRead#fail}; after that the provider never touches
-   * its destination again. Reads posted after the connection failed fail at once.
+   * {@link WireRead#complete()} or {@link WireRead#fail}; after that the provider never touches its
+   * destination again. Reads posted after the connection failed fail at once.
    */
   void post(List<WireRead> reads);
 
@@ -32,11 +32,11 @@ public interface ProviderConnection {
 
   /**
    * Whether the peer reads the memory of this connection's reads in the order they were posted,
-   * each read's bytes all fetched before the next read touches memory (the tcp responder answers
-   * in request order and copies each response into the socket in that order). {@link
+   * each read's bytes all fetched before the next read touches memory (the tcp responder answers in
+   * request order and copies each response into the socket in that order). {@link
    * io.memwire.transfer.Connection#read(List, io.memwire.transfer.ReadRequest)} relies on it: when
-   * true the {@code after} read is posted right behind the body reads; when false it is posted
-   * only once every body read has completed, which costs one more round trip.
+   * true the {@code after} read is posted right behind the body reads; when false it is posted only
+   * once every body read has completed, which costs one more round trip.
    */
   boolean servesInPostOrder();
 

@@ -24,21 +24,24 @@ public interface TransportProvider extends AutoCloseable {
 
   /**
    * Registers {@code buffer} (direct, whole capacity from its address). {@code remoteReadable}
-   * regions are served to peers (never writable remotely); the others are local read
-   * destinations. {@code file} and {@code fileOffset} describe the file a read-only mapping came
-   * from, or are null/0, so a provider may serve it from the file instead (sendfile).
+   * regions are served to peers (never writable remotely); the others are local read destinations.
+   * {@code file} and {@code fileOffset} describe the file a read-only mapping came from, or are
+   * null/0, so a provider may serve it from the file instead (sendfile).
    */
   ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset);
 
   /**
    * Registers a read-only mapping of {@code [fileOffset, fileOffset + capacity)} of {@code file}
-   * (opened as {@code channel}) for remote reads. A provider may serve the file's bytes another
-   * way (a different mapping, sendfile); {@link ProviderRegistration#address()} says where the
-   * served bytes live. The default registers the mapping itself.
+   * (opened as {@code channel}) for remote reads. A provider may serve the file's bytes another way
+   * (a different mapping, sendfile); {@link ProviderRegistration#address()} says where the served
+   * bytes live. The default registers the mapping itself.
    */
   default ProviderRegistration registerFile(
-      ByteBuffer mapping, long address, java.nio.file.Path file, FileChannel channel,
+      ByteBuffer mapping,
+      long address,
+      java.nio.file.Path file,
+      FileChannel channel,
       long fileOffset) {
     return register(mapping, address, true, channel, fileOffset);
   }

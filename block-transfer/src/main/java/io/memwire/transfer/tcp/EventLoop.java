@@ -13,14 +13,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One I/O thread with its selector. Every channel (server sessions and client connections) lives
- * on exactly one loop, so its state is touched by one thread only; other threads hand work over
- * with {@link #execute}.
+ * One I/O thread with its selector. Every channel (server sessions and client connections) lives on
+ * exactly one loop, so its state is touched by one thread only; other threads hand work over with
+ * {@link #execute}.
  *
- * <p>The thread never dies of a handler's failure, {@link Error}s included (an
- * {@link OutOfMemoryError} for direct memory is the likely one): the failing channel is closed,
- * the failure counted and logged (the first one at ERROR, later ones at DEBUG), and the loop
- * goes on serving every other channel.
+ * <p>The thread never dies of a handler's failure, {@link Error}s included (an {@link
+ * OutOfMemoryError} for direct memory is the likely one): the failing channel is closed, the
+ * failure counted and logged (the first one at ERROR, later ones at DEBUG), and the loop goes on
+ * serving every other channel.
  */
 final class EventLoop implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(EventLoop.class);
@@ -46,8 +46,8 @@ final class EventLoop implements Runnable {
   private volatile boolean running = true;
 
   /**
-   * @param loopErrors counts failures the loop survived that were not the channel's own I/O
-   *     errors: {@link Error}s and unexpected exceptions
+   * @param loopErrors counts failures the loop survived that were not the channel's own I/O errors:
+   *     {@link Error}s and unexpected exceptions
    */
   EventLoop(String name, LongAdder loopErrors) throws IOException {
     this.loopErrors = loopErrors;
@@ -146,9 +146,10 @@ final class EventLoop implements Runnable {
   /** Closes a failed channel; a failure while closing only cancels its key. */
   private void close(SelectionKey key, Handler h, Throwable cause) {
     try {
-      h.closeOnLoop(cause instanceof Exception
-          ? (Exception) cause
-          : new IOException("I/O thread error: " + cause, cause));
+      h.closeOnLoop(
+          cause instanceof Exception
+              ? (Exception) cause
+              : new IOException("I/O thread error: " + cause, cause));
     } catch (RuntimeException | Error e) {
       survived("closing a failed channel", e);
       key.cancel();
@@ -164,9 +165,13 @@ final class EventLoop implements Runnable {
   private void survived(String what, Throwable e) {
     loopErrors.increment();
     if (errorLogged.compareAndSet(false, true)) {
-      LOG.error("{} survived {} while {}; the failed channel is closed, the thread goes on "
-          + "(further such failures are counted as loopErrors and logged at DEBUG)",
-          thread.getName(), e, what, e);
+      LOG.error(
+          "{} survived {} while {}; the failed channel is closed, the thread goes on "
+              + "(further such failures are counted as loopErrors and logged at DEBUG)",
+          thread.getName(),
+          e,
+          what,
+          e);
     } else {
       LOG.debug("{} survived {} while {}", thread.getName(), e, what, e);
     }

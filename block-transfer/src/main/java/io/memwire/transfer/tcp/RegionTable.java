@@ -21,24 +21,28 @@ final class RegionTable {
   private static final int TOMBSTONES = 4096;
 
   private final Map<Long, Entry> live = new ConcurrentHashMap<>();
+
   /** Recently closed keys, so a late read is told "closed" rather than "unknown key". */
   private final Map<Long, Boolean> closed =
-      Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, false) {
-        private static final long serialVersionUID = 1L;
+      Collections.synchronizedMap(
+          new LinkedHashMap<>(16, 0.75f, false) {
+            private static final long serialVersionUID = 1L;
 
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > TOMBSTONES;
-        }
-      });
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+              return size() > TOMBSTONES;
+            }
+          });
 
   /** A registered region; also the provider registration handed to the node. */
   final class Entry implements ProviderRegistration {
     final long key;
     final long address;
     final int length;
+
     /** Read-only view of the memory, position 0 = {@link #address}. */
     final ByteBuffer memory;
+
     final FileChannel file;
     final long fileOffset;
     final boolean remote;

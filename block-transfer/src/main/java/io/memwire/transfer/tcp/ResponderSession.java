@@ -20,8 +20,8 @@ import org.slf4j.LoggerFactory;
  * reading requests until the client drains them. Every decode reads a fixed-size frame only once
  * that many bytes have arrived, and nothing is allocated from a count the peer sent. The input
  * buffer is a heap buffer taken at the first read, so an accepted connection costs no direct
- * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing
- * the regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
+ * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing the
+ * regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
  */
 final class ResponderSession implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(ResponderSession.class);
@@ -29,7 +29,12 @@ final class ResponderSession implements EventLoop.Handler {
   private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
   private static final int GATHER = 64;
 
-  private enum State { HELLO, AUTH, SERVING, CLOSED }
+  private enum State {
+    HELLO,
+    AUTH,
+    SERVING,
+    CLOSED
+  }
 
   /** One queued response. */
   private static final class Response {
@@ -57,9 +62,7 @@ final class ResponderSession implements EventLoop.Handler {
     }
 
     boolean done() {
-      return !header.hasRemaining()
-          && (body == null || !body.hasRemaining())
-          && fileRemaining == 0;
+      return !header.hasRemaining() && (body == null || !body.hasRemaining()) && fileRemaining == 0;
     }
   }
 
@@ -77,8 +80,10 @@ final class ResponderSession implements EventLoop.Handler {
   private SelectionKey key;
   private byte[] clientNonce;
   private byte[] serverNonce;
+
   /** Last time bytes came in or went out. */
   private long lastActivity = startedNanos;
+
   /** Last time response bytes went out, or the time something was queued to an empty queue. */
   private long lastWriteProgress = startedNanos;
 
@@ -178,12 +183,18 @@ final class ResponderSession implements EventLoop.Handler {
     }
     byte[] secret = provider.secret();
     if (secret == null) {
-      send(concat(Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null),
-          Handshake.welcome(Handshake.STATUS_OK)));
+      send(
+          concat(
+              Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null),
+              Handshake.welcome(Handshake.STATUS_OK)));
       state = State.SERVING;
     } else {
-      send(Handshake.challenge(Handshake.STATUS_OK, true, serverNonce,
-          Handshake.serverProof(secret, clientNonce, serverNonce)));
+      send(
+          Handshake.challenge(
+              Handshake.STATUS_OK,
+              true,
+              serverNonce,
+              Handshake.serverProof(secret, clientNonce, serverNonce)));
       state = State.AUTH;
     }
   }
@@ -198,8 +209,10 @@ final class ResponderSession implements EventLoop.Handler {
     } else {
       provider.authFailures.increment();
       if (provider.authFailureLogged.compareAndSet(false, true)) {
-        LOG.warn("refused tcp transfer client {}: authentication failed (further ones are "
-            + "counted as authFailures and logged at DEBUG)", remote);
+        LOG.warn(
+            "refused tcp transfer client {}: authentication failed (further ones are "
+                + "counted as authFailures and logged at DEBUG)",
+            remote);
       } else {
         LOG.debug("refused tcp transfer client {}: authentication failed", remote);
       }
@@ -222,7 +235,8 @@ final class ResponderSession implements EventLoop.Handler {
       return;
     }
     if (length > Wire.MAX_READ_LENGTH) {
-      protocolViolation("read of " + length + " bytes exceeds the frame limit " + Wire.MAX_READ_LENGTH);
+      protocolViolation(
+          "read of " + length + " bytes exceeds the frame limit " + Wire.MAX_READ_LENGTH);
       return;
     }
     if (length == 0) {
@@ -242,8 +256,18 @@ final class ResponderSession implements EventLoop.Handler {
     // nothing else does, whatever the two addresses are (no overflow can sneak past).
     long offset = address - e.address;
     if (offset < 0 || offset > e.length - length) {
-      error(id, Wire.STATUS_OUT_OF_BOUNDS, "read [0x" + Long.toHexString(address) + ", +" + length
-          + ") is outside the region [0x" + Long.toHexString(e.address) + ", +" + e.length + ")");
+      error(
+          id,
+          Wire.STATUS_OUT_OF_BOUNDS,
+          "read [0x"
+              + Long.toHexString(address)
+              + ", +"
+              + length
+              + ") is outside the region [0x"
+              + Long.toHexString(e.address)
+              + ", +"
+              + e.length
+              + ")");
       return;
     }
     if (!e.acquire()) {
@@ -265,8 +289,8 @@ final class ResponderSession implements EventLoop.Handler {
   private void error(long id, byte status, String message) {
     byte[] msg = message.getBytes(StandardCharsets.UTF_8);
     int len = Math.min(msg.length, Wire.MAX_ERROR_LENGTH);
-    out.add(new Response(header(Wire.TYPE_ERROR, status, len, id), ByteBuffer.wrap(msg, 0, len),
-        null));
+    out.add(
+        new Response(header(Wire.TYPE_ERROR, status, len, id), ByteBuffer.wrap(msg, 0, len), null));
     provider.servedErrors.increment();
     LOG.debug("refused a read from {}: {}", remote, message);
   }
@@ -280,8 +304,11 @@ final class ResponderSession implements EventLoop.Handler {
   private void protocolViolation(String what) {
     provider.protocolViolations.increment();
     if (provider.violationLogged.compareAndSet(false, true)) {
-      LOG.warn("closing tcp transfer connection from {}: {} (further protocol violations are "
-          + "counted as protocolViolations and logged at DEBUG)", remote, what);
+      LOG.warn(
+          "closing tcp transfer connection from {}: {} (further protocol violations are "
+              + "counted as protocolViolations and logged at DEBUG)",
+          remote,
+          what);
     } else {
       LOG.debug("closing tcp transfer connection from {}: {}", remote, what);
     }
@@ -402,12 +429,15 @@ final class ResponderSession implements EventLoop.Handler {
     if (pending()) {
       if (nowNanos - lastWriteProgress > provider.writeTimeoutNanos()) {
         provider.writeTimeouts.increment();
-        String what = "closing tcp transfer connection from {}: it took no response bytes for "
-            + provider.config().writeTimeout().toMillis() + " ms (writeTimeout), " + out.size()
-            + " responses queued";
+        String what =
+            "closing tcp transfer connection from {}: it took no response bytes for "
+                + provider.config().writeTimeout().toMillis()
+                + " ms (writeTimeout), "
+                + out.size()
+                + " responses queued";
         if (provider.writeTimeoutLogged.compareAndSet(false, true)) {
-          LOG.warn(what + "; further ones are counted as writeTimeouts and logged at DEBUG",
-              remote);
+          LOG.warn(
+              what + "; further ones are counted as writeTimeouts and logged at DEBUG", remote);
         } else {
           LOG.debug(what, remote);
         }
@@ -415,8 +445,10 @@ final class ResponderSession implements EventLoop.Handler {
       }
     } else if (nowNanos - lastActivity > provider.idleTimeoutNanos()) {
       provider.idleClosed.increment();
-      String what = "closing tcp transfer connection from {}: idle for "
-          + provider.config().idleTimeout().toMillis() + " ms (idleTimeout)";
+      String what =
+          "closing tcp transfer connection from {}: idle for "
+              + provider.config().idleTimeout().toMillis()
+              + " ms (idleTimeout)";
       if (provider.idleLogged.compareAndSet(false, true)) {
         LOG.info(what + "; further ones are counted as idleClosed and logged at DEBUG", remote);
       } else {

@@ -32,20 +32,21 @@ import org.slf4j.LoggerFactory;
 /**
  * The reading side of one tcp connection. Requests are pipelined: every posted read goes out as a
  * 32-byte request at once, responses are matched by request id, and response bodies land directly
- * in the read's destination (large bodies are read from the socket straight into it, small ones
- * are copied out of a receive buffer so one system call can carry many).
+ * in the read's destination (large bodies are read from the socket straight into it, small ones are
+ * copied out of a receive buffer so one system call can carry many).
  *
- * <p>All socket and destination access happens on the connection's event-loop thread; quiescing
- * on failure happens there too (see {@link AbstractProviderConnection}), so once a read has failed
+ * <p>All socket and destination access happens on the connection's event-loop thread; quiescing on
+ * failure happens there too (see {@link AbstractProviderConnection}), so once a read has failed
  * nothing writes into its destination.
  */
 final class TcpConnection extends AbstractProviderConnection implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
   private static final int DIRECT_READ_MIN = 32 << 10;
+
   /**
-   * Small on purpose: whatever of a large body lands here is copied, the rest is read straight
-   * into the destination. Measured on loopback, 32 KiB beat 256 KiB (256 KiB reads at depth 1:
-   * 1.18 vs 0.60 of the raw socket) and kept small reads batched (4 KiB at depth 64: 1.05).
+   * Small on purpose: whatever of a large body lands here is copied, the rest is read straight into
+   * the destination. Measured on loopback, 32 KiB beat 256 KiB (256 KiB reads at depth 1: 1.18 vs
+   * 0.60 of the raw socket) and kept small reads batched (4 KiB at depth 64: 1.05).
    */
   private static final int RECV_BUFFER = 32 << 10;
 
@@ -60,6 +61,7 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
    * thread that finds it free writes its requests itself, saving a hand-over to the loop.
    */
   private final ReentrantLock sendLock = new ReentrantLock();
+
   private final ByteBuffer send = ByteBuffer.allocateDirect(Wire.REQUEST_SIZE * 256);
   private long nextId = 1;
   private final Map<Long, WireRead> inFlight = new ConcurrentHashMap<>();
@@ -73,7 +75,8 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
   private byte[] errorMessage;
   private int errorFilled;
 
-  private TcpConnection(TcpProvider provider, InetSocketAddress peer, SocketChannel ch, EventLoop l) {
+  private TcpConnection(
+      TcpProvider provider, InetSocketAddress peer, SocketChannel ch, EventLoop l) {
     super(peer);
     this.provider = provider;
     this.channel = ch;
@@ -97,23 +100,24 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
       TcpConnection c = new TcpConnection(provider, peer, ch, loop);
       SocketChannel registered = ch;
       CountDownLatch latch = new CountDownLatch(1);
-      loop.execute(() -> {
-        try {
-          c.key = loop.register(registered, SelectionKey.OP_READ, c);
-        } catch (IOException | RuntimeException e) {
-          c.fail(new TransferConnectionException("cannot register connection", peer, e));
-        } finally {
-          latch.countDown();
-        }
-      });
+      loop.execute(
+          () -> {
+            try {
+              c.key = loop.register(registered, SelectionKey.OP_READ, c);
+            } catch (IOException | RuntimeException e) {
+              c.fail(new TransferConnectionException("cannot register connection", peer, e));
+            } finally {
+              latch.countDown();
+            }
+          });
       if (!latch.await(timeoutMs, TimeUnit.MILLISECONDS)) {
         throw new TransferTimeoutException("I/O thread did not take the connection", peer);
       }
       return c;
     } catch (SocketTimeoutException e) {
       closeQuietly(ch);
-      throw new TransferTimeoutException("connect did not complete within " + timeoutMs + " ms",
-          peer);
+      throw new TransferTimeoutException(
+          "connect did not complete within " + timeoutMs + " ms", peer);
     } catch (TransferException e) {
       closeQuietly(ch);
       throw e;
@@ -139,7 +143,8 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     is.readFully(challenge);
     ByteBuffer c = ByteBuffer.wrap(challenge);
     if (c.getInt() != Handshake.MAGIC) {
-      throw new TransferConnectionException("peer is not a Memwire tcp transfer endpoint", peer, null);
+      throw new TransferConnectionException(
+          "peer is not a Memwire tcp transfer endpoint", peer, null);
     }
     c.getShort();
     byte status = c.get();
@@ -149,21 +154,24 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     byte[] serverProof = new byte[32];
     c.get(serverProof);
     if (status == Handshake.STATUS_BAD_VERSION) {
-      throw new TransferConnectionException("peer does not speak protocol version "
-          + Handshake.VERSION, peer, null);
+      throw new TransferConnectionException(
+          "peer does not speak protocol version " + Handshake.VERSION, peer, null);
     }
     if (status == Handshake.STATUS_BUSY) {
       throw new TransferConnectionException(
           "peer refused the connection: it serves its limit of connections (maxConnections)",
-          peer, null);
+          peer,
+          null);
     }
     if (status != Handshake.STATUS_OK) {
-      throw new TransferConnectionException("peer refused the handshake with status " + status,
-          peer, null);
+      throw new TransferConnectionException(
+          "peer refused the handshake with status " + status, peer, null);
     }
     if (authRequired && secret == null) {
       throw new TransferConnectionException(
-          "peer requires authentication and this node has no shared secret (authSecret)", peer, null);
+          "peer requires authentication and this node has no shared secret (authSecret)",
+          peer,
+          null);
     }
     if (!authRequired && secret != null) {
       throw new TransferConnectionException(
@@ -255,8 +263,13 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
         }
         long id = nextId++;
         inFlight.put(id, r);
-        send.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(r.length())
-            .putLong(id).putLong(r.remoteKey()).putLong(r.remoteAddress());
+        send.put(Wire.TYPE_READ)
+            .put((byte) 0)
+            .putShort((short) 0)
+            .putInt(r.length())
+            .putLong(id)
+            .putLong(r.remoteKey())
+            .putLong(r.remoteAddress());
       }
       if (send.position() == 0 || !isOpen()) {
         return submitted.isEmpty() || !isOpen();
@@ -289,7 +302,9 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
 
   private void receive() throws IOException {
     for (int round = 0; round < 16 && isOpen(); round++) {
-      if (current != null && currentDst != null && !recv.hasRemaining()
+      if (current != null
+          && currentDst != null
+          && !recv.hasRemaining()
           && currentDst.remaining() >= DIRECT_READ_MIN) {
         int n = channel.read(currentDst);
         if (n < 0) {
@@ -340,8 +355,8 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
         current = r;
         if (type == Wire.TYPE_DATA) {
           if (length != r.length()) {
-            throw new IOException("protocol violation: " + length + " bytes for a read of "
-                + r.length());
+            throw new IOException(
+                "protocol violation: " + length + " bytes for a read of " + r.length());
           }
           currentDst = r.destination().duplicate();
           currentDst.position(0).limit(r.length());
@@ -375,8 +390,12 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
         }
         WireRead r = current;
         current = null;
-        r.fail(new RemoteAccessException(Wire.reason(errorStatus),
-            new String(errorMessage, StandardCharsets.UTF_8), r.source(), peer()));
+        r.fail(
+            new RemoteAccessException(
+                Wire.reason(errorStatus),
+                new String(errorMessage, StandardCharsets.UTF_8),
+                r.source(),
+                peer()));
       }
     }
   }
@@ -404,21 +423,22 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     CountDownLatch done = new CountDownLatch(1);
     Object handOver = new Object();
     boolean[] ranAbandoned = new boolean[2];
-    loop.execute(() -> {
-      boolean failHere;
-      try {
-        quiesceOnLoop(fromLoop);
-      } finally {
-        synchronized (handOver) {
-          ranAbandoned[0] = true;
-          failHere = ranAbandoned[1];
-        }
-        done.countDown();
-      }
-      if (failHere) {
-        fromLoop.forEach(r -> r.fail(cause)); // the failing thread gave up waiting
-      }
-    });
+    loop.execute(
+        () -> {
+          boolean failHere;
+          try {
+            quiesceOnLoop(fromLoop);
+          } finally {
+            synchronized (handOver) {
+              ranAbandoned[0] = true;
+              failHere = ranAbandoned[1];
+            }
+            done.countDown();
+          }
+          if (failHere) {
+            fromLoop.forEach(r -> r.fail(cause)); // the failing thread gave up waiting
+          }
+        });
     try {
       // Wait so that no destination is written once this returns (buffers may be freed next).
       done.await(10, TimeUnit.SECONDS);
@@ -435,17 +455,22 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     if (!loop.isAlive()) {
       quiesceOnLoop(held); // the loop ended before running the task: nothing else touches them
     } else {
-      LOG.warn("I/O thread did not stop the connection to {} within 10 s; its reads fail when it "
-          + "does", peer());
+      LOG.warn(
+          "I/O thread did not stop the connection to {} within 10 s; its reads fail when it "
+              + "does",
+          peer());
     }
   }
 
   @Override
   public void closeOnLoop(Exception cause) {
-    fail(cause instanceof TransferException
-        ? (TransferException) cause
-        : new TransferConnectionException(
-            "connection failed: " + (cause == null ? "closed" : cause.getMessage()), peer(), cause));
+    fail(
+        cause instanceof TransferException
+            ? (TransferException) cause
+            : new TransferConnectionException(
+                "connection failed: " + (cause == null ? "closed" : cause.getMessage()),
+                peer(),
+                cause));
   }
 
   private void quiesceOnLoop(List<WireRead> held) {

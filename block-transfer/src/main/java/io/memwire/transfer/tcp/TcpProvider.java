@@ -1,10 +1,10 @@
 package io.memwire.transfer.tcp;
 
-import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -43,16 +43,21 @@ import org.slf4j.LoggerFactory;
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
+
   /** Shortest and longest pause of accepting after {@code accept()} failed. */
   private static final long ACCEPT_BACKOFF_MIN_MS = 100;
+
   private static final long ACCEPT_BACKOFF_MAX_MS = 2_000;
+
   /** Connections taken per readiness event, so one flood does not starve the loop's others. */
   private static final int ACCEPTS_PER_EVENT = 256;
 
   private final TransferConfig config;
   private final byte[] secret;
+
   /** File reads at least this long go out by sendfile; {@code Integer.MAX_VALUE}: never. */
   private final int sendfileMinBytes;
+
   private final RegionTable table = new RegionTable();
   private final EventLoop[] loops;
   private final ServerSocketChannel server;
@@ -70,8 +75,10 @@ public final class TcpProvider implements TransportProvider {
   final LongAdder idleClosed = new LongAdder();
   final LongAdder writeTimeouts = new LongAdder();
   final LongAdder loopErrors = new LongAdder();
+
   /** Whether the first idle close / write timeout / violation / auth failure was logged. */
   final AtomicBoolean idleLogged = new AtomicBoolean();
+
   final AtomicBoolean writeTimeoutLogged = new AtomicBoolean();
   final AtomicBoolean violationLogged = new AtomicBoolean();
   final AtomicBoolean authFailureLogged = new AtomicBoolean();
@@ -80,8 +87,11 @@ public final class TcpProvider implements TransportProvider {
   private TcpProvider(TransferConfig config) throws IOException {
     this.config = config;
     this.secret = config.authSecret().orElse(null);
-    this.sendfileMinBytes = TransportSettings.TCP_SENDFILE_MIN_BYTES.fromSystemProperties()
-        .map(Math::toIntExact).orElse(Integer.MAX_VALUE);
+    this.sendfileMinBytes =
+        TransportSettings.TCP_SENDFILE_MIN_BYTES
+            .fromSystemProperties()
+            .map(Math::toIntExact)
+            .orElse(Integer.MAX_VALUE);
     InetAddress bind = config.resolveBindAddress();
     int id = IDS.incrementAndGet();
     this.server = ServerSocketChannel.open();
@@ -90,8 +100,15 @@ public final class TcpProvider implements TransportProvider {
       server.bind(new InetSocketAddress(bind, config.port()), 1024);
     } catch (IOException e) {
       server.close();
-      throw new TransferConfigException("cannot listen on " + bind.getHostAddress() + ":"
-          + config.port() + " (" + e.getMessage() + "); check bindAddress and port", e);
+      throw new TransferConfigException(
+          "cannot listen on "
+              + bind.getHostAddress()
+              + ":"
+              + config.port()
+              + " ("
+              + e.getMessage()
+              + "); check bindAddress and port",
+          e);
     }
     server.configureBlocking(false);
     this.localAddress = (InetSocketAddress) server.getLocalAddress();
@@ -100,17 +117,18 @@ public final class TcpProvider implements TransportProvider {
       loops[i] = new EventLoop("memwire-tcp-" + id + "-io-" + i, loopErrors);
       loops[i].start();
     }
-    loops[0].execute(() -> {
-      if (closed) {
-        return;
-      }
-      Acceptor acceptor = new Acceptor();
-      try {
-        acceptor.key = loops[0].register(server, SelectionKey.OP_ACCEPT, acceptor);
-      } catch (IOException e) {
-        LOG.error("cannot accept connections on {}", localAddress, e);
-      }
-    });
+    loops[0].execute(
+        () -> {
+          if (closed) {
+            return;
+          }
+          Acceptor acceptor = new Acceptor();
+          try {
+            acceptor.key = loops[0].register(server, SelectionKey.OP_ACCEPT, acceptor);
+          } catch (IOException e) {
+            LOG.error("cannot accept connections on {}", localAddress, e);
+          }
+        });
   }
 
   /**
@@ -127,9 +145,9 @@ public final class TcpProvider implements TransportProvider {
   }
 
   /**
-   * Accepts connections and spreads them over the loops. It never closes the listener on a
-   * failure: a failed {@code accept()} pauses accepting (100 ms, doubling up to 2 s, resumed by
-   * the loop's tick) and the next success resumes normal service.
+   * Accepts connections and spreads them over the loops. It never closes the listener on a failure:
+   * a failed {@code accept()} pauses accepting (100 ms, doubling up to 2 s, resumed by the loop's
+   * tick) and the next success resumes normal service.
    */
   private final class Acceptor implements EventLoop.Handler {
     SelectionKey key;
@@ -155,8 +173,10 @@ public final class TcpProvider implements TransportProvider {
           return;
         }
         if (failuresInRow > 0) {
-          LOG.info("accepting tcp transfer connections on {} again after {} failed accepts",
-              localAddress, failuresInRow);
+          LOG.info(
+              "accepting tcp transfer connections on {} again after {} failed accepts",
+              localAddress,
+              failuresInRow);
           failuresInRow = 0;
           backoffMs = 0;
         }
@@ -167,16 +187,19 @@ public final class TcpProvider implements TransportProvider {
     private void acceptFailed(SelectionKey k, Throwable e) {
       acceptFailures.increment();
       failuresInRow++;
-      backoffMs = backoffMs == 0 ? ACCEPT_BACKOFF_MIN_MS
-          : Math.min(backoffMs * 2, ACCEPT_BACKOFF_MAX_MS);
+      backoffMs =
+          backoffMs == 0 ? ACCEPT_BACKOFF_MIN_MS : Math.min(backoffMs * 2, ACCEPT_BACKOFF_MAX_MS);
       pausedUntil = System.nanoTime() + backoffMs * 1_000_000L;
       paused = true;
       if (k.isValid()) {
         k.interestOps(0);
       }
       if (failuresInRow == 1) {
-        LOG.warn("accept() failed on {} ({}); still listening, retrying with a back-off of up to "
-            + "{} ms (failures are counted as acceptFailures)", localAddress, e.toString(),
+        LOG.warn(
+            "accept() failed on {} ({}); still listening, retrying with a back-off of up to "
+                + "{} ms (failures are counted as acceptFailures)",
+            localAddress,
+            e.toString(),
             ACCEPT_BACKOFF_MAX_MS);
       } else {
         LOG.debug("accept() failed again on {}: {}", localAddress, e.toString());
@@ -200,8 +223,10 @@ public final class TcpProvider implements TransportProvider {
       }
       if (refusing) {
         refusing = false;
-        LOG.info("serving fewer than {} connections on {} again; accepting", 
-            config.maxConnections(), localAddress);
+        LOG.info(
+            "serving fewer than {} connections on {} again; accepting",
+            config.maxConnections(),
+            localAddress);
       }
       ResponderSession s = null;
       try {
@@ -211,13 +236,14 @@ public final class TcpProvider implements TransportProvider {
         sessions.add(s);
         EventLoop loop = pickLoop();
         ResponderSession session = s;
-        loop.execute(() -> {
-          try {
-            session.attach(loop.register(ch, SelectionKey.OP_READ, session));
-          } catch (IOException | RuntimeException | Error e) {
-            session.closeOnLoop(e instanceof Exception ? (Exception) e : new IOException(e));
-          }
-        });
+        loop.execute(
+            () -> {
+              try {
+                session.attach(loop.register(ch, SelectionKey.OP_READ, session));
+              } catch (IOException | RuntimeException | Error e) {
+                session.closeOnLoop(e instanceof Exception ? (Exception) e : new IOException(e));
+              }
+            });
       } catch (IOException | RuntimeException | Error e) {
         // Out of memory for the session, say: drop this connection only.
         loopErrors.increment();
@@ -234,8 +260,11 @@ public final class TcpProvider implements TransportProvider {
       connectionsRefused.increment();
       if (!refusing) {
         refusing = true;
-        LOG.warn("serving {} connections on {}, the limit ({}); refusing further ones until "
-            + "fewer are open (counted as connectionsRefused)", sessions.size(), localAddress,
+        LOG.warn(
+            "serving {} connections on {}, the limit ({}); refusing further ones until "
+                + "fewer are open (counted as connectionsRefused)",
+            sessions.size(),
+            localAddress,
             TransferConfig.MAX_CONNECTIONS);
       }
       try {
@@ -243,8 +272,9 @@ public final class TcpProvider implements TransportProvider {
         // Take the client's HELLO if it is already here, so the close is a FIN, not a reset
         // that could discard the answer before the client reads it.
         ch.read(ByteBuffer.allocate(Handshake.HELLO_SIZE));
-        ch.write(Handshake.challenge(Handshake.STATUS_BUSY, false,
-            new byte[Handshake.NONCE_SIZE], null));
+        ch.write(
+            Handshake.challenge(
+                Handshake.STATUS_BUSY, false, new byte[Handshake.NONCE_SIZE], null));
       } catch (IOException | RuntimeException | Error e) {
         LOG.debug("refusing a connection on {}: {}", localAddress, e.toString());
       } finally {

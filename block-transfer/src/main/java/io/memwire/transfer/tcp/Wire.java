@@ -4,9 +4,9 @@ import io.memwire.transfer.RemoteAccessException;
 
 /**
  * The tcp provider's wire format (all integers big-endian). After the handshake (see {@link
- * Handshake}) the client sends fixed-size read requests and the server answers each with a
- * response header followed by the bytes, or by an error message. Responses carry the request id;
- * the server answers in request order but the client does not rely on it.
+ * Handshake}) the client sends fixed-size read requests and the server answers each with a response
+ * header followed by the bytes, or by an error message. Responses carry the request id; the server
+ * answers in request order but the client does not rely on it.
  *
  * <pre>
  * request, 32 bytes:   u8 type (1 = READ) | u8 flags (0) | u16 reserved (0) | u32 length
@@ -25,8 +25,13 @@ final class Wire {
   static final byte TYPE_READ = 1;
   static final byte TYPE_DATA = 1;
   static final byte TYPE_ERROR = 2;
-  /** Largest read one request may ask for (the client splits at its max transfer size, at most this). */
+
+  /**
+   * Largest read one request may ask for (the client splits at its max transfer size, at most
+   * this).
+   */
   static final int MAX_READ_LENGTH = 64 << 20;
+
   /** Longest error message a server sends. */
   static final int MAX_ERROR_LENGTH = 1024;
 

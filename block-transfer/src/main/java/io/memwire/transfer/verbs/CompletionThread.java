@@ -12,13 +12,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The provider's one completion queue and the one thread that drains it for every queue pair of
- * the node. While completions keep arriving it polls (up to 32 per call) without re-arming; when
- * the queue is empty it polls a little longer ({@code spinNanos}), then arms notification, polls
- * once more (a completion may have landed before the arm) and only then sleeps on the channel,
- * with a short timeout so it notices close. So a busy queue costs no system call per completion;
- * an idle one costs no CPU. Events are acknowledged in batches. Handlers run on this thread and
- * must not block.
+ * The provider's one completion queue and the one thread that drains it for every queue pair of the
+ * node. While completions keep arriving it polls (up to 32 per call) without re-arming; when the
+ * queue is empty it polls a little longer ({@code spinNanos}), then arms notification, polls once
+ * more (a completion may have landed before the arm) and only then sleeps on the channel, with a
+ * short timeout so it notices close. So a busy queue costs no system call per completion; an idle
+ * one costs no CPU. Events are acknowledged in batches. Handlers run on this thread and must not
+ * block.
  */
 final class CompletionThread implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionThread.class);

@@ -9,14 +9,15 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Device attributes the provider sizes itself by: {@code max_qp_rd_atom} (RDMA reads one queue
- * pair may have outstanding) and {@code max_cqe}. DiSNI does not expose {@code
- * ibv_query_device} and sysfs does not carry them, so they come from {@code ibv_devinfo -v}
- * (rdma-core's ibverbs-utils) when it is installed, else from conservative defaults.
+ * Device attributes the provider sizes itself by: {@code max_qp_rd_atom} (RDMA reads one queue pair
+ * may have outstanding) and {@code max_cqe}. DiSNI does not expose {@code ibv_query_device} and
+ * sysfs does not carry them, so they come from {@code ibv_devinfo -v} (rdma-core's ibverbs-utils)
+ * when it is installed, else from conservative defaults.
  */
 final class DeviceLimits {
   /** What most NICs (mlx4, mlx5) allow; rxe allows 128. */
   static final int DEFAULT_MAX_QP_RD_ATOM = 16;
+
   static final int DEFAULT_MAX_CQE = 4096;
 
   final int maxQpRdAtom;
@@ -39,8 +40,8 @@ final class DeviceLimits {
 
   private static DeviceLimits ask(String device) {
     try {
-      Process p = new ProcessBuilder("ibv_devinfo", "-v", "-d", device)
-          .redirectErrorStream(true).start();
+      Process p =
+          new ProcessBuilder("ibv_devinfo", "-v", "-d", device).redirectErrorStream(true).start();
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       try (InputStream in = p.getInputStream()) {
         in.transferTo(out);

@@ -8,9 +8,9 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The locked-memory limit ({@code ulimit -l}) of this process, read from a {@code /proc/<pid>/limits}
- * file. Registered memory is pinned and counts against it, so it must cover the registration
- * budget.
+ * The locked-memory limit ({@code ulimit -l}) of this process, read from a {@code
+ * /proc/<pid>/limits} file. Registered memory is pinned and counts against it, so it must cover the
+ * registration budget.
  */
 public final class MemlockLimit {
   /** This process. */

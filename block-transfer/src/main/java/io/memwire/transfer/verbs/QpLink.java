@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
  * error completions). Reads complete in posting order on a reliable connection, so a signaled
  * completion also completes every unsignaled read before it.
  *
- * <p>State is guarded by the owning {@link VerbsConnection}'s lock; the CM channel and teardown
- * by this object's monitor.
+ * <p>State is guarded by the owning {@link VerbsConnection}'s lock; the CM channel and teardown by
+ * this object's monitor.
  */
 final class QpLink {
   private static final Logger LOG = LoggerFactory.getLogger(QpLink.class);
@@ -33,19 +33,27 @@ final class QpLink {
   private final RdmaEventChannel channel;
   private final RdmaCmId cmId;
   private final IbvQP qp;
-  /** Reads posted and not yet completed, in posting order; the first has sequence {@link #headSeq}. */
+
+  /**
+   * Reads posted and not yet completed, in posting order; the first has sequence {@link #headSeq}.
+   */
   final ArrayDeque<WireRead> outstanding = new ArrayDeque<>();
+
   /** Sequence number of the first outstanding read (32-bit, wraps). */
   private long headSeq;
+
   /**
    * Posting calls by chain length, built on first use and then only rewritten in place: DiSNI
-   * serializes a work-request list into native memory when the call is created, so reusing it
-   * saves that (and a dozen objects) per post.
+   * serializes a work-request list into native memory when the call is created, so reusing it saves
+   * that (and a dozen objects) per post.
    */
   private final SVCPostSend[] calls;
+
   private final int maxChain;
+
   /** No more posts: the QP errored or the connection failed. */
   boolean dead;
+
   private boolean destroyed;
 
   QpLink(int id, RdmaEventChannel channel, RdmaCmId cmId, IbvQP qp, int maxChain) {
@@ -66,9 +74,9 @@ final class QpLink {
   }
 
   /**
-   * Posts {@code reads} as one chain (longer lists as chains of at most the send-queue depth),
-   * only the last of each chain signaled; returns the number of chains (post calls). Caller
-   * holds the connection lock.
+   * Posts {@code reads} as one chain (longer lists as chains of at most the send-queue depth), only
+   * the last of each chain signaled; returns the number of chains (post calls). Caller holds the
+   * connection lock.
    */
   int post(List<WireRead> reads) throws IOException {
     int from = 0;
@@ -125,9 +133,9 @@ final class QpLink {
 
   /**
    * Removes the reads up to and including sequence {@code seq} (the signaled one) from the
-   * outstanding queue: those before it into {@code before}, which completed successfully because
-   * a reliable connection completes in order. Returns the read of {@code seq}, or null when it is
-   * not outstanding. Caller holds the connection lock.
+   * outstanding queue: those before it into {@code before}, which completed successfully because a
+   * reliable connection completes in order. Returns the read of {@code seq}, or null when it is not
+   * outstanding. Caller holds the connection lock.
    */
   WireRead completeThrough(long seq, List<WireRead> before) {
     long ahead = (seq - headSeq) & 0xffffffffL;

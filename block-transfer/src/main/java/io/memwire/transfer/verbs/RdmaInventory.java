@@ -116,7 +116,11 @@ public final class RdmaInventory {
 
     @Override
     public String toString() {
-      return "gid " + index + " " + value + (type.isEmpty() ? "" : " (" + type + ")")
+      return "gid "
+          + index
+          + " "
+          + value
+          + (type.isEmpty() ? "" : " (" + type + ")")
           + (netdev.isEmpty() ? "" : " on " + netdev);
     }
   }
@@ -132,8 +136,15 @@ public final class RdmaInventory {
     private final String mtuSource;
     private final List<Gid> gids;
 
-    Port(String device, int number, String state, String physState, String linkLayer,
-        OptionalInt activeMtu, String mtuSource, List<Gid> gids) {
+    Port(
+        String device,
+        int number,
+        String state,
+        String physState,
+        String linkLayer,
+        OptionalInt activeMtu,
+        String mtuSource,
+        List<Gid> gids) {
       this.device = device;
       this.number = number;
       this.state = state;
@@ -213,7 +224,10 @@ public final class RdmaInventory {
       this.nodeType = nodeType;
     }
 
-    /** sysfs {@code node_type}, e.g. {@code 1: CA} (InfiniBand, RoCE) or {@code 4: RNIC}; may be empty. */
+    /**
+     * sysfs {@code node_type}, e.g. {@code 1: CA} (InfiniBand, RoCE) or {@code 4: RNIC}; may be
+     * empty.
+     */
     public String nodeType() {
       return nodeType;
     }
@@ -324,8 +338,8 @@ public final class RdmaInventory {
         mtuSource = "sysfs active_mtu";
       } else if (linkLayer.equalsIgnoreCase("Ethernet")) {
         for (Gid g : gids) {
-          String netMtu = g.netdev().isEmpty() ? "" : read(netClass().resolve(g.netdev())
-              .resolve("mtu"));
+          String netMtu =
+              g.netdev().isEmpty() ? "" : read(netClass().resolve(g.netdev()).resolve("mtu"));
           if (!netMtu.isEmpty()) {
             try {
               mtu = OptionalInt.of(roceMtu(Integer.parseInt(netMtu)));
@@ -337,8 +351,16 @@ public final class RdmaInventory {
           }
         }
       }
-      ports.add(new Port(name, number, read(p.resolve("state")), read(p.resolve("phys_state")),
-          linkLayer, mtu, mtuSource, gids));
+      ports.add(
+          new Port(
+              name,
+              number,
+              read(p.resolve("state")),
+              read(p.resolve("phys_state")),
+              linkLayer,
+              mtu,
+              mtuSource,
+              gids));
     }
     ports.sort(Comparator.comparingInt(Port::number));
     for (Path n : list(dir.resolve("device").resolve("net"))) {
@@ -460,8 +482,13 @@ public final class RdmaInventory {
       for (Port p : d.ports()) {
         ports.add("port " + p.number() + " " + (p.isActive() ? "ACTIVE" : p.state()));
       }
-      parts.add(d.name() + " (" + (addrs.isEmpty() ? "no IPv4 address" : String.join(", ", addrs))
-          + "; " + String.join(", ", ports) + ")");
+      parts.add(
+          d.name()
+              + " ("
+              + (addrs.isEmpty() ? "no IPv4 address" : String.join(", ", addrs))
+              + "; "
+              + String.join(", ", ports)
+              + ")");
     }
     return parts.isEmpty() ? "none" : String.join("; ", parts);
   }

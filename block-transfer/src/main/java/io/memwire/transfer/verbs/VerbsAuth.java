@@ -5,7 +5,6 @@ import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
 import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Inet4Address;
 import java.net.InetAddress;
@@ -30,13 +29,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Authentication of verbs connections by a shared secret. DiSNI cannot read the private data of
- * an incoming RDMA CM connect request, so the proof cannot ride in the request itself. Instead the
+ * Authentication of verbs connections by a shared secret. DiSNI cannot read the private data of an
+ * incoming RDMA CM connect request, so the proof cannot ride in the request itself. Instead the
  * connecting node first proves itself over TCP on the serving node's port (the RDMA CM port number
  * in the TCP port space), naming the RDMA CM address its request will come from; the serving node
  * then accepts one connect request from exactly that address within the connect timeout, and
- * destroys every other request before a queue pair exists for it. Challenge and response make
- * each proof fresh (the serving node's nonce), so a recorded exchange cannot be replayed.
+ * destroys every other request before a queue pair exists for it. Challenge and response make each
+ * proof fresh (the serving node's nonce), so a recorded exchange cannot be replayed.
  *
  * <pre>
  * client -> HELLO      36 B: u32 magic "MWV1" | u16 version (1) | u16 zero | 16 B client nonce
@@ -64,8 +63,10 @@ final class VerbsAuth implements AutoCloseable {
   static final byte AUTH_FAILED = 1;
   static final byte BAD_VERSION = 2;
   static final byte BAD_ADDRESS = 3;
+
   /** Most admissions waiting for their connect request; beyond it new handshakes are refused. */
   static final int MAX_PENDING = 4096;
+
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final byte[] secret;
@@ -75,8 +76,10 @@ final class VerbsAuth implements AutoCloseable {
   private final int ioTimeoutMs;
   private final LongSupplier clock;
   private final Thread thread;
+
   /** Client CM address -> deadline (clock nanos) of its one admitted connect request. */
   private final Map<InetSocketAddress, Long> admitted = new ConcurrentHashMap<>();
+
   final LongAdder proofsAccepted = new LongAdder();
   final LongAdder proofsRejected = new LongAdder();
   final LongAdder requestsRefused = new LongAdder();
@@ -86,8 +89,14 @@ final class VerbsAuth implements AutoCloseable {
    * Serves handshakes on {@code socket} (already bound) for the node at {@code self}; an admitted
    * client address may connect once within {@code admitNanos}.
    */
-  VerbsAuth(byte[] secret, ServerSocket socket, InetSocketAddress self, long admitNanos,
-      int ioTimeoutMs, LongSupplier clock, String threadName) {
+  VerbsAuth(
+      byte[] secret,
+      ServerSocket socket,
+      InetSocketAddress self,
+      long admitNanos,
+      int ioTimeoutMs,
+      LongSupplier clock,
+      String threadName) {
     this.secret = secret.clone();
     this.socket = socket;
     this.self = self;
@@ -184,21 +193,29 @@ final class VerbsAuth implements AutoCloseable {
     if (!MessageDigest.isEqual(auth, proof("memwire-verbs-client", hello, serverNonce))) {
       status = AUTH_FAILED;
       proofsRejected.increment();
-      LOG.warn("verbs authentication from {} failed: wrong proof (a different authSecret?)",
+      LOG.warn(
+          "verbs authentication from {} failed: wrong proof (a different authSecret?)",
           tcpPeer.getHostAddress());
-    } else if (!server.equals(self) || client == null || !client.getAddress().equals(tcpPeer)
+    } else if (!server.equals(self)
+        || client == null
+        || !client.getAddress().equals(tcpPeer)
         || admitted.size() >= MAX_PENDING) {
       status = BAD_ADDRESS;
       proofsRejected.increment();
-      LOG.warn("verbs authentication from {} refused: it names server {} (this node is {}) and "
-          + "client {}, or {} admissions are pending", tcpPeer.getHostAddress(), server, self,
-          client, admitted.size());
+      LOG.warn(
+          "verbs authentication from {} refused: it names server {} (this node is {}) and "
+              + "client {}, or {} admissions are pending",
+          tcpPeer.getHostAddress(),
+          server,
+          self,
+          client,
+          admitted.size());
     } else {
       admitted.put(client, clock.getAsLong() + admitNanos);
       proofsAccepted.increment();
       status = OK;
-      LOG.debug("verbs peer {} authenticated; admitting its connect request from {}", tcpPeer,
-          client);
+      LOG.debug(
+          "verbs peer {} authenticated; admitting its connect request from {}", tcpPeer, client);
     }
     out.write(welcome(status));
     out.flush();
@@ -216,8 +233,9 @@ final class VerbsAuth implements AutoCloseable {
    * @throws TransferConnectionException when either side's proof fails or the server refuses
    * @throws TransferTimeoutException when the exchange does not finish by {@code deadlineNanos}
    */
-  static void authenticate(byte[] secret, InetSocketAddress ownCm, InetSocketAddress server,
-      long deadlineNanos) throws TransferException {
+  static void authenticate(
+      byte[] secret, InetSocketAddress ownCm, InetSocketAddress server, long deadlineNanos)
+      throws TransferException {
     long leftMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
     if (leftMs <= 0) {
       throw new TransferTimeoutException("no time left for verbs authentication", server);
@@ -226,8 +244,13 @@ final class VerbsAuth implements AutoCloseable {
       // From the RDMA address, which the server checks against the announced CM address.
       s.bind(new InetSocketAddress(ownCm.getAddress(), 0));
       s.connect(server, (int) Math.min(Integer.MAX_VALUE, leftMs));
-      s.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE,
-          TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()))));
+      s.setSoTimeout(
+          (int)
+              Math.max(
+                  1,
+                  Math.min(
+                      Integer.MAX_VALUE,
+                      TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()))));
       s.setTcpNoDelay(true);
       DataInputStream in = new DataInputStream(s.getInputStream());
       OutputStream out = s.getOutputStream();
@@ -238,8 +261,12 @@ final class VerbsAuth implements AutoCloseable {
       in.readFully(challenge);
       ByteBuffer c = ByteBuffer.wrap(challenge);
       if (c.getInt() != MAGIC || c.getShort() != VERSION) {
-        throw new TransferConnectionException("the peer's TCP port " + server.getPort()
-            + " does not speak Memwire verbs authentication", server, null);
+        throw new TransferConnectionException(
+            "the peer's TCP port "
+                + server.getPort()
+                + " does not speak Memwire verbs authentication",
+            server,
+            null);
       }
       byte status = c.get();
       c.get();
@@ -248,13 +275,15 @@ final class VerbsAuth implements AutoCloseable {
       byte[] serverProof = new byte[32];
       c.get(serverProof);
       if (status != OK) {
-        throw new TransferConnectionException("the peer refused verbs authentication (status "
-            + status + ")", server, null);
+        throw new TransferConnectionException(
+            "the peer refused verbs authentication (status " + status + ")", server, null);
       }
-      if (!MessageDigest.isEqual(serverProof, proof(secret, "memwire-verbs-server", hello,
-          serverNonce))) {
-        throw new TransferConnectionException("verbs authentication failed: the peer could "
-            + "not prove it knows authSecret", server, null);
+      if (!MessageDigest.isEqual(
+          serverProof, proof(secret, "memwire-verbs-server", hello, serverNonce))) {
+        throw new TransferConnectionException(
+            "verbs authentication failed: the peer could " + "not prove it knows authSecret",
+            server,
+            null);
       }
       out.write(proof(secret, "memwire-verbs-client", hello, serverNonce));
       out.flush();
@@ -266,21 +295,33 @@ final class VerbsAuth implements AutoCloseable {
       }
       byte result = w.get();
       if (result == AUTH_FAILED) {
-        throw new TransferConnectionException("verbs authentication failed: the peer rejected "
-            + "this node's proof (authSecret differs)", server, null);
+        throw new TransferConnectionException(
+            "verbs authentication failed: the peer rejected "
+                + "this node's proof (authSecret differs)",
+            server,
+            null);
       }
       if (result != OK) {
-        throw new TransferConnectionException("the peer refused verbs authentication (status "
-            + result + ": addresses do not match, or too many pending connections)", server,
+        throw new TransferConnectionException(
+            "the peer refused verbs authentication (status "
+                + result
+                + ": addresses do not match, or too many pending connections)",
+            server,
             null);
       }
     } catch (SocketTimeoutException e) {
-      throw new TransferTimeoutException("verbs authentication did not finish within the "
-          + "connect timeout", server);
+      throw new TransferTimeoutException(
+          "verbs authentication did not finish within the " + "connect timeout", server);
     } catch (IOException e) {
-      throw new TransferConnectionException("verbs authentication with the peer's TCP port "
-          + server.getPort() + " failed: " + e.getMessage() + " (does the peer have authSecret "
-          + "set? a verbs node with a secret listens for it on its port)", server, e);
+      throw new TransferConnectionException(
+          "verbs authentication with the peer's TCP port "
+              + server.getPort()
+              + " failed: "
+              + e.getMessage()
+              + " (does the peer have authSecret "
+              + "set? a verbs node with a secret listens for it on its port)",
+          server,
+          e);
     }
   }
 

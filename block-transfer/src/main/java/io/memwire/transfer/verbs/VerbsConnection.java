@@ -17,13 +17,13 @@ import org.slf4j.LoggerFactory;
 /**
  * The reading side of one peer over verbs. A remote access error moves the queue pair into the
  * error state on both sides; the connection then fails only that read, keeps the reads flushed
- * behind it, opens a fresh queue pair in the background and posts them there, so it stays usable
- * as the tcp provider's does. Retry-exceeded, flush without cause and other errors fail the
- * connection through {@link AbstractProviderConnection#fail}: {@link #quiesce} destroys the queue
- * pair and hands back every outstanding read, which then fail once.
+ * behind it, opens a fresh queue pair in the background and posts them there, so it stays usable as
+ * the tcp provider's does. Retry-exceeded, flush without cause and other errors fail the connection
+ * through {@link AbstractProviderConnection#fail}: {@link #quiesce} destroys the queue pair and
+ * hands back every outstanding read, which then fail once.
  *
- * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post
- * the next on the same thread; reads posted that way are gathered and go out as one chain.
+ * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post the
+ * next on the same thread; reads posted that way are gathered and go out as one chain.
  */
 final class VerbsConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
@@ -35,14 +35,18 @@ final class VerbsConnection extends AbstractProviderConnection {
   private final VerbsProvider provider;
   private final Object lock = new Object();
   private QpLink link;
+
   /** Reads waiting for a queue pair while one is being re-established. */
   private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
+
   /**
-   * Reads ended by a fatal completion, held until {@link #quiesce} hands them out. A link whose
-   * QP already reported the error stays {@link #link} (marked dead) until then.
+   * Reads ended by a fatal completion, held until {@link #quiesce} hands them out. A link whose QP
+   * already reported the error stays {@link #link} (marked dead) until then.
    */
   private final List<WireRead> stranded = new ArrayList<>();
+
   private static final List<WireRead> EMPTY_BEFORE = List.of();
+
   /**
    * The completion thread while it hands this connection's completed reads to their owners.
    * Completing a read frees a slot and the owner posts the next one from inside that call; such
@@ -50,6 +54,7 @@ final class VerbsConnection extends AbstractProviderConnection {
    * request, instead of one post call and one completion per read.
    */
   private volatile Thread completer;
+
   /** Posts made by {@link #completer} while it completes reads; only that thread touches it. */
   private List<WireRead> deferred;
 
@@ -87,9 +92,12 @@ final class VerbsConnection extends AbstractProviderConnection {
     for (WireRead r : reads) {
       if ((r.remoteKey() >>> 32) != 0) {
         // Verbs keys are 32-bit rkeys: a wider key was never issued by a verbs node.
-        r.fail(new RemoteAccessException(RemoteAccessException.Reason.UNKNOWN_KEY,
-            "key 0x" + Long.toHexString(r.remoteKey()) + " is not a 32-bit rkey", r.source(),
-            peer()));
+        r.fail(
+            new RemoteAccessException(
+                RemoteAccessException.Reason.UNKNOWN_KEY,
+                "key 0x" + Long.toHexString(r.remoteKey()) + " is not a 32-bit rkey",
+                r.source(),
+                peer()));
       } else {
         toPost.add(r);
       }
@@ -109,8 +117,9 @@ final class VerbsConnection extends AbstractProviderConnection {
           // The chain is outstanding on the link before the post: a failed post leaves it there.
           provider.posted(link.post(toPost), toPost.size());
         } catch (IOException | RuntimeException e) {
-          postFailed = new TransferConnectionException("posting " + toPost.size()
-              + " RDMA reads failed: " + e.getMessage(), peer(), e);
+          postFailed =
+              new TransferConnectionException(
+                  "posting " + toPost.size() + " RDMA reads failed: " + e.getMessage(), peer(), e);
         }
       }
     }
@@ -154,11 +163,17 @@ final class VerbsConnection extends AbstractProviderConnection {
         ok = hit;
       } else if (status == REMOTE_ACCESS || status == REMOTE_INVALID) {
         refused = hit;
-        refusal = new RemoteAccessException(status == REMOTE_ACCESS
-            ? RemoteAccessException.Reason.ACCESS_ERROR
-            : RemoteAccessException.Reason.INVALID_REQUEST,
-            "the remote NIC refused the read with " + statusName(status) + " (the key is not a "
-                + "live registration or the range lies outside it)", hit.source(), peer());
+        refusal =
+            new RemoteAccessException(
+                status == REMOTE_ACCESS
+                    ? RemoteAccessException.Reason.ACCESS_ERROR
+                    : RemoteAccessException.Reason.INVALID_REQUEST,
+                "the remote NIC refused the read with "
+                    + statusName(status)
+                    + " (the key is not a "
+                    + "live registration or the range lies outside it)",
+                hit.source(),
+                peer());
         l.dead = true;
         // The rest were flushed, not refused: they go out again on a fresh queue pair.
         List<WireRead> rest = new ArrayList<>();
@@ -171,11 +186,16 @@ final class VerbsConnection extends AbstractProviderConnection {
           reconnect = isOpen();
         }
       } else {
-        fatal = new TransferConnectionException("RDMA read failed with " + statusName(status)
-            + (status == FLUSH ? " (the queue pair was moved to the error state)" : "")
-            + (status == IbvWC.IbvWcStatus.IBV_WC_RETRY_EXC_ERR.ordinal()
-                ? " (the peer stopped answering: node down or network path broken)" : ""),
-            peer(), null);
+        fatal =
+            new TransferConnectionException(
+                "RDMA read failed with "
+                    + statusName(status)
+                    + (status == FLUSH ? " (the queue pair was moved to the error state)" : "")
+                    + (status == IbvWC.IbvWcStatus.IBV_WC_RETRY_EXC_ERR.ordinal()
+                        ? " (the peer stopped answering: node down or network path broken)"
+                        : ""),
+                peer(),
+                null);
         // The QP is in the error state: the NIC writes nothing more. Its reads wait for quiesce.
         l.dead = true;
         stranded.add(hit);
@@ -226,9 +246,12 @@ final class VerbsConnection extends AbstractProviderConnection {
       provider.linkOpened(fresh, this);
       provider.reconnected();
     } catch (TransferException e) {
-      fail(new TransferConnectionException(
-          "re-establishing the queue pair after a remote access error failed: " + e.getMessage(),
-          peer(), e));
+      fail(
+          new TransferConnectionException(
+              "re-establishing the queue pair after a remote access error failed: "
+                  + e.getMessage(),
+              peer(),
+              e));
       return;
     }
     List<WireRead> toPost;
@@ -244,8 +267,11 @@ final class VerbsConnection extends AbstractProviderConnection {
           try {
             provider.posted(fresh.post(toPost), toPost.size());
           } catch (IOException | RuntimeException e) {
-            postFailed = new TransferConnectionException("posting reads on the re-established "
-                + "queue pair failed: " + e.getMessage(), peer(), e);
+            postFailed =
+                new TransferConnectionException(
+                    "posting reads on the re-established " + "queue pair failed: " + e.getMessage(),
+                    peer(),
+                    e);
           }
         }
       }
@@ -255,8 +281,12 @@ final class VerbsConnection extends AbstractProviderConnection {
     } else if (postFailed != null) {
       fail(postFailed);
     } else {
-      LOG.debug("queue pair to {} re-established in {} ms after a remote access error; {} reads "
-          + "re-posted", peer(), (System.nanoTime() - start) / 1_000_000, toPost.size());
+      LOG.debug(
+          "queue pair to {} re-established in {} ms after a remote access error; {} reads "
+              + "re-posted",
+          peer(),
+          (System.nanoTime() - start) / 1_000_000,
+          toPost.size());
     }
   }
 
@@ -272,8 +302,8 @@ final class VerbsConnection extends AbstractProviderConnection {
 
   /**
    * Destroys the current queue pair (or leaves one the NIC already put in the error state to the
-   * connector thread) and hands back every read outstanding on it, waiting for it, or stranded by
-   * a fatal completion.
+   * connector thread) and hands back every read outstanding on it, waiting for it, or stranded by a
+   * fatal completion.
    */
   @Override
   protected void quiesce(TransferException cause, List<WireRead> held) {

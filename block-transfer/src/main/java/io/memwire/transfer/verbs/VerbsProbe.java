@@ -52,26 +52,37 @@ public final class VerbsProbe {
 
     @Override
     public String toString() {
-      return address.getHostAddress() + " on " + device.name() + " port " + port.number()
-          + " (" + how + ")";
+      return address.getHostAddress()
+          + " on "
+          + device.name()
+          + " port "
+          + port.number()
+          + " ("
+          + how
+          + ")";
     }
   }
 
   /** Why verbs cannot be used with {@code config} on this machine, or empty when it can. */
   public static Optional<String> unavailableReason(TransferConfig config) {
-    return unavailableReason(config, RdmaInventory.system(), MemlockLimit.PROC_SELF_LIMITS,
-        DisniLibrary::loadError);
+    return unavailableReason(
+        config, RdmaInventory.system(), MemlockLimit.PROC_SELF_LIMITS, DisniLibrary::loadError);
   }
 
   /**
    * The same check against a given sysfs tree, limits file and library check (for tests and the
    * doctor).
    */
-  public static Optional<String> unavailableReason(TransferConfig config, RdmaInventory inventory,
-      Path limitsFile, Supplier<Optional<String>> libraryCheck) {
+  public static Optional<String> unavailableReason(
+      TransferConfig config,
+      RdmaInventory inventory,
+      Path limitsFile,
+      Supplier<Optional<String>> libraryCheck) {
     if (inventory.devices().isEmpty()) {
-      return Optional.of("no RDMA device found (" + inventory.sysfs().resolve("class/infiniband")
-          + " is empty or missing)");
+      return Optional.of(
+          "no RDMA device found ("
+              + inventory.sysfs().resolve("class/infiniband")
+              + " is empty or missing)");
     }
     Optional<String> lib = libraryCheck.get();
     if (lib.isPresent()) {
@@ -84,24 +95,38 @@ public final class VerbsProbe {
       return Optional.of(e.getMessage());
     }
     if (!b.port().isActive()) {
-      return Optional.of(b.device().name() + " port " + b.port().number() + " serving "
-          + b.address().getHostAddress() + " is not active (state " + b.port().state()
-          + ", phys_state " + b.port().physState() + "); check the cable, switch port or link");
+      return Optional.of(
+          b.device().name()
+              + " port "
+              + b.port().number()
+              + " serving "
+              + b.address().getHostAddress()
+              + " is not active (state "
+              + b.port().state()
+              + ", phys_state "
+              + b.port().physState()
+              + "); check the cable, switch port or link");
     }
     Optional<MemlockLimit> memlock = MemlockLimit.read(limitsFile);
     if (memlock.isPresent() && !memlock.get().allows(config.registrationBudget())) {
-      return Optional.of("the locked-memory limit (ulimit -l) is "
-          + memlock.get().describeSoft() + ", below " + TransferConfig.REGISTRATION_BUDGET + "="
-          + config.registrationBudget() + " bytes; raise memlock (limits.conf, systemd "
-          + "LimitMEMLOCK, container ulimits) or lower " + TransferConfig.REGISTRATION_BUDGET);
+      return Optional.of(
+          "the locked-memory limit (ulimit -l) is "
+              + memlock.get().describeSoft()
+              + ", below "
+              + TransferConfig.REGISTRATION_BUDGET
+              + "="
+              + config.registrationBudget()
+              + " bytes; raise memlock (limits.conf, systemd "
+              + "LimitMEMLOCK, container ulimits) or lower "
+              + TransferConfig.REGISTRATION_BUDGET);
     }
     return Optional.empty();
   }
 
   /**
    * Which device port and address the provider binds to. With {@code device} set and the default
-   * loopback bind address, the device's first IPv4 address is used; otherwise the bind address
-   * must belong to an RDMA device (and to the named one, when given). Never by hostname guess.
+   * loopback bind address, the device's first IPv4 address is used; otherwise the bind address must
+   * belong to an RDMA device (and to the named one, when given). Never by hostname guess.
    *
    * @throws TransferConfigException naming the key when no usable binding exists
    */
@@ -111,32 +136,52 @@ public final class VerbsProbe {
     try {
       bind = InetAddress.getByName(config.bindAddress());
     } catch (UnknownHostException e) {
-      throw new TransferConfigException(TransferConfig.BIND_ADDRESS + "=" + config.bindAddress()
-          + " does not resolve", e);
+      throw new TransferConfigException(
+          TransferConfig.BIND_ADDRESS + "=" + config.bindAddress() + " does not resolve", e);
     }
     if (deviceName.isPresent()) {
       String name = deviceName.get();
-      RdmaInventory.Device d = inventory.device(name).orElseThrow(() ->
-          new TransferConfigException(TransferConfig.DEVICE + "=" + name + " is not an RDMA "
-              + "device here; devices: " + inventory.summary()));
+      RdmaInventory.Device d =
+          inventory
+              .device(name)
+              .orElseThrow(
+                  () ->
+                      new TransferConfigException(
+                          TransferConfig.DEVICE
+                              + "="
+                              + name
+                              + " is not an RDMA "
+                              + "device here; devices: "
+                              + inventory.summary()));
       if (bind.isLoopbackAddress() || bind.isAnyLocalAddress()) {
         List<InetAddress> addrs = inventory.ipv4Addresses(d);
         if (addrs.isEmpty()) {
-          throw new TransferConfigException(TransferConfig.DEVICE + "=" + name
-              + " has no IPv4 address (no IPv4-mapped GID, no addressed interface); configure an "
-              + "address on its interface or set " + TransferConfig.BIND_ADDRESS);
+          throw new TransferConfigException(
+              TransferConfig.DEVICE
+                  + "="
+                  + name
+                  + " has no IPv4 address (no IPv4-mapped GID, no addressed interface); configure an "
+                  + "address on its interface or set "
+                  + TransferConfig.BIND_ADDRESS);
         }
         InetAddress a = addrs.get(0);
         RdmaInventory.Owner o = inventory.ownerOf(a).orElse(null);
         RdmaInventory.Port port = o != null ? o.port() : d.ports().get(0);
-        return new Binding(d, port, a, "first IPv4 address of " + TransferConfig.DEVICE + "="
-            + name);
+        return new Binding(
+            d, port, a, "first IPv4 address of " + TransferConfig.DEVICE + "=" + name);
       }
       RdmaInventory.Owner o = owner(config, bind, inventory);
       if (!o.device().name().equals(name)) {
-        throw new TransferConfigException(TransferConfig.BIND_ADDRESS + "="
-            + config.bindAddress() + " belongs to RDMA device " + o.device().name() + ", not to "
-            + TransferConfig.DEVICE + "=" + name);
+        throw new TransferConfigException(
+            TransferConfig.BIND_ADDRESS
+                + "="
+                + config.bindAddress()
+                + " belongs to RDMA device "
+                + o.device().name()
+                + ", not to "
+                + TransferConfig.DEVICE
+                + "="
+                + name);
       }
       return new Binding(o.device(), o.port(), bind, o.how());
     }
@@ -144,16 +189,30 @@ public final class VerbsProbe {
     return new Binding(o.device(), o.port(), bind, o.how());
   }
 
-  private static RdmaInventory.Owner owner(TransferConfig config, InetAddress bind,
-      RdmaInventory inventory) {
+  private static RdmaInventory.Owner owner(
+      TransferConfig config, InetAddress bind, RdmaInventory inventory) {
     if (!(bind instanceof Inet4Address)) {
-      throw new TransferConfigException(TransferConfig.BIND_ADDRESS + "=" + config.bindAddress()
-          + " is not IPv4; the verbs provider (DiSNI) binds IPv4 addresses only");
+      throw new TransferConfigException(
+          TransferConfig.BIND_ADDRESS
+              + "="
+              + config.bindAddress()
+              + " is not IPv4; the verbs provider (DiSNI) binds IPv4 addresses only");
     }
-    return inventory.ownerOf(bind).orElseThrow(() -> new TransferConfigException(
-        TransferConfig.BIND_ADDRESS + "=" + config.bindAddress() + " is not an address of any "
-            + "RDMA device (devices: " + inventory.summary() + "); set "
-            + TransferConfig.BIND_ADDRESS + " to one of those addresses or "
-            + TransferConfig.DEVICE + " to a device name"));
+    return inventory
+        .ownerOf(bind)
+        .orElseThrow(
+            () ->
+                new TransferConfigException(
+                    TransferConfig.BIND_ADDRESS
+                        + "="
+                        + config.bindAddress()
+                        + " is not an address of any "
+                        + "RDMA device (devices: "
+                        + inventory.summary()
+                        + "); set "
+                        + TransferConfig.BIND_ADDRESS
+                        + " to one of those addresses or "
+                        + TransferConfig.DEVICE
+                        + " to a device name"));
   }
 }

@@ -1,6 +1,5 @@
 package io.memwire.transfer.verbs;
 
-import io.memwire.transfer.settings.TransportSettings;
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
@@ -20,6 +19,7 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -32,8 +32,8 @@ import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -51,14 +51,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One-sided reads over RDMA verbs through DiSNI: reliable-connected queue pairs set up by the RDMA
- * connection manager, memory registered with the NIC, and reads posted as {@code
- * IBV_WR_RDMA_READ} work requests that the serving NIC answers without its CPU.
+ * connection manager, memory registered with the NIC, and reads posted as {@code IBV_WR_RDMA_READ}
+ * work requests that the serving NIC answers without its CPU.
  *
  * <p>Per node: one protection domain, one completion queue with one thread for every queue pair,
  * one connection-manager thread (accepts peers on the server endpoint, which never touches data,
  * and watches client links for disconnects), and one connector thread that re-establishes a queue
- * pair after a remote access error. Client connections are opened lazily by {@link #connect},
- * each on its own event channel driven by the calling thread with a deadline, because DiSNI's own
+ * pair after a remote access error. Client connections are opened lazily by {@link #connect}, each
+ * on its own event channel driven by the calling thread with a deadline, because DiSNI's own
  * endpoint connect can wait forever on a route or address error. With {@code authSecret} set, one
  * more thread answers authentication handshakes on the node's TCP port ({@link VerbsAuth}), and
  * only connect requests announced by a successful handshake get a queue pair.
@@ -67,17 +67,21 @@ public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
   private static final int MAX_CQ = 16384;
+
   /**
    * How long the completion thread keeps polling an empty queue before it arms the channel and
-   * sleeps, in microseconds (JVM system property; 0 = sleep at once). Spinning saves a wake-up
-   * per completion when reads are in flight back to back, at the cost of CPU on that thread.
+   * sleeps, in microseconds (JVM system property; 0 = sleep at once). Spinning saves a wake-up per
+   * completion when reads are in flight back to back, at the cost of CPU on that thread.
    */
   public static final String CQ_SPIN_PROPERTY = TransportSettings.VERBS_CQ_SPIN_MICROS.name();
+
   private static final int CM_WAIT_MS = 50;
-  private static final int EV_ADDR_RESOLVED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
+  private static final int EV_ADDR_RESOLVED =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
   private static final int EV_ROUTE_RESOLVED =
       RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_RESOLVED.ordinal();
-  private static final int EV_ESTABLISHED = RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED.ordinal();
+  private static final int EV_ESTABLISHED =
+      RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED.ordinal();
   private static final int EV_CONNECT_REQUEST =
       RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_REQUEST.ordinal();
   private static final int EV_DISCONNECTED =
@@ -106,8 +110,10 @@ public final class VerbsProvider implements TransportProvider {
   private final Map<Integer, QpLink> linkById = new ConcurrentHashMap<>();
   private final Set<VerbsConnection> connections = ConcurrentHashMap.newKeySet();
   private final Set<VerbsRegistration> registrations = ConcurrentHashMap.newKeySet();
+
   /** Server-side ids of accepted peers; only the CM thread touches them until close. */
   private final Set<RdmaCmId> accepted = ConcurrentHashMap.newKeySet();
+
   private final AtomicLong registeredBytes = new AtomicLong();
   final LongAdder accessErrors = new LongAdder();
   private final LongAdder reconnects = new LongAdder();
@@ -117,11 +123,15 @@ public final class VerbsProvider implements TransportProvider {
   private final Map<FilePath, LongAdder> filePaths = new EnumMap<>(FilePath.class);
   private final LongAdder copiedBytes = new LongAdder();
   private final Set<FilePath> notedPaths = ConcurrentHashMap.newKeySet();
+
   /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
   private volatile boolean readOnlyPinRefused;
+
   private final boolean iwarp;
+
   /** Checks peers before they may connect, when a secret is configured; else null. */
   private final VerbsAuth auth;
+
   private final byte[] secret;
   private volatile boolean closed;
 
@@ -138,9 +148,12 @@ public final class VerbsProvider implements TransportProvider {
     this.maxConnections = Math.max(1, cqSize / qpDepth);
     byte[] secret = config.authSecret().orElse(null);
     if (secret != null && iwarp) {
-      throw new TransferConfigException(TransferConfig.AUTH_SECRET + " is set, but "
-          + binding.device().name() + " is an iWARP device, whose RDMA CM uses the TCP port "
-          + "verbs authentication needs; use provider=tcp with a secret, or RoCE/InfiniBand");
+      throw new TransferConfigException(
+          TransferConfig.AUTH_SECRET
+              + " is set, but "
+              + binding.device().name()
+              + " is an iWARP device, whose RDMA CM uses the TCP port "
+              + "verbs authentication needs; use provider=tcp with a secret, or RoCE/InfiniBand");
     }
     // With a secret, peers authenticate over TCP on the node's port before their RDMA CM
     // connect request (same number, separate port space); bound first so port 0 picks one free
@@ -152,9 +165,17 @@ public final class VerbsProvider implements TransportProvider {
         authSocket.bind(new InetSocketAddress(binding.address(), config.port()), 128);
       } catch (IOException e) {
         authSocket.close();
-        throw new TransferConfigException("cannot listen for verbs authentication on TCP "
-            + binding.address().getHostAddress() + ":" + config.port() + " (" + e.getMessage()
-            + "); " + TransferConfig.AUTH_SECRET + " needs the node's port free in TCP too", e);
+        throw new TransferConfigException(
+            "cannot listen for verbs authentication on TCP "
+                + binding.address().getHostAddress()
+                + ":"
+                + config.port()
+                + " ("
+                + e.getMessage()
+                + "); "
+                + TransferConfig.AUTH_SECRET
+                + " needs the node's port free in TCP too",
+            e);
       }
     }
     int port = authSocket != null ? authSocket.getLocalPort() : config.port();
@@ -180,23 +201,38 @@ public final class VerbsProvider implements TransportProvider {
         listen.bindAddr(want);
         listen.listen(1024);
       } catch (IOException e) {
-        throw new TransferConfigException("cannot listen for RDMA connections on "
-            + want.getAddress().getHostAddress() + ":" + port + " (" + e.getMessage()
-            + "); check bindAddress, device and port", e);
+        throw new TransferConfigException(
+            "cannot listen for RDMA connections on "
+                + want.getAddress().getHostAddress()
+                + ":"
+                + port
+                + " ("
+                + e.getMessage()
+                + "); check bindAddress, device and port",
+            e);
       }
       SocketAddress bound = listen.getSource();
-      this.localAddress = bound instanceof InetSocketAddress && ((InetSocketAddress) bound).getPort() > 0
-          ? new InetSocketAddress(binding.address(), ((InetSocketAddress) bound).getPort())
-          : want;
+      this.localAddress =
+          bound instanceof InetSocketAddress && ((InetSocketAddress) bound).getPort() > 0
+              ? new InetSocketAddress(binding.address(), ((InetSocketAddress) bound).getPort())
+              : want;
       this.context = listen.getVerbs();
       if (context == null) {
-        throw new TransferConfigException(TransferConfig.BIND_ADDRESS + "="
-            + binding.address().getHostAddress() + " is not served by an RDMA device according "
-            + "to rdma_cm");
+        throw new TransferConfigException(
+            TransferConfig.BIND_ADDRESS
+                + "="
+                + binding.address().getHostAddress()
+                + " is not served by an RDMA device according "
+                + "to rdma_cm");
       }
       createdPd = context.allocPd();
-      cq = new CompletionThread(context, cqSize, TimeUnit.MICROSECONDS.toNanos(cqSpinMicros()),
-          this::completed, "memwire-verbs-" + id + "-cq");
+      cq =
+          new CompletionThread(
+              context,
+              cqSize,
+              TimeUnit.MICROSECONDS.toNanos(cqSpinMicros()),
+              this::completed,
+              "memwire-verbs-" + id + "-cq");
     } catch (IOException | RuntimeException e) {
       if (authSocket != null) {
         authSocket.close();
@@ -216,28 +252,48 @@ public final class VerbsProvider implements TransportProvider {
     this.listenId = listen;
     this.pd = createdPd;
     this.completions = cq;
-    this.connector = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "memwire-verbs-" + id + "-connector");
-      t.setDaemon(true);
-      return t;
-    });
-    this.auth = authSocket == null ? null : new VerbsAuth(secret, authSocket, localAddress,
-        config.connectTimeout().toNanos(), (int) Math.min(5000, config.connectTimeout().toMillis()),
-        System::nanoTime, "memwire-verbs-" + id + "-auth");
+    this.connector =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "memwire-verbs-" + id + "-connector");
+              t.setDaemon(true);
+              return t;
+            });
+    this.auth =
+        authSocket == null
+            ? null
+            : new VerbsAuth(
+                secret,
+                authSocket,
+                localAddress,
+                config.connectTimeout().toNanos(),
+                (int) Math.min(5000, config.connectTimeout().toMillis()),
+                System::nanoTime,
+                "memwire-verbs-" + id + "-auth");
     this.secret = secret;
     this.cmThread = new Thread(this::cmLoop, "memwire-verbs-" + id + "-cm");
     cmThread.setDaemon(true);
     cmThread.start();
     if (auth != null) {
       auth.start();
-      LOG.info("verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
-          + "connecting; unannounced RDMA connect requests are refused", localAddress,
-          TransferConfig.AUTH_SECRET, port);
+      LOG.info(
+          "verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
+              + "connecting; unannounced RDMA connect requests are refused",
+          localAddress,
+          TransferConfig.AUTH_SECRET,
+          port);
     }
-    LOG.info("verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
-        + "entries for up to {} connections, CQ spin {} us; device {}", localAddress, binding,
+    LOG.info(
+        "verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
+            + "entries for up to {} connections, CQ spin {} us; device {}",
+        localAddress,
+        binding,
         iwarp ? "iWARP: read destinations registered with REMOTE_WRITE" : "InfiniBand/RoCE",
-        qpDepth, cqSize, maxConnections, cqSpinMicros(), limits);
+        qpDepth,
+        cqSize,
+        maxConnections,
+        cqSpinMicros(),
+        limits);
   }
 
   /**
@@ -247,15 +303,17 @@ public final class VerbsProvider implements TransportProvider {
    * @throws TransferConfigException when verbs cannot run with this configuration
    */
   public static TransportProvider open(TransferConfig config) {
-    DisniLibrary.loadError().ifPresent(why -> {
-      throw new TransferConfigException(why);
-    });
+    DisniLibrary.loadError()
+        .ifPresent(
+            why -> {
+              throw new TransferConfigException(why);
+            });
     VerbsProbe.Binding b = VerbsProbe.resolve(config, RdmaInventory.system());
     try {
       return new VerbsProvider(config, b);
     } catch (IOException e) {
-      throw new TransferConfigException("cannot start the verbs provider on " + b + ": "
-          + e.getMessage(), e);
+      throw new TransferConfigException(
+          "cannot start the verbs provider on " + b + ": " + e.getMessage(), e);
     }
   }
 
@@ -289,8 +347,9 @@ public final class VerbsProvider implements TransportProvider {
     int length = buffer.capacity();
     int access = accessFor(remoteReadable ? Use.SERVED : Use.DESTINATION, iwarp);
     try {
-      return track(new VerbsRegistration(this, regMr(address, length, access), address, length,
-          remoteReadable, null));
+      return track(
+          new VerbsRegistration(
+              this, regMr(address, length, access), address, length, remoteReadable, null));
     } catch (IOException e) {
       throw registrationFailed(length, e);
     }
@@ -307,11 +366,11 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   /**
-   * Access flags for a registration. Served memory is never remotely writable. An iWARP RNIC
-   * places RDMA Read responses into the sink with a remote write (iWARP's Read Response targets
-   * a tagged buffer), so read destinations there need REMOTE_WRITE; InfiniBand and RoCE write
-   * them locally and get LOCAL_WRITE only. File mappings get REMOTE_READ only: no write access,
-   * so registering them never dirties a page.
+   * Access flags for a registration. Served memory is never remotely writable. An iWARP RNIC places
+   * RDMA Read responses into the sink with a remote write (iWARP's Read Response targets a tagged
+   * buffer), so read destinations there need REMOTE_WRITE; InfiniBand and RoCE write them locally
+   * and get LOCAL_WRITE only. File mappings get REMOTE_READ only: no write access, so registering
+   * them never dirties a page.
    */
   static int accessFor(Use use, boolean iwarp) {
     switch (use) {
@@ -328,21 +387,23 @@ public final class VerbsProvider implements TransportProvider {
    * Registers a file region by the first of three ways that works: the read-only mapping itself;
    * where the kernel cannot pin a read-only shared mapping (Linux before 6.2 pins with
    * FOLL_FORCE|FOLL_WRITE and gets EFAULT), a read-write shared mapping of the same file range,
-   * registered with REMOTE_READ only (nothing writes through it, no page is dirtied); and, when
-   * the file cannot be opened for writing, a pinned private copy in direct memory (a memcpy of
-   * the region and twice its memory). Each way is counted in {@link #counters()}.
+   * registered with REMOTE_READ only (nothing writes through it, no page is dirtied); and, when the
+   * file cannot be opened for writing, a pinned private copy in direct memory (a memcpy of the
+   * region and twice its memory). Each way is counted in {@link #counters()}.
    */
   @Override
-  public ProviderRegistration registerFile(ByteBuffer mapping, long address, Path file,
-      FileChannel channel, long fileOffset) {
+  public ProviderRegistration registerFile(
+      ByteBuffer mapping, long address, Path file, FileChannel channel, long fileOffset) {
     ensureOpen();
     int length = mapping.capacity();
     int access = accessFor(Use.FILE, iwarp);
     IOException readOnlyFailure = null;
     if (!readOnlyPinRefused) {
       try {
-        VerbsRegistration r = track(new VerbsRegistration(this, regMr(address, length, access),
-            address, length, true, null));
+        VerbsRegistration r =
+            track(
+                new VerbsRegistration(
+                    this, regMr(address, length, access), address, length, true, null));
         fileRegistered(FilePath.READ_ONLY_MAPPING, file, length, null);
         return r;
       } catch (IOException e) {
@@ -351,10 +412,12 @@ public final class VerbsProvider implements TransportProvider {
         }
         readOnlyFailure = e;
         readOnlyPinRefused = true;
-        LOG.info("this kernel ({}) cannot pin read-only file mappings for RDMA ({}): file "
-            + "regions are registered through read-write shared mappings (REMOTE_READ only), "
-            + "or served from private copies when a file is not writable",
-            System.getProperty("os.version"), e.getMessage());
+        LOG.info(
+            "this kernel ({}) cannot pin read-only file mappings for RDMA ({}): file "
+                + "regions are registered through read-write shared mappings (REMOTE_READ only), "
+                + "or served from private copies when a file is not writable",
+            System.getProperty("os.version"),
+            e.getMessage());
       }
     }
     String why;
@@ -370,25 +433,33 @@ public final class VerbsProvider implements TransportProvider {
     return registerCopy(mapping, file, length, why, readOnlyFailure);
   }
 
-  private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length,
-      int access) throws IOException {
+  private ProviderRegistration registerSharedMapping(
+      Path file, long fileOffset, int length, int access) throws IOException {
     MappedByteBuffer shared;
     FileTime modified = Files.getLastModifiedTime(file);
     // Opening for writing needs write permission; the mapping outlives the channel.
-    try (FileChannel rw = FileChannel.open(file, StandardOpenOption.READ,
-        StandardOpenOption.WRITE)) {
+    try (FileChannel rw =
+        FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
       shared = rw.map(FileChannel.MapMode.READ_WRITE, fileOffset, length);
     }
     long sharedAddress = MemoryAccess.address(shared);
     try {
-      VerbsRegistration r = track(new VerbsRegistration(this, regMr(sharedAddress, length,
-          access), sharedAddress, length, true, () -> MemoryAccess.free(shared)));
+      VerbsRegistration r =
+          track(
+              new VerbsRegistration(
+                  this,
+                  regMr(sharedAddress, length, access),
+                  sharedAddress,
+                  length,
+                  true,
+                  () -> MemoryAccess.free(shared)));
       restoreModified(file, modified);
       fileRegistered(FilePath.SHARED_MAPPING, file, length, null);
       return r;
     } catch (IOException | RuntimeException e) {
       MemoryAccess.free(shared);
-      throw e instanceof IOException ? (IOException) e
+      throw e instanceof IOException
+          ? (IOException) e
           : new IOException("ibv_reg_mr of the read-write mapping failed: " + e, e);
     }
   }
@@ -408,14 +479,21 @@ public final class VerbsProvider implements TransportProvider {
     }
   }
 
-  private ProviderRegistration registerCopy(ByteBuffer mapping, Path file, int length,
-      String why, IOException readOnlyFailure) {
+  private ProviderRegistration registerCopy(
+      ByteBuffer mapping, Path file, int length, String why, IOException readOnlyFailure) {
     ByteBuffer copy = ByteBuffer.allocateDirect(length);
     copy.put(mapping.duplicate().clear()).clear();
     long copyAddress = MemoryAccess.address(copy);
     try {
-      VerbsRegistration r = track(new VerbsRegistration(this, regMr(copyAddress, length,
-          accessFor(Use.FILE, iwarp)), copyAddress, length, true, () -> MemoryAccess.free(copy)));
+      VerbsRegistration r =
+          track(
+              new VerbsRegistration(
+                  this,
+                  regMr(copyAddress, length, accessFor(Use.FILE, iwarp)),
+                  copyAddress,
+                  length,
+                  true,
+                  () -> MemoryAccess.free(copy)));
       fileRegistered(FilePath.PRIVATE_COPY, file, length, why);
       return r;
     } catch (IOException e) {
@@ -446,10 +524,18 @@ public final class VerbsProvider implements TransportProvider {
       copiedBytes.add(length);
     }
     if (notedPaths.add(how)) {
-      LOG.info("file regions: first registered as {} ({} bytes of {}){}", how, length, file,
+      LOG.info(
+          "file regions: first registered as {} ({} bytes of {}){}",
+          how,
+          length,
+          file,
           why == null ? "" : "; no read-write mapping because " + why);
     } else {
-      LOG.debug("file region of {} bytes of {} registered as {}{}", length, file, how,
+      LOG.debug(
+          "file region of {} bytes of {} registered as {}{}",
+          length,
+          file,
+          how,
           why == null ? "" : " (" + why + ")");
     }
   }
@@ -480,9 +566,17 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   private RegistrationException registrationFailed(int length, IOException e) {
-    return new RegistrationException("ibv_reg_mr of " + length + " bytes failed on "
-        + binding.device().name() + ": " + e.getMessage() + "; pinned memory counts against "
-        + "ulimit -l (memlock), which must cover " + TransferConfig.REGISTRATION_BUDGET, e);
+    return new RegistrationException(
+        "ibv_reg_mr of "
+            + length
+            + " bytes failed on "
+            + binding.device().name()
+            + ": "
+            + e.getMessage()
+            + "; pinned memory counts against "
+            + "ulimit -l (memlock), which must cover "
+            + TransferConfig.REGISTRATION_BUDGET,
+        e);
   }
 
   void registrationReleased(VerbsRegistration r, int length) {
@@ -497,9 +591,15 @@ public final class VerbsProvider implements TransportProvider {
       throw new IllegalStateException("verbs provider is closed");
     }
     if (connections.size() >= maxConnections) {
-      throw new TransferConnectionException("too many verbs connections (" + connections.size()
-          + "): the completion queue holds reads for " + maxConnections + " queue pairs of depth "
-          + qpDepth, peer, null);
+      throw new TransferConnectionException(
+          "too many verbs connections ("
+              + connections.size()
+              + "): the completion queue holds reads for "
+              + maxConnections
+              + " queue pairs of depth "
+              + qpDepth,
+          peer,
+          null);
     }
     QpLink link = openLink(peer);
     VerbsConnection c = new VerbsConnection(this, peer, link);
@@ -523,8 +623,8 @@ public final class VerbsProvider implements TransportProvider {
     try {
       ch = RdmaEventChannel.createEventChannel();
     } catch (IOException e) {
-      throw new TransferConnectionException("cannot create an RDMA event channel: "
-          + e.getMessage(), peer, e);
+      throw new TransferConnectionException(
+          "cannot create an RDMA event channel: " + e.getMessage(), peer, e);
     }
     if (ch == null) {
       throw new TransferConnectionException("cannot create an RDMA event channel", peer, null);
@@ -541,14 +641,16 @@ public final class VerbsProvider implements TransportProvider {
       await(ch, EV_ROUTE_RESOLVED, deadline, timeoutMs, "route resolution", peer);
       IbvContext ctx = cm.getVerbs();
       if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
-        throw new TransferConnectionException("the route to the peer does not leave through "
-            + binding.device().name(), peer, null);
+        throw new TransferConnectionException(
+            "the route to the peer does not leave through " + binding.device().name(), peer, null);
       }
       if (secret != null) {
         SocketAddress own = cm.getSource();
         if (!(own instanceof InetSocketAddress)) {
-          throw new TransferConnectionException("the RDMA CM id has no source address to "
-              + "announce for authentication", peer, null);
+          throw new TransferConnectionException(
+              "the RDMA CM id has no source address to " + "announce for authentication",
+              peer,
+              null);
         }
         VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
@@ -570,8 +672,7 @@ public final class VerbsProvider implements TransportProvider {
       throw e;
     } catch (IOException | RuntimeException e) {
       abandon(ch, cm, qp);
-      throw new TransferConnectionException("cannot connect over RDMA: " + e.getMessage(), peer,
-          e);
+      throw new TransferConnectionException("cannot connect over RDMA: " + e.getMessage(), peer, e);
     }
   }
 
@@ -579,13 +680,20 @@ public final class VerbsProvider implements TransportProvider {
     return TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
   }
 
-  private static void await(RdmaEventChannel ch, int expected, long deadline, long timeoutMs,
-      String phase, InetSocketAddress peer) throws IOException, TransferException {
+  private static void await(
+      RdmaEventChannel ch,
+      int expected,
+      long deadline,
+      long timeoutMs,
+      String phase,
+      InetSocketAddress peer)
+      throws IOException, TransferException {
     while (true) {
       long left = remainingMs(deadline);
       if (left <= 0) {
-        throw new TransferTimeoutException("RDMA " + phase + " did not complete within "
-            + timeoutMs + " ms (connectTimeout)", peer);
+        throw new TransferTimeoutException(
+            "RDMA " + phase + " did not complete within " + timeoutMs + " ms (connectTimeout)",
+            peer);
       }
       RdmaCmEvent ev = ch.getCmEvent((int) Math.min(left, CM_WAIT_MS));
       if (ev == null) {
@@ -596,13 +704,15 @@ public final class VerbsProvider implements TransportProvider {
         return;
       }
       String name = eventName(type);
-      String hint = type == RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal()
-          ? ": nothing listens there or the peer refused (is it a Memwire verbs node?)"
-          : type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_ERROR.ordinal()
-              || type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_ERROR.ordinal()
-              ? ": no RDMA path to the peer's address" : "";
-      throw new TransferConnectionException("RDMA " + phase + " failed with " + name + hint, peer,
-          null);
+      String hint =
+          type == RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal()
+              ? ": nothing listens there or the peer refused (is it a Memwire verbs node?)"
+              : type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_ERROR.ordinal()
+                      || type == RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_ERROR.ordinal()
+                  ? ": no RDMA path to the peer's address"
+                  : "";
+      throw new TransferConnectionException(
+          "RDMA " + phase + " failed with " + name + hint, peer, null);
     }
   }
 
@@ -778,8 +888,12 @@ public final class VerbsProvider implements TransportProvider {
     if (auth.admit(from instanceof InetSocketAddress ? (InetSocketAddress) from : null)) {
       return true;
     }
-    LOG.warn("refused an RDMA connect request from {} on {}: no authenticated handshake "
-        + "announced it ({} is set)", from, localAddress, TransferConfig.AUTH_SECRET);
+    LOG.warn(
+        "refused an RDMA connect request from {} on {}: no authenticated handshake "
+            + "announced it ({} is set)",
+        from,
+        localAddress,
+        TransferConfig.AUTH_SECRET);
     destroyQuietly(peerId);
     return false;
   }
@@ -882,8 +996,8 @@ public final class VerbsProvider implements TransportProvider {
     }
     connector.shutdown();
     try {
-      if (!connector.awaitTermination(config.connectTimeout().toMillis() + 5000,
-          TimeUnit.MILLISECONDS)) {
+      if (!connector.awaitTermination(
+          config.connectTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS)) {
         connector.shutdownNow();
       }
     } catch (InterruptedException e) {
@@ -909,8 +1023,10 @@ public final class VerbsProvider implements TransportProvider {
       leftover++;
     }
     if (leftover > 0) {
-      LOG.warn("verbs provider on {} deregistered {} regions its node had not closed",
-          localAddress, leftover);
+      LOG.warn(
+          "verbs provider on {} deregistered {} regions its node had not closed",
+          localAddress,
+          leftover);
     }
     deallocQuietly(pd);
     LOG.debug("verbs provider on {} stopped: {}", localAddress, counters());

@@ -25,7 +25,12 @@ final class VerbsRegistration implements ProviderRegistration {
   private final AtomicBoolean deregistered = new AtomicBoolean();
 
   /** {@code afterRelease} frees provider-owned memory (a private copy), or is null. */
-  VerbsRegistration(VerbsProvider provider, IbvMr mr, long address, int length, boolean remote,
+  VerbsRegistration(
+      VerbsProvider provider,
+      IbvMr mr,
+      long address,
+      int length,
+      boolean remote,
       Runnable afterRelease) {
     this.afterRelease = afterRelease;
     this.provider = provider;
@@ -84,8 +89,11 @@ final class VerbsRegistration implements ProviderRegistration {
       }
       return true;
     } catch (IOException | RuntimeException e) {
-      LOG.error("ibv_dereg_mr of {} bytes at 0x{} failed; the memory is left allocated",
-          length, Long.toHexString(address), e);
+      LOG.error(
+          "ibv_dereg_mr of {} bytes at 0x{} failed; the memory is left allocated",
+          length,
+          Long.toHexString(address),
+          e);
       return false;
     }
   }

@@ -53,8 +53,8 @@ class RegisteredAllocatorTest {
     assertEquals(0, guards.allocatedBytes(), "the books are not decremented twice");
     IllegalStateException r = assertThrows(IllegalStateException.class, u::retain);
     assertTrue(r.getMessage().contains("retain of released unit"), r.getMessage());
-    IllegalStateException use = assertThrows(IllegalStateException.class,
-        () -> u.ensureLive("nioBuffer()"));
+    IllegalStateException use =
+        assertThrows(IllegalStateException.class, () -> u.ensureLive("nioBuffer()"));
     assertTrue(use.getMessage().startsWith("nioBuffer() of released"), use.getMessage());
   }
 
@@ -86,7 +86,8 @@ class RegisteredAllocatorTest {
     RegisteredAllocator root = RegisteredAllocator.root("node", false);
     RegisteredAllocator dir = root.newChild("shuffle-directory");
     AtomicInteger frees = new AtomicInteger();
-    MemoryUnit kept = dir.allocate(262_144, "directory chunk 0 of shuffle 3", frees::incrementAndGet);
+    MemoryUnit kept =
+        dir.allocate(262_144, "directory chunk 0 of shuffle 3", frees::incrementAndGet);
     MemoryUnit done = dir.allocate(100, "other", () -> {});
     done.release();
     dir.close();
@@ -98,16 +99,18 @@ class RegisteredAllocatorTest {
     assertEquals(262_144, r.bytes());
     assertEquals(List.of(kept), r.units());
     String text = r.toString();
-    assertTrue(text.contains("'node/shuffle-directory' closed with 1 live units (262144 bytes)"),
-        text);
+    assertTrue(
+        text.contains("'node/shuffle-directory' closed with 1 live units (262144 bytes)"), text);
     assertTrue(text.contains("directory chunk 0 of shuffle 3"), text);
-    assertTrue(text.contains(RegisteredAllocator.STACKS_PROPERTY), "says how to get stacks: " + text);
+    assertTrue(
+        text.contains(RegisteredAllocator.STACKS_PROPERTY), "says how to get stacks: " + text);
     assertNull(kept.allocationStack(), "stacks are off by default");
 
-    IllegalStateException e = assertThrows(IllegalStateException.class,
-        () -> dir.allocate(1, "late", () -> {}));
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> dir.allocate(1, "late", () -> {}));
     assertTrue(e.getMessage().contains("'node/shuffle-directory' is closed"), e.getMessage());
-    assertTrue(root.toVerboseString().contains("directory chunk 0 of shuffle 3"),
+    assertTrue(
+        root.toVerboseString().contains("directory chunk 0 of shuffle 3"),
         "a leaking child stays in the dump: " + root.toVerboseString());
 
     // A leaked unit stays valid; its late release frees it and clears the books.
@@ -138,8 +141,8 @@ class RegisteredAllocatorTest {
       System.clearProperty(RegisteredAllocator.STACKS_PROPERTY);
       assertFalse(RegisteredAllocator.root("off").recordsStacks(), "off by default");
       System.setProperty(RegisteredAllocator.STACKS_PROPERTY, "yes");
-      RuntimeException e = assertThrows(RuntimeException.class,
-          () -> RegisteredAllocator.root("bad"));
+      RuntimeException e =
+          assertThrows(RuntimeException.class, () -> RegisteredAllocator.root("bad"));
       assertTrue(e.getMessage().contains("memwire.memory.allocationStacks=yes"), e.getMessage());
     } finally {
       if (old == null) {
@@ -191,8 +194,10 @@ class RegisteredAllocatorTest {
     assertTrue(dump.startsWith("allocator 'node': 4096 bytes in 1 units, peak 4096 bytes"), dump);
     assertTrue(dump.contains("  allocator 'read-pool': 4096 bytes in 1 units"), dump);
     assertTrue(dump.contains("  allocator 'flight-guards': 0 bytes in 0 units"), dump);
-    assertTrue(dump.contains("(read destination, 4096 bytes, refCnt=1) of allocator "
-        + "'node/read-pool'"), dump);
+    assertTrue(
+        dump.contains(
+            "(read destination, 4096 bytes, refCnt=1) of allocator " + "'node/read-pool'"),
+        dump);
     u.release();
     assertFalse(root.toVerboseString().contains("read destination"));
     root.close();

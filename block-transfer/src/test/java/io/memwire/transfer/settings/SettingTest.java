@@ -27,17 +27,23 @@ class SettingTest {
     assertEquals("90s", Setting.millisText(90_000));
     assertEquals("10min", Setting.millisText(600_000));
     assertEquals("24h", Setting.millisText(86_400_000));
-    Setting<Duration> d = Setting.key("t").doc("x").since("0.1.0")
-        .duration(250, 7_200_000, "0 = never").withDefault("1s");
+    Setting<Duration> d =
+        Setting.key("t")
+            .doc("x")
+            .since("0.1.0")
+            .duration(250, 7_200_000, "0 = never")
+            .withDefault("1s");
     assertEquals("250ms to 2h; 0 = never", d.rangeText());
     assertEquals(Duration.ofSeconds(1), d.defaultValue());
   }
 
   @Test
   void aDefaultOutsideItsRangeIsADeclarationError() {
-    assertThrows(TransferConfigException.class,
+    assertThrows(
+        TransferConfigException.class,
         () -> Setting.key("n").doc("x").since("0.1.0").count(1, 8).withDefault("9"));
-    assertThrows(IllegalStateException.class,
+    assertThrows(
+        IllegalStateException.class,
         () -> Setting.key("n").since("0.1.0").count(1, 8).withDefault("2"));
   }
 
@@ -46,20 +52,25 @@ class SettingTest {
     Setting<Boolean> b = Setting.key("flag").doc("x").since("0.1.0").bool().withDefault("false");
     assertEquals(Boolean.TRUE, b.valueIn(Map.of("p.flag", " TRUE "), "p."));
     assertEquals(Boolean.FALSE, b.valueIn(Map.of("q.flag", "true"), "p."));
-    assertTrue(assertThrows(TransferConfigException.class,
-        () -> b.valueIn(Map.of("p.flag", "yes"), "p.")).getMessage()
-        .contains("p.flag=yes is not true or false"));
-    Setting<Long> s = Setting.key("size").doc("x").since("0.1.0").bytes(1024, 1 << 20)
-        .withDefault("4k");
-    assertTrue(assertThrows(TransferConfigException.class, () -> s.parse("p.", "lots"))
-        .getMessage().contains("p.size=lots is not a size"));
+    assertTrue(
+        assertThrows(TransferConfigException.class, () -> b.valueIn(Map.of("p.flag", "yes"), "p."))
+            .getMessage()
+            .contains("p.flag=yes is not true or false"));
+    Setting<Long> s =
+        Setting.key("size").doc("x").since("0.1.0").bytes(1024, 1 << 20).withDefault("4k");
+    assertTrue(
+        assertThrows(TransferConfigException.class, () -> s.parse("p.", "lots"))
+            .getMessage()
+            .contains("p.size=lots is not a size"));
   }
 
   @Test
   void unknownKeysUnderThePrefixAreRefused() {
     Settings.refuseUnknown(Map.of("p.a", "1", "other.b", "2"), "p.", java.util.List.of("a"));
-    TransferConfigException e = assertThrows(TransferConfigException.class,
-        () -> Settings.refuseUnknown(Map.of("p.b", "1"), "p.", java.util.List.of("a")));
+    TransferConfigException e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> Settings.refuseUnknown(Map.of("p.b", "1"), "p.", java.util.List.of("a")));
     assertTrue(e.getMessage().startsWith("unknown configuration key p.b"), e.getMessage());
   }
 
@@ -70,19 +81,21 @@ class SettingTest {
     assertEquals("0 to 1000000", TransportSettings.VERBS_CQ_SPIN_MICROS.rangeText());
     assertEquals(Optional.empty(), withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, null));
     assertEquals(Optional.of(50L), withProperty(TransportSettings.VERBS_CQ_SPIN_MICROS, null));
-    assertEquals(Optional.of(1L << 20),
-        withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, "1m"));
-    for (Setting<Long> s : java.util.List.of(TransportSettings.TCP_SENDFILE_MIN_BYTES,
-        TransportSettings.VERBS_CQ_SPIN_MICROS)) {
+    assertEquals(
+        Optional.of(1L << 20), withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, "1m"));
+    for (Setting<Long> s :
+        java.util.List.of(
+            TransportSettings.TCP_SENDFILE_MIN_BYTES, TransportSettings.VERBS_CQ_SPIN_MICROS)) {
       long min = s.min().getAsLong();
       long max = s.max().getAsLong();
       assertEquals(Optional.of(min), withProperty(s, Long.toString(min)));
       assertEquals(Optional.of(max), withProperty(s, Long.toString(max)));
       for (long bad : new long[] {min - 1, max + 1}) {
-        TransferConfigException e = assertThrows(TransferConfigException.class,
-            () -> withProperty(s, Long.toString(bad)));
-        assertTrue(e.getMessage().startsWith(s.name() + "=" + bad + " is out of range: "
-            + s.rangeText()), e.getMessage());
+        TransferConfigException e =
+            assertThrows(TransferConfigException.class, () -> withProperty(s, Long.toString(bad)));
+        assertTrue(
+            e.getMessage().startsWith(s.name() + "=" + bad + " is out of range: " + s.rangeText()),
+            e.getMessage());
       }
     }
   }
@@ -94,8 +107,8 @@ class SettingTest {
     System.setProperty(key, "-5");
     try {
       TransferConfig tcp = TransferConfig.builder().provider(ProviderKind.TCP).build();
-      TransferConfigException e = assertThrows(TransferConfigException.class,
-          () -> TransferNode.start(tcp).close());
+      TransferConfigException e =
+          assertThrows(TransferConfigException.class, () -> TransferNode.start(tcp).close());
       assertTrue(e.getMessage().contains(key + "=-5 is out of range: 0 to 2g-1"), e.getMessage());
     } finally {
       if (old == null) {

@@ -34,8 +34,13 @@ class AbstractProviderConnectionTest {
     volatile TransferException cause;
 
     CountingRead() {
-      super(new RegionDescriptor(ProviderKind.TCP, PEER, 1, 4096, 8192), 4096, 16,
-          ByteBuffer.allocateDirect(16), 0, 0);
+      super(
+          new RegionDescriptor(ProviderKind.TCP, PEER, 1, 4096, 8192),
+          4096,
+          16,
+          ByteBuffer.allocateDirect(16),
+          0,
+          0);
     }
 
     @Override
@@ -119,10 +124,13 @@ class AbstractProviderConnectionTest {
     assertEquals(1, late.ends.get(), "a read posted after the failure fails at once");
     assertSame(first, late.cause);
 
-    Thread b = new Thread(() -> c.fail(new TransferConnectionException("second", PEER, null)),
-        "second-failer");
+    Thread b =
+        new Thread(
+            () -> c.fail(new TransferConnectionException("second", PEER, null)), "second-failer");
     b.start();
-    InMemoryTransport.awaitCondition(() -> b.getState() == Thread.State.TIMED_WAITING, WAIT,
+    InMemoryTransport.awaitCondition(
+        () -> b.getState() == Thread.State.TIMED_WAITING,
+        WAIT,
         () -> "the second caller did not wait for the first: " + b.getState());
 
     c.mayFinish.countDown();

@@ -21,9 +21,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A serving node in a child JVM that exhausts a resource on command, for {@link
- * TcpResourceExhaustionTest}. Talks over stdin/stdout, one line per message:
- * prints {@code READY <base64 RemoteRegion>}, then {@code FULL <amount>} once the resource is
- * exhausted; answers {@code counters}, {@code release} and {@code exit}.
+ * TcpResourceExhaustionTest}. Talks over stdin/stdout, one line per message: prints {@code READY
+ * <base64 RemoteRegion>}, then {@code FULL <amount>} once the resource is exhausted; answers {@code
+ * counters}, {@code release} and {@code exit}.
  */
 public final class ExhaustionChild {
   static final int REGION_SIZE = 64 << 10;
@@ -37,17 +37,29 @@ public final class ExhaustionChild {
   }
 
   private static void warmUp(TransferNode node, MemoryRegion region) throws Exception {
-    try (TransferNode self = TransferNode.start(TransferConfig.builder()
-        .provider(ProviderKind.TCP).bindAddress("127.0.0.1").ioThreads(1).build())) {
-      self.connection(node.localAddress()).read(ReadRequest.of(region.remote(), 0, 100))
-          .get(30, TimeUnit.SECONDS).release();
+    try (TransferNode self =
+        TransferNode.start(
+            TransferConfig.builder()
+                .provider(ProviderKind.TCP)
+                .bindAddress("127.0.0.1")
+                .ioThreads(1)
+                .build())) {
+      self.connection(node.localAddress())
+          .read(ReadRequest.of(region.remote(), 0, 100))
+          .get(30, TimeUnit.SECONDS)
+          .release();
     }
   }
 
   public static void main(String[] args) throws Exception {
     String mode = args[0];
-    TransferNode node = TransferNode.start(TransferConfig.builder().provider(ProviderKind.TCP)
-        .bindAddress("127.0.0.1").ioThreads(1).build());
+    TransferNode node =
+        TransferNode.start(
+            TransferConfig.builder()
+                .provider(ProviderKind.TCP)
+                .bindAddress("127.0.0.1")
+                .ioThreads(1)
+                .build());
     ByteBuffer buf = ByteBuffer.allocateDirect(REGION_SIZE);
     buf.put(data()).flip();
     MemoryRegion region = node.register(buf);
@@ -81,18 +93,27 @@ public final class ExhaustionChild {
       }
       System.out.println("FULL " + total);
     }
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
       switch (line) {
-        case "counters": {
-          Map<String, Long> m = node.stats().asMap();
-          long alive = Thread.getAllStackTraces().keySet().stream()
-              .filter(t -> t.getName().startsWith("memwire-tcp-") && t.isAlive()).count();
-          System.out.println("COUNTERS " + m.getOrDefault("acceptFailures", -1L) + " "
-              + m.getOrDefault("loopErrors", -1L) + " " + alive);
-          break;
-        }
+        case "counters":
+          {
+            Map<String, Long> m = node.stats().asMap();
+            long alive =
+                Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().startsWith("memwire-tcp-") && t.isAlive())
+                    .count();
+            System.out.println(
+                "COUNTERS "
+                    + m.getOrDefault("acceptFailures", -1L)
+                    + " "
+                    + m.getOrDefault("loopErrors", -1L)
+                    + " "
+                    + alive);
+            break;
+          }
         case "release":
           for (Closeable c : files) {
             c.close();

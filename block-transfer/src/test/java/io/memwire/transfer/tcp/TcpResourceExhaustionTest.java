@@ -17,7 +17,6 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -44,17 +43,21 @@ class TcpResourceExhaustionTest {
     Child(List<String> command) throws IOException {
       process = new ProcessBuilder(command).redirectErrorStream(true).start();
       toChild = new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8);
-      Thread reader = new Thread(() -> {
-        try (BufferedReader r = new BufferedReader(
-            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-          String l;
-          while ((l = r.readLine()) != null) {
-            lines.add(l);
-          }
-        } catch (IOException ignored) {
-          // the child is gone
-        }
-      }, "exhaustion-child-output");
+      Thread reader =
+          new Thread(
+              () -> {
+                try (BufferedReader r =
+                    new BufferedReader(
+                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                  String l;
+                  while ((l = r.readLine()) != null) {
+                    lines.add(l);
+                  }
+                } catch (IOException ignored) {
+                  // the child is gone
+                }
+              },
+              "exhaustion-child-output");
       reader.setDaemon(true);
       reader.start();
     }
@@ -65,8 +68,9 @@ class TcpResourceExhaustionTest {
       while (true) {
         long left = deadline - System.nanoTime();
         String l = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
-        assertNotNull(l, "child did not print " + prefix + " within " + seconds + " s; output:\n"
-            + transcript);
+        assertNotNull(
+            l,
+            "child did not print " + prefix + " within " + seconds + " s; output:\n" + transcript);
         if (!l.startsWith("COUNTERS")) {
           transcript.append(l).append('\n');
         }
@@ -108,17 +112,22 @@ class TcpResourceExhaustionTest {
       throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (child.counters()[index] < 1) {
-      assertTrue(System.nanoTime() < deadline, "child never counted " + what + "; output:\n"
-          + child.transcript);
+      assertTrue(
+          System.nanoTime() < deadline,
+          "child never counted " + what + "; output:\n" + child.transcript);
       Thread.sleep(100);
     }
   }
 
   private static void assertReadsCorrectBytes(RemoteRegion region) throws Exception {
-    try (TransferNode reader = TransferNode.start(TransferConfig.builder()
-        .provider(ProviderKind.TCP).bindAddress("127.0.0.1").build())) {
-      TransferBuffer b = reader.connection(region.node())
-          .read(ReadRequest.of(region, 0, ExhaustionChild.REGION_SIZE)).get(60, TimeUnit.SECONDS);
+    try (TransferNode reader =
+        TransferNode.start(
+            TransferConfig.builder().provider(ProviderKind.TCP).bindAddress("127.0.0.1").build())) {
+      TransferBuffer b =
+          reader
+              .connection(region.node())
+              .read(ReadRequest.of(region, 0, ExhaustionChild.REGION_SIZE))
+              .get(60, TimeUnit.SECONDS);
       byte[] got = new byte[ExhaustionChild.REGION_SIZE];
       b.nioBuffer().get(got);
       b.release();
@@ -141,11 +150,12 @@ class TcpResourceExhaustionTest {
   @Test
   void listenerKeepsAcceptingAfterFileDescriptorsRunOut() throws Exception {
     // ulimit in a shell that then becomes the JVM, so only the child has the low limit.
-    List<String> cmd = new ArrayList<>(List.of("bash", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""));
+    List<String> cmd =
+        new ArrayList<>(List.of("bash", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""));
     cmd.addAll(java(List.of("-Xmx256m"), "fds"));
     try (Child child = new Child(cmd)) {
-      RemoteRegion region = RemoteRegion.fromBytes(
-          Base64.getDecoder().decode(child.expect("READY", 60)));
+      RemoteRegion region =
+          RemoteRegion.fromBytes(Base64.getDecoder().decode(child.expect("READY", 60)));
       child.expect("FULL", 60);
       List<Socket> waiting = connectSome(region, 3);
       awaitCounter(child, 0, "acceptFailures");
@@ -163,10 +173,10 @@ class TcpResourceExhaustionTest {
 
   @Test
   void ioThreadSurvivesDirectMemoryExhaustion() throws Exception {
-    try (Child child = new Child(java(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=8m"),
-        "direct"))) {
-      RemoteRegion region = RemoteRegion.fromBytes(
-          Base64.getDecoder().decode(child.expect("READY", 60)));
+    try (Child child =
+        new Child(java(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=8m"), "direct"))) {
+      RemoteRegion region =
+          RemoteRegion.fromBytes(Base64.getDecoder().decode(child.expect("READY", 60)));
       child.expect("FULL", 120);
       List<Socket> connected = connectSome(region, 3);
       awaitCounter(child, 1, "loopErrors (an OutOfMemoryError survived)");

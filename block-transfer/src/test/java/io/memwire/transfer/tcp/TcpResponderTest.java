@@ -86,7 +86,12 @@ class TcpResponderTest {
 
   private static byte[] request(byte type, long length, long id, long key, long address) {
     ByteBuffer b = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-    b.put(type).put((byte) 0).putShort((short) 0).putInt((int) length).putLong(id).putLong(key)
+    b.put(type)
+        .put((byte) 0)
+        .putShort((short) 0)
+        .putInt((int) length)
+        .putLong(id)
+        .putLong(key)
         .putLong(address);
     return b.array();
   }
@@ -108,11 +113,15 @@ class TcpResponderTest {
     assertStillServes(server, region, data, tcp());
   }
 
-  private void assertStillServes(TransferNode server, MemoryRegion region, byte[] data,
-      TransferConfig.Builder readerConfig) throws Exception {
+  private void assertStillServes(
+      TransferNode server, MemoryRegion region, byte[] data, TransferConfig.Builder readerConfig)
+      throws Exception {
     TransferNode reader = node(readerConfig);
-    TransferBuffer b = reader.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, 1000)).get(30, TimeUnit.SECONDS);
+    TransferBuffer b =
+        reader
+            .connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, 1000))
+            .get(30, TimeUnit.SECONDS);
     byte[] got = new byte[1000];
     b.nioBuffer().get(got);
     b.release();
@@ -159,7 +168,9 @@ class TcpResponderTest {
     System.arraycopy(data, 8, want, 0, 16);
     assertArrayEquals(want, got);
     // 2, 3, 4: errors with their status
-    byte[] statuses = {Wire.STATUS_INVALID_REQUEST, Wire.STATUS_UNKNOWN_KEY, Wire.STATUS_OUT_OF_BOUNDS};
+    byte[] statuses = {
+      Wire.STATUS_INVALID_REQUEST, Wire.STATUS_UNKNOWN_KEY, Wire.STATUS_OUT_OF_BOUNDS
+    };
     for (int i = 0; i < 3; i++) {
       assertEquals(Wire.TYPE_ERROR, in.readByte());
       assertEquals(statuses[i], in.readByte());
@@ -196,8 +207,9 @@ class TcpResponderTest {
 
     // A read longer than the frame limit.
     Socket oversized = rawClient(server);
-    oversized.getOutputStream().write(
-        request(Wire.TYPE_READ, 0xFFFFFFF0L, 1, d.key(), d.address()));
+    oversized
+        .getOutputStream()
+        .write(request(Wire.TYPE_READ, 0xFFFFFFF0L, 1, d.key(), d.address()));
     assertClosedByServer(oversized);
 
     // Half a request, then the client vanishes.
@@ -216,20 +228,24 @@ class TcpResponderTest {
     MemoryRegion region = register(server, data);
 
     TransferNode good = node(tcp().authSecret("s3cret"));
-    TransferBuffer b = good.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, 4096)).get(30, TimeUnit.SECONDS);
+    TransferBuffer b =
+        good.connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, 4096))
+            .get(30, TimeUnit.SECONDS);
     b.release();
 
     TransferNode none = node(tcp());
-    TransferConnectionException noSecret = assertThrows(TransferConnectionException.class,
-        () -> none.connection(server.localAddress()));
+    TransferConnectionException noSecret =
+        assertThrows(
+            TransferConnectionException.class, () -> none.connection(server.localAddress()));
     assertTrue(noSecret.getMessage().contains("requires authentication"), noSecret.getMessage());
 
     TransferNode wrong = node(tcp().authSecret("guess"));
-    TransferConnectionException wrongSecret = assertThrows(TransferConnectionException.class,
-        () -> wrong.connection(server.localAddress()));
-    assertTrue(wrongSecret.getMessage().contains("authentication failed"),
-        wrongSecret.getMessage());
+    TransferConnectionException wrongSecret =
+        assertThrows(
+            TransferConnectionException.class, () -> wrong.connection(server.localAddress()));
+    assertTrue(
+        wrongSecret.getMessage().contains("authentication failed"), wrongSecret.getMessage());
 
     // A server without a secret is refused by a client that has one.
     TransferNode open = node(tcp());
@@ -256,27 +272,33 @@ class TcpResponderTest {
   @Test
   void aPeerThatStopsAnsweringTimesOutAndFailsTheConnection() throws Exception {
     try (ServerSocket silent = new ServerSocket(0, 10, InetAddress.getLoopbackAddress())) {
-      CompletableFuture<Void> accepted = CompletableFuture.runAsync(() -> {
-        try {
-          Socket s = silent.accept();
-          closeables.add(s);
-          DataInputStream in = new DataInputStream(s.getInputStream());
-          in.readFully(new byte[Handshake.HELLO_SIZE]);
-          OutputStream os = s.getOutputStream();
-          os.write(Handshake.challenge(Handshake.STATUS_OK, false, Handshake.nonce(), null).array());
-          os.write(Handshake.welcome(Handshake.STATUS_OK).array());
-          // then never answer a request
-        } catch (IOException e) {
-          throw new RuntimeException(e);
-        }
-      });
+      CompletableFuture<Void> accepted =
+          CompletableFuture.runAsync(
+              () -> {
+                try {
+                  Socket s = silent.accept();
+                  closeables.add(s);
+                  DataInputStream in = new DataInputStream(s.getInputStream());
+                  in.readFully(new byte[Handshake.HELLO_SIZE]);
+                  OutputStream os = s.getOutputStream();
+                  os.write(
+                      Handshake.challenge(Handshake.STATUS_OK, false, Handshake.nonce(), null)
+                          .array());
+                  os.write(Handshake.welcome(Handshake.STATUS_OK).array());
+                  // then never answer a request
+                } catch (IOException e) {
+                  throw new RuntimeException(e);
+                }
+              });
       TransferNode client = node(tcp().readTimeout(Duration.ofMillis(500)));
-      InetSocketAddress peer = new InetSocketAddress(silent.getInetAddress(), silent.getLocalPort());
+      InetSocketAddress peer =
+          new InetSocketAddress(silent.getInetAddress(), silent.getLocalPort());
       RegionDescriptor d = new RegionDescriptor(ProviderKind.TCP, peer, 42, 4096, 1 << 20);
       long start = System.nanoTime();
       CompletableFuture<TransferBuffer> f =
           client.connection(peer).read(ReadRequest.of(d, 0, 1000));
-      ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+      ExecutionException e =
+          assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
       long ms = (System.nanoTime() - start) / 1_000_000;
       assertInstanceOf(TransferTimeoutException.class, e.getCause());
       assertTrue(ms >= 400, "timed out after " + ms + " ms, before its deadline");
@@ -290,38 +312,46 @@ class TcpResponderTest {
   @Test
   void aPeerKilledMidResponseFailsReadsWithAConnectionError() throws Exception {
     try (ServerSocket dying = new ServerSocket(0, 10, InetAddress.getLoopbackAddress())) {
-      CompletableFuture<Void> serverSide = CompletableFuture.runAsync(() -> {
-        try {
-          Socket s = dying.accept();
-          DataInputStream in = new DataInputStream(s.getInputStream());
-          in.readFully(new byte[Handshake.HELLO_SIZE]);
-          OutputStream os = s.getOutputStream();
-          os.write(Handshake.challenge(Handshake.STATUS_OK, false, Handshake.nonce(), null).array());
-          os.write(Handshake.welcome(Handshake.STATUS_OK).array());
-          byte[] req = new byte[Wire.REQUEST_SIZE];
-          in.readFully(req);
-          long id = ByteBuffer.wrap(req).getLong(8);
-          // Half a response, then a reset, as if the process died.
-          ByteBuffer h = ByteBuffer.allocate(Wire.RESPONSE_HEADER_SIZE);
-          h.put(Wire.TYPE_DATA).put((byte) 0).putShort((short) 0).putInt(1000).putLong(id);
-          os.write(h.array());
-          os.write(new byte[300]);
-          os.flush();
-          s.setSoLinger(true, 0);
-          s.close();
-        } catch (EOFException e) {
-          // the client gave up first: also fine for this test's assertions
-        } catch (IOException e) {
-          throw new RuntimeException(e);
-        }
-      });
+      CompletableFuture<Void> serverSide =
+          CompletableFuture.runAsync(
+              () -> {
+                try {
+                  Socket s = dying.accept();
+                  DataInputStream in = new DataInputStream(s.getInputStream());
+                  in.readFully(new byte[Handshake.HELLO_SIZE]);
+                  OutputStream os = s.getOutputStream();
+                  os.write(
+                      Handshake.challenge(Handshake.STATUS_OK, false, Handshake.nonce(), null)
+                          .array());
+                  os.write(Handshake.welcome(Handshake.STATUS_OK).array());
+                  byte[] req = new byte[Wire.REQUEST_SIZE];
+                  in.readFully(req);
+                  long id = ByteBuffer.wrap(req).getLong(8);
+                  // Half a response, then a reset, as if the process died.
+                  ByteBuffer h = ByteBuffer.allocate(Wire.RESPONSE_HEADER_SIZE);
+                  h.put(Wire.TYPE_DATA).put((byte) 0).putShort((short) 0).putInt(1000).putLong(id);
+                  os.write(h.array());
+                  os.write(new byte[300]);
+                  os.flush();
+                  s.setSoLinger(true, 0);
+                  s.close();
+                } catch (EOFException e) {
+                  // the client gave up first: also fine for this test's assertions
+                } catch (IOException e) {
+                  throw new RuntimeException(e);
+                }
+              });
       TransferNode client = node(tcp());
       InetSocketAddress peer = new InetSocketAddress(dying.getInetAddress(), dying.getLocalPort());
       RegionDescriptor d = new RegionDescriptor(ProviderKind.TCP, peer, 42, 4096, 1 << 20);
-      List<CompletableFuture<TransferBuffer>> fs = client.connection(peer)
-          .read(List.of(ReadRequest.of(d, 0, 1000), ReadRequest.of(d, 5000, 1000))).results();
+      List<CompletableFuture<TransferBuffer>> fs =
+          client
+              .connection(peer)
+              .read(List.of(ReadRequest.of(d, 0, 1000), ReadRequest.of(d, 5000, 1000)))
+              .results();
       for (CompletableFuture<TransferBuffer> f : fs) {
-        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+        ExecutionException e =
+            assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
         assertInstanceOf(TransferConnectionException.class, e.getCause());
       }
       serverSide.get(10, TimeUnit.SECONDS);
@@ -337,17 +367,23 @@ class TcpResponderTest {
     MemoryRegion region = register(server, data(4096));
     RegionDescriptor d = region.descriptors().get(0);
     region.close();
-    CompletableFuture<TransferBuffer> f = client.connection(server.localAddress())
-        .read(ReadRequest.of(d, 0, 10));
-    ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+    CompletableFuture<TransferBuffer> f =
+        client.connection(server.localAddress()).read(ReadRequest.of(d, 0, 10));
+    ExecutionException e =
+        assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
     RemoteAccessException rae = assertInstanceOf(RemoteAccessException.class, e.getCause());
     assertEquals(RemoteAccessException.Reason.REGION_CLOSED, rae.reason());
     RegionDescriptor unknown = new RegionDescriptor(ProviderKind.TCP, d.node(), 12345, 0, 100);
-    ExecutionException e2 = assertThrows(ExecutionException.class,
-        () -> client.connection(server.localAddress()).read(ReadRequest.of(unknown, 0, 10))
-            .get(30, TimeUnit.SECONDS));
-    assertEquals(RemoteAccessException.Reason.UNKNOWN_KEY,
-        ((RemoteAccessException) e2.getCause()).reason());
+    ExecutionException e2 =
+        assertThrows(
+            ExecutionException.class,
+            () ->
+                client
+                    .connection(server.localAddress())
+                    .read(ReadRequest.of(unknown, 0, 10))
+                    .get(30, TimeUnit.SECONDS));
+    assertEquals(
+        RemoteAccessException.Reason.UNKNOWN_KEY, ((RemoteAccessException) e2.getCause()).reason());
   }
 
   @Test
@@ -372,8 +408,10 @@ class TcpResponderTest {
   @Test
   void unreachableAddressReportsTheError() {
     TransferNode client = node(tcp().connectTimeout(Duration.ofMillis(500)));
-    TransferException e = assertThrows(TransferException.class,
-        () -> client.connection(new InetSocketAddress("127.0.0.1", 1)));
+    TransferException e =
+        assertThrows(
+            TransferException.class,
+            () -> client.connection(new InetSocketAddress("127.0.0.1", 1)));
     assertTrue(e.getMessage().contains("127.0.0.1:1"), e.getMessage());
   }
 }

@@ -43,8 +43,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The tcp responder under attack: connection floods over the cap, idle and never-reading peers,
- * bad handshakes, and I/O-thread errors. Each test waits on a condition with a deadline.
+ * The tcp responder under attack: connection floods over the cap, idle and never-reading peers, bad
+ * handshakes, and I/O-thread errors. Each test waits on a condition with a deadline.
  */
 class TcpRobustnessTest {
   private final List<TransferNode> nodes = new ArrayList<>();
@@ -86,7 +86,8 @@ class TcpRobustnessTest {
     return n.register(b);
   }
 
-  static void await(String what, long seconds, BooleanSupplier condition) throws InterruptedException {
+  static void await(String what, long seconds, BooleanSupplier condition)
+      throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
     while (!condition.getAsBoolean()) {
       assertTrue(System.nanoTime() < deadline, "not within " + seconds + " s: " + what);
@@ -101,11 +102,15 @@ class TcpRobustnessTest {
   }
 
   /** Reads [offset, offset + length) of {@code region} with a fresh reader and compares. */
-  void assertServes(RemoteRegion region, byte[] data, int offset, int length,
-      TransferConfig.Builder readerConfig) throws Exception {
+  void assertServes(
+      RemoteRegion region, byte[] data, int offset, int length, TransferConfig.Builder readerConfig)
+      throws Exception {
     TransferNode reader = node(readerConfig);
-    TransferBuffer b = reader.connection(region.node())
-        .read(ReadRequest.of(region, offset, length)).get(30, TimeUnit.SECONDS);
+    TransferBuffer b =
+        reader
+            .connection(region.node())
+            .read(ReadRequest.of(region, offset, length))
+            .get(30, TimeUnit.SECONDS);
     byte[] got = new byte[length];
     b.nioBuffer().get(got);
     b.release();
@@ -152,8 +157,13 @@ class TcpRobustnessTest {
 
   static byte[] request(long length, long id, long key, long address) {
     ByteBuffer b = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-    b.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt((int) length).putLong(id)
-        .putLong(key).putLong(address);
+    b.put(Wire.TYPE_READ)
+        .put((byte) 0)
+        .putShort((short) 0)
+        .putInt((int) length)
+        .putLong(id)
+        .putLong(key)
+        .putLong(address);
     return b.array();
   }
 
@@ -180,8 +190,9 @@ class TcpRobustnessTest {
       assertEquals(0, drainUntilClosed(s), "nothing after the refusal, then a close");
     }
     TransferNode late = node(tcp());
-    TransferConnectionException e = assertThrows(TransferConnectionException.class,
-        () -> late.connection(server.localAddress()));
+    TransferConnectionException e =
+        assertThrows(
+            TransferConnectionException.class, () -> late.connection(server.localAddress()));
     assertTrue(e.getMessage().contains("maxConnections"), e.getMessage());
     assertEquals(7, counter(server, "connectionsRefused"));
     assertEquals(4, counter(server, "servingSessions"));
@@ -215,8 +226,11 @@ class TcpRobustnessTest {
     first.read(ReadRequest.of(region.remote(), 0, 10)).get(30, TimeUnit.SECONDS).release();
     await("reader's connection closed as idle", 20, () -> counter(server, "idleClosed") == 2);
     await("reader notices the close", 20, () -> !first.isOpen());
-    TransferBuffer b = reader.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 0, 4096)).get(30, TimeUnit.SECONDS);
+    TransferBuffer b =
+        reader
+            .connection(server.localAddress())
+            .read(ReadRequest.of(region.remote(), 0, 4096))
+            .get(30, TimeUnit.SECONDS);
     byte[] got = new byte[4096];
     b.nioBuffer().get(got);
     b.release();
@@ -273,8 +287,11 @@ class TcpRobustnessTest {
     // Many large reads through a reader that drains as it goes: progress, so no timeout.
     TransferNode reader = node(tcp().maxTransferSize(1 << 20));
     for (int i = 0; i < 8; i++) {
-      TransferBuffer b = reader.connection(server.localAddress())
-          .read(ReadRequest.of(region.remote(), 0, size)).get(30, TimeUnit.SECONDS);
+      TransferBuffer b =
+          reader
+              .connection(server.localAddress())
+              .read(ReadRequest.of(region.remote(), 0, size))
+              .get(30, TimeUnit.SECONDS);
       byte[] got = new byte[size];
       b.nioBuffer().get(got);
       b.release();
@@ -317,20 +334,30 @@ class TcpRobustnessTest {
 
   @Test
   void newSettingsAreValidatedNamingTheKey() {
-    TransferConfigException e = assertThrows(TransferConfigException.class,
-        () -> TransferConfig.fromProperties(Map.of("m.maxConnections", "0"), "m."));
+    TransferConfigException e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> TransferConfig.fromProperties(Map.of("m.maxConnections", "0"), "m."));
     assertTrue(e.getMessage().contains("m.maxConnections"), e.getMessage());
-    e = assertThrows(TransferConfigException.class,
-        () -> TransferConfig.fromProperties(Map.of("m.maxConnections", "4294967297"), "m."));
+    e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> TransferConfig.fromProperties(Map.of("m.maxConnections", "4294967297"), "m."));
     assertTrue(e.getMessage().contains("m.maxConnections"), e.getMessage());
-    e = assertThrows(TransferConfigException.class,
-        () -> TransferConfig.fromProperties(Map.of("m.idleTimeout", "10ms"), "m."));
+    e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> TransferConfig.fromProperties(Map.of("m.idleTimeout", "10ms"), "m."));
     assertTrue(e.getMessage().contains("m.idleTimeout"), e.getMessage());
-    e = assertThrows(TransferConfigException.class,
-        () -> TransferConfig.fromProperties(Map.of("m.writeTimeout", "2h"), "m."));
+    e =
+        assertThrows(
+            TransferConfigException.class,
+            () -> TransferConfig.fromProperties(Map.of("m.writeTimeout", "2h"), "m."));
     assertTrue(e.getMessage().contains("m.writeTimeout"), e.getMessage());
-    TransferConfig c = TransferConfig.fromProperties(Map.of("m.maxConnections", "10",
-        "m.idleTimeout", "5s", "m.writeTimeout", "250ms"), "m.");
+    TransferConfig c =
+        TransferConfig.fromProperties(
+            Map.of("m.maxConnections", "10", "m.idleTimeout", "5s", "m.writeTimeout", "250ms"),
+            "m.");
     assertEquals(10, c.maxConnections());
     assertEquals(Duration.ofSeconds(5), c.idleTimeout());
     assertEquals(Duration.ofMillis(250), c.writeTimeout());
@@ -349,43 +376,51 @@ class TcpRobustnessTest {
     CompletableFuture<Exception> badClosed = new CompletableFuture<>();
     CountDownLatch goodRead = new CountDownLatch(1);
     AtomicReference<Exception> goodClosed = new AtomicReference<>();
-    loop.execute(() -> {
-      try {
-        bad.source().configureBlocking(false);
-        good.source().configureBlocking(false);
-        loop.register(bad.source(), SelectionKey.OP_READ, new EventLoop.Handler() {
-          @Override
-          public void ready(SelectionKey key) {
-            throw new OutOfMemoryError("Cannot reserve 16384 bytes of direct buffer memory");
-          }
+    loop.execute(
+        () -> {
+          try {
+            bad.source().configureBlocking(false);
+            good.source().configureBlocking(false);
+            loop.register(
+                bad.source(),
+                SelectionKey.OP_READ,
+                new EventLoop.Handler() {
+                  @Override
+                  public void ready(SelectionKey key) {
+                    throw new OutOfMemoryError(
+                        "Cannot reserve 16384 bytes of direct buffer memory");
+                  }
 
-          @Override
-          public void closeOnLoop(Exception cause) {
-            try {
-              bad.source().close();
-            } catch (IOException ignored) {
-              // test
-            }
-            badClosed.complete(cause);
+                  @Override
+                  public void closeOnLoop(Exception cause) {
+                    try {
+                      bad.source().close();
+                    } catch (IOException ignored) {
+                      // test
+                    }
+                    badClosed.complete(cause);
+                  }
+                });
+            loop.register(
+                good.source(),
+                SelectionKey.OP_READ,
+                new EventLoop.Handler() {
+                  @Override
+                  public void ready(SelectionKey key) throws IOException {
+                    if (good.source().read(ByteBuffer.allocate(8)) > 0) {
+                      goodRead.countDown();
+                    }
+                  }
+
+                  @Override
+                  public void closeOnLoop(Exception cause) {
+                    goodClosed.set(cause);
+                  }
+                });
+          } catch (IOException e) {
+            throw new RuntimeException(e);
           }
         });
-        loop.register(good.source(), SelectionKey.OP_READ, new EventLoop.Handler() {
-          @Override
-          public void ready(SelectionKey key) throws IOException {
-            if (good.source().read(ByteBuffer.allocate(8)) > 0) {
-              goodRead.countDown();
-            }
-          }
-
-          @Override
-          public void closeOnLoop(Exception cause) {
-            goodClosed.set(cause);
-          }
-        });
-      } catch (IOException e) {
-        throw new RuntimeException(e);
-      }
-    });
     bad.sink().write(ByteBuffer.wrap(new byte[] {1}));
     Exception cause = badClosed.get(20, TimeUnit.SECONDS);
     assertTrue(cause.getCause() instanceof OutOfMemoryError, String.valueOf(cause));

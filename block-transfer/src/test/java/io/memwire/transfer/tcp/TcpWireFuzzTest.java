@@ -9,7 +9,10 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.Size;
 import net.jqwik.api.lifecycle.AfterContainer;
 
-/** Fuzzing of the tcp wire decoders (see {@link TcpWireFuzzing}). The default-suite run: a fixed seed and modest tries, so it is fast and repeatable. */
+/**
+ * Fuzzing of the tcp wire decoders (see {@link TcpWireFuzzing}). The default-suite run: a fixed
+ * seed and modest tries, so it is fast and repeatable.
+ */
 class TcpWireFuzzTest extends TcpWireFuzzing {
 
   @AfterContainer
@@ -28,13 +31,14 @@ class TcpWireFuzzTest extends TcpWireFuzzing {
       @ForAll short flags,
       @ForAll("frameLists") List<Frame> frames,
       @ForAll("flips") List<long[]> mutations,
-      @ForAll("splits") long split) throws Exception {
+      @ForAll("splits") long split)
+      throws Exception {
     checkStream(badMagic, version, flags, frames, mutations, split);
   }
 
   @Property(tries = 60, seed = "20261202")
-  void onlyTheRightProofAuthenticates(@ForAll boolean clientFlag,
-      @ForAll("flips") List<long[]> proofMutations) throws Exception {
+  void onlyTheRightProofAuthenticates(
+      @ForAll boolean clientFlag, @ForAll("flips") List<long[]> proofMutations) throws Exception {
     checkAuth(clientFlag, proofMutations);
   }
 
@@ -50,24 +54,28 @@ class TcpWireFuzzTest extends TcpWireFuzzing {
       @ForAll("rareFlips") List<long[]> handshakeFlips,
       @ForAll("flips") List<long[]> headerFlips,
       @ForAll("splits") long cutPoint,
-      @ForAll boolean cut) throws Exception {
+      @ForAll boolean cut)
+      throws Exception {
     checkClient(reads, handshakeFlips, headerFlips, cutPoint, cut);
   }
 
   @Provide
   Arbitrary<List<long[]>> rareFlips() {
-    return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(5, Arbitraries.just(List.of())),
+    return Arbitraries.frequencyOf(
+        net.jqwik.api.Tuple.of(5, Arbitraries.just(List.of())),
         net.jqwik.api.Tuple.of(1, mutations()));
   }
 
   @Provide
   Arbitrary<Boolean> magic() {
-    return Arbitraries.frequency(net.jqwik.api.Tuple.of(1, true), net.jqwik.api.Tuple.of(15, false));
+    return Arbitraries.frequency(
+        net.jqwik.api.Tuple.of(1, true), net.jqwik.api.Tuple.of(15, false));
   }
 
   @Provide
   Arbitrary<Short> version() {
-    return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(15, Arbitraries.just((short) 1)),
+    return Arbitraries.frequencyOf(
+        net.jqwik.api.Tuple.of(15, Arbitraries.just((short) 1)),
         net.jqwik.api.Tuple.of(1, Arbitraries.shorts()));
   }
 

@@ -30,13 +30,13 @@ import net.jqwik.api.Tuple;
 
 /**
  * Property-based fuzzing of the tcp wire as the responder decodes it: a model predicts, for any
- * byte stream, what a correct responder answers (a HELLO's fate, then per 32-byte request data,
- * a typed error or a close) and the test checks the server's answer byte for byte. So a mutated
- * frame never crashes the responder, never yields a byte outside a live region (every DATA body is
- * compared with the region's bytes at the requested offset), and always ends in a typed error or
- * a closed connection; after each try the node still serves. Shared by the short fixed-seed run in
- * the default suite ({@link TcpWireFuzzTest}) and the long one behind {@code -Pfuzz}
- * ({@link TcpWireFuzzSoak}).
+ * byte stream, what a correct responder answers (a HELLO's fate, then per 32-byte request data, a
+ * typed error or a close) and the test checks the server's answer byte for byte. So a mutated frame
+ * never crashes the responder, never yields a byte outside a live region (every DATA body is
+ * compared with the region's bytes at the requested offset), and always ends in a typed error or a
+ * closed connection; after each try the node still serves. Shared by the short fixed-seed run in
+ * the default suite ({@link TcpWireFuzzTest}) and the long one behind {@code -Pfuzz} ({@link
+ * TcpWireFuzzSoak}).
  */
 abstract class TcpWireFuzzing {
   static final int REGION_SIZE = 4096;
@@ -67,8 +67,13 @@ abstract class TcpWireFuzzing {
       closed.close();
       // Every try is a new fake peer, and the OS may hand a later one a port an earlier one
       // used: no back-off, or a refused handshake would make that later try skip its peer.
-      client = TransferNode.start(TcpRobustnessTest.tcp().readTimeout(Duration.ofSeconds(20))
-          .connectTimeout(Duration.ofSeconds(10)).peerBackoff(Duration.ZERO).build());
+      client =
+          TransferNode.start(
+              TcpRobustnessTest.tcp()
+                  .readTimeout(Duration.ofSeconds(20))
+                  .connectTimeout(Duration.ofSeconds(10))
+                  .peerBackoff(Duration.ZERO)
+                  .build());
     }
   }
 
@@ -101,7 +106,13 @@ abstract class TcpWireFuzzing {
     final int addressChoice; // 0 region start + delta, 1 raw value
     final long address;
 
-    Frame(byte type, long length, long id, int keyChoice, long randomKey, int addressChoice,
+    Frame(
+        byte type,
+        long length,
+        long id,
+        int keyChoice,
+        long randomKey,
+        int addressChoice,
         long address) {
       this.type = type;
       this.length = length;
@@ -116,44 +127,82 @@ abstract class TcpWireFuzzing {
       long key = keyChoice == 0 ? d.key() : keyChoice == 1 ? closedKey : randomKey;
       long addr = addressChoice == 0 ? d.address() + address : address;
       ByteBuffer b = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-      b.put(type).put((byte) 0).putShort((short) 0).putInt((int) length).putLong(id)
-          .putLong(key).putLong(addr);
+      b.put(type)
+          .put((byte) 0)
+          .putShort((short) 0)
+          .putInt((int) length)
+          .putLong(id)
+          .putLong(key)
+          .putLong(addr);
       return b.array();
     }
 
     @Override
     public String toString() {
-      return "Frame{type=" + type + ", length=" + length + ", id=" + id + ", key#" + keyChoice
-          + ", addr#" + addressChoice + " " + address + "}";
+      return "Frame{type="
+          + type
+          + ", length="
+          + length
+          + ", id="
+          + id
+          + ", key#"
+          + keyChoice
+          + ", addr#"
+          + addressChoice
+          + " "
+          + address
+          + "}";
     }
   }
 
   static Arbitrary<Frame> frames() {
-    Arbitrary<Byte> type = Arbitraries.frequencyOf(
-        Tuple.of(12, Arbitraries.just(Wire.TYPE_READ)), Tuple.of(1, Arbitraries.bytes()));
-    Arbitrary<Long> length = Arbitraries.frequencyOf(
-        Tuple.of(6, Arbitraries.longs().between(1, REGION_SIZE)),
-        Tuple.of(2, Arbitraries.longs().between(REGION_SIZE - 8, REGION_SIZE + 8)),
-        Tuple.of(1, Arbitraries.of(0L, (long) Wire.MAX_READ_LENGTH, Wire.MAX_READ_LENGTH + 1L,
-            0xFFFFFFFFL, 0x80000000L)),
-        Tuple.of(1, Arbitraries.longs().between(0, 0xFFFFFFFFL)));
-    Arbitrary<Long> address = Arbitraries.frequencyOf(
-        Tuple.of(6, Arbitraries.longs().between(-16, REGION_SIZE + 16)),
-        Tuple.of(1, Arbitraries.of(Long.MIN_VALUE, Long.MAX_VALUE, -1L, 1L << 63 | 8,
-            (long) Integer.MAX_VALUE, 1L << 32)),
-        Tuple.of(1, Arbitraries.longs()));
-    return Combinators.combine(type, length, Arbitraries.longs(),
+    Arbitrary<Byte> type =
+        Arbitraries.frequencyOf(
+            Tuple.of(12, Arbitraries.just(Wire.TYPE_READ)), Tuple.of(1, Arbitraries.bytes()));
+    Arbitrary<Long> length =
+        Arbitraries.frequencyOf(
+            Tuple.of(6, Arbitraries.longs().between(1, REGION_SIZE)),
+            Tuple.of(2, Arbitraries.longs().between(REGION_SIZE - 8, REGION_SIZE + 8)),
+            Tuple.of(
+                1,
+                Arbitraries.of(
+                    0L,
+                    (long) Wire.MAX_READ_LENGTH,
+                    Wire.MAX_READ_LENGTH + 1L,
+                    0xFFFFFFFFL,
+                    0x80000000L)),
+            Tuple.of(1, Arbitraries.longs().between(0, 0xFFFFFFFFL)));
+    Arbitrary<Long> address =
+        Arbitraries.frequencyOf(
+            Tuple.of(6, Arbitraries.longs().between(-16, REGION_SIZE + 16)),
+            Tuple.of(
+                1,
+                Arbitraries.of(
+                    Long.MIN_VALUE,
+                    Long.MAX_VALUE,
+                    -1L,
+                    1L << 63 | 8,
+                    (long) Integer.MAX_VALUE,
+                    1L << 32)),
+            Tuple.of(1, Arbitraries.longs()));
+    return Combinators.combine(
+            type,
+            length,
+            Arbitraries.longs(),
             Arbitraries.frequency(Tuple.of(7, 0), Tuple.of(2, 1), Tuple.of(2, 2)),
-            Arbitraries.longs(), Arbitraries.frequency(Tuple.of(9, 0), Tuple.of(1, 1)), address)
+            Arbitraries.longs(),
+            Arbitraries.frequency(Tuple.of(9, 0), Tuple.of(1, 1)),
+            address)
         .as(Frame::new);
   }
 
   /** A byte flip of the encoded stream: (position as a fraction, xor mask). */
   static Arbitrary<List<long[]>> mutations() {
-    return Combinators.combine(Arbitraries.longs().between(0, Long.MAX_VALUE),
-            Arbitraries.integers().between(1, 255))
+    return Combinators.combine(
+            Arbitraries.longs().between(0, Long.MAX_VALUE), Arbitraries.integers().between(1, 255))
         .as((pos, mask) -> new long[] {pos, mask})
-        .list().ofMaxSize(3);
+        .list()
+        .ofMaxSize(3);
   }
 
   // ---------------------------------------------------------------- the model
@@ -175,15 +224,22 @@ abstract class TcpWireFuzzing {
       status = Wire.STATUS_INVALID_REQUEST;
     } else if (key == d.key()) {
       // Unbounded integer arithmetic: the read must lie inside [address, address + length).
-      java.math.BigInteger start = java.math.BigInteger.valueOf(address)
-          .subtract(java.math.BigInteger.valueOf(d.address()));
-      boolean inside = start.signum() >= 0
-          && start.add(java.math.BigInteger.valueOf(length))
-              .compareTo(java.math.BigInteger.valueOf(d.length())) <= 0;
+      java.math.BigInteger start =
+          java.math.BigInteger.valueOf(address).subtract(java.math.BigInteger.valueOf(d.address()));
+      boolean inside =
+          start.signum() >= 0
+              && start
+                      .add(java.math.BigInteger.valueOf(length))
+                      .compareTo(java.math.BigInteger.valueOf(d.length()))
+                  <= 0;
       if (inside) {
         ByteBuffer r = ByteBuffer.allocate(Wire.RESPONSE_HEADER_SIZE + (int) length);
-        r.put(Wire.TYPE_DATA).put(Wire.STATUS_OK).putShort((short) 0).putInt((int) length)
-            .putLong(id).put(data, start.intValueExact(), (int) length);
+        r.put(Wire.TYPE_DATA)
+            .put(Wire.STATUS_OK)
+            .putShort((short) 0)
+            .putInt((int) length)
+            .putLong(id)
+            .put(data, start.intValueExact(), (int) length);
         return r.flip();
       }
       status = Wire.STATUS_OUT_OF_BOUNDS;
@@ -243,8 +299,14 @@ abstract class TcpWireFuzzing {
    * A (possibly mutated) HELLO, then (possibly mutated) request frames sent in two pieces split
    * anywhere: the server's answers equal the model's, and the node still serves afterwards.
    */
-  static void checkStream(boolean badMagic, short version, short flags, List<Frame> frames,
-      List<long[]> mutations, long split) throws Exception {
+  static void checkStream(
+      boolean badMagic,
+      short version,
+      short flags,
+      List<Frame> frames,
+      List<long[]> mutations,
+      long split)
+      throws Exception {
     start();
     RegionDescriptor d = live.descriptors().get(0);
     ByteBuffer hello = Handshake.hello(false, Handshake.nonce());
@@ -316,8 +378,14 @@ abstract class TcpWireFuzzing {
         }
         // Nothing extra may come: the next answer is the one to this sentinel read.
         ByteBuffer sentinel = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-        sentinel.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(8)
-            .putLong(0x5E47L).putLong(d.key()).putLong(d.address());
+        sentinel
+            .put(Wire.TYPE_READ)
+            .put((byte) 0)
+            .putShort((short) 0)
+            .putInt(8)
+            .putLong(0x5E47L)
+            .putLong(d.key())
+            .putLong(d.address());
         os.write(sentinel.array());
         ByteBuffer want = expected(sentinel.flip(), d, closedKey);
         expectResponse(in, want);
@@ -351,8 +419,10 @@ abstract class TcpWireFuzzing {
         proof[(int) (m[0] % proof.length)] ^= (byte) m[1];
         changed = true;
       }
-      changed = changed
-          && !java.util.Arrays.equals(proof, Handshake.clientProof(SECRET, serverNonce, clientNonce));
+      changed =
+          changed
+              && !java.util.Arrays.equals(
+                  proof, Handshake.clientProof(SECRET, serverNonce, clientNonce));
       os.write(proof);
       byte[] welcome = new byte[Handshake.WELCOME_SIZE];
       in.readFully(welcome);
@@ -363,8 +433,13 @@ abstract class TcpWireFuzzing {
         assertEquals(Handshake.STATUS_OK, welcome[4]);
         RegionDescriptor d = authLive.descriptors().get(0);
         ByteBuffer r = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-        r.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(16).putLong(7)
-            .putLong(d.key()).putLong(d.address() + 100);
+        r.put(Wire.TYPE_READ)
+            .put((byte) 0)
+            .putShort((short) 0)
+            .putInt(16)
+            .putLong(7)
+            .putLong(d.key())
+            .putLong(d.address() + 100);
         os.write(r.array());
         expectResponse(in, expected(r.flip(), d, 0));
       }
@@ -397,26 +472,28 @@ abstract class TcpWireFuzzing {
 
   /**
    * The reading side's decoders: a fake server answers the client's reads correctly, except for
-   * byte flips in its handshake answer and in the response headers, and a stream cut short; then
-   * it closes. Every read either completes with exactly the bytes asked for or fails with a typed
+   * byte flips in its handshake answer and in the response headers, and a stream cut short; then it
+   * closes. Every read either completes with exactly the bytes asked for or fails with a typed
    * {@link io.memwire.transfer.TransferException}; none hangs; nothing stays outstanding.
    */
-  static void checkClient(int reads, List<long[]> handshakeFlips, List<long[]> headerFlips,
-      long cutPoint, boolean cut) throws Exception {
+  static void checkClient(
+      int reads, List<long[]> handshakeFlips, List<long[]> headerFlips, long cutPoint, boolean cut)
+      throws Exception {
     start();
     try (java.net.ServerSocket ss =
         new java.net.ServerSocket(0, 10, java.net.InetAddress.getLoopbackAddress())) {
       java.net.InetSocketAddress peer =
           new java.net.InetSocketAddress(ss.getInetAddress(), ss.getLocalPort());
       java.util.concurrent.CompletableFuture<Void> fake =
-          java.util.concurrent.CompletableFuture.runAsync(() -> {
-            try (Socket s = ss.accept()) {
-              s.setSoTimeout(20_000);
-              fakeServer(s, reads, handshakeFlips, headerFlips, cutPoint, cut);
-            } catch (IOException e) {
-              // the client gave up on the handshake: fine, its side is checked below
-            }
-          });
+          java.util.concurrent.CompletableFuture.runAsync(
+              () -> {
+                try (Socket s = ss.accept()) {
+                  s.setSoTimeout(20_000);
+                  fakeServer(s, reads, handshakeFlips, headerFlips, cutPoint, cut);
+                } catch (IOException e) {
+                  // the client gave up on the handshake: fine, its side is checked below
+                }
+              });
       io.memwire.transfer.Connection c;
       try {
         c = client.connection(peer);
@@ -438,12 +515,15 @@ abstract class TcpWireFuzzing {
           ByteBuffer got = b.nioBuffer();
           assertEquals(rs.get(i).length(), got.remaining());
           for (int j = 0; j < rs.get(i).length(); j++) {
-            assertEquals(pattern((1L << 20) + i * 10_000L + j), got.get(got.position() + j),
+            assertEquals(
+                pattern((1L << 20) + i * 10_000L + j),
+                got.get(got.position() + j),
                 "byte " + j + " of read " + i);
           }
           b.release();
         } catch (java.util.concurrent.ExecutionException e) {
-          assertTrue(e.getCause() instanceof io.memwire.transfer.TransferException,
+          assertTrue(
+              e.getCause() instanceof io.memwire.transfer.TransferException,
               "untyped failure: " + e.getCause());
         }
       }
@@ -452,8 +532,14 @@ abstract class TcpWireFuzzing {
     assertEquals(0, client.stats().poolBuffersOutstanding());
   }
 
-  private static void fakeServer(Socket s, int reads, List<long[]> handshakeFlips,
-      List<long[]> headerFlips, long cutPoint, boolean cut) throws IOException {
+  private static void fakeServer(
+      Socket s,
+      int reads,
+      List<long[]> handshakeFlips,
+      List<long[]> headerFlips,
+      long cutPoint,
+      boolean cut)
+      throws IOException {
     DataInputStream in = new DataInputStream(s.getInputStream());
     OutputStream os = s.getOutputStream();
     in.readFully(new byte[Handshake.HELLO_SIZE]);
@@ -467,7 +553,8 @@ abstract class TcpWireFuzzing {
     os.flush();
     ByteBuffer req = ByteBuffer.allocate(reads * Wire.REQUEST_SIZE);
     in.readFully(req.array());
-    ByteBuffer out = ByteBuffer.allocate(reads * Wire.RESPONSE_HEADER_SIZE + reads * 100 + 37 * reads * reads);
+    ByteBuffer out =
+        ByteBuffer.allocate(reads * Wire.RESPONSE_HEADER_SIZE + reads * 100 + 37 * reads * reads);
     List<Integer> headerAt = new java.util.ArrayList<>();
     for (int i = 0; i < reads; i++) {
       int length = req.getInt(i * Wire.REQUEST_SIZE + 4);
@@ -503,8 +590,13 @@ abstract class TcpWireFuzzing {
       in.readFully(new byte[Handshake.CHALLENGE_SIZE + Handshake.WELCOME_SIZE]);
       RegionDescriptor d = region.descriptors().get(0);
       ByteBuffer r = ByteBuffer.allocate(Wire.REQUEST_SIZE);
-      r.put(Wire.TYPE_READ).put((byte) 0).putShort((short) 0).putInt(64).putLong(1)
-          .putLong(d.key()).putLong(d.address() + offset);
+      r.put(Wire.TYPE_READ)
+          .put((byte) 0)
+          .putShort((short) 0)
+          .putInt(64)
+          .putLong(1)
+          .putLong(d.key())
+          .putLong(d.address() + offset);
       os.write(r.array());
       expectResponse(in, expected(r.flip(), d, closedKey));
     }
@@ -514,8 +606,11 @@ abstract class TcpWireFuzzing {
   static void assertServesAReader() throws Exception {
     start();
     try (TransferNode reader = TransferNode.start(TcpRobustnessTest.tcp().build())) {
-      TransferBuffer b = reader.connection(server.localAddress())
-          .read(ReadRequest.of(live.remote(), 0, REGION_SIZE)).get(30, TimeUnit.SECONDS);
+      TransferBuffer b =
+          reader
+              .connection(server.localAddress())
+              .read(ReadRequest.of(live.remote(), 0, REGION_SIZE))
+              .get(30, TimeUnit.SECONDS);
       byte[] got = new byte[REGION_SIZE];
       b.nioBuffer().get(got);
       b.release();

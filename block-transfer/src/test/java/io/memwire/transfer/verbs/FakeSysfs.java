@@ -21,8 +21,8 @@ public final class FakeSysfs {
   }
 
   /** A RoCE port whose GID 1 is the RoCE v2 GID of {@code ipv4} on {@code netdev}. */
-  public FakeSysfs rocePort(String device, int port, boolean active, String ipv4, String netdev,
-      int netdevMtu) {
+  public FakeSysfs rocePort(
+      String device, int port, boolean active, String ipv4, String netdev, int netdevMtu) {
     Path p = root.resolve("class/infiniband/" + device + "/ports/" + port);
     write(root.resolve("class/infiniband/" + device + "/node_type"), "1: CA");
     write(p.resolve("state"), active ? "4: ACTIVE" : "1: DOWN");
@@ -33,9 +33,13 @@ public final class FakeSysfs {
     write(p.resolve("gid_attrs/ndevs/0"), netdev);
     if (ipv4 != null) {
       String[] o = ipv4.split("\\.");
-      String gid = String.format("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x",
-          Integer.parseInt(o[0]), Integer.parseInt(o[1]), Integer.parseInt(o[2]),
-          Integer.parseInt(o[3]));
+      String gid =
+          String.format(
+              "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x",
+              Integer.parseInt(o[0]),
+              Integer.parseInt(o[1]),
+              Integer.parseInt(o[2]),
+              Integer.parseInt(o[3]));
       write(p.resolve("gids/1"), gid);
       write(p.resolve("gid_attrs/types/1"), "RoCE v2");
       write(p.resolve("gid_attrs/ndevs/1"), netdev);
@@ -64,13 +68,17 @@ public final class FakeSysfs {
     return this;
   }
 
-  /** A /proc/self/limits file with the given memlock soft and hard limits ("unlimited" or bytes). */
+  /**
+   * A /proc/self/limits file with the given memlock soft and hard limits ("unlimited" or bytes).
+   */
   public Path limits(String soft, String hard) {
     Path f = root.resolve("limits");
-    write(f, "Limit                     Soft Limit           Hard Limit           Units     \n"
-        + "Max cpu time              unlimited            unlimited            seconds   \n"
-        + String.format("Max locked memory         %-20s %-20s bytes     %n", soft, hard)
-        + "Max open files            1048576              1048576              files     \n");
+    write(
+        f,
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+            + "Max cpu time              unlimited            unlimited            seconds   \n"
+            + String.format("Max locked memory         %-20s %-20s bytes     %n", soft, hard)
+            + "Max open files            1048576              1048576              files     \n");
     return f;
   }
 

@@ -21,11 +21,14 @@ class VerbsAccessTest {
 
   @Test
   void transportComesFromTheNodeType() {
-    FakeSysfs fs = new FakeSysfs(tmp)
-        .rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 1500)
-        .rocePort("siw0", 1, true, "10.1.0.7", "eth1", 1500).nodeType("siw0", "4: RNIC")
-        .ibPort("mlx4_0", 1, true, "ib0")
-        .rocePort("odd0", 1, true, "10.2.0.7", "eth2", 1500).nodeType("odd0", "");
+    FakeSysfs fs =
+        new FakeSysfs(tmp)
+            .rocePort("rxe0", 1, true, "198.18.0.1", "dummy0", 1500)
+            .rocePort("siw0", 1, true, "10.1.0.7", "eth1", 1500)
+            .nodeType("siw0", "4: RNIC")
+            .ibPort("mlx4_0", 1, true, "ib0")
+            .rocePort("odd0", 1, true, "10.2.0.7", "eth2", 1500)
+            .nodeType("odd0", "");
     RdmaInventory inv = new RdmaInventory(fs.root(), n -> List.of());
     assertFalse(inv.device("rxe0").orElseThrow().isIwarp());
     assertEquals("1: CA", inv.device("rxe0").orElseThrow().nodeType());
@@ -36,12 +39,14 @@ class VerbsAccessTest {
 
   @Test
   void theBindingCarriesTheIwarpDevice() throws Exception {
-    FakeSysfs fs = new FakeSysfs(tmp).rocePort("siw0", 1, true, "10.1.0.7", "eth1", 1500)
-        .nodeType("siw0", "4: RNIC");
+    FakeSysfs fs =
+        new FakeSysfs(tmp)
+            .rocePort("siw0", 1, true, "10.1.0.7", "eth1", 1500)
+            .nodeType("siw0", "4: RNIC");
     Map<String, List<InetAddress>> ifs = Map.of("eth1", List.of(InetAddress.getByName("10.1.0.7")));
     RdmaInventory inv = new RdmaInventory(fs.root(), n -> ifs.getOrDefault(n, List.of()));
-    VerbsProbe.Binding b = VerbsProbe.resolve(
-        TransferConfig.builder().bindAddress("10.1.0.7").build(), inv);
+    VerbsProbe.Binding b =
+        VerbsProbe.resolve(TransferConfig.builder().bindAddress("10.1.0.7").build(), inv);
     assertTrue(b.device().isIwarp());
   }
 
@@ -49,7 +54,8 @@ class VerbsAccessTest {
   void onlyIwarpReadDestinationsAreRemotelyWritable() {
     int iwarpDest = VerbsProvider.accessFor(VerbsProvider.Use.DESTINATION, true);
     assertEquals(IbvMr.IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE, iwarpDest);
-    assertEquals(IbvMr.IBV_ACCESS_LOCAL_WRITE,
+    assertEquals(
+        IbvMr.IBV_ACCESS_LOCAL_WRITE,
         VerbsProvider.accessFor(VerbsProvider.Use.DESTINATION, false));
     for (boolean iwarp : new boolean[] {false, true}) {
       int served = VerbsProvider.accessFor(VerbsProvider.Use.SERVED, iwarp);

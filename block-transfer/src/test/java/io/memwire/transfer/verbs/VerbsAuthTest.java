@@ -41,10 +41,17 @@ class VerbsAuthTest {
 
   private VerbsAuth server(byte[] secret) throws Exception {
     ServerSocket ss = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-    InetSocketAddress self = new InetSocketAddress(InetAddress.getLoopbackAddress(),
-        ss.getLocalPort());
-    VerbsAuth a = new VerbsAuth(secret, ss, self, TimeUnit.SECONDS.toNanos(10), 5000, clock::get,
-        "test-auth-" + servers.size());
+    InetSocketAddress self =
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), ss.getLocalPort());
+    VerbsAuth a =
+        new VerbsAuth(
+            secret,
+            ss,
+            self,
+            TimeUnit.SECONDS.toNanos(10),
+            5000,
+            clock::get,
+            "test-auth-" + servers.size());
     servers.add(a);
     a.start();
     return a;
@@ -87,9 +94,12 @@ class VerbsAuthTest {
   void aWrongSecretIsRejectedOnBothSides() throws Exception {
     VerbsAuth s = server(SECRET);
     // The client's secret differs: the server's proof does not verify at the client.
-    TransferConnectionException e = assertThrows(TransferConnectionException.class,
-        () -> VerbsAuth.authenticate("wrong".getBytes(StandardCharsets.UTF_8), cm(40004),
-            addressOf(s), deadline()));
+    TransferConnectionException e =
+        assertThrows(
+            TransferConnectionException.class,
+            () ->
+                VerbsAuth.authenticate(
+                    "wrong".getBytes(StandardCharsets.UTF_8), cm(40004), addressOf(s), deadline()));
     assertTrue(e.getMessage().contains("could not prove it knows authSecret"), e.getMessage());
     assertFalse(s.admit(cm(40004)));
   }
@@ -99,8 +109,16 @@ class VerbsAuthTest {
     VerbsAuth s = server(SECRET);
     InetSocketAddress at = addressOf(s);
     byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40005), at);
-    byte status = exchange(at, hello, nonce -> VerbsAuth.proof("guess".getBytes(
-        StandardCharsets.UTF_8), "memwire-verbs-client", hello, nonce));
+    byte status =
+        exchange(
+            at,
+            hello,
+            nonce ->
+                VerbsAuth.proof(
+                    "guess".getBytes(StandardCharsets.UTF_8),
+                    "memwire-verbs-client",
+                    hello,
+                    nonce));
     assertEquals(VerbsAuth.AUTH_FAILED, status);
     assertEquals(1, s.proofsRejected.sum());
     assertFalse(s.admit(cm(40005)));
@@ -112,8 +130,12 @@ class VerbsAuthTest {
     InetSocketAddress at = addressOf(s);
     byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40006), at);
     byte[][] recorded = new byte[1][];
-    assertEquals(VerbsAuth.OK, exchange(at, hello, nonce -> recorded[0] =
-        VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+    assertEquals(
+        VerbsAuth.OK,
+        exchange(
+            at,
+            hello,
+            nonce -> recorded[0] = VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
     assertTrue(s.admit(cm(40006)));
     // The same HELLO and AUTH again: the server's nonce is new, so the old proof fails.
     assertEquals(VerbsAuth.AUTH_FAILED, exchange(at, hello, nonce -> recorded[0]));
@@ -126,12 +148,17 @@ class VerbsAuthTest {
     InetSocketAddress at = addressOf(s);
     InetSocketAddress elsewhere = new InetSocketAddress(at.getAddress(), at.getPort() + 1);
     byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40007), elsewhere);
-    assertEquals(VerbsAuth.BAD_ADDRESS, exchange(at, hello,
-        nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
-    byte[] spoofed = VerbsAuth.hello(VerbsAuth.nonce(),
-        new InetSocketAddress(InetAddress.getByName("10.9.9.9"), 40007), at);
-    assertEquals(VerbsAuth.BAD_ADDRESS, exchange(at, spoofed,
-        nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", spoofed, nonce)),
+    assertEquals(
+        VerbsAuth.BAD_ADDRESS,
+        exchange(
+            at, hello, nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+    byte[] spoofed =
+        VerbsAuth.hello(
+            VerbsAuth.nonce(), new InetSocketAddress(InetAddress.getByName("10.9.9.9"), 40007), at);
+    assertEquals(
+        VerbsAuth.BAD_ADDRESS,
+        exchange(
+            at, spoofed, nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", spoofed, nonce)),
         "the announced CM address must be the TCP peer's");
     assertFalse(s.admit(cm(40007)));
   }
@@ -139,11 +166,13 @@ class VerbsAuthTest {
   @Test
   void noListenerMeansTheClientFailsWithTheHint() throws Exception {
     ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-    InetSocketAddress gone = new InetSocketAddress(InetAddress.getLoopbackAddress(),
-        closed.getLocalPort());
+    InetSocketAddress gone =
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), closed.getLocalPort());
     closed.close();
-    TransferException e = assertThrows(TransferException.class,
-        () -> VerbsAuth.authenticate(SECRET, cm(40008), gone, deadline()));
+    TransferException e =
+        assertThrows(
+            TransferException.class,
+            () -> VerbsAuth.authenticate(SECRET, cm(40008), gone, deadline()));
     assertInstanceOf(TransferConnectionException.class, e);
     assertTrue(e.getMessage().contains("does the peer have authSecret set?"), e.getMessage());
   }
@@ -151,11 +180,14 @@ class VerbsAuthTest {
   @Test
   void aSilentPeerTimesOut() throws Exception {
     try (ServerSocket mute = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(),
-          mute.getLocalPort());
+      InetSocketAddress at =
+          new InetSocketAddress(InetAddress.getLoopbackAddress(), mute.getLocalPort());
       long t0 = System.nanoTime();
-      assertThrows(TransferTimeoutException.class, () -> VerbsAuth.authenticate(SECRET,
-          cm(40009), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500)));
+      assertThrows(
+          TransferTimeoutException.class,
+          () ->
+              VerbsAuth.authenticate(
+                  SECRET, cm(40009), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500)));
       assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(20));
     }
   }
@@ -165,8 +197,7 @@ class VerbsAuthTest {
   }
 
   /** Runs the client side by hand; returns the server's final status. */
-  private static byte exchange(InetSocketAddress at, byte[] hello, Prover prover)
-      throws Exception {
+  private static byte exchange(InetSocketAddress at, byte[] hello, Prover prover) throws Exception {
     try (Socket s = new Socket()) {
       s.connect(at, 5000);
       s.setSoTimeout(10_000);
@@ -184,8 +215,7 @@ class VerbsAuthTest {
       c.get(nonce);
       byte[] serverProof = new byte[32];
       c.get(serverProof);
-      assertArrayEquals(VerbsAuth.proof(SECRET, "memwire-verbs-server", hello, nonce),
-          serverProof);
+      assertArrayEquals(VerbsAuth.proof(SECRET, "memwire-verbs-server", hello, nonce), serverProof);
       out.write(prover.proof(nonce));
       byte[] welcome = new byte[VerbsAuth.WELCOME_SIZE];
       in.readFully(welcome);

@@ -18,8 +18,8 @@ import scala.math.Ordering;
  * Version-specific calls into Spark's internals, resolved by reflection once.
  *
  * <ul>
- *   <li>{@code ExternalSorter}: 5 constructor arguments in 4.0, a 6th ({@code
- *       RowBasedChecksum[]}) since 4.1.
+ *   <li>{@code ExternalSorter}: 5 constructor arguments in 4.0, a 6th ({@code RowBasedChecksum[]})
+ *       since 4.1.
  *   <li>{@code SparkConf.get(ConfigEntry)}: the typed getter, {@code private[spark]} in Scala and
  *       public in bytecode, the same in every 4.x.
  * </ul>
@@ -35,7 +35,8 @@ public final class SparkCompat {
       int n = c.getParameterCount();
       if (n == 5 && c.getParameterTypes()[0] == TaskContext.class) {
         five = c;
-      } else if (n == 6 && c.getParameterTypes()[0] == TaskContext.class
+      } else if (n == 6
+          && c.getParameterTypes()[0] == TaskContext.class
           && c.getParameterTypes()[5].isArray()) {
         six = c;
       }
@@ -47,8 +48,9 @@ public final class SparkCompat {
       SORTER = five;
       EMPTY_ROW_CHECKSUMS = null;
     } else {
-      throw new ExceptionInInitializerError("no known ExternalSorter constructor in Spark "
-          + org.apache.spark.package$.MODULE$.SPARK_VERSION());
+      throw new ExceptionInInitializerError(
+          "no known ExternalSorter constructor in Spark "
+              + org.apache.spark.package$.MODULE$.SPARK_VERSION());
     }
   }
 
@@ -59,18 +61,23 @@ public final class SparkCompat {
     return org.apache.spark.package$.MODULE$.SPARK_VERSION();
   }
 
-  /** {@code new ExternalSorter(context, aggregator, None, ordering, serializer[, no checksums])}. */
+  /**
+   * {@code new ExternalSorter(context, aggregator, None, ordering, serializer[, no checksums])}.
+   */
   @SuppressWarnings("unchecked")
-  public static <K, V, C> ExternalSorter<K, V, C> newExternalSorter(TaskContext context,
-      Option<Aggregator<K, V, C>> aggregator, Option<Ordering<K>> ordering,
+  public static <K, V, C> ExternalSorter<K, V, C> newExternalSorter(
+      TaskContext context,
+      Option<Aggregator<K, V, C>> aggregator,
+      Option<Ordering<K>> ordering,
       Serializer serializer) {
     try {
       if (EMPTY_ROW_CHECKSUMS != null) {
-        return (ExternalSorter<K, V, C>) SORTER.newInstance(
-            context, aggregator, Option.empty(), ordering, serializer, EMPTY_ROW_CHECKSUMS);
+        return (ExternalSorter<K, V, C>)
+            SORTER.newInstance(
+                context, aggregator, Option.empty(), ordering, serializer, EMPTY_ROW_CHECKSUMS);
       }
-      return (ExternalSorter<K, V, C>) SORTER.newInstance(
-          context, aggregator, Option.empty(), ordering, serializer);
+      return (ExternalSorter<K, V, C>)
+          SORTER.newInstance(context, aggregator, Option.empty(), ordering, serializer);
     } catch (InvocationTargetException e) {
       Throwable cause = e.getCause();
       if (cause instanceof RuntimeException) {
@@ -78,7 +85,8 @@ public final class SparkCompat {
       }
       throw new IllegalStateException("ExternalSorter constructor failed", cause);
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot construct ExternalSorter on Spark " + sparkVersion(), e);
+      throw new IllegalStateException(
+          "cannot construct ExternalSorter on Spark " + sparkVersion(), e);
     }
   }
 
@@ -87,8 +95,8 @@ public final class SparkCompat {
    * five-argument factory on 4.0 to 4.2.
    */
   public static TransportConf shuffleTransportConf(SparkConf conf) {
-    return SparkTransportConf$.MODULE$.fromSparkConf(conf, "shuffle", 0, Option.empty(),
-        Option.empty());
+    return SparkTransportConf$.MODULE$.fromSparkConf(
+        conf, "shuffle", 0, Option.empty(), Option.empty());
   }
 
   /** Reads one of Spark's own typed settings ({@code org.apache.spark.internal.config}). */

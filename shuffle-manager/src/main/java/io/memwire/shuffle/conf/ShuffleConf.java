@@ -15,9 +15,9 @@ import java.util.TreeMap;
 /**
  * The settings of the RDMA shuffle manager: every key under {@value #PREFIX}, validated once at
  * start. Each key is declared once as a {@link Setting} (the transport's in {@link
- * TransportSettings}, the manager's here); {@link #KEYS} is the table that documents them (docs/SHUFFLE.md is generated from it
- * and a test keeps the two equal). Transport keys are {@link TransferConfig}'s, read with this
- * prefix; the manager's own keys follow them.
+ * TransportSettings}, the manager's here); {@link #KEYS} is the table that documents them
+ * (docs/SHUFFLE.md is generated from it and a test keeps the two equal). Transport keys are {@link
+ * TransferConfig}'s, read with this prefix; the manager's own keys follow them.
  */
 public final class ShuffleConf {
   /** Prefix of every key. */
@@ -25,12 +25,16 @@ public final class ShuffleConf {
 
   /** Serve blocks through Spark's own transfer when one-sided reading is impossible. */
   public static final String FALLBACK = "fallback";
+
   /** Most blocks whose reads are posted to one peer as one batch. */
   public static final String READ_BATCH_BLOCKS = "readBatchBlocks";
+
   /** Most bytes of block data posted to one peer as one batch. */
   public static final String READ_BATCH_BYTES = "readBatchBytes";
+
   /** Bytes of peers' index files a reader keeps per executor. */
   public static final String INDEX_CACHE_SIZE = "indexCacheSize";
+
   /** Read one-sided in clear although Spark's network encryption is on. */
   public static final String ALLOW_CLEARTEXT_READS = "allowCleartextReads";
 
@@ -40,48 +44,67 @@ public final class ShuffleConf {
   private static final String V010 = "0.1.0";
 
   /** Declaration of {@link #FALLBACK}. */
-  public static final Setting<Boolean> FALLBACK_SETTING = Setting.key(FALLBACK).since(V010)
-      .doc("Serve a block through Spark's own block transfer when it cannot be read one-sided "
-          + "(peer without an endpoint, provider mismatch or failure, registration budget "
-          + "exhausted, transport failed to start with provider auto). false: such cases fail the "
-          + "task.")
-      .bool().withDefault("true");
+  public static final Setting<Boolean> FALLBACK_SETTING =
+      Setting.key(FALLBACK)
+          .since(V010)
+          .doc(
+              "Serve a block through Spark's own block transfer when it cannot be read one-sided "
+                  + "(peer without an endpoint, provider mismatch or failure, registration budget "
+                  + "exhausted, transport failed to start with provider auto). false: such cases fail the "
+                  + "task.")
+          .bool()
+          .withDefault("true");
 
   /** Declaration of {@link #READ_BATCH_BLOCKS}. */
-  public static final Setting<Integer> READ_BATCH_BLOCKS_SETTING = Setting.key(READ_BATCH_BLOCKS)
-      .since(V010)
-      .doc("Most blocks whose reads are posted to one peer as one batch.")
-      .count(1, 65536).withDefault("512");
+  public static final Setting<Integer> READ_BATCH_BLOCKS_SETTING =
+      Setting.key(READ_BATCH_BLOCKS)
+          .since(V010)
+          .doc("Most blocks whose reads are posted to one peer as one batch.")
+          .count(1, 65536)
+          .withDefault("512");
 
   /** Declaration of {@link #READ_BATCH_BYTES}. */
-  public static final Setting<Long> READ_BATCH_BYTES_SETTING = Setting.key(READ_BATCH_BYTES)
-      .since(V010)
-      .doc("Most bytes of block data posted to one peer as one batch; a larger block goes alone.")
-      .bytes(64 * KIB, GIB).withDefault("64m");
+  public static final Setting<Long> READ_BATCH_BYTES_SETTING =
+      Setting.key(READ_BATCH_BYTES)
+          .since(V010)
+          .doc(
+              "Most bytes of block data posted to one peer as one batch; a larger block goes alone.")
+          .bytes(64 * KIB, GIB)
+          .withDefault("64m");
 
   /** Declaration of {@link #INDEX_CACHE_SIZE}. */
-  public static final Setting<Long> INDEX_CACHE_SIZE_SETTING = Setting.key(INDEX_CACHE_SIZE)
-      .since(V010)
-      .doc("Bytes of peers' shuffle index files each executor keeps (per executor, all "
-          + "shuffles). The first reduce task to read a map output reads its whole index (up to "
-          + "64 KiB) and keeps it, so later tasks read block data in one round trip. 0: read only "
-          + "the two index entries of each block, on every fetch.")
-      .bytes(0, GIB).withDefault("64m");
+  public static final Setting<Long> INDEX_CACHE_SIZE_SETTING =
+      Setting.key(INDEX_CACHE_SIZE)
+          .since(V010)
+          .doc(
+              "Bytes of peers' shuffle index files each executor keeps (per executor, all "
+                  + "shuffles). The first reduce task to read a map output reads its whole index (up to "
+                  + "64 KiB) and keeps it, so later tasks read block data in one round trip. 0: read only "
+                  + "the two index entries of each block, on every fetch.")
+          .bytes(0, GIB)
+          .withDefault("64m");
 
   /** Declaration of {@link #ALLOW_CLEARTEXT_READS}. */
   public static final Setting<Boolean> ALLOW_CLEARTEXT_READS_SETTING =
-      Setting.key(ALLOW_CLEARTEXT_READS).since(V010)
-          .doc("Only matters when Spark encrypts its network (spark.network.crypto.enabled, "
-              + "spark.authenticate.enableSaslEncryption or spark.ssl.rpc.enabled): then by "
-              + "default the transport does not start and every block is read through Spark's own "
-              + "encrypted transfer. true: read blocks one-sided anyway, unencrypted on the wire; "
-              + "only for RDMA fabrics isolated by design. See \"Encryption\" below.")
-          .bool().withDefault("false");
+      Setting.key(ALLOW_CLEARTEXT_READS)
+          .since(V010)
+          .doc(
+              "Only matters when Spark encrypts its network (spark.network.crypto.enabled, "
+                  + "spark.authenticate.enableSaslEncryption or spark.ssl.rpc.enabled): then by "
+                  + "default the transport does not start and every block is read through Spark's own "
+                  + "encrypted transfer. true: read blocks one-sided anyway, unencrypted on the wire; "
+                  + "only for RDMA fabrics isolated by design. See \"Encryption\" below.")
+          .bool()
+          .withDefault("false");
 
   /** The manager's own settings (after the transport's), in documentation order. */
   public static final List<Setting<?>> OWN =
-      List.of(FALLBACK_SETTING, READ_BATCH_BLOCKS_SETTING, READ_BATCH_BYTES_SETTING,
-          INDEX_CACHE_SIZE_SETTING, ALLOW_CLEARTEXT_READS_SETTING);
+      List.of(
+          FALLBACK_SETTING,
+          READ_BATCH_BLOCKS_SETTING,
+          READ_BATCH_BYTES_SETTING,
+          INDEX_CACHE_SIZE_SETTING,
+          ALLOW_CLEARTEXT_READS_SETTING);
 
   /** Every key (without the prefix), in documentation order: transport keys, then the manager's. */
   public static final Map<String, Key> KEYS;
@@ -93,12 +116,15 @@ public final class ShuffleConf {
       String doc = t.doc();
       if (t == TransportSettings.BIND_ADDRESS) {
         def = "(the executor's host)";
-        doc = "Address the executor's transfer node listens on and publishes to reducers; by "
-            + "default the host of the executor's BlockManager. With verbs it must be an address "
-            + "of an RDMA device.";
+        doc =
+            "Address the executor's transfer node listens on and publishes to reducers; by "
+                + "default the host of the executor's BlockManager. With verbs it must be an address "
+                + "of an RDMA device.";
       } else if (t == TransportSettings.AUTH_SECRET) {
         def = "(spark.authenticate.secret)";
-        doc = t.doc() + " When spark.authenticate=true and this key is unset, Spark's secret is used.";
+        doc =
+            t.doc()
+                + " When spark.authenticate=true and this key is unset, Spark's secret is used.";
       }
       k.put(t.name(), new Key(t, def, doc, true));
     }
@@ -163,8 +189,14 @@ public final class ShuffleConf {
   private final long indexCacheSize;
   private final boolean allowCleartextReads;
 
-  private ShuffleConf(TransferConfig transfer, boolean bindAddressGiven, boolean fallback,
-      int readBatchBlocks, long readBatchBytes, long indexCacheSize, boolean allowCleartextReads) {
+  private ShuffleConf(
+      TransferConfig transfer,
+      boolean bindAddressGiven,
+      boolean fallback,
+      int readBatchBlocks,
+      long readBatchBytes,
+      long indexCacheSize,
+      boolean allowCleartextReads) {
     this.allowCleartextReads = allowCleartextReads;
     this.transfer = transfer;
     this.bindAddressGiven = bindAddressGiven;
@@ -195,7 +227,8 @@ public final class ShuffleConf {
       transportProps.put(secretKey, sparkSecret);
     }
     TransferConfig transfer = TransferConfig.fromProperties(transportProps, PREFIX);
-    return new ShuffleConf(transfer,
+    return new ShuffleConf(
+        transfer,
         sparkConf.containsKey(PREFIX + TransferConfig.BIND_ADDRESS),
         FALLBACK_SETTING.valueIn(sparkConf, PREFIX),
         READ_BATCH_BLOCKS_SETTING.valueIn(sparkConf, PREFIX),
@@ -239,7 +272,9 @@ public final class ShuffleConf {
 
   /** The Markdown table of {@link #KEYS}, as docs/SHUFFLE.md shows it. */
   public static String markdownTable() {
-    return Settings.markdownTable("| Key | Default | Range | Meaning |", "|---|---|---|---|",
+    return Settings.markdownTable(
+        "| Key | Default | Range | Meaning |",
+        "|---|---|---|---|",
         KEYS.values().stream()
             .map(k -> new Settings.Row(k.fullName(), k.defaultValue(), k.range(), k.doc()))
             .toList());
@@ -252,8 +287,18 @@ public final class ShuffleConf {
 
   @Override
   public String toString() {
-    return "ShuffleConf{" + transfer + ", fallback=" + fallback + ", readBatch=" + readBatchBlocks
-        + " blocks/" + readBatchBytes + " bytes, indexCache=" + indexCacheSize
-        + ", allowCleartextReads=" + allowCleartextReads + "}";
+    return "ShuffleConf{"
+        + transfer
+        + ", fallback="
+        + fallback
+        + ", readBatch="
+        + readBatchBlocks
+        + " blocks/"
+        + readBatchBytes
+        + " bytes, indexCache="
+        + indexCacheSize
+        + ", allowCleartextReads="
+        + allowCleartextReads
+        + "}";
   }
 }

@@ -30,8 +30,10 @@ public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEnc
   public static WireEncryption decide(Map<String, String> sparkConf, ShuffleConf conf) {
     String by = null;
     if (flag(sparkConf, "spark.ssl.rpc.enabled", flag(sparkConf, "spark.ssl.enabled", false))) {
-      by = sparkConf.containsKey("spark.ssl.rpc.enabled") ? "spark.ssl.rpc.enabled=true"
-          : "spark.ssl.enabled=true";
+      by =
+          sparkConf.containsKey("spark.ssl.rpc.enabled")
+              ? "spark.ssl.rpc.enabled=true"
+              : "spark.ssl.enabled=true";
     } else if (flag(sparkConf, "spark.network.crypto.enabled", false)) {
       by = "spark.network.crypto.enabled=true";
     } else if (flag(sparkConf, "spark.authenticate.enableSaslEncryption", false)) {
@@ -39,11 +41,19 @@ public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEnc
     }
     boolean delegate = by != null && !conf.allowCleartextReads();
     if (delegate && !conf.fallback()) {
-      throw new TransferConfigException(by + " makes Memwire read every shuffle block through "
-          + "Spark's own encrypted transfer, which " + ShuffleConf.PREFIX + ShuffleConf.FALLBACK
-          + "=false forbids; set " + ShuffleConf.PREFIX + ShuffleConf.FALLBACK + "=true, or "
-          + ShuffleConf.PREFIX + ShuffleConf.ALLOW_CLEARTEXT_READS
-          + "=true to read one-sided unencrypted on an isolated fabric");
+      throw new TransferConfigException(
+          by
+              + " makes Memwire read every shuffle block through "
+              + "Spark's own encrypted transfer, which "
+              + ShuffleConf.PREFIX
+              + ShuffleConf.FALLBACK
+              + "=false forbids; set "
+              + ShuffleConf.PREFIX
+              + ShuffleConf.FALLBACK
+              + "=true, or "
+              + ShuffleConf.PREFIX
+              + ShuffleConf.ALLOW_CLEARTEXT_READS
+              + "=true to read one-sided unencrypted on an isolated fabric");
     }
     return new WireEncryption(by, delegate, flag(sparkConf, "spark.io.encryption.enabled", false));
   }
@@ -56,20 +66,28 @@ public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEnc
   /** The one line the manager logs about this decision, or null when there is nothing to say. */
   public String describe() {
     if (encryptedBy == null) {
-      return ioEncryption ? "spark.io.encryption.enabled=true: block bytes are read one-sided as "
-          + "Spark wrote them (encrypted); index entries and directory slots travel in clear"
+      return ioEncryption
+          ? "spark.io.encryption.enabled=true: block bytes are read one-sided as "
+              + "Spark wrote them (encrypted); index entries and directory slots travel in clear"
           : null;
     }
     if (delegate) {
-      return encryptedBy + ": Spark encrypts its network, so every shuffle block is read through "
+      return encryptedBy
+          + ": Spark encrypts its network, so every shuffle block is read through "
           + "Spark's own encrypted transfer (no one-sided reads, no registration; "
-          + ShuffleConf.PREFIX + ShuffleConf.ALLOW_CLEARTEXT_READS + "=true reads one-sided "
+          + ShuffleConf.PREFIX
+          + ShuffleConf.ALLOW_CLEARTEXT_READS
+          + "=true reads one-sided "
           + "unencrypted on isolated fabrics)";
     }
-    return encryptedBy + " but " + ShuffleConf.PREFIX + ShuffleConf.ALLOW_CLEARTEXT_READS
+    return encryptedBy
+        + " but "
+        + ShuffleConf.PREFIX
+        + ShuffleConf.ALLOW_CLEARTEXT_READS
         + "=true: shuffle blocks are read one-sided UNENCRYPTED on the wire"
-        + (ioEncryption ? " (block bytes are ciphertext: spark.io.encryption.enabled=true; index "
-        + "entries and directory slots are not)" : " (spark.io.encryption.enabled=false: block "
-        + "bytes in clear)");
+        + (ioEncryption
+            ? " (block bytes are ciphertext: spark.io.encryption.enabled=true; index "
+                + "entries and directory slots are not)"
+            : " (spark.io.encryption.enabled=false: block " + "bytes in clear)");
   }
 }

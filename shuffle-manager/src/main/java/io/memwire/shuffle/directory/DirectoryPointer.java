@@ -46,8 +46,11 @@ public final class DirectoryPointer {
 
   /** The topologyInfo string: {@code original} (if any) followed by this pointer. */
   public String toTopologyInfo(String original) {
-    String me = TAG + chunk + ":"
-        + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
+    String me =
+        TAG
+            + chunk
+            + ":"
+            + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
     return original == null || original.isEmpty() ? me : original + SEPARATOR + me;
   }
 

@@ -22,6 +22,7 @@ import java.nio.ByteOrder;
 public final class DirectorySlot {
   /** Bytes per slot. */
   public static final int SIZE = 256;
+
   static final int MAGIC = 0x4d575331; // "MWS1"
   private static final int INDEX_AT = 32;
   private static final int DATA_AT = 88;
@@ -101,9 +102,8 @@ public final class DirectorySlot {
       long mapId = b.getLong(base + 8);
       long dataLength = b.getLong(base + 16);
       RemoteRegion index = RemoteRegion.decode(b.duplicate().position(base + INDEX_AT));
-      RemoteRegion data = dataLength > 0
-          ? RemoteRegion.decode(b.duplicate().position(base + DATA_AT))
-          : null;
+      RemoteRegion data =
+          dataLength > 0 ? RemoteRegion.decode(b.duplicate().position(base + DATA_AT)) : null;
       if (data != null && data.length() != dataLength) {
         return null;
       }

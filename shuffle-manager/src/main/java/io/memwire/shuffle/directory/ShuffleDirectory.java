@@ -15,16 +15,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * This executor's shuffle directory. For each shuffle it keeps chunks of {@value
- * #SLOTS_PER_CHUNK} slots (registered direct memory, created on the first map output whose index
- * falls in the chunk), the slot of each map output, and every region registered for the shuffle's
- * files, so {@link #unregister} can deregister and unmap them all.
+ * This executor's shuffle directory. For each shuffle it keeps chunks of {@value #SLOTS_PER_CHUNK}
+ * slots (registered direct memory, created on the first map output whose index falls in the chunk),
+ * the slot of each map output, and every region registered for the shuffle's files, so {@link
+ * #unregister} can deregister and unmap them all.
  *
- * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator: {@link #unregister} (or
- * {@link #close}) closes a chunk's region and releases the directory's reference; a {@link
- * #publish} writing into the chunk holds a reference of its own meanwhile. The memory is freed
- * after the last release, once the transport reports the region released (no read still copies
- * from it).
+ * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator: {@link #unregister} (or {@link
+ * #close}) closes a chunk's region and releases the directory's reference; a {@link #publish}
+ * writing into the chunk holds a reference of its own meanwhile. The memory is freed after the last
+ * release, once the transport reports the region released (no read still copies from it).
  */
 public final class ShuffleDirectory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleDirectory.class);
@@ -67,13 +66,13 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   /**
-   * Records a map output whose files are already registered and returns the pointer reducers use
-   * to find its slot. The directory owns the regions from now on (closed by {@link #unregister}).
+   * Records a map output whose files are already registered and returns the pointer reducers use to
+   * find its slot. The directory owns the regions from now on (closed by {@link #unregister}).
    *
    * @throws IllegalStateException when the directory is closed (the regions are closed too)
    */
-  public DirectoryPointer publish(int shuffleId, int mapIndex, long mapId, MemoryRegion index,
-      MemoryRegion data) {
+  public DirectoryPointer publish(
+      int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
     ShuffleEntry entry;
     Chunk chunk;
     synchronized (this) {
@@ -89,8 +88,7 @@ public final class ShuffleDirectory implements AutoCloseable {
       if (data != null) {
         entry.fileRegions.add(data);
       }
-      chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK,
-          c -> newChunk(shuffleId, c));
+      chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK, c -> newChunk(shuffleId, c));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
     try {
@@ -115,11 +113,14 @@ public final class ShuffleDirectory implements AutoCloseable {
       throw e;
     }
     // Freed after the last release, once no read copies from the closed region any more.
-    MemoryUnit unit = allocator.allocate(size, "chunk " + chunkIndex + " of shuffle " + shuffleId,
-        () -> {
-          region.close();
-          region.released().whenComplete((v, e) -> MemoryAccess.free(memory));
-        });
+    MemoryUnit unit =
+        allocator.allocate(
+            size,
+            "chunk " + chunkIndex + " of shuffle " + shuffleId,
+            () -> {
+              region.close();
+              region.released().whenComplete((v, e) -> MemoryAccess.free(memory));
+            });
     return new Chunk(memory, region, new DirectoryPointer(chunkIndex, region.remote()), unit);
   }
 
@@ -131,8 +132,11 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
     if (entry != null) {
       release(entry);
-      LOG.debug("released shuffle {}: {} file regions, {} chunks", shuffleId,
-          entry.fileRegions.size(), entry.chunks.size());
+      LOG.debug(
+          "released shuffle {}: {} file regions, {} chunks",
+          shuffleId,
+          entry.fileRegions.size(),
+          entry.chunks.size());
     }
   }
 
@@ -158,9 +162,8 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   /**
-   * Test hook: overwrites the map id of every slot of a shuffle with -1 (never a task attempt
-   * id), as a stale or corrupted slot would look, so reducers must detect the mismatch.
-   * Idempotent.
+   * Test hook: overwrites the map id of every slot of a shuffle with -1 (never a task attempt id),
+   * as a stale or corrupted slot would look, so reducers must detect the mismatch. Idempotent.
    *
    * @return slots changed
    */

@@ -13,7 +13,8 @@ import java.util.Map;
  * @param last true for the report sent when the executor shuts down
  * @param values by metric name
  */
-public record ExecutorReport(String executorId, long sequence, long tasksEnded, boolean last,
-    Map<String, Long> values) implements Serializable {
+public record ExecutorReport(
+    String executorId, long sequence, long tasksEnded, boolean last, Map<String, Long> values)
+    implements Serializable {
   private static final long serialVersionUID = 1L;
 }

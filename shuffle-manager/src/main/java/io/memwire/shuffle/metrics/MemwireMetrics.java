@@ -72,8 +72,10 @@ public final class MemwireMetrics {
       if (e.getValue() != null) {
         v = stats.getOrDefault(e.getValue(), 0L);
       } else {
-        v = manager != null && manager.isTransportActive()
-            ? manager.shuffleConf().transfer(null).registrationBudget() : 0L;
+        v =
+            manager != null && manager.isTransportActive()
+                ? manager.shuffleConf().transfer(null).registrationBudget()
+                : 0L;
       }
       out.put(e.getKey(), v);
     }

@@ -33,30 +33,32 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Puts Memwire's shuffle metrics into Spark's metrics system, so they reach the sinks a cluster
- * already runs (JMX, Prometheus servlet, CSV, Graphite). Enable with {@code
- * --conf spark.plugins=io.memwire.shuffle.metrics.MemwireMetricsPlugin}.
+ * already runs (JMX, Prometheus servlet, CSV, Graphite). Enable with {@code --conf
+ * spark.plugins=io.memwire.shuffle.metrics.MemwireMetricsPlugin}.
  *
  * <ul>
- *   <li>Each executor registers every {@link MemwireMetrics} name as a gauge, plus one histogram
- *       of one-sided read latency per peer executor ({@code readLatencyMicros.<executor id>},
- *       at most {@link io.memwire.shuffle.PeerReadLatencies#MAX_PEERS} plus {@code other}).
- *   <li>Each executor reports its values to the driver after every task it ends, every
- *       {@link #REPORT_INTERVAL} and, waiting for the driver's reply, when it shuts down. The
- *       shutdown report is best effort (an executor may be killed first); the reports sent after
- *       its tasks already carry every shuffle counter, which changes only while tasks run.
+ *   <li>Each executor registers every {@link MemwireMetrics} name as a gauge, plus one histogram of
+ *       one-sided read latency per peer executor ({@code readLatencyMicros.<executor id>}, at most
+ *       {@link io.memwire.shuffle.PeerReadLatencies#MAX_PEERS} plus {@code other}).
+ *   <li>Each executor reports its values to the driver after every task it ends, every {@link
+ *       #REPORT_INTERVAL} and, waiting for the driver's reply, when it shuts down. The shutdown
+ *       report is best effort (an executor may be killed first); the reports sent after its tasks
+ *       already carry every shuffle counter, which changes only while tasks run.
  *   <li>The driver registers {@code total.<name>} gauges (the sum over executors), logs one line
  *       with the application's totals when it stops, and offers them to programs: {@link
  *       #executorTotals()}, {@link #applicationTotals()} and {@link #awaitExecutorTotals}.
  * </ul>
  *
- * <p>Metric names in Spark's registry get Spark's prefix: {@code
- * <namespace>.<executor id>.plugin.io.memwire.shuffle.metrics.MemwireMetricsPlugin.<name>}.
+ * <p>Metric names in Spark's registry get Spark's prefix: {@code <namespace>.<executor
+ * id>.plugin.io.memwire.shuffle.metrics.MemwireMetricsPlugin.<name>}.
  */
 public final class MemwireMetricsPlugin implements SparkPlugin {
   /** How often an executor reports even when no task ends. */
   public static final Duration REPORT_INTERVAL = Duration.ofSeconds(10);
+
   /** How long the driver waits at stop for the final reports of executors still reporting. */
   static final Duration FINAL_REPORT_WAIT = Duration.ofSeconds(10);
+
   /** How long an executor waits for the driver to acknowledge its final report. */
   static final Duration FINAL_REPORT_ACK = Duration.ofSeconds(10);
 
@@ -104,12 +106,14 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
    * @throws IllegalStateException when the plugin does not run in {@code sc}'s driver
    * @throws TimeoutException naming the executors whose reports lag when {@code timeout} passes
    */
-  public static Map<String, Map<String, Long>> awaitExecutorTotals(SparkContext sc,
-      Duration timeout) throws TimeoutException, InterruptedException {
+  public static Map<String, Map<String, Long>> awaitExecutorTotals(
+      SparkContext sc, Duration timeout) throws TimeoutException, InterruptedException {
     Driver d = driver;
     if (d == null || d.sc != sc) {
-      throw new IllegalStateException("the Memwire metrics plugin does not run in this driver: "
-          + "add spark.plugins=" + MemwireMetricsPlugin.class.getName());
+      throw new IllegalStateException(
+          "the Memwire metrics plugin does not run in this driver: "
+              + "add spark.plugins="
+              + MemwireMetricsPlugin.class.getName());
     }
     long deadline = System.nanoTime() + timeout.toNanos();
     // Task ends reach our listener through Spark's listener bus: let it catch up first.
@@ -129,21 +133,23 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
     @Override
     public Map<String, String> init(SparkContext sc, PluginContext ctx) {
       this.sc = sc;
-      sc.addSparkListener(new SparkListener() {
-        @Override
-        public void onTaskEnd(SparkListenerTaskEnd end) {
-          tasksEnded.computeIfAbsent(end.taskInfo().executorId(), k -> new AtomicLong())
-              .incrementAndGet();
-        }
+      sc.addSparkListener(
+          new SparkListener() {
+            @Override
+            public void onTaskEnd(SparkListenerTaskEnd end) {
+              tasksEnded
+                  .computeIfAbsent(end.taskInfo().executorId(), k -> new AtomicLong())
+                  .incrementAndGet();
+            }
 
-        @Override
-        public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-          removed.put(e.executorId(), Boolean.TRUE);
-          synchronized (changed) {
-            changed.notifyAll();
-          }
-        }
-      });
+            @Override
+            public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+              removed.put(e.executorId(), Boolean.TRUE);
+              synchronized (changed) {
+                changed.notifyAll();
+              }
+            }
+          });
       driver = this;
       return Map.of();
     }
@@ -153,8 +159,8 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       this.appId = appId;
       MetricRegistry registry = ctx.metricRegistry();
       for (String name : MemwireMetrics.NAMES) {
-        registry.register("total." + name,
-            (Gauge<Long>) () -> applicationTotalsOf(valuesByExecutor()).get(name));
+        registry.register(
+            "total." + name, (Gauge<Long>) () -> applicationTotalsOf(valuesByExecutor()).get(name));
       }
     }
 
@@ -184,13 +190,17 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
     /** Executors whose latest report misses tasks the driver saw end, and are still alive. */
     private List<String> lagging() {
       List<String> behind = new ArrayList<>();
-      tasksEnded.forEach((id, n) -> {
-        ExecutorReport r = reports.get(id);
-        if (!removed.containsKey(id) && (r == null || r.tasksEnded() < n.get())) {
-          behind.add(id + " (reported " + (r == null ? "nothing" : r.tasksEnded() + " of "
-              + n.get() + " tasks") + ")");
-        }
-      });
+      tasksEnded.forEach(
+          (id, n) -> {
+            ExecutorReport r = reports.get(id);
+            if (!removed.containsKey(id) && (r == null || r.tasksEnded() < n.get())) {
+              behind.add(
+                  id
+                      + " (reported "
+                      + (r == null ? "nothing" : r.tasksEnded() + " of " + n.get() + " tasks")
+                      + ")");
+            }
+          });
       return behind;
     }
 
@@ -204,8 +214,11 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
           }
           long left = deadline - System.nanoTime();
           if (left <= 0) {
-            throw new TimeoutException("Memwire metrics: executors " + behind + " did not report "
-                + "their latest tasks in time");
+            throw new TimeoutException(
+                "Memwire metrics: executors "
+                    + behind
+                    + " did not report "
+                    + "their latest tasks in time");
           }
           changed.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
         }
@@ -217,8 +230,9 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       // Executors were told to stop before plugins shut down: give their final reports a moment.
       long deadline = System.nanoTime() + FINAL_REPORT_WAIT.toNanos();
       synchronized (changed) {
-        while (reports.values().stream().anyMatch(r -> !r.last() && !removed.containsKey(
-            r.executorId())) && System.nanoTime() < deadline) {
+        while (reports.values().stream()
+                .anyMatch(r -> !r.last() && !removed.containsKey(r.executorId()))
+            && System.nanoTime() < deadline) {
           try {
             changed.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
           } catch (InterruptedException e) {
@@ -229,14 +243,19 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       }
       Map<String, Long> totals = applicationTotalsOf(valuesByExecutor());
       Map<String, Long> nonZero = new LinkedHashMap<>();
-      totals.forEach((k, v) -> {
-        if (v != 0) {
-          nonZero.put(k, v);
-        }
-      });
+      totals.forEach(
+          (k, v) -> {
+            if (v != 0) {
+              nonZero.put(k, v);
+            }
+          });
       long finals = reports.values().stream().filter(ExecutorReport::last).count();
-      LOG.info("Memwire shuffle totals of {}: {} executors reported ({} final): {}", appId,
-          reports.size(), finals, nonZero);
+      LOG.info(
+          "Memwire shuffle totals of {}: {} executors reported ({} final): {}",
+          appId,
+          reports.size(),
+          finals,
+          nonZero);
     }
   }
 
@@ -261,11 +280,13 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       }
       this.registry = registry;
       hookLatencies();
-      reporter = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "memwire-metrics-report");
-        t.setDaemon(true);
-        return t;
-      });
+      reporter =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "memwire-metrics-report");
+                t.setDaemon(true);
+                return t;
+              });
       long every = REPORT_INTERVAL.toMillis();
       reporter.scheduleWithFixedDelay(() -> report(false), every, every, TimeUnit.MILLISECONDS);
     }
@@ -279,13 +300,16 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       if (m == null || !latenciesHooked.compareAndSet(false, true)) {
         return;
       }
-      m.readLatencies().onHistogram((peer, h) -> {
-        try {
-          registry.register("readLatencyMicros." + peer.replaceAll("[^A-Za-z0-9_-]", "_"), h);
-        } catch (IllegalArgumentException alreadyThere) {
-          // Registered by the other path of the race in onHistogram.
-        }
-      });
+      m.readLatencies()
+          .onHistogram(
+              (peer, h) -> {
+                try {
+                  registry.register(
+                      "readLatencyMicros." + peer.replaceAll("[^A-Za-z0-9_-]", "_"), h);
+                } catch (IllegalArgumentException alreadyThere) {
+                  // Registered by the other path of the race in onHistogram.
+                }
+              });
     }
 
     /** The values, computed at most every 100 ms however many gauges a sink reads. */
@@ -313,10 +337,11 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       // Tasks ending together share one report: at most one is queued.
       if (reportQueued.compareAndSet(false, true)) {
         try {
-          reporter.execute(() -> {
-            reportQueued.set(false);
-            report(false);
-          });
+          reporter.execute(
+              () -> {
+                reportQueued.set(false);
+                report(false);
+              });
         } catch (RuntimeException stopped) {
           reportQueued.set(false);
         }
@@ -325,7 +350,11 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
 
     private ExecutorReport build(boolean last) {
       long tasks = tasksEnded.get(); // read before the values, so they include those tasks
-      return new ExecutorReport(ctx.executorID(), sequence.incrementAndGet(), tasks, last,
+      return new ExecutorReport(
+          ctx.executorID(),
+          sequence.incrementAndGet(),
+          tasks,
+          last,
           new LinkedHashMap<>(MemwireMetrics.snapshot()));
     }
 
@@ -343,13 +372,15 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
       if (reporter == null) {
         return;
       }
-      Future<?> last = reporter.submit(() -> {
-        try {
-          ctx.ask(build(true));
-        } catch (Exception e) {
-          LOG.warn("final Memwire metrics report to the driver failed: {}", e.toString());
-        }
-      });
+      Future<?> last =
+          reporter.submit(
+              () -> {
+                try {
+                  ctx.ask(build(true));
+                } catch (Exception e) {
+                  LOG.warn("final Memwire metrics report to the driver failed: {}", e.toString());
+                }
+              });
       try {
         last.get(FINAL_REPORT_ACK.toMillis(), TimeUnit.MILLISECONDS);
       } catch (TimeoutException | ExecutionException e) {

@@ -11,14 +11,14 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.spark.network.buffer.NioManagedBuffer;
 
 /**
- * The data stage of a fetch request whose blocks go to memory: reads the located ranges in
- * batches of at most {@code readBatchBlocks} blocks and {@code readBatchBytes} bytes, posting the
- * next batch only once the previous one has ended, and hands each block to Spark as it arrives.
+ * The data stage of a fetch request whose blocks go to memory: reads the located ranges in batches
+ * of at most {@code readBatchBlocks} blocks and {@code readBatchBytes} bytes, posting the next
+ * batch only once the previous one has ended, and hands each block to Spark as it arrives.
  *
  * <p>Threads: the first batch is posted by the thread that ended location (task thread or I/O
- * thread); each block's delivery, and the next batch's post, run on the thread completing the
- * read. A block whose read fails drops its map output from the cache and goes to Spark's client
- * (cause {@code read}); a zero-length block is delivered empty without a read.
+ * thread); each block's delivery, and the next batch's post, run on the thread completing the read.
+ * A block whose read fails drops its map output from the cache and goes to Spark's client (cause
+ * {@code read}); a zero-length block is delivered empty without a read.
  */
 final class DataFetch {
   private final FetchRequest r;
@@ -42,8 +42,9 @@ final class DataFetch {
         r.deliver(w, new NioManagedBuffer(ByteBuffer.allocate(0)), 0);
         continue;
       }
-      if (!batchBlocks.isEmpty() && (batchBlocks.size() >= r.ctx.readBatchBlocks
-          || bytes + w.length > r.ctx.readBatchBytes)) {
+      if (!batchBlocks.isEmpty()
+          && (batchBlocks.size() >= r.ctx.readBatchBlocks
+              || bytes + w.length > r.ctx.readBatchBytes)) {
         break;
       }
       batchBlocks.add(w);
@@ -58,22 +59,25 @@ final class DataFetch {
     try {
       batch = r.timed(r.connection.read(reqs));
     } catch (RuntimeException e) {
-      r.fallbackAll(blocks.subList(from, blocks.size()), FallbackCause.READ,
-          "data read failed: " + e);
+      r.fallbackAll(
+          blocks.subList(from, blocks.size()), FallbackCause.READ, "data read failed: " + e);
       return;
     }
     for (int k = 0; k < batchBlocks.size(); k++) {
       Wanted w = batchBlocks.get(k);
       CompletableFuture<TransferBuffer> f = batch.result(k);
-      f.whenComplete((buf, err) -> {
-        if (err != null) {
-          r.ctx.drop(r.shuffleId, w.slotKey());
-          r.fallbackAll(List.of(w), FallbackCause.READ,
-              "data read failed: " + FetchRequest.rootMessage(err));
-        } else {
-          r.deliver(w, new TransferManagedBuffer(buf), w.length);
-        }
-      });
+      f.whenComplete(
+          (buf, err) -> {
+            if (err != null) {
+              r.ctx.drop(r.shuffleId, w.slotKey());
+              r.fallbackAll(
+                  List.of(w),
+                  FallbackCause.READ,
+                  "data read failed: " + FetchRequest.rootMessage(err));
+            } else {
+              r.deliver(w, new TransferManagedBuffer(buf), w.length);
+            }
+          });
     }
     if (next < blocks.size()) {
       batch.all().whenComplete((ok, err) -> post(next));

@@ -20,14 +20,14 @@ import org.slf4j.LoggerFactory;
 /**
  * One fetch request (one peer, many blocks) read one-sided: connects, then runs its stages, and
  * ends each block exactly once (delivered, failed, or handed to Spark's client) with its metrics.
- * Stages, each posting one batch per step: location ({@link SlotLookup}, then {@link
- * IndexLookup}, with the executor's slot and index cache), then data: {@link DataFetch} (blocks in
- * memory) or {@link ToDiskFetch} (blocks Spark wants on disk).
+ * Stages, each posting one batch per step: location ({@link SlotLookup}, then {@link IndexLookup},
+ * with the executor's slot and index cache), then data: {@link DataFetch} (blocks in memory) or
+ * {@link ToDiskFetch} (blocks Spark wants on disk).
  *
  * <p>Ordering: slots before indexes before data; blocks located from the cache get their data
- * posted after the other blocks' index batch; blocks handed to Spark's client leave before the
- * data of the rest is posted. Threads: {@link #start()} runs on the task thread (when Spark issues
- * the request, or when its held step ends); every later step runs on the thread that completes the
+ * posted after the other blocks' index batch; blocks handed to Spark's client leave before the data
+ * of the rest is posted. Threads: {@link #start()} runs on the task thread (when Spark issues the
+ * request, or when its held step ends); every later step runs on the thread that completes the
  * previous read (a provider I/O or completion thread, the thread failing the connection, or the
  * posting thread when the read had ended already), except to-disk file writes (on {@code
  * memwire-shuffle-fallback-N}).
@@ -43,16 +43,25 @@ final class FetchRequest {
   final String peer;
   final Map<ReadContext.SlotKey, List<Wanted>> byMap;
   final BlockFetchingListener listener;
+
   /** Non-null when Spark wants this request's blocks on disk. */
   final DownloadFileManager toDisk;
+
   private final RdmaBlockStoreClient client;
   private final long startNanos = System.nanoTime();
   private final AtomicBoolean firstDelivered = new AtomicBoolean();
   private final SlotLookup location;
   Connection connection;
 
-  FetchRequest(RdmaBlockStoreClient client, ReadContext ctx, int shuffleId, String host, int port,
-      String execId, Map<ReadContext.SlotKey, List<Wanted>> byMap, BlockFetchingListener listener,
+  FetchRequest(
+      RdmaBlockStoreClient client,
+      ReadContext ctx,
+      int shuffleId,
+      String host,
+      int port,
+      String execId,
+      Map<ReadContext.SlotKey, List<Wanted>> byMap,
+      BlockFetchingListener listener,
       DownloadFileManager toDisk) {
     this.client = client;
     this.ctx = ctx;
@@ -73,8 +82,8 @@ final class FetchRequest {
     try {
       connection = ctx.node.connection(any.node());
     } catch (TransferException | RuntimeException e) {
-      fallbackAll(all(), FallbackCause.CONNECT,
-          "cannot connect to " + any.node() + ": " + e.getMessage());
+      fallbackAll(
+          all(), FallbackCause.CONNECT, "cannot connect to " + any.node() + ": " + e.getMessage());
       return;
     }
     location.start();
@@ -83,7 +92,9 @@ final class FetchRequest {
   /** Hands {@code unreadable} to Spark's client, then reads the located blocks' data. */
   void proceed(List<Wanted> data, List<Wanted> unreadable, String cause) {
     if (!unreadable.isEmpty()) {
-      fallbackAll(unreadable, cause != null ? FallbackCause.READ : FallbackCause.TOO_LARGE,
+      fallbackAll(
+          unreadable,
+          cause != null ? FallbackCause.READ : FallbackCause.TOO_LARGE,
           cause != null ? cause : "block exceeds one read");
     }
     if (toDisk != null) {
@@ -101,11 +112,12 @@ final class FetchRequest {
 
   <T> CompletableFuture<T> timed(CompletableFuture<T> read) {
     long posted = System.nanoTime();
-    read.whenComplete((ok, err) -> {
-      if (err == null) {
-        ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
-      }
-    });
+    read.whenComplete(
+        (ok, err) -> {
+          if (err == null) {
+            ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
+          }
+        });
     return read;
   }
 

@@ -10,12 +10,13 @@ import java.util.List;
  * its I/O threads compete with the task thread before it has issued the next one.
  *
  * <p>Threads: {@link #hold()} and {@link #release()} run on the task thread; {@link #post} on the
- * thread that issues the request. Only the holding thread touches the queue, so it needs no lock;
- * a request posted by any other thread starts at once on that thread.
+ * thread that issues the request. Only the holding thread touches the queue, so it needs no lock; a
+ * request posted by any other thread starts at once on that thread.
  */
 final class HeldRequests {
   /** The thread whose requests are held, or null. */
   private Thread holder;
+
   /** Requests held so far, in the order issued; null while there are none. */
   private List<Runnable> held;
 

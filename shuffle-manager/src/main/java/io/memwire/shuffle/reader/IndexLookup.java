@@ -26,12 +26,12 @@ import org.slf4j.LoggerFactory;
  * is posted, so the small index reads are not queued behind their data. A whole-index load is
  * claimed once per executor; other tasks wait on it. Every claimed load ends exactly once (loaded
  * or failed) on every path, so none of its waiters hangs, and a failure reaches all of them: an
- * invalid index fails their blocks, a read error hands them to Spark's client. Each index buffer
- * is released once decoded.
+ * invalid index fails their blocks, a read error hands them to Spark's client. Each index buffer is
+ * released once decoded.
  *
  * <p>Threads: {@link #start()} runs on the thread that ended the slot stage (task or I/O thread);
- * {@code onIndexes} on the thread completing the index batch; {@code afterSharedLoad} on the
- * thread that ends the other task's load (or this one, when it had ended already).
+ * {@code onIndexes} on the thread completing the index batch; {@code afterSharedLoad} on the thread
+ * that ends the other task's load (or this one, when it had ended already).
  */
 final class IndexLookup {
   private static final Logger LOG = LoggerFactory.getLogger(IndexLookup.class);
@@ -115,15 +115,18 @@ final class IndexLookup {
       r.fallbackAll(reading, FallbackCause.READ, "index read failed: " + ex);
       return;
     }
-    batch.all().whenComplete((ok, err) -> {
-      try {
-        onIndexes(reads, batch);
-      } catch (RuntimeException ex) {
-        LOG.warn("reading index entries from {} failed", r.peer, ex);
-        endLoads(reads, ex);
-        r.fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
-      }
-    });
+    batch
+        .all()
+        .whenComplete(
+            (ok, err) -> {
+              try {
+                onIndexes(reads, batch);
+              } catch (RuntimeException ex) {
+                LOG.warn("reading index entries from {} failed", r.peer, ex);
+                endLoads(reads, ex);
+                r.fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
+              }
+            });
   }
 
   private void onIndexes(List<IndexRead> reads, ReadBatch batch) {
@@ -154,9 +157,17 @@ final class IndexLookup {
           DirectorySlot slot = x.blocks.get(0).slot;
           long[] offsets = IndexFile.decode(b, slot.dataLength());
           if (offsets == null) {
-            InvalidIndexException e = new InvalidIndexException("index of map output "
-                + slot.mapId() + " on " + r.peer + " is invalid (" + b.remaining()
-                + " bytes for a data file of " + slot.dataLength() + " bytes)");
+            InvalidIndexException e =
+                new InvalidIndexException(
+                    "index of map output "
+                        + slot.mapId()
+                        + " on "
+                        + r.peer
+                        + " is invalid ("
+                        + b.remaining()
+                        + " bytes for a data file of "
+                        + slot.dataLength()
+                        + " bytes)");
             ctx.indexLoaded(shuffleId, x.key, slot, x.load, null, e);
             x.blocks.forEach(w -> r.fail(w, e));
             continue;
@@ -190,8 +201,8 @@ final class IndexLookup {
         return;
       }
       if (err != null) {
-        r.fallbackAll(blocks, FallbackCause.READ,
-            "index read failed: " + FetchRequest.rootMessage(err));
+        r.fallbackAll(
+            blocks, FallbackCause.READ, "index read failed: " + FetchRequest.rootMessage(err));
         return;
       }
       List<Wanted> data = new ArrayList<>();
@@ -216,11 +227,20 @@ final class IndexLookup {
   }
 
   /** Checks a block's range against its data file and queues it for reading. */
-  private void locate(Wanted w, long first, long last, List<Wanted> data,
-      List<Wanted> unreadable) {
+  private void locate(Wanted w, long first, long last, List<Wanted> data, List<Wanted> unreadable) {
     if (first < 0 || last < first || last > w.slot.dataLength()) {
-      r.fail(w, new IOException("index entries of block " + w.id + " are invalid: [" + first
-          + ", " + last + ") in a data file of " + w.slot.dataLength() + " bytes"));
+      r.fail(
+          w,
+          new IOException(
+              "index entries of block "
+                  + w.id
+                  + " are invalid: ["
+                  + first
+                  + ", "
+                  + last
+                  + ") in a data file of "
+                  + w.slot.dataLength()
+                  + " bytes"));
     } else if (r.toDisk == null && last - first > Integer.MAX_VALUE) {
       unreadable.add(w);
     } else {
@@ -231,14 +251,20 @@ final class IndexLookup {
   }
 
   private static IOException outsideIndex(Wanted w) {
-    return new IOException("block " + w.id + " is outside map output " + w.mapId
-        + "'s index of " + w.slot.index().length() + " bytes");
+    return new IOException(
+        "block "
+            + w.id
+            + " is outside map output "
+            + w.mapId
+            + "'s index of "
+            + w.slot.index().length()
+            + " bytes");
   }
 
   /**
    * One index read: a map output's whole index ({@code key} and the claimed {@code load} set) or
    * one block's entries.
    */
-  private record IndexRead(ReadContext.SlotKey key, List<Wanted> blocks,
-      CompletableFuture<long[]> load) {}
+  private record IndexRead(
+      ReadContext.SlotKey key, List<Wanted> blocks, CompletableFuture<long[]> load) {}
 }

@@ -21,17 +21,17 @@ import org.apache.spark.storage.ShuffleBlockId;
  * blocks it cannot read one-sided (no directory pointer, provider mismatch, or everything when
  * reads are delegated) to Spark's own client and the rest, grouped by map output, to a {@link
  * FetchRequest}, which reads them in stages, each step posted as one batch: {@link SlotLookup}
- * (directory slots not yet known to this executor; a slot that still names another map id after
- * one re-read fails its blocks, so Spark reruns the map stage), {@link IndexLookup} (the index of
- * each map output not cached: whole, kept for later tasks, or only the block's entries), then
- * {@link DataFetch} or, for requests Spark wants on disk, {@link ToDiskFetch}. Once an executor
- * has read a map output's slot and index, its later reduce tasks reach the data in one round trip.
+ * (directory slots not yet known to this executor; a slot that still names another map id after one
+ * re-read fails its blocks, so Spark reruns the map stage), {@link IndexLookup} (the index of each
+ * map output not cached: whole, kept for later tasks, or only the block's entries), then {@link
+ * DataFetch} or, for requests Spark wants on disk, {@link ToDiskFetch}. Once an executor has read a
+ * map output's slot and index, its later reduce tasks reach the data in one round trip.
  *
- * <p>The reader brackets each step of Spark's iterator (its construction, each {@code next()})
- * with {@link #holdRequests()} and {@link #releaseRequests()}: fetch requests Spark issues inside
- * the step are queued ({@link HeldRequests}) and started together, in the order issued, when
- * control returns to the reader. Threads: {@code fetchBlocks} and the hold calls run on the task
- * thread; Spark's client runs on {@code memwire-shuffle-fallback-N}.
+ * <p>The reader brackets each step of Spark's iterator (its construction, each {@code next()}) with
+ * {@link #holdRequests()} and {@link #releaseRequests()}: fetch requests Spark issues inside the
+ * step are queued ({@link HeldRequests}) and started together, in the order issued, when control
+ * returns to the reader. Threads: {@code fetchBlocks} and the hold calls run on the task thread;
+ * Spark's client runs on {@code memwire-shuffle-fallback-N}.
  */
 public final class RdmaBlockStoreClient extends BlockStoreClient {
   /** Where a map output's slot is: its directory chunk and its map index. */
@@ -47,8 +47,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
    * @param routes by map id, for every map output whose location carried a directory pointer
    * @param fallback Spark's own client ({@code blockManager.blockStoreClient})
    */
-  public RdmaBlockStoreClient(ReadContext ctx, int shuffleId, Map<Long, Route> routes,
-      BlockStoreClient fallback) {
+  public RdmaBlockStoreClient(
+      ReadContext ctx, int shuffleId, Map<Long, Route> routes, BlockStoreClient fallback) {
     this.ctx = ctx;
     this.shuffleId = shuffleId;
     this.routes = routes;
@@ -56,13 +56,28 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   }
 
   @Override
-  public void fetchBlocks(String host, int port, String execId, String[] blockIds,
-      BlockFetchingListener listener, DownloadFileManager downloadFileManager) {
+  public void fetchBlocks(
+      String host,
+      int port,
+      String execId,
+      String[] blockIds,
+      BlockFetchingListener listener,
+      DownloadFileManager downloadFileManager) {
     if (ctx.delegateAll != null) {
       // Decided for the whole application at start (and logged then): no per-peer log line.
       List<String> all = List.of(blockIds);
-      held.post(() -> fallback(host, port, execId, all, listener, downloadFileManager,
-          ctx.delegateAll, "reads delegated to Spark", false));
+      held.post(
+          () ->
+              fallback(
+                  host,
+                  port,
+                  execId,
+                  all,
+                  listener,
+                  downloadFileManager,
+                  ctx.delegateAll,
+                  "reads delegated to Spark",
+                  false));
       return;
     }
     List<String> viaSpark = new ArrayList<>();
@@ -77,8 +92,11 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
         cause = FallbackCause.NO_DIRECTORY;
       } else if (w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
         viaSpark.add(id);
-        reason = "peer serves over " + w.route.pointer().region().segments().get(0).provider()
-            + ", this executor reads over " + ctx.node.provider();
+        reason =
+            "peer serves over "
+                + w.route.pointer().region().segments().get(0).provider()
+                + ", this executor reads over "
+                + ctx.node.provider();
         cause = FallbackCause.PROVIDER_MISMATCH;
       } else {
         byMap.computeIfAbsent(w.slotKey(), k -> new ArrayList<>()).add(w);
@@ -87,14 +105,16 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     if (!viaSpark.isEmpty()) {
       String why = reason;
       FallbackCause c = cause;
-      held.post(() -> fallback(host, port, execId, viaSpark, listener, downloadFileManager, c, why,
-          true));
+      held.post(
+          () ->
+              fallback(host, port, execId, viaSpark, listener, downloadFileManager, c, why, true));
     }
     if (!byMap.isEmpty()) {
       // A download-file manager means Spark wants this request's blocks on disk (above
       // spark.network.maxRemoteBlockSizeFetchToMem).
-      FetchRequest f = new FetchRequest(this, ctx, shuffleId, host, port, execId, byMap, listener,
-          downloadFileManager);
+      FetchRequest f =
+          new FetchRequest(
+              this, ctx, shuffleId, host, port, execId, byMap, listener, downloadFileManager);
       held.post(f::start);
     }
   }
@@ -152,12 +172,24 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
    * thread (it may block connecting), counted under {@code cause}; or, when fallback is off, fails
    * them at once on the calling thread.
    */
-  void fallback(String host, int port, String execId, List<String> ids,
-      BlockFetchingListener listener, DownloadFileManager dfm, FallbackCause cause, String reason,
+  void fallback(
+      String host,
+      int port,
+      String execId,
+      List<String> ids,
+      BlockFetchingListener listener,
+      DownloadFileManager dfm,
+      FallbackCause cause,
+      String reason,
       boolean log) {
     if (!ctx.fallbackAllowed) {
-      IOException e = new IOException("blocks of executor " + execId + " cannot be read one-sided ("
-          + reason + ") and spark.shuffle.rdma.fallback=false");
+      IOException e =
+          new IOException(
+              "blocks of executor "
+                  + execId
+                  + " cannot be read one-sided ("
+                  + reason
+                  + ") and spark.shuffle.rdma.fallback=false");
       ctx.counters.failedBlocks.add(ids.size());
       for (String id : ids) {
         listener.onBlockFetchFailure(id, e);
@@ -170,15 +202,16 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     ctx.counters.fallback(cause, ids.size());
     String[] array = ids.toArray(new String[0]);
     try {
-      ctx.fallbackThreads.execute(() -> {
-        try {
-          fallback.fetchBlocks(host, port, execId, array, listener, dfm);
-        } catch (Throwable t) {
-          for (String id : array) {
-            listener.onBlockFetchFailure(id, t);
-          }
-        }
-      });
+      ctx.fallbackThreads.execute(
+          () -> {
+            try {
+              fallback.fetchBlocks(host, port, execId, array, listener, dfm);
+            } catch (Throwable t) {
+              for (String id : array) {
+                listener.onBlockFetchFailure(id, t);
+              }
+            }
+          });
     } catch (RuntimeException rejected) {
       for (String id : array) {
         listener.onBlockFetchFailure(id, new IOException("shuffle manager stopped", rejected));
@@ -187,11 +220,18 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   }
 
   @Override
-  public Cause diagnoseCorruption(String host, int port, String execId, int shuffleId, long mapId,
-      int reduceId, long checksum, String algorithm) {
+  public Cause diagnoseCorruption(
+      String host,
+      int port,
+      String execId,
+      int shuffleId,
+      long mapId,
+      int reduceId,
+      long checksum,
+      String algorithm) {
     try {
-      return fallback.diagnoseCorruption(host, port, execId, shuffleId, mapId, reduceId, checksum,
-          algorithm);
+      return fallback.diagnoseCorruption(
+          host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
     } catch (RuntimeException e) {
       return Cause.UNKNOWN_ISSUE;
     }

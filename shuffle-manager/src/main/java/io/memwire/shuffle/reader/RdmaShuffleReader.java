@@ -45,15 +45,19 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
   private final BaseShuffleHandle<K, ?, C> handle;
-  private final Iterator<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> blocksByAddress;
+  private final Iterator<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>>
+      blocksByAddress;
   private final TaskContext context;
   private final ShuffleReadMetricsReporter readMetrics;
   private final boolean shouldBatchFetch;
   private final ReadContext readContext;
 
-  public RdmaShuffleReader(BaseShuffleHandle<K, ?, C> handle,
+  public RdmaShuffleReader(
+      BaseShuffleHandle<K, ?, C> handle,
       Iterator<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> blocksByAddress,
-      TaskContext context, ShuffleReadMetricsReporter readMetrics, boolean shouldBatchFetch,
+      TaskContext context,
+      ShuffleReadMetricsReporter readMetrics,
+      boolean shouldBatchFetch,
       ReadContext readContext) {
     this.handle = handle;
     this.blocksByAddress = blocksByAddress;
@@ -66,8 +70,10 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
   private boolean fetchContinuousBlocksInBatch(SparkConf conf, ShuffleDependency<K, ?, C> dep) {
     boolean relocatable = dep.serializer().supportsRelocationOfSerializedObjects();
     boolean compressed = SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_COMPRESS());
-    boolean concatenation = !compressed || CompressionCodec$.MODULE$
-        .supportsConcatenationOfSerializedStreams(CompressionCodec$.MODULE$.createCodec(conf));
+    boolean concatenation =
+        !compressed
+            || CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(
+                CompressionCodec$.MODULE$.createCodec(conf));
     boolean oldProtocol =
         SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_USE_OLD_FETCH_PROTOCOL());
     boolean encryption = SparkCompat.<Boolean>get(conf, package$.MODULE$.IO_ENCRYPTION_ENABLED());
@@ -100,13 +106,15 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       while (it.hasNext()) {
         Tuple3<BlockId, Object, Object> b = it.next();
         if (b._1() instanceof ShuffleBlockId) {
-          routes.put(((ShuffleBlockId) b._1()).mapId(),
+          routes.put(
+              ((ShuffleBlockId) b._1()).mapId(),
               new RdmaBlockStoreClient.Route(pointer.get(), (Integer) b._3()));
         }
       }
     }
-    RdmaBlockStoreClient client = new RdmaBlockStoreClient(readContext, handle.shuffleId(), routes,
-        blockManager.blockStoreClient());
+    RdmaBlockStoreClient client =
+        new RdmaBlockStoreClient(
+            readContext, handle.shuffleId(), routes, blockManager.blockStoreClient());
 
     long maxSizeInFlight =
         SparkCompat.<Long>get(conf, package$.MODULE$.REDUCER_MAX_SIZE_IN_FLIGHT()) * 1024 * 1024;
@@ -114,26 +122,27 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     client.holdRequests();
     ShuffleBlockFetcherIterator fetcher;
     try {
-      fetcher = new ShuffleBlockFetcherIterator(
-          context,
-          client,
-          blockManager,
-          tracker,
-          CollectionConverters.asScala(groups.iterator()),
-          (BlockId id, InputStream in) -> serializerManager.wrapStream(id, in),
-          maxSizeInFlight,
-          SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_REQS_IN_FLIGHT()),
-          SparkCompat.<Integer>get(conf,
-              package$.MODULE$.REDUCER_MAX_BLOCKS_IN_FLIGHT_PER_ADDRESS()),
-          SparkCompat.<Long>get(conf, package$.MODULE$.MAX_REMOTE_BLOCK_SIZE_FETCH_TO_MEM()),
-          SparkCompat.<Integer>get(conf, package$.MODULE$.SHUFFLE_MAX_ATTEMPTS_ON_NETTY_OOM()),
-          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT()),
-          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT_MEMORY()),
-          SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED()),
-          SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()),
-          readMetrics,
-          fetchContinuousBlocksInBatch(conf, dep),
-          new org.apache.spark.util.SystemClock());
+      fetcher =
+          new ShuffleBlockFetcherIterator(
+              context,
+              client,
+              blockManager,
+              tracker,
+              CollectionConverters.asScala(groups.iterator()),
+              (BlockId id, InputStream in) -> serializerManager.wrapStream(id, in),
+              maxSizeInFlight,
+              SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_REQS_IN_FLIGHT()),
+              SparkCompat.<Integer>get(
+                  conf, package$.MODULE$.REDUCER_MAX_BLOCKS_IN_FLIGHT_PER_ADDRESS()),
+              SparkCompat.<Long>get(conf, package$.MODULE$.MAX_REMOTE_BLOCK_SIZE_FETCH_TO_MEM()),
+              SparkCompat.<Integer>get(conf, package$.MODULE$.SHUFFLE_MAX_ATTEMPTS_ON_NETTY_OOM()),
+              SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT()),
+              SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_DETECT_CORRUPT_MEMORY()),
+              SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED()),
+              SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()),
+              readMetrics,
+              fetchContinuousBlocksInBatch(conf, dep),
+              new org.apache.spark.util.SystemClock());
     } finally {
       client.releaseRequests();
     }
@@ -151,17 +160,21 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       if (dep.aggregator().isDefined()) {
         Aggregator agg = dep.aggregator().get();
         if (dep.mapSideCombine()) {
-          Aggregator combiners = new Aggregator(
-              (scala.Function1) (c -> c), agg.mergeCombiners(), agg.mergeCombiners());
-          sorter = SparkCompat.newExternalSorter(context, Option.apply(combiners),
-              (Option) dep.keyOrdering(), dep.serializer());
+          Aggregator combiners =
+              new Aggregator(
+                  (scala.Function1) (c -> c), agg.mergeCombiners(), agg.mergeCombiners());
+          sorter =
+              SparkCompat.newExternalSorter(
+                  context, Option.apply(combiners), (Option) dep.keyOrdering(), dep.serializer());
         } else {
-          sorter = SparkCompat.newExternalSorter(context, Option.apply(agg),
-              (Option) dep.keyOrdering(), dep.serializer());
+          sorter =
+              SparkCompat.newExternalSorter(
+                  context, Option.apply(agg), (Option) dep.keyOrdering(), dep.serializer());
         }
       } else {
-        sorter = SparkCompat.newExternalSorter(context, Option.empty(),
-            (Option) dep.keyOrdering(), dep.serializer());
+        sorter =
+            SparkCompat.newExternalSorter(
+                context, Option.empty(), (Option) dep.keyOrdering(), dep.serializer());
       }
       result = sorter.insertAllAndUpdateMetrics((Iterator) interruptible);
     } else if (dep.aggregator().isDefined()) {
@@ -183,8 +196,8 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
 
   /**
    * Deserializes each block's stream into records, counts them, and merges the read metrics into
-   * the task's when the last record has been read (what Spark's flatMap, map and
-   * CompletionIterator do).
+   * the task's when the last record has been read (what Spark's flatMap, map and CompletionIterator
+   * do).
    */
   private final class RecordIterator extends AbstractIterator<Tuple2<Object, Object>> {
     private final Iterator<Tuple2<BlockId, InputStream>> streams;
@@ -193,7 +206,9 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     private Iterator<Tuple2<Object, Object>> current = scala.collection.Iterator$.MODULE$.empty();
     private boolean completed;
 
-    RecordIterator(Iterator<Tuple2<BlockId, InputStream>> streams, SerializerInstance serializer,
+    RecordIterator(
+        Iterator<Tuple2<BlockId, InputStream>> streams,
+        SerializerInstance serializer,
         RdmaBlockStoreClient client) {
       this.streams = streams;
       this.serializer = serializer;

@@ -21,10 +21,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What every reduce task of this executor shares: the transfer node, read limits, counters, what
- * is known of peers' map outputs (their directory slots and, within a byte budget, their whole
- * index files; per shuffle, dropped when the shuffle is unregistered), the threads that call
- * Spark's fallback client, and which peers were already logged as falling back.
+ * What every reduce task of this executor shares: the transfer node, read limits, counters, what is
+ * known of peers' map outputs (their directory slots and, within a byte budget, their whole index
+ * files; per shuffle, dropped when the shuffle is unregistered), the threads that call Spark's
+ * fallback client, and which peers were already logged as falling back.
  *
  * <p>Index files are immutable once Spark commits a map output, and a recomputed output has a new
  * map id, so an entry cached under (slot, map id) never goes stale; a read that fails drops it.
@@ -32,15 +32,21 @@ import org.slf4j.LoggerFactory;
 public final class ReadContext implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ReadContext.class);
   private static final AtomicInteger THREAD_IDS = new AtomicInteger();
+
   /** Cached slots per shuffle before the cache stops growing (about 300 bytes each). */
   static final int MAX_CACHED_SLOTS_PER_SHUFFLE = 100_000;
-  /** Largest index file read and kept whole (8191 reduce partitions); larger ones are read by entry. */
+
+  /**
+   * Largest index file read and kept whole (8191 reduce partitions); larger ones are read by entry.
+   */
   static final int MAX_CACHED_INDEX_BYTES = 64 * 1024;
 
   /** The transfer node, or null when every block goes to Spark ({@link #delegateAll}). */
   final TransferNode node;
+
   /** When non-null, every block goes to Spark's own client for this cause; nothing is read here. */
   final ShuffleCounters.FallbackCause delegateAll;
+
   final PeerReadLatencies latencies;
   final int readBatchBlocks;
   final long readBatchBytes;
@@ -51,24 +57,49 @@ public final class ReadContext implements AutoCloseable {
   private volatile TransportConf transportConf;
   private final AtomicLong indexCacheBytes = new AtomicLong();
   private final Map<Integer, Map<SlotKey, MapOutput>> outputs = new ConcurrentHashMap<>();
+
   /** Whole-index reads under way, so concurrent tasks of this executor share one. */
   private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
+
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
 
   /**
    * @param indexCacheBudget bytes of peers' index files kept (0: none; every fetch reads entries)
    */
-  public ReadContext(TransferNode node, int readBatchBlocks, long readBatchBytes,
-      boolean fallbackAllowed, long indexCacheBudget, ShuffleCounters counters,
+  public ReadContext(
+      TransferNode node,
+      int readBatchBlocks,
+      long readBatchBytes,
+      boolean fallbackAllowed,
+      long indexCacheBudget,
+      ShuffleCounters counters,
       PeerReadLatencies latencies) {
-    this(node, null, readBatchBlocks, readBatchBytes, fallbackAllowed, indexCacheBudget, counters,
+    this(
+        node,
+        null,
+        readBatchBlocks,
+        readBatchBytes,
+        fallbackAllowed,
+        indexCacheBudget,
+        counters,
         latencies);
   }
 
   /** As above, with latencies kept by this context alone. */
-  public ReadContext(TransferNode node, int readBatchBlocks, long readBatchBytes,
-      boolean fallbackAllowed, long indexCacheBudget, ShuffleCounters counters) {
-    this(node, readBatchBlocks, readBatchBytes, fallbackAllowed, indexCacheBudget, counters,
+  public ReadContext(
+      TransferNode node,
+      int readBatchBlocks,
+      long readBatchBytes,
+      boolean fallbackAllowed,
+      long indexCacheBudget,
+      ShuffleCounters counters) {
+    this(
+        node,
+        readBatchBlocks,
+        readBatchBytes,
+        fallbackAllowed,
+        indexCacheBudget,
+        counters,
         new PeerReadLatencies());
   }
 
@@ -76,14 +107,20 @@ public final class ReadContext implements AutoCloseable {
    * A context that reads nothing one-sided: every block of every task goes to Spark's own client,
    * counted as a fallback for {@code cause} (no transfer node needed).
    */
-  public static ReadContext delegating(ShuffleCounters.FallbackCause cause,
-      ShuffleCounters counters) {
+  public static ReadContext delegating(
+      ShuffleCounters.FallbackCause cause, ShuffleCounters counters) {
     return new ReadContext(null, cause, 1, 1, true, 0, counters, new PeerReadLatencies());
   }
 
-  private ReadContext(TransferNode node, ShuffleCounters.FallbackCause delegateAll,
-      int readBatchBlocks, long readBatchBytes, boolean fallbackAllowed, long indexCacheBudget,
-      ShuffleCounters counters, PeerReadLatencies latencies) {
+  private ReadContext(
+      TransferNode node,
+      ShuffleCounters.FallbackCause delegateAll,
+      int readBatchBlocks,
+      long readBatchBytes,
+      boolean fallbackAllowed,
+      long indexCacheBudget,
+      ShuffleCounters counters,
+      PeerReadLatencies latencies) {
     this.node = node;
     this.delegateAll = delegateAll;
     this.latencies = latencies;
@@ -92,11 +129,13 @@ public final class ReadContext implements AutoCloseable {
     this.fallbackAllowed = fallbackAllowed;
     this.indexCacheBudget = indexCacheBudget;
     this.counters = counters;
-    this.fallbackThreads = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "memwire-shuffle-fallback-" + THREAD_IDS.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    this.fallbackThreads =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "memwire-shuffle-fallback-" + THREAD_IDS.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   /** Where one slot lives: a directory chunk and a map index. */
@@ -106,8 +145,8 @@ public final class ReadContext implements AutoCloseable {
   private record LoadKey(int shuffleId, SlotKey key, long mapId) {}
 
   /**
-   * What is known of one map output: its slot, and its index entries when they were read whole
-   * and kept (else null).
+   * What is known of one map output: its slot, and its index entries when they were read whole and
+   * kept (else null).
    */
   record MapOutput(DirectorySlot slot, long[] offsets) {}
 
@@ -121,8 +160,12 @@ public final class ReadContext implements AutoCloseable {
   void cacheSlot(int shuffleId, SlotKey key, DirectorySlot slot) {
     Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
     if (m.size() < MAX_CACHED_SLOTS_PER_SHUFFLE) {
-      m.compute(key, (k, old) -> old != null && old.slot().mapId() == slot.mapId()
-          ? old : replaced(old, new MapOutput(slot, null)));
+      m.compute(
+          key,
+          (k, old) ->
+              old != null && old.slot().mapId() == slot.mapId()
+                  ? old
+                  : replaced(old, new MapOutput(slot, null)));
     }
   }
 
@@ -135,17 +178,19 @@ public final class ReadContext implements AutoCloseable {
   void cacheIndex(int shuffleId, SlotKey key, DirectorySlot slot, long[] offsets) {
     long bytes = offsets.length * 8L;
     Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
-    m.compute(key, (k, old) -> {
-      if (old != null && old.slot().mapId() == slot.mapId() && old.offsets() != null) {
-        return old;
-      }
-      long freed = old != null && old.offsets() != null ? old.offsets().length * 8L : 0;
-      if (indexCacheBytes.addAndGet(bytes - freed) > indexCacheBudget) {
-        indexCacheBytes.addAndGet(freed - bytes);
-        return old;
-      }
-      return new MapOutput(slot, offsets);
-    });
+    m.compute(
+        key,
+        (k, old) -> {
+          if (old != null && old.slot().mapId() == slot.mapId() && old.offsets() != null) {
+            return old;
+          }
+          long freed = old != null && old.offsets() != null ? old.offsets().length * 8L : 0;
+          if (indexCacheBytes.addAndGet(bytes - freed) > indexCacheBudget) {
+            indexCacheBytes.addAndGet(freed - bytes);
+            return old;
+          }
+          return new MapOutput(slot, offsets);
+        });
   }
 
   private MapOutput replaced(MapOutput old, MapOutput now) {
@@ -160,17 +205,22 @@ public final class ReadContext implements AutoCloseable {
    * once: returns null when {@code mine} was registered (the caller reads the index and then calls
    * {@link #indexLoaded}), else the future of the load already under way.
    */
-  CompletableFuture<long[]> joinIndexLoad(int shuffleId, SlotKey key, long mapId,
-      CompletableFuture<long[]> mine) {
+  CompletableFuture<long[]> joinIndexLoad(
+      int shuffleId, SlotKey key, long mapId, CompletableFuture<long[]> mine) {
     return loading.putIfAbsent(new LoadKey(shuffleId, key, mapId), mine);
   }
 
   /**
-   * Ends a load claimed with {@link #joinIndexLoad} (idempotent): caches the offsets (null when
-   * the load failed with {@code error}) and completes the future waiting tasks hold.
+   * Ends a load claimed with {@link #joinIndexLoad} (idempotent): caches the offsets (null when the
+   * load failed with {@code error}) and completes the future waiting tasks hold.
    */
-  void indexLoaded(int shuffleId, SlotKey key, DirectorySlot slot, CompletableFuture<long[]> mine,
-      long[] offsets, Throwable error) {
+  void indexLoaded(
+      int shuffleId,
+      SlotKey key,
+      DirectorySlot slot,
+      CompletableFuture<long[]> mine,
+      long[] offsets,
+      Throwable error) {
     if (offsets != null) {
       cacheIndex(shuffleId, key, slot, offsets);
     }

@@ -14,9 +14,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Location stage, first half: gives each block of a fetch request its map output's directory
- * slot, from the executor's slot cache ({@link ReadContext}) or by one batch of slot reads, then
- * hands on to {@link IndexLookup}.
+ * Location stage, first half: gives each block of a fetch request its map output's directory slot,
+ * from the executor's slot cache ({@link ReadContext}) or by one batch of slot reads, then hands on
+ * to {@link IndexLookup}.
  *
  * <p>Ordering: a slot that names another map id (or does not decode) is dropped from the cache and
  * re-read once, all such slots in one more batch; if it is still wrong its blocks fail as fetch
@@ -63,8 +63,9 @@ final class SlotLookup {
   private void readSlots(List<ReadContext.SlotKey> keys, boolean reread) {
     List<ReadRequest> reqs = new ArrayList<>(keys.size());
     for (ReadContext.SlotKey k : keys) {
-      reqs.add(ReadRequest.of(k.pointer().region(), k.pointer().slotOffset(k.mapIndex()),
-          DirectorySlot.SIZE));
+      reqs.add(
+          ReadRequest.of(
+              k.pointer().region(), k.pointer().slotOffset(k.mapIndex()), DirectorySlot.SIZE));
     }
     ReadBatch batch;
     try {
@@ -74,14 +75,17 @@ final class SlotLookup {
       return;
     }
     ctx.counters.slotReads.add(keys.size());
-    batch.all().whenComplete((ok, err) -> {
-      try {
-        onSlots(keys, batch, reread);
-      } catch (RuntimeException e) {
-        LOG.warn("reading directory slots from {} failed", r.peer, e);
-        r.fallbackAll(r.all(), FallbackCause.INTERNAL, "internal error: " + e);
-      }
-    });
+    batch
+        .all()
+        .whenComplete(
+            (ok, err) -> {
+              try {
+                onSlots(keys, batch, reread);
+              } catch (RuntimeException e) {
+                LOG.warn("reading directory slots from {} failed", r.peer, e);
+                r.fallbackAll(r.all(), FallbackCause.INTERNAL, "internal error: " + e);
+              }
+            });
   }
 
   private void onSlots(List<ReadContext.SlotKey> keys, ReadBatch batch, boolean reread) {
@@ -124,9 +128,15 @@ final class SlotLookup {
     for (ReadContext.SlotKey key : stale) {
       List<Wanted> ws = r.byMap.get(key);
       ctx.counters.staleSlots.increment();
-      IOException e = new IOException("shuffle directory slot for map index " + key.mapIndex()
-          + " on executor " + r.execId + " does not hold map output " + ws.get(0).mapId
-          + " (stale or invalid after a re-read)");
+      IOException e =
+          new IOException(
+              "shuffle directory slot for map index "
+                  + key.mapIndex()
+                  + " on executor "
+                  + r.execId
+                  + " does not hold map output "
+                  + ws.get(0).mapId
+                  + " (stale or invalid after a re-read)");
       ws.forEach(w -> r.fail(w, e));
     }
     indexes.start();

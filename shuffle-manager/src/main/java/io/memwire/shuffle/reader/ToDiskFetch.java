@@ -14,16 +14,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The data stage of a fetch request Spark wants on disk (blocks above
- * {@code spark.network.maxRemoteBlockSizeFetchToMem}): streams the located blocks into Spark's
- * temp files one block after another, each in reads of at most {@code readBatchBytes}, one piece
- * in flight at a time.
+ * The data stage of a fetch request Spark wants on disk (blocks above {@code
+ * spark.network.maxRemoteBlockSizeFetchToMem}): streams the located blocks into Spark's temp files
+ * one block after another, each in reads of at most {@code readBatchBytes}, one piece in flight at
+ * a time.
  *
- * <p>Threads: the first file is created by the thread that ended location; every piece's write
- * and the next piece's post run on {@code memwire-shuffle-fallback-N}, never on an I/O thread. A
- * failed read discards the file, drops the map output from the cache and hands this block and
- * the rest to Spark's client (cause {@code read}); a failed file operation fails only its block.
- * Each piece's buffer is released after its write, whatever the outcome.
+ * <p>Threads: the first file is created by the thread that ended location; every piece's write and
+ * the next piece's post run on {@code memwire-shuffle-fallback-N}, never on an I/O thread. A failed
+ * read discards the file, drops the map output from the cache and hands this block and the rest to
+ * Spark's client (cause {@code read}); a failed file operation fails only its block. Each piece's
+ * buffer is released after its write, whatever the outcome.
  */
 final class ToDiskFetch {
   private static final Logger LOG = LoggerFactory.getLogger(ToDiskFetch.class);
@@ -58,8 +58,7 @@ final class ToDiskFetch {
     readPiece(i, file, channel, 0);
   }
 
-  private void readPiece(int i, DownloadFile file, DownloadFileWritableChannel channel,
-      long done) {
+  private void readPiece(int i, DownloadFile file, DownloadFileWritableChannel channel, long done) {
     Wanted w = blocks.get(i);
     int n = (int) Math.min(w.length - done, r.ctx.readBatchBytes); // readBatchBytes <= 1 GiB
     if (n == 0) {
@@ -71,37 +70,40 @@ final class ToDiskFetch {
       f = r.timed(r.connection.read(ReadRequest.of(w.slot.data(), w.offset + done, n)));
     } catch (RuntimeException e) {
       discard(file, channel);
-      r.fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ,
-          "data read failed: " + e);
+      r.fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ, "data read failed: " + e);
       return;
     }
-    f.whenCompleteAsync((buf, err) -> {
-      if (err != null) {
-        discard(file, channel);
-        r.ctx.drop(r.shuffleId, w.slotKey());
-        r.fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ,
-            "data read failed: " + FetchRequest.rootMessage(err));
-        return;
-      }
-      try {
-        ByteBuffer b = buf.nioBuffer();
-        while (b.hasRemaining()) {
-          channel.write(b);
-        }
-      } catch (IOException | RuntimeException e) {
-        discard(file, channel);
-        r.fail(w, e);
-        next(i + 1);
-        return;
-      } finally {
-        buf.release();
-      }
-      if (done + n < w.length) {
-        readPiece(i, file, channel, done + n);
-      } else {
-        finishFile(i, file, channel);
-      }
-    }, r.ctx.fallbackThreads);
+    f.whenCompleteAsync(
+        (buf, err) -> {
+          if (err != null) {
+            discard(file, channel);
+            r.ctx.drop(r.shuffleId, w.slotKey());
+            r.fallbackAll(
+                blocks.subList(i, blocks.size()),
+                FallbackCause.READ,
+                "data read failed: " + FetchRequest.rootMessage(err));
+            return;
+          }
+          try {
+            ByteBuffer b = buf.nioBuffer();
+            while (b.hasRemaining()) {
+              channel.write(b);
+            }
+          } catch (IOException | RuntimeException e) {
+            discard(file, channel);
+            r.fail(w, e);
+            next(i + 1);
+            return;
+          } finally {
+            buf.release();
+          }
+          if (done + n < w.length) {
+            readPiece(i, file, channel, done + n);
+          } else {
+            finishFile(i, file, channel);
+          }
+        },
+        r.ctx.fallbackThreads);
   }
 
   private void finishFile(int i, DownloadFile file, DownloadFileWritableChannel channel) {

@@ -10,8 +10,8 @@ import org.apache.spark.network.buffer.ManagedBuffer;
 /**
  * A block read one-sided, as Spark's {@link ManagedBuffer}: reference counts map one to one onto
  * the {@link TransferBuffer}'s, so the pooled memory goes back when Spark releases its last
- * reference. The Netty object {@link #convertToNetty()} returns is a new owner, as Spark's
- * contract says: it holds a reference of its own until Netty releases it.
+ * reference. The Netty object {@link #convertToNetty()} returns is a new owner, as Spark's contract
+ * says: it holds a reference of its own until Netty releases it.
  */
 final class TransferManagedBuffer extends ManagedBuffer {
   private final TransferBuffer buffer;
@@ -63,8 +63,8 @@ final class TransferManagedBuffer extends ManagedBuffer {
   }
 
   /**
-   * A Netty buffer over the pooled memory that owns one reference of the {@link TransferBuffer}
-   * and drops it when Netty releases the buffer, never frees the memory itself.
+   * A Netty buffer over the pooled memory that owns one reference of the {@link TransferBuffer} and
+   * drops it when Netty releases the buffer, never frees the memory itself.
    */
   static final class LeasedByteBuf extends UnpooledDirectByteBuf {
     private final TransferBuffer lease;

@@ -15,13 +15,15 @@ final class Wanted {
   final int end;
   final boolean batch;
   final AtomicBoolean done = new AtomicBoolean();
+
   /** Set by the location stage before any index or data read of this block is posted. */
   DirectorySlot slot;
+
   long offset;
   long length;
 
-  Wanted(String id, long mapId, RdmaBlockStoreClient.Route route, int start, int end,
-      boolean batch) {
+  Wanted(
+      String id, long mapId, RdmaBlockStoreClient.Route route, int start, int end, boolean batch) {
     this.id = id;
     this.mapId = mapId;
     this.route = route;

@@ -13,15 +13,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.scheduler.MapStatus;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.storage.BlockManagerId;
-import scala.Option;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Option;
 
 /**
- * Registers a finished map output's index and data files as read-only memory regions, records
- * them in the shuffle directory and updates the MapStatus location so reducers find them. When
- * that is impossible (registration budget exhausted, mapping failed, too many segments) the
- * output stays with Spark's own transfer, if fallback is allowed.
+ * Registers a finished map output's index and data files as read-only memory regions, records them
+ * in the shuffle directory and updates the MapStatus location so reducers find them. When that is
+ * impossible (registration budget exhausted, mapping failed, too many segments) the output stays
+ * with Spark's own transfer, if fallback is allowed.
  */
 public final class MapOutputPublisher {
   private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
@@ -33,8 +33,12 @@ public final class MapOutputPublisher {
   private final ShuffleCounters counters;
   private final AtomicBoolean warned = new AtomicBoolean();
 
-  public MapOutputPublisher(TransferNode node, ShuffleDirectory directory,
-      IndexShuffleBlockResolver resolver, boolean fallback, ShuffleCounters counters) {
+  public MapOutputPublisher(
+      TransferNode node,
+      ShuffleDirectory directory,
+      IndexShuffleBlockResolver resolver,
+      boolean fallback,
+      ShuffleCounters counters) {
     this.node = node;
     this.directory = directory;
     this.resolver = resolver;
@@ -59,9 +63,13 @@ public final class MapOutputPublisher {
         data = node.register(dataFile.toPath(), 0, dataLength);
       }
       if (!DirectorySlot.fits(index.remote(), data == null ? null : data.remote())) {
-        throw new RegistrationException("data file of " + dataLength + " bytes needs "
-            + data.descriptors().size() + " segments, more than a directory slot holds; raise "
-            + "spark.shuffle.rdma.maxSegmentSize");
+        throw new RegistrationException(
+            "data file of "
+                + dataLength
+                + " bytes needs "
+                + data.descriptors().size()
+                + " segments, more than a directory slot holds; raise "
+                + "spark.shuffle.rdma.maxSegmentSize");
       }
     } catch (IOException | RuntimeException e) {
       if (data != null) {
@@ -76,23 +84,39 @@ public final class MapOutputPublisher {
     DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
     BlockManagerId loc = status.location();
     String original = loc.topologyInfo().isDefined() ? loc.topologyInfo().get() : null;
-    status.updateLocation(BlockManagerId.apply(loc.executorId(), loc.host(), loc.port(),
-        Option.apply(pointer.toTopologyInfo(original))));
+    status.updateLocation(
+        BlockManagerId.apply(
+            loc.executorId(),
+            loc.host(),
+            loc.port(),
+            Option.apply(pointer.toTopologyInfo(original))));
     counters.outputsPublished.increment();
   }
 
   private void notPublished(int shuffleId, long mapId, Exception e) {
     if (!fallback) {
-      throw new IllegalStateException("cannot register map output " + mapId + " of shuffle "
-          + shuffleId + " for one-sided reads and spark.shuffle.rdma.fallback=false: "
-          + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot register map output "
+              + mapId
+              + " of shuffle "
+              + shuffleId
+              + " for one-sided reads and spark.shuffle.rdma.fallback=false: "
+              + e.getMessage(),
+          e);
     }
     counters.outputsServedByFallback.increment();
     if (warned.compareAndSet(false, true)) {
-      LOG.warn("map outputs from now on may be served by Spark's own transfer: cannot register "
-          + "output {} of shuffle {}: {}", mapId, shuffleId, e.getMessage());
+      LOG.warn(
+          "map outputs from now on may be served by Spark's own transfer: cannot register "
+              + "output {} of shuffle {}: {}",
+          mapId,
+          shuffleId,
+          e.getMessage());
     } else {
-      LOG.debug("output {} of shuffle {} served by Spark's transfer: {}", mapId, shuffleId,
+      LOG.debug(
+          "output {} of shuffle {} served by Spark's transfer: {}",
+          mapId,
+          shuffleId,
           e.getMessage());
     }
   }

@@ -19,8 +19,12 @@ public final class RdmaShuffleWriter<K, V> extends ShuffleWriter<K, V> {
   private final long mapId;
   private final int mapIndex;
 
-  public RdmaShuffleWriter(ShuffleWriter<K, V> delegate, MapOutputPublisher publisher,
-      int shuffleId, long mapId, int mapIndex) {
+  public RdmaShuffleWriter(
+      ShuffleWriter<K, V> delegate,
+      MapOutputPublisher publisher,
+      int shuffleId,
+      long mapId,
+      int mapIndex) {
     this.delegate = delegate;
     this.publisher = publisher;
     this.shuffleId = shuffleId;

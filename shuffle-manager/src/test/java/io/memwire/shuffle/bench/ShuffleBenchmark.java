@@ -31,9 +31,9 @@ import scala.Tuple2;
  * Prints, per job and manager, the median over rounds: wall time, total shuffle fetch wait, the
  * summed run time of the reduce tasks, remote bytes read and remote bytes per second of wall time,
  * the executors' CPU per GiB of remote bytes (serving threads, all transport threads, whole JVMs;
- * see {@link Result}), then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA cluster only),
- * {@code -Dbench.conf="k=v;k=v"} (both, for example executor JVM options),
- * {@code -Dbench.perTask=true} (a line per task that waited).
+ * see {@link Result}), then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA
+ * cluster only), {@code -Dbench.conf="k=v;k=v"} (both, for example executor JVM options), {@code
+ * -Dbench.perTask=true} (a line per task that waited).
  */
 public final class ShuffleBenchmark {
   private static final int RECORD_BYTES = 100;
@@ -43,6 +43,7 @@ public final class ShuffleBenchmark {
   static final class Metrics extends SparkListener {
     /** {@code -Dbench.perTask=true}: one line per task that waited for shuffle data. */
     private static final boolean PER_TASK = Boolean.getBoolean("bench.perTask");
+
     final AtomicLong fetchWaitMs = new AtomicLong();
     final AtomicLong remoteBytes = new AtomicLong();
     final AtomicLong reduceTaskMs = new AtomicLong();
@@ -59,10 +60,16 @@ public final class ShuffleBenchmark {
         reduceTaskMs.addAndGet(end.taskMetrics().executorRunTime());
       }
       if (PER_TASK && read.fetchWaitTime() > 0) {
-        System.out.printf("    task %d (stage %d, executor %s): fetch wait %d ms, run %d ms,"
-            + " remote %d B, local %d B%n", end.taskInfo().taskId(), end.stageId(),
-            end.taskInfo().executorId(), read.fetchWaitTime(), end.taskMetrics().executorRunTime(),
-            read.remoteBytesRead(), read.localBytesRead());
+        System.out.printf(
+            "    task %d (stage %d, executor %s): fetch wait %d ms, run %d ms,"
+                + " remote %d B, local %d B%n",
+            end.taskInfo().taskId(),
+            end.stageId(),
+            end.taskInfo().executorId(),
+            read.fetchWaitTime(),
+            end.taskMetrics().executorRunTime(),
+            read.remoteBytesRead(),
+            read.localBytesRead());
       }
     }
 
@@ -75,12 +82,18 @@ public final class ShuffleBenchmark {
 
   /**
    * One measured run of one job. CPU figures are the executors' (from /proc): {@code servingCpu}
-   * the threads that send blocks (Spark's Netty server; Memwire's tcp loops, which also receive,
-   * so an upper bound; verbs threads), {@code transportCpu} those plus Spark's Netty client
-   * threads, {@code executorCpu} the whole executor JVMs.
+   * the threads that send blocks (Spark's Netty server; Memwire's tcp loops, which also receive, so
+   * an upper bound; verbs threads), {@code transportCpu} those plus Spark's Netty client threads,
+   * {@code executorCpu} the whole executor JVMs.
    */
-  record Result(double wallSeconds, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds,
-      long servingCpuNanos, long transportCpuNanos, long executorCpuNanos) {
+  record Result(
+      double wallSeconds,
+      long fetchWaitMs,
+      long remoteBytes,
+      double reduceTaskSeconds,
+      long servingCpuNanos,
+      long transportCpuNanos,
+      long executorCpuNanos) {
     double remoteMiBPerSecond() {
       return remoteBytes / 1048576.0 / wallSeconds;
     }
@@ -90,11 +103,22 @@ public final class ShuffleBenchmark {
       return remoteBytes == 0 ? Double.NaN : nanos / 1e6 / (remoteBytes / 1073741824.0);
     }
 
-    static Result of(double wall, long fetchWaitMs, long remoteBytes, double reduceTaskSeconds,
+    static Result of(
+        double wall,
+        long fetchWaitMs,
+        long remoteBytes,
+        double reduceTaskSeconds,
         ExecutorCpu.Snapshot cpu) {
-      long serving = cpu.nanos(ExecutorCpu.Group.NETTY_SERVER)
-          + cpu.nanos(ExecutorCpu.Group.MEMWIRE_TCP) + cpu.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
-      return new Result(wall, fetchWaitMs, remoteBytes, reduceTaskSeconds, serving,
+      long serving =
+          cpu.nanos(ExecutorCpu.Group.NETTY_SERVER)
+              + cpu.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
+              + cpu.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
+      return new Result(
+          wall,
+          fetchWaitMs,
+          remoteBytes,
+          reduceTaskSeconds,
+          serving,
           serving + cpu.nanos(ExecutorCpu.Group.NETTY_CLIENT),
           cpu.nanos(ExecutorCpu.Group.PROCESS));
     }
@@ -109,8 +133,10 @@ public final class ShuffleBenchmark {
     long records = bytes / RECORD_BYTES;
     int maps = (int) Math.max(4, Math.min(64, bytes / (32L << 20)));
     int reducers = maps;
-    System.out.printf("shuffle benchmark: %,d records of %d bytes (%,d MiB), %d maps, %d reducers,"
-        + " %d rounds%n", records, RECORD_BYTES, bytes >> 20, maps, reducers, reps);
+    System.out.printf(
+        "shuffle benchmark: %,d records of %d bytes (%,d MiB), %d maps, %d reducers,"
+            + " %d rounds%n",
+        records, RECORD_BYTES, bytes >> 20, maps, reducers, reps);
 
     // Rounds alternate which manager goes first, so drift in machine load hits both alike.
     String rdma = RdmaShuffleManager.class.getName();
@@ -125,37 +151,60 @@ public final class ShuffleBenchmark {
         if (label.equals("rdma")) {
           extra.putAll(rdmaConf);
         }
-        run(manager, extra, records, maps, reducers).forEach((job, r) ->
-            all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
+        run(manager, extra, records, maps, reducers)
+            .forEach(
+                (job, r) -> all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
       }
     }
     Map<String, Map<String, Result>> results = new LinkedHashMap<>();
-    all.forEach((label, byJob) -> {
-      Map<String, Result> medians = new LinkedHashMap<>();
-      byJob.forEach((job, runs) -> {
-        runs.sort((a, b) -> Double.compare(a.wallSeconds(), b.wallSeconds()));
-        medians.put(job, runs.get(runs.size() / 2));
-      });
-      results.put(label, medians);
-    });
+    all.forEach(
+        (label, byJob) -> {
+          Map<String, Result> medians = new LinkedHashMap<>();
+          byJob.forEach(
+              (job, runs) -> {
+                runs.sort((a, b) -> Double.compare(a.wallSeconds(), b.wallSeconds()));
+                medians.put(job, runs.get(runs.size() / 2));
+              });
+          results.put(label, medians);
+        });
 
     System.out.println();
-    System.out.printf("%-8s %-6s %10s %14s %14s %14s %14s %12s %12s %12s%n", "job", "shuffle",
-        "wall s", "fetch wait ms", "reduce tasks s", "remote MiB", "remote MiB/s",
-        "serving ms/G", "transp ms/G", "exec ms/G");
+    System.out.printf(
+        "%-8s %-6s %10s %14s %14s %14s %14s %12s %12s %12s%n",
+        "job",
+        "shuffle",
+        "wall s",
+        "fetch wait ms",
+        "reduce tasks s",
+        "remote MiB",
+        "remote MiB/s",
+        "serving ms/G",
+        "transp ms/G",
+        "exec ms/G");
     for (String job : List.of("groupByKey", "sort")) {
       for (String label : results.keySet()) {
         Result r = results.get(label).get(job);
-        System.out.printf("%-8s %-6s %10.2f %14d %14.2f %14.1f %14.1f %12.0f %12.0f %12.0f%n",
-            job, label, r.wallSeconds(), r.fetchWaitMs(), r.reduceTaskSeconds(),
-            r.remoteBytes() / 1048576.0, r.remoteMiBPerSecond(), r.perGiB(r.servingCpuNanos()),
-            r.perGiB(r.transportCpuNanos()), r.perGiB(r.executorCpuNanos()));
+        System.out.printf(
+            "%-8s %-6s %10.2f %14d %14.2f %14.1f %14.1f %12.0f %12.0f %12.0f%n",
+            job,
+            label,
+            r.wallSeconds(),
+            r.fetchWaitMs(),
+            r.reduceTaskSeconds(),
+            r.remoteBytes() / 1048576.0,
+            r.remoteMiBPerSecond(),
+            r.perGiB(r.servingCpuNanos()),
+            r.perGiB(r.transportCpuNanos()),
+            r.perGiB(r.executorCpuNanos()));
       }
       Result n = results.get("netty").get(job);
       Result d = results.get("rdma").get(job);
-      System.out.printf("%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
-          + " remote MiB/s %.2f, serving CPU/GiB %.2f, transport CPU/GiB %.2f,"
-          + " executor CPU/GiB %.2f%n", job, d.wallSeconds() / n.wallSeconds(),
+      System.out.printf(
+          "%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
+              + " remote MiB/s %.2f, serving CPU/GiB %.2f, transport CPU/GiB %.2f,"
+              + " executor CPU/GiB %.2f%n",
+          job,
+          d.wallSeconds() / n.wallSeconds(),
           n.fetchWaitMs() == 0 ? Double.NaN : (double) d.fetchWaitMs() / n.fetchWaitMs(),
           d.reduceTaskSeconds() / n.reduceTaskSeconds(),
           d.remoteMiBPerSecond() / n.remoteMiBPerSecond(),
@@ -180,20 +229,21 @@ public final class ShuffleBenchmark {
   }
 
   /** One cluster with {@code manager}: a warm-up, then each job once. */
-  private static Map<String, Result> run(String manager, Map<String, String> extra, long records,
-      int maps, int reducers) {
+  private static Map<String, Result> run(
+      String manager, Map<String, String> extra, long records, int maps, int reducers) {
     LocalSparkCluster.Builder builder = LocalSparkCluster.builder();
     extra.forEach(builder::conf);
-    try (LocalSparkCluster cluster = builder
-        .executors(2)
-        .coresPerExecutor(1)
-        .memoryPerExecutorMb(2048)
-        .appName("memwire-shuffle-benchmark")
-        .startupTimeout(Duration.ofSeconds(180))
-        .conf("spark.shuffle.manager", manager)
-        .conf("spark.shuffle.readHostLocalDisk", "false")
-        .conf("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .start()) {
+    try (LocalSparkCluster cluster =
+        builder
+            .executors(2)
+            .coresPerExecutor(1)
+            .memoryPerExecutorMb(2048)
+            .appName("memwire-shuffle-benchmark")
+            .startupTimeout(Duration.ofSeconds(180))
+            .conf("spark.shuffle.manager", manager)
+            .conf("spark.shuffle.readHostLocalDisk", "false")
+            .conf("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+            .start()) {
       Metrics metrics = new Metrics();
       cluster.sparkContext().addSparkListener(metrics);
       JavaSparkContext jsc = cluster.javaSparkContext();
@@ -214,20 +264,36 @@ public final class ShuffleBenchmark {
         double wall = (System.nanoTime() - t0) / 1e9;
         ExecutorCpu.Snapshot cpu = ExecutorCpu.take().since(cpu0);
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
-        out.put(job, Result.of(wall, metrics.fetchWaitMs.get(), metrics.remoteBytes.get(),
-            metrics.reduceTaskMs.get() / 1000.0, cpu));
-        System.out.printf("  %s %s: %.2f s, fetch wait %d ms, reduce tasks %.2f s, remote %.1f MiB"
-            + " (check %d)%n", manager.equals("sort") ? "netty" : "rdma", job, wall,
-            metrics.fetchWaitMs.get(), metrics.reduceTaskMs.get() / 1000.0,
-            metrics.remoteBytes.get() / 1048576.0, check);
+        out.put(
+            job,
+            Result.of(
+                wall,
+                metrics.fetchWaitMs.get(),
+                metrics.remoteBytes.get(),
+                metrics.reduceTaskMs.get() / 1000.0,
+                cpu));
+        System.out.printf(
+            "  %s %s: %.2f s, fetch wait %d ms, reduce tasks %.2f s, remote %.1f MiB"
+                + " (check %d)%n",
+            manager.equals("sort") ? "netty" : "rdma",
+            job,
+            wall,
+            metrics.fetchWaitMs.get(),
+            metrics.reduceTaskMs.get() / 1000.0,
+            metrics.remoteBytes.get() / 1048576.0,
+            check);
         System.out.printf("      executor CPU: %s%n", cpu);
         if (rdma) {
           Map<String, Long> after = readerStats(jsc);
           long requests = after.get("fetchRequests") - before.get("fetchRequests");
-          System.out.printf("      %d one-sided fetch requests, first block after %.0f us on "
-              + "average; index reads %d, index cache hits %d, slot reads %d%n", requests,
-              requests == 0 ? Double.NaN : (after.get("firstBlockMicros")
-                  - before.get("firstBlockMicros")) / (double) requests,
+          System.out.printf(
+              "      %d one-sided fetch requests, first block after %.0f us on "
+                  + "average; index reads %d, index cache hits %d, slot reads %d%n",
+              requests,
+              requests == 0
+                  ? Double.NaN
+                  : (after.get("firstBlockMicros") - before.get("firstBlockMicros"))
+                      / (double) requests,
               after.get("indexReads") - before.get("indexReads"),
               after.get("indexCacheHits") - before.get("indexCacheHits"),
               after.get("slotReads") - before.get("slotReads"));
@@ -241,22 +307,32 @@ public final class ShuffleBenchmark {
   }
 
   /**
-   * Prints which path moved the job's remote bytes and fails loudly when Spark counted remote
-   * bytes that Memwire did not read one-sided: the figures would not measure Memwire's path.
+   * Prints which path moved the job's remote bytes and fails loudly when Spark counted remote bytes
+   * that Memwire did not read one-sided: the figures would not measure Memwire's path.
    */
-  static void checkOneSided(String job, long remoteBytes, Map<String, Long> before,
-      Map<String, Long> after) {
+  static void checkOneSided(
+      String job, long remoteBytes, Map<String, Long> before, Map<String, Long> after) {
     long oneSided = after.get("rdmaBytes") - before.get("rdmaBytes");
     long fallbackBlocks = after.get("fallbackBlocks") - before.get("fallbackBlocks");
     long failedBlocks = after.get("failedBlocks") - before.get("failedBlocks");
     long notOneSided = Math.max(0, remoteBytes - oneSided);
-    System.out.printf("      remote %.1f MiB: one-sided %.1f MiB, not one-sided %.1f MiB,"
-        + " fallback blocks %d%n", remoteBytes / 1048576.0, oneSided / 1048576.0,
-        notOneSided / 1048576.0, fallbackBlocks);
+    System.out.printf(
+        "      remote %.1f MiB: one-sided %.1f MiB, not one-sided %.1f MiB,"
+            + " fallback blocks %d%n",
+        remoteBytes / 1048576.0, oneSided / 1048576.0, notOneSided / 1048576.0, fallbackBlocks);
     if (remoteBytes > 0 && (notOneSided > 0 || fallbackBlocks > 0 || failedBlocks > 0)) {
-      throw new IllegalStateException("PATH CHECK FAILED in " + job + ": Spark read " + remoteBytes
-          + " remote bytes, Memwire " + oneSided + " of them one-sided; " + fallbackBlocks
-          + " blocks went to Spark's own transfer, " + failedBlocks + " failed");
+      throw new IllegalStateException(
+          "PATH CHECK FAILED in "
+              + job
+              + ": Spark read "
+              + remoteBytes
+              + " remote bytes, Memwire "
+              + oneSided
+              + " of them one-sided; "
+              + fallbackBlocks
+              + " blocks went to Spark's own transfer, "
+              + failedBlocks
+              + " failed");
     }
   }
 
@@ -268,16 +344,29 @@ public final class ShuffleBenchmark {
       for (int i = 0; i < 8; i++) {
         slots.add(i);
       }
-      jsc.parallelize(slots, slots.size()).mapPartitions(it -> {
-        RdmaShuffleManager m = RdmaShuffleManager.current();
-        Map<String, Long> stats = m == null ? Map.of() : new LinkedHashMap<>(m.stats());
-        return Collections.singletonList(
-            new Tuple2<>(org.apache.spark.SparkEnv.get().executorId(), stats)).iterator();
-      }).collect().forEach(t -> byExecutor.put(t._1(), t._2()));
+      jsc.parallelize(slots, slots.size())
+          .mapPartitions(
+              it -> {
+                RdmaShuffleManager m = RdmaShuffleManager.current();
+                Map<String, Long> stats = m == null ? Map.of() : new LinkedHashMap<>(m.stats());
+                return Collections.singletonList(
+                        new Tuple2<>(org.apache.spark.SparkEnv.get().executorId(), stats))
+                    .iterator();
+              })
+          .collect()
+          .forEach(t -> byExecutor.put(t._1(), t._2()));
     }
     Map<String, Long> sum = new LinkedHashMap<>();
-    for (String k : List.of("fetchRequests", "firstBlockMicros", "indexReads", "indexCacheHits",
-        "slotReads", "rdmaBytes", "fallbackBlocks", "failedBlocks")) {
+    for (String k :
+        List.of(
+            "fetchRequests",
+            "firstBlockMicros",
+            "indexReads",
+            "indexCacheHits",
+            "slotReads",
+            "rdmaBytes",
+            "fallbackBlocks",
+            "failedBlocks")) {
       sum.put(k, byExecutor.values().stream().mapToLong(m -> m.getOrDefault(k, 0L)).sum());
     }
     return sum;
@@ -291,25 +380,27 @@ public final class ShuffleBenchmark {
       parts.add(i);
     }
     long keys = Math.max(1, records / 10);
-    return jsc.parallelize(parts, maps).flatMapToPair(p -> {
-      Random r = new Random(p);
-      return new java.util.Iterator<Tuple2<Long, byte[]>>() {
-        long left = perMap;
+    return jsc.parallelize(parts, maps)
+        .flatMapToPair(
+            p -> {
+              Random r = new Random(p);
+              return new java.util.Iterator<Tuple2<Long, byte[]>>() {
+                long left = perMap;
 
-        @Override
-        public boolean hasNext() {
-          return left > 0;
-        }
+                @Override
+                public boolean hasNext() {
+                  return left > 0;
+                }
 
-        @Override
-        public Tuple2<Long, byte[]> next() {
-          left--;
-          byte[] v = new byte[VALUE_BYTES];
-          r.nextBytes(v);
-          return new Tuple2<>(Math.floorMod(r.nextLong(), keys), v);
-        }
-      };
-    });
+                @Override
+                public Tuple2<Long, byte[]> next() {
+                  left--;
+                  byte[] v = new byte[VALUE_BYTES];
+                  r.nextBytes(v);
+                  return new Tuple2<>(Math.floorMod(r.nextLong(), keys), v);
+                }
+              };
+            });
   }
 
   /** groupByKey, then the number of groups (checks nothing is lost between managers). */
@@ -319,15 +410,17 @@ public final class ShuffleBenchmark {
 
   /** A full sort of the pairs within hash partitions; returns a checksum of the first keys. */
   static long sort(JavaPairRDD<Long, byte[]> input, int reducers) {
-    return input.repartitionAndSortWithinPartitions(new HashPartitioner(reducers))
-        .mapPartitions(it -> {
-          long sum = 0;
-          long n = 0;
-          while (it.hasNext()) {
-            sum += it.next()._1() * (++n % 7);
-          }
-          return Collections.singletonList(sum).iterator();
-        })
+    return input
+        .repartitionAndSortWithinPartitions(new HashPartitioner(reducers))
+        .mapPartitions(
+            it -> {
+              long sum = 0;
+              long n = 0;
+              while (it.hasNext()) {
+                sum += it.next()._1() * (++n % 7);
+              }
+              return Collections.singletonList(sum).iterator();
+            })
         .reduce(Long::sum);
   }
 }

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 
 /** The directory's chunks as units of the node's registered memory: published, read, freed. */
 class ShuffleDirectoryTest {
-  private static final long CHUNK_BYTES = (long) ShuffleDirectory.SLOTS_PER_CHUNK * DirectorySlot.SIZE;
+  private static final long CHUNK_BYTES =
+      (long) ShuffleDirectory.SLOTS_PER_CHUNK * DirectorySlot.SIZE;
 
   private final InMemoryTransport transport = new InMemoryTransport();
   private final TransferNode mapNode = transport.start();
@@ -51,9 +52,11 @@ class ShuffleDirectoryTest {
     assertEquals(2 * CHUNK_BYTES, mapNode.stats().memoryBytes(ShuffleDirectory.ALLOCATOR));
     assertTrue(books.toVerboseString().contains("chunk 1 of shuffle 3"), books.toVerboseString());
 
-    TransferBuffer b = reader.connection(mapNode.localAddress())
-        .read(ReadRequest.of(p0.region(), p0.slotOffset(5), DirectorySlot.SIZE))
-        .get(30, TimeUnit.SECONDS);
+    TransferBuffer b =
+        reader
+            .connection(mapNode.localAddress())
+            .read(ReadRequest.of(p0.region(), p0.slotOffset(5), DirectorySlot.SIZE))
+            .get(30, TimeUnit.SECONDS);
     try {
       DirectorySlot slot = DirectorySlot.read(b.nioBuffer());
       assertEquals(77L, slot.mapId());
@@ -66,9 +69,14 @@ class ShuffleDirectoryTest {
     assertEquals(0, books.liveUnits(), "unregister released every chunk");
     assertEquals(0, books.allocatedBytes());
     assertEquals(2 * CHUNK_BYTES, books.peakBytes());
-    ExecutionException e = assertThrows(ExecutionException.class,
-        () -> reader.connection(mapNode.localAddress())
-            .read(ReadRequest.of(p1.region(), 0, DirectorySlot.SIZE)).get(30, TimeUnit.SECONDS));
+    ExecutionException e =
+        assertThrows(
+            ExecutionException.class,
+            () ->
+                reader
+                    .connection(mapNode.localAddress())
+                    .read(ReadRequest.of(p1.region(), 0, DirectorySlot.SIZE))
+                    .get(30, TimeUnit.SECONDS));
     assertTrue(e.getCause() instanceof RemoteAccessException, e.getCause().toString());
     assertEquals(0, mapNode.stats().registeredRegions(), "file regions and chunks deregistered");
     dir.close();
@@ -85,8 +93,8 @@ class ShuffleDirectoryTest {
     assertEquals(0, dir.allocator().liveUnits());
     assertTrue(dir.allocator().isClosed());
     MemoryRegion late = file(64);
-    IllegalStateException e = assertThrows(IllegalStateException.class,
-        () -> dir.publish(1, 1, 12L, late, null));
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> dir.publish(1, 1, 12L, late, null));
     assertTrue(e.getMessage().contains("closed"), e.getMessage());
     assertTrue(!late.isOpen(), "a refused publish closes the regions it was given");
   }

@@ -6,7 +6,9 @@ import java.nio.ByteBuffer;
 public final class TestSlots {
   private TestSlots() {}
 
-  /** Writes {@code slot} into the {@value DirectorySlot#SIZE} bytes of {@code chunk} at {@code at}. */
+  /**
+   * Writes {@code slot} into the {@value DirectorySlot#SIZE} bytes of {@code chunk} at {@code at}.
+   */
   public static void write(DirectorySlot slot, ByteBuffer chunk, int at) {
     slot.writeTo(chunk.duplicate().position(at).limit(at + DirectorySlot.SIZE).slice());
   }

@@ -36,8 +36,8 @@ final class Clusters {
   }
 
   /**
-   * Each executor's {@link RdmaShuffleManager#stats()}, by executor id. Runs small jobs until
-   * every registered executor has answered (deadline 60 s).
+   * Each executor's {@link RdmaShuffleManager#stats()}, by executor id. Runs small jobs until every
+   * registered executor has answered (deadline 60 s).
    */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, int executors) {
     Map<String, Map<String, Long>> seen = new HashMap<>();
@@ -46,17 +46,19 @@ final class Clusters {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("only executors " + seen.keySet() + " answered");
       }
-      List<Tuple2<String, Map<String, Long>>> got = jsc
-          .parallelize(IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-              4 * executors)
-          .mapPartitions((Iterator<Integer> it) -> {
-            RdmaShuffleManager m = RdmaShuffleManager.current();
-            Map<String, Long> stats = m == null ? Map.of() : new HashMap<>(m.stats());
-            List<Tuple2<String, Map<String, Long>>> out = new ArrayList<>();
-            out.add(new Tuple2<>(SparkEnv.get().executorId(), stats));
-            return out.iterator();
-          })
-          .collect();
+      List<Tuple2<String, Map<String, Long>>> got =
+          jsc.parallelize(
+                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
+                  4 * executors)
+              .mapPartitions(
+                  (Iterator<Integer> it) -> {
+                    RdmaShuffleManager m = RdmaShuffleManager.current();
+                    Map<String, Long> stats = m == null ? Map.of() : new HashMap<>(m.stats());
+                    List<Tuple2<String, Map<String, Long>>> out = new ArrayList<>();
+                    out.add(new Tuple2<>(SparkEnv.get().executorId(), stats));
+                    return out.iterator();
+                  })
+              .collect();
       for (Tuple2<String, Map<String, Long>> t : got) {
         seen.put(t._1(), t._2());
       }
@@ -70,7 +72,9 @@ final class Clusters {
   }
 
   /** Runs {@code task} once on every executor (same coverage rule as {@link #executorStats}). */
-  static Map<String, String> onEveryExecutor(JavaSparkContext jsc, int executors,
+  static Map<String, String> onEveryExecutor(
+      JavaSparkContext jsc,
+      int executors,
       org.apache.spark.api.java.function.Function<String, String> task) {
     Map<String, String> seen = new HashMap<>();
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
@@ -78,16 +82,18 @@ final class Clusters {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("only executors " + seen.keySet() + " answered");
       }
-      List<Tuple2<String, String>> got = jsc
-          .parallelize(IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-              4 * executors)
-          .mapPartitions((Iterator<Integer> it) -> {
-            String id = SparkEnv.get().executorId();
-            List<Tuple2<String, String>> out = new ArrayList<>();
-            out.add(new Tuple2<>(id, task.call(id)));
-            return out.iterator();
-          })
-          .collect();
+      List<Tuple2<String, String>> got =
+          jsc.parallelize(
+                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
+                  4 * executors)
+              .mapPartitions(
+                  (Iterator<Integer> it) -> {
+                    String id = SparkEnv.get().executorId();
+                    List<Tuple2<String, String>> out = new ArrayList<>();
+                    out.add(new Tuple2<>(id, task.call(id)));
+                    return out.iterator();
+                  })
+              .collect();
       for (Tuple2<String, String> t : got) {
         seen.putIfAbsent(t._1(), t._2());
       }

@@ -12,18 +12,18 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
 
 /**
  * Runs every {@link ShuffleJobs} job on a cluster with the RDMA manager and one configuration
- * variant, and checks for each: results equal to Spark's SortShuffleManager's, remote bytes read
- * by the RDMA client and equal to what Spark counted as remote bytes, no fallback. Ends with
- * hygiene: after every shuffle is unregistered no region, mapping or read buffer remains.
+ * variant, and checks for each: results equal to Spark's SortShuffleManager's, remote bytes read by
+ * the RDMA client and equal to what Spark counted as remote bytes, no fallback. Ends with hygiene:
+ * after every shuffle is unregistered no region, mapping or read buffer remains.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -45,7 +45,9 @@ abstract class DifferentialTestBase {
     return true;
   }
 
-  /** Whether this variant makes Spark fetch some requests to disk (maxRemoteBlockSizeFetchToMem). */
+  /**
+   * Whether this variant makes Spark fetch some requests to disk (maxRemoteBlockSizeFetchToMem).
+   */
   boolean expectBlocksToDisk() {
     return false;
   }
@@ -74,9 +76,10 @@ abstract class DifferentialTestBase {
   @Order(1)
   List<DynamicTest> jobsMatchSortShuffleAndReadOneSided() {
     List<DynamicTest> tests = new ArrayList<>();
-    for (Map.Entry<String, Function<SparkSession, List<String>>> job
-        : ShuffleJobs.all(large()).entrySet()) {
-      tests.add(DynamicTest.dynamicTest(job.getKey(), () -> runAndCompare(job.getKey(), job.getValue())));
+    for (Map.Entry<String, Function<SparkSession, List<String>>> job :
+        ShuffleJobs.all(large()).entrySet()) {
+      tests.add(
+          DynamicTest.dynamicTest(job.getKey(), () -> runAndCompare(job.getKey(), job.getValue())));
     }
     return tests;
   }
@@ -95,7 +98,9 @@ abstract class DifferentialTestBase {
     long fallback = Clusters.sum(after, "fallbackBlocks") - Clusters.sum(before, "fallbackBlocks");
     assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
     assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
-    assertEquals(sparkRemoteBytes, rdmaBytes,
+    assertEquals(
+        sparkRemoteBytes,
+        rdmaBytes,
         name + ": Spark's remote bytes read must all come from the RDMA client");
     assertEquals(0, listener.fetchFailures.get(), name + ": fetch failures");
   }
@@ -134,13 +139,18 @@ abstract class DifferentialTestBase {
     var sc = cluster.sparkContext();
     // A shuffle of this test's own, held until the end: Spark's ContextCleaner may already have
     // removed the earlier tests' shuffles once their RDDs were garbage collected.
-    var held = cluster.javaSparkContext().parallelize(java.util.List.of(1, 2, 3, 4, 5, 6), 4)
-        .mapToPair(i -> new scala.Tuple2<>(i % 3, i)).reduceByKey(Integer::sum, 4);
+    var held =
+        cluster
+            .javaSparkContext()
+            .parallelize(java.util.List.of(1, 2, 3, 4, 5, 6), 4)
+            .mapToPair(i -> new scala.Tuple2<>(i % 3, i))
+            .reduceByKey(Integer::sum, 4);
     assertEquals(3L, held.count());
     var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
     assertTrue(Clusters.sum(before, "node.registeredRegions") > 0, before.toString());
     int heldShuffle =
-        ((org.apache.spark.ShuffleDependency<?, ?, ?>) held.rdd().dependencies().head()).shuffleId();
+        ((org.apache.spark.ShuffleDependency<?, ?, ?>) held.rdd().dependencies().head())
+            .shuffleId();
     // Shuffle ids are dense from 0; remove them all (unknown ids are no-ops).
     for (int id = 0; id <= heldShuffle; id++) {
       sc.cleaner().get().doCleanupShuffle(id, true);

@@ -1,7 +1,6 @@
 package io.memwire.shuffle.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.metrics.ExecutorReport;
@@ -23,8 +22,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * spark.network.crypto.enabled=true with spark.shuffle.rdma.allowCleartextReads=true: blocks are
  * read one-sided. Also the metrics plugin: Spark's CSV sink shows Memwire's metrics of both
- * executors and the driver's totals, the driver's accessor agrees with the executors' own
- * counters, and the executors' final reports reach the driver when the application stops.
+ * executors and the driver's totals, the driver's accessor agrees with the executors' own counters,
+ * and the executors' final reports reach the driver when the application stops.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
@@ -41,7 +40,9 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
     for (Run r : runJobs()) {
       assertEquals(0, r.delta("fallbackBlocks"), r.job() + ": " + r.after());
       assertTrue(r.delta("rdmaBlocks") > 0, r.job());
-      assertEquals(r.sparkRemoteBytes(), r.delta("rdmaBytes"),
+      assertEquals(
+          r.sparkRemoteBytes(),
+          r.delta("rdmaBytes"),
           r.job() + ": Spark's remote bytes must all come one-sided");
     }
   }
@@ -80,7 +81,8 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
           assertTrue(lastValue(app + "." + id + "." + PLUGIN + "registration.bytes") > 0, id);
           // Each executor read from the other: its histogram for that peer has samples.
           String peer = id.equals("0") ? "1" : "0";
-          assertTrue(lastValue(app + "." + id + "." + PLUGIN + "readLatencyMicros." + peer) > 0,
+          assertTrue(
+              lastValue(app + "." + id + "." + PLUGIN + "readLatencyMicros." + peer) > 0,
               id + " read latency from " + peer);
         }
         assertTrue(lastValue(app + ".driver." + PLUGIN + "total.oneSided.blocks") > 0);
@@ -105,18 +107,26 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
     assertEquals(java.util.Set.of("0", "1"), reports.keySet());
     for (ExecutorReport r : reports.values()) {
       Map<String, Long> was = before.get(r.executorId());
-      for (String counter : List.of("oneSided.blocks", "oneSided.bytes", "indexCache.hits",
-          "outputs.published", "fallback.blocks")) {
+      for (String counter :
+          List.of(
+              "oneSided.blocks",
+              "oneSided.bytes",
+              "indexCache.hits",
+              "outputs.published",
+              "fallback.blocks")) {
         assertEquals(was.get(counter), r.values().get(counter), r.executorId() + " " + counter);
       }
     }
     // Sent from each executor's plugin shutdown and acknowledged by the driver (an executor can
     // be killed before it gets there, so at least one, not necessarily both).
-    assertTrue(reports.values().stream().anyMatch(ExecutorReport::last),
+    assertTrue(
+        reports.values().stream().anyMatch(ExecutorReport::last),
         "no executor's final report reached the driver: " + reports);
   }
 
-  /** The first value column of a CSV sink file's last line (a gauge's value, a histogram's count). */
+  /**
+   * The first value column of a CSV sink file's last line (a gauge's value, a histogram's count).
+   */
   private long lastValue(String metric) {
     Path f = csvDir.resolve(metric + ".csv");
     assertTrue(Files.exists(f), "no CSV file " + f.getFileName());
@@ -133,8 +143,10 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
 
   private String csvFiles() {
     try (Stream<Path> s = Files.list(csvDir)) {
-      return s.map(p -> p.getFileName().toString()).filter(n -> n.contains("MemwireMetrics"))
-          .sorted().collect(Collectors.joining(", "));
+      return s.map(p -> p.getFileName().toString())
+          .filter(n -> n.contains("MemwireMetrics"))
+          .sorted()
+          .collect(Collectors.joining(", "));
     } catch (IOException e) {
       return e.toString();
     }

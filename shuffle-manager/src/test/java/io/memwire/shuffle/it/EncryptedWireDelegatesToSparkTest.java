@@ -31,7 +31,9 @@ class EncryptedWireDelegatesToSparkTest extends WireEncryptionTestBase {
       assertEquals(0, r.delta("rdmaBlocks"), r.job() + ": one-sided blocks " + r.after());
       assertEquals(0, r.delta("rdmaBytes"), r.job());
       assertTrue(r.delta("fallbackBlocks.encryption") > 0, r.job() + ": " + r.after());
-      assertEquals(r.delta("fallbackBlocks"), r.delta("fallbackBlocks.encryption"),
+      assertEquals(
+          r.delta("fallbackBlocks"),
+          r.delta("fallbackBlocks.encryption"),
           r.job() + ": fallbacks of another cause " + r.after());
     }
     var stats = Clusters.executorStats(cluster.javaSparkContext(), 2);
@@ -52,8 +54,10 @@ class EncryptedWireDelegatesToSparkTest extends WireEncryptionTestBase {
         MemwireMetricsPlugin.awaitExecutorTotals(cluster.sparkContext(), Duration.ofSeconds(60));
     assertEquals(stats.keySet(), totals.keySet());
     for (String id : stats.keySet()) {
-      assertEquals(stats.get(id).get("fallbackBlocks.encryption"),
-          totals.get(id).get("fallback.blocks.encryption"), id + " " + totals.get(id));
+      assertEquals(
+          stats.get(id).get("fallbackBlocks.encryption"),
+          totals.get(id).get("fallback.blocks.encryption"),
+          id + " " + totals.get(id));
       assertEquals(0L, totals.get(id).get("oneSided.blocks"), id + " " + totals.get(id));
       assertEquals(0L, totals.get(id).get("transport.active"), id + " " + totals.get(id));
     }

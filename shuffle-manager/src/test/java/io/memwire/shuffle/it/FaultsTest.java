@@ -29,8 +29,8 @@ import scala.Tuple2;
 
 /**
  * Failures a real cluster sees: a stale or invalid directory slot, an executor killed while
- * reducers read from it. Jobs must end with correct results through Spark's stage retry, never
- * with wrong data.
+ * reducers read from it. Jobs must end with correct results through Spark's stage retry, never with
+ * wrong data.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -41,11 +41,14 @@ class FaultsTest {
 
   @BeforeAll
   void start() {
-    cluster = Clusters.start(Clusters.MANAGER, Map.of(
-        // Fail fast against a dead executor: Spark's own retries would add 15 s.
-        "spark.shuffle.io.maxRetries", "1",
-        "spark.shuffle.io.retryWait", "1s",
-        "spark.shuffle.rdma.connectTimeout", "3s"));
+    cluster =
+        Clusters.start(
+            Clusters.MANAGER,
+            Map.of(
+                // Fail fast against a dead executor: Spark's own retries would add 15 s.
+                "spark.shuffle.io.maxRetries", "1",
+                "spark.shuffle.io.retryWait", "1s",
+                "spark.shuffle.rdma.connectTimeout", "3s"));
     listener = new TaskMetricsListener();
     cluster.sparkContext().addSparkListener(listener);
     jsc = cluster.javaSparkContext();
@@ -69,8 +72,8 @@ class FaultsTest {
   @Test
   @Order(1)
   void providerAutoFallsBackToTcpOnEveryExecutor() {
-    Map<String, String> desc = Clusters.onEveryExecutor(jsc, 2,
-        id -> RdmaShuffleManager.current().transportDescription());
+    Map<String, String> desc =
+        Clusters.onEveryExecutor(jsc, 2, id -> RdmaShuffleManager.current().transportDescription());
     for (String d : desc.values()) {
       assertTrue(d.startsWith("tcp: "), desc.toString());
     }
@@ -80,16 +83,23 @@ class FaultsTest {
   @Order(2)
   void staleDirectorySlotsCauseFetchFailureAndRecomputationNotWrongData() throws Exception {
     List<Integer> data = ShuffleJobs.randomInts(60_000, 11, 1_000_000);
-    JavaPairRDD<Integer, Long> sums = jsc.parallelize(data, 6)
-        .mapToPair(x -> new Tuple2<>(x % 500, (long) x))
-        .reduceByKey(Long::sum, 4);
+    JavaPairRDD<Integer, Long> sums =
+        jsc.parallelize(data, 6)
+            .mapToPair(x -> new Tuple2<>(x % 500, (long) x))
+            .reduceByKey(Long::sum, 4);
     Map<Integer, Long> expected = expectedSums(data, 500);
     assertEquals(expected, new HashMap<>(sums.collectAsMap()));
 
     int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
-    Map<String, String> changed = Clusters.onEveryExecutor(jsc, 2,
-        id -> String.valueOf(RdmaShuffleManager.current().invalidateDirectoryForTesting(shuffleId)));
-    assertEquals(6, changed.values().stream().mapToInt(Integer::parseInt).sum(), changed.toString());
+    Map<String, String> changed =
+        Clusters.onEveryExecutor(
+            jsc,
+            2,
+            id ->
+                String.valueOf(
+                    RdmaShuffleManager.current().invalidateDirectoryForTesting(shuffleId)));
+    assertEquals(
+        6, changed.values().stream().mapToInt(Integer::parseInt).sum(), changed.toString());
     var before = Clusters.executorStats(jsc, 2);
 
     listener.reset();
@@ -98,47 +108,51 @@ class FaultsTest {
     cluster.sparkContext().listenerBus().waitUntilEmpty(10_000);
     var after = Clusters.executorStats(jsc, 2);
     assertTrue(listener.fetchFailures.get() > 0, "expected fetch failures");
-    assertTrue(Clusters.sum(after, "staleSlots") > Clusters.sum(before, "staleSlots"),
-        after.toString());
+    assertTrue(
+        Clusters.sum(after, "staleSlots") > Clusters.sum(before, "staleSlots"), after.toString());
   }
 
   @Test
   @Order(3)
-  void executorKilledWhileReducersReadStillGivesCorrectResults(@TempDir Path dir)
-      throws Exception {
-    Map<String, String> pids = new HashMap<>(Clusters.onEveryExecutor(jsc, 2,
-        id -> String.valueOf(ProcessHandle.current().pid())));
+  void executorKilledWhileReducersReadStillGivesCorrectResults(@TempDir Path dir) throws Exception {
+    Map<String, String> pids =
+        new HashMap<>(
+            Clusters.onEveryExecutor(jsc, 2, id -> String.valueOf(ProcessHandle.current().pid())));
     List<Integer> data = ShuffleJobs.randomInts(120_000, 12, 1_000_000);
     Map<Integer, Long> expected = expectedSums(data, 3000);
     String marker = dir.resolve("killed").toString();
 
     listener.reset();
-    List<Tuple2<Integer, Long>> out = jsc.parallelize(data, 8)
-        .mapToPair(x -> new Tuple2<>(x % 3000, (long) x))
-        .reduceByKey(Long::sum, 8)
-        .mapPartitions((Iterator<Tuple2<Integer, Long>> it) -> {
-          // The first reducer to get here kills the other executor, then reads.
-          if (new File(marker).createNewFile()) {
-            String me = SparkEnv.get().executorId();
-            for (Map.Entry<String, String> e : pids.entrySet()) {
-              if (!e.getKey().equals(me)) {
-                ProcessHandle.of(Long.parseLong(e.getValue()))
-                    .ifPresent(ProcessHandle::destroyForcibly);
-              }
-            }
-          }
-          List<Tuple2<Integer, Long>> rows = new ArrayList<>();
-          it.forEachRemaining(rows::add);
-          return rows.iterator();
-        })
-        .collect();
+    List<Tuple2<Integer, Long>> out =
+        jsc.parallelize(data, 8)
+            .mapToPair(x -> new Tuple2<>(x % 3000, (long) x))
+            .reduceByKey(Long::sum, 8)
+            .mapPartitions(
+                (Iterator<Tuple2<Integer, Long>> it) -> {
+                  // The first reducer to get here kills the other executor, then reads.
+                  if (new File(marker).createNewFile()) {
+                    String me = SparkEnv.get().executorId();
+                    for (Map.Entry<String, String> e : pids.entrySet()) {
+                      if (!e.getKey().equals(me)) {
+                        ProcessHandle.of(Long.parseLong(e.getValue()))
+                            .ifPresent(ProcessHandle::destroyForcibly);
+                      }
+                    }
+                  }
+                  List<Tuple2<Integer, Long>> rows = new ArrayList<>();
+                  it.forEachRemaining(rows::add);
+                  return rows.iterator();
+                })
+            .collect();
     Map<Integer, Long> actual = new HashMap<>();
     out.forEach(t -> actual.put(t._1(), t._2()));
     assertEquals(expected, actual);
     assertTrue(new File(marker).exists());
-    long alive = pids.values().stream()
-        .filter(p -> ProcessHandle.of(Long.parseLong(p)).map(ProcessHandle::isAlive).orElse(false))
-        .count();
+    long alive =
+        pids.values().stream()
+            .filter(
+                p -> ProcessHandle.of(Long.parseLong(p)).map(ProcessHandle::isAlive).orElse(false))
+            .count();
     assertEquals(1, alive, "one executor JVM must have been killed: " + pids);
     assertFalse(out.isEmpty());
   }

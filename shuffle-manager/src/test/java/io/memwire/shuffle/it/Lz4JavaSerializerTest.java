@@ -6,8 +6,11 @@ import java.util.Map;
 class Lz4JavaSerializerTest extends DifferentialTestBase {
   @Override
   Map<String, String> variant() {
-    return Map.of("spark.io.compression.codec", "lz4",
-        "spark.serializer", "org.apache.spark.serializer.JavaSerializer");
+    return Map.of(
+        "spark.io.compression.codec",
+        "lz4",
+        "spark.serializer",
+        "org.apache.spark.serializer.JavaSerializer");
   }
 
   @Override

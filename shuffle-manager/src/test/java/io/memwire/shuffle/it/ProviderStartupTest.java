@@ -13,9 +13,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * provider=verbs on a machine without RDMA: executors refuse to start with an error naming the
- * key. (They register with the driver before the shuffle manager is built, so the error shows in
- * the executor's log, or in LocalSparkCluster's start-up error that quotes it.)
+ * provider=verbs on a machine without RDMA: executors refuse to start with an error naming the key.
+ * (They register with the driver before the shuffle manager is built, so the error shows in the
+ * executor's log, or in LocalSparkCluster's start-up error that quotes it.)
  */
 class ProviderStartupTest {
   static final String MESSAGE =
@@ -25,13 +25,14 @@ class ProviderStartupTest {
   void verbsWithoutRdmaIsAClearStartupError(@TempDir Path work) throws Exception {
     LocalSparkCluster cluster = null;
     try {
-      cluster = LocalSparkCluster.builder()
-          .executors(1)
-          .workDir(work)
-          .startupTimeout(Duration.ofSeconds(60))
-          .conf("spark.shuffle.manager", Clusters.MANAGER)
-          .conf("spark.shuffle.rdma.provider", "verbs")
-          .start();
+      cluster =
+          LocalSparkCluster.builder()
+              .executors(1)
+              .workDir(work)
+              .startupTimeout(Duration.ofSeconds(60))
+              .conf("spark.shuffle.manager", Clusters.MANAGER)
+              .conf("spark.shuffle.rdma.provider", "verbs")
+              .start();
     } catch (IllegalStateException e) {
       assertTrue(e.getMessage().contains(MESSAGE), e.getMessage());
       return;
@@ -49,13 +50,16 @@ class ProviderStartupTest {
 
   private static boolean executorLogsContain(Path work, String text) throws IOException {
     try (Stream<Path> files = Files.walk(work)) {
-      return files.filter(p -> p.getFileName().toString().equals("stderr")).anyMatch(p -> {
-        try {
-          return Files.readString(p).contains(text);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
+      return files
+          .filter(p -> p.getFileName().toString().equals("stderr"))
+          .anyMatch(
+              p -> {
+                try {
+                  return Files.readString(p).contains(text);
+                } catch (IOException e) {
+                  throw new UncheckedIOException(e);
+                }
+              });
     }
   }
 }

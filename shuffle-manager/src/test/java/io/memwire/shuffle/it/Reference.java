@@ -2,8 +2,8 @@ package io.memwire.shuffle.it;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 import org.apache.spark.sql.SparkSession;
 
@@ -20,8 +20,8 @@ final class Reference {
     if (results == null) {
       Map<String, List<String>> r = new LinkedHashMap<>();
       try (LocalSparkCluster cluster = Clusters.start("sort", Map.of())) {
-        for (Map.Entry<String, Function<SparkSession, List<String>>> job
-            : ShuffleJobs.all(true).entrySet()) {
+        for (Map.Entry<String, Function<SparkSession, List<String>>> job :
+            ShuffleJobs.all(true).entrySet()) {
           r.put(job.getKey(), job.getValue().apply(cluster.session()));
         }
       }

@@ -9,11 +9,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.stream.Stream;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,6 +32,7 @@ abstract class WireEncryptionTestBase {
   LocalSparkCluster cluster;
   TaskMetricsListener listener;
   Map<String, List<String>> expected;
+
   /** Where Spark's CSV sink writes (driver and executors: all on this host). */
   Path csvDir;
 
@@ -72,8 +73,11 @@ abstract class WireEncryptionTestBase {
   }
 
   /** What one job did: executor counters before and after, Spark's remote bytes. */
-  record Run(String job, Map<String, Map<String, Long>> before,
-      Map<String, Map<String, Long>> after, long sparkRemoteBytes) {
+  record Run(
+      String job,
+      Map<String, Map<String, Long>> before,
+      Map<String, Map<String, Long>> after,
+      long sparkRemoteBytes) {
     long delta(String key) {
       return Clusters.sum(after, key) - Clusters.sum(before, key);
     }

@@ -6,7 +6,10 @@ import java.util.Map;
 class ZstdKryoTest extends DifferentialTestBase {
   @Override
   Map<String, String> variant() {
-    return Map.of("spark.io.compression.codec", "zstd",
-        "spark.serializer", "org.apache.spark.serializer.KryoSerializer");
+    return Map.of(
+        "spark.io.compression.codec",
+        "zstd",
+        "spark.serializer",
+        "org.apache.spark.serializer.KryoSerializer");
   }
 }

@@ -28,20 +28,22 @@ class HeldRequestsTest {
   private final List<String> posted = new CopyOnWriteArrayList<>();
   private final List<String> threads = new CopyOnWriteArrayList<>();
 
-  private final BlockFetchingListener listener = new BlockFetchingListener() {
-    @Override
-    public void onBlockFetchSuccess(String blockId, ManagedBuffer data) {
-      throw new AssertionError("no block can be read here: " + blockId);
-    }
+  private final BlockFetchingListener listener =
+      new BlockFetchingListener() {
+        @Override
+        public void onBlockFetchSuccess(String blockId, ManagedBuffer data) {
+          throw new AssertionError("no block can be read here: " + blockId);
+        }
 
-    @Override
-    public void onBlockFetchFailure(String blockId, Throwable exception) {
-      assertTrue(exception.getMessage().contains("spark.shuffle.rdma.fallback=false"),
-          exception.getMessage());
-      posted.add(blockId);
-      threads.add(Thread.currentThread().getName());
-    }
-  };
+        @Override
+        public void onBlockFetchFailure(String blockId, Throwable exception) {
+          assertTrue(
+              exception.getMessage().contains("spark.shuffle.rdma.fallback=false"),
+              exception.getMessage());
+          posted.add(blockId);
+          threads.add(Thread.currentThread().getName());
+        }
+      };
 
   @AfterEach
   void close() {
@@ -68,8 +70,8 @@ class HeldRequestsTest {
 
     // Not held any more: a request is posted at once.
     fetch("shuffle_0_4_0");
-    assertEquals(List.of("shuffle_0_1_0", "shuffle_0_2_0", "shuffle_0_3_0", "shuffle_0_4_0"),
-        posted);
+    assertEquals(
+        List.of("shuffle_0_1_0", "shuffle_0_2_0", "shuffle_0_3_0", "shuffle_0_4_0"), posted);
   }
 
   @Test
@@ -97,8 +99,13 @@ class HeldRequestsTest {
   /** Spark's client: fallback is off, so it must never be called. */
   private static final class UnusedClient extends BlockStoreClient {
     @Override
-    public void fetchBlocks(String host, int port, String execId, String[] blockIds,
-        BlockFetchingListener listener, DownloadFileManager downloadFileManager) {
+    public void fetchBlocks(
+        String host,
+        int port,
+        String execId,
+        String[] blockIds,
+        BlockFetchingListener listener,
+        DownloadFileManager downloadFileManager) {
       throw new AssertionError("fallback is off");
     }
 

@@ -17,7 +17,6 @@ import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RemoteAccessException;
-import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferNode;
 import java.io.File;
@@ -48,14 +47,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The reduce-side read path ({@link RdmaBlockStoreClient}) on the in-memory provider: a "map"
- * node serves a directory chunk, index files and data files as registered memory, as the shuffle
+ * The reduce-side read path ({@link RdmaBlockStoreClient}) on the in-memory provider: a "map" node
+ * serves a directory chunk, index files and data files as registered memory, as the shuffle
  * manager's writer side lays them out; the reader runs unchanged, without Spark or sockets.
  */
 class InMemoryReadPathTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static final int SHUFFLE = 7;
   private static final int MAPS = 2;
+
   /** Block sizes per map output and reduce partition. */
   private static final int[][] SIZES = {{1000, 3000, 20000, 700}, {4096, 1, 5000, 12345}};
 
@@ -129,8 +129,10 @@ class InMemoryReadPathTest {
 
   /** Writes map index {@code m}'s slot, naming {@code mapId} (another id makes it stale). */
   private void writeSlot(int m, long mapId) {
-    TestSlots.write(new DirectorySlot(m, mapId, indexRegions.get(m).remote(),
-        dataRegions.get(m).remote()), chunk, m * DirectorySlot.SIZE);
+    TestSlots.write(
+        new DirectorySlot(m, mapId, indexRegions.get(m).remote(), dataRegions.get(m).remote()),
+        chunk,
+        m * DirectorySlot.SIZE);
   }
 
   private static String block(int m, int r) {
@@ -167,13 +169,19 @@ class InMemoryReadPathTest {
 
   @Test
   void readsBlocksOneSidedAndLaterTasksInOneRoundTrip() {
-    fetch(task(), null, block(0, 0), block(0, 2), block(1, 3),
+    fetch(
+        task(),
+        null,
+        block(0, 0),
+        block(0, 2),
+        block(1, 3),
         "shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3");
     spark.awaitEnded(4);
     assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
     assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
     assertArrayEquals(expected(1, 3, 4), spark.ok.get(block(1, 3)));
-    assertArrayEquals(expected(1, 1, 3), spark.ok.get("shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3"));
+    assertArrayEquals(
+        expected(1, 1, 3), spark.ok.get("shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3"));
     assertEquals(2, counters.slotReads.sum());
     assertEquals(2, counters.indexReads.sum(), "whole indexes read and kept");
     assertEquals(0, counters.fallbackBlocks.sum());
@@ -208,12 +216,13 @@ class InMemoryReadPathTest {
   void aSlotRewrittenBeforeTheReReadIsUsed() {
     writeSlot(1, 999);
     AtomicInteger slotReads = new AtomicInteger();
-    transport.script(r -> {
-      if (isSlotRead(r, 1) && slotReads.incrementAndGet() == 2) {
-        writeSlot(1, mapId(1)); // the map output was published meanwhile
-      }
-      return Action.serve();
-    });
+    transport.script(
+        r -> {
+          if (isSlotRead(r, 1) && slotReads.incrementAndGet() == 2) {
+            writeSlot(1, mapId(1)); // the map output was published meanwhile
+          }
+          return Action.serve();
+        });
     fetch(task(), null, block(1, 2));
     spark.awaitEnded(1);
     assertArrayEquals(expected(1, 2, 3), spark.ok.get(block(1, 2)));
@@ -228,7 +237,9 @@ class InMemoryReadPathTest {
     PostedRead load = transport.awaitHeld(1, WAIT).get(0);
 
     fetch(task(), null, block(0, 1), block(0, 2)); // another task, same executor
-    InMemoryTransport.awaitCondition(() -> counters.indexCacheHits.sum() == 2, WAIT,
+    InMemoryTransport.awaitCondition(
+        () -> counters.indexCacheHits.sum() == 2,
+        WAIT,
         () -> "the second task did not join the load: " + counters.snapshot());
     assertEquals(1, transport.held().size(), "the index is read once");
     assertEquals(Map.of(), spark.ok);
@@ -248,11 +259,17 @@ class InMemoryReadPathTest {
     fetch(task(), null, block(0, 0));
     PostedRead load = transport.awaitHeld(1, WAIT).get(0);
     fetch(task(), null, block(0, 1), block(0, 2));
-    InMemoryTransport.awaitCondition(() -> counters.indexCacheHits.sum() == 2, WAIT,
+    InMemoryTransport.awaitCondition(
+        () -> counters.indexCacheHits.sum() == 2,
+        WAIT,
         () -> "the second task did not join the load");
 
-    load.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED, "scripted",
-        indexRegions.get(0).remote().segments().get(0), load.peer()));
+    load.fail(
+        new RemoteAccessException(
+            RemoteAccessException.Reason.REGION_CLOSED,
+            "scripted",
+            indexRegions.get(0).remote().segments().get(0),
+            load.peer()));
     spark.awaitEnded(3);
     assertEquals(Set.of(block(0, 0), block(0, 1), block(0, 2)), spark.viaSpark);
     assertEquals(Map.of(), spark.failed);
@@ -268,10 +285,16 @@ class InMemoryReadPathTest {
   @Test
   void aRefusedDataReadSendsOnlyItsBlockToSparkAndForgetsItsMapOutput() {
     long failAt = offsets.get(0)[2];
-    transport.script(r -> isDataRead(r, 0) && r.offsetInSegment() == failAt
-        ? Action.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED,
-            "scripted", dataRegions.get(0).remote().segments().get(0), r.peer()))
-        : Action.serve());
+    transport.script(
+        r ->
+            isDataRead(r, 0) && r.offsetInSegment() == failAt
+                ? Action.fail(
+                    new RemoteAccessException(
+                        RemoteAccessException.Reason.REGION_CLOSED,
+                        "scripted",
+                        dataRegions.get(0).remote().segments().get(0),
+                        r.peer()))
+                : Action.serve());
     fetch(task(), null, block(0, 0), block(0, 1), block(0, 2), block(0, 3), block(1, 0));
     spark.awaitEnded(5);
     assertEquals(Set.of(block(0, 2)), spark.viaSpark);
@@ -279,7 +302,8 @@ class InMemoryReadPathTest {
       assertArrayEquals(expected(0, r, r + 1), spark.ok.get(block(0, r)));
     }
     assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)),
+    assertNull(
+        ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)),
         "a map output whose read failed is read afresh next time");
     assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
   }
@@ -287,17 +311,20 @@ class InMemoryReadPathTest {
   @Test
   void aConnectionLostMidBatchSendsTheUnreadBlocksToSparkWithoutHanging() {
     long failAt = offsets.get(1)[2];
-    transport.script(r -> isDataRead(r, 1) && r.offsetInSegment() == failAt
-        ? Action.failConnection(new TransferConnectionException("peer vanished (scripted)",
-            r.peer(), null))
-        : isDataRead(r, 1) ? Action.hold() : Action.serve());
+    transport.script(
+        r ->
+            isDataRead(r, 1) && r.offsetInSegment() == failAt
+                ? Action.failConnection(
+                    new TransferConnectionException("peer vanished (scripted)", r.peer(), null))
+                : isDataRead(r, 1) ? Action.hold() : Action.serve());
     fetch(task(), null, block(0, 0), block(1, 0), block(1, 2), block(1, 3));
     spark.awaitEnded(4);
     assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
     assertEquals(Set.of(block(1, 0), block(1, 2), block(1, 3)), spark.viaSpark);
     // The transport may list a read it held after the connection failed (its script runs on the
     // posting thread, the failure on the I/O thread); what matters is that every one has ended.
-    assertTrue(transport.held().stream().allMatch(PostedRead::isEnded),
+    assertTrue(
+        transport.held().stream().allMatch(PostedRead::isEnded),
         "held reads were failed with the connection: " + transport.held());
   }
 
@@ -311,13 +338,14 @@ class InMemoryReadPathTest {
     TempFiles files = new TempFiles(tmp);
 
     AtomicInteger pieces = new AtomicInteger();
-    transport.script(r -> {
-      if (isDataRead(r, 0)) {
-        pieces.incrementAndGet();
-        assertTrue(r.length() <= 4096, "a piece is at most readBatchBytes");
-      }
-      return Action.serve();
-    });
+    transport.script(
+        r -> {
+          if (isDataRead(r, 0)) {
+            pieces.incrementAndGet();
+            assertTrue(r.length() <= 4096, "a piece is at most readBatchBytes");
+          }
+          return Action.serve();
+        });
     fetch(task(), files, block(0, 2), block(0, 0));
     spark.awaitEnded(2);
     assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
@@ -333,11 +361,16 @@ class InMemoryReadPathTest {
     spark.awaitEnded(2);
     ctx.drop(SHUFFLE, new ReadContext.SlotKey(pointer, 1)); // map 1 is located afresh
     List<String> order = new CopyOnWriteArrayList<>();
-    transport.script(r -> {
-      order.add(isSlotRead(r, 1) ? "slot 1" : isIndexRead(r, 1) ? "index 1"
-          : isDataRead(r, 0) ? "data 0" : isDataRead(r, 1) ? "data 1" : r.toString());
-      return Action.serve();
-    });
+    transport.script(
+        r -> {
+          order.add(
+              isSlotRead(r, 1)
+                  ? "slot 1"
+                  : isIndexRead(r, 1)
+                      ? "index 1"
+                      : isDataRead(r, 0) ? "data 0" : isDataRead(r, 1) ? "data 1" : r.toString());
+          return Action.serve();
+        });
     fetch(task(), null, block(0, 1), block(1, 2));
     spark.awaitEnded(4);
     assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));
@@ -345,9 +378,10 @@ class InMemoryReadPathTest {
     // Data 1 follows index 1's completion, on another thread than data 0's post: either order.
     assertEquals(Set.of("slot 1", "index 1", "data 0", "data 1"), Set.copyOf(order));
     assertEquals(4, order.size(), order.toString());
-    assertTrue(order.indexOf("slot 1") < order.indexOf("index 1")
-        && order.indexOf("index 1") < order.indexOf("data 0")
-        && order.indexOf("index 1") < order.indexOf("data 1"),
+    assertTrue(
+        order.indexOf("slot 1") < order.indexOf("index 1")
+            && order.indexOf("index 1") < order.indexOf("data 0")
+            && order.indexOf("index 1") < order.indexOf("data 1"),
         "the small index read must not queue behind the cached block's data: " + order);
   }
 
@@ -357,7 +391,9 @@ class InMemoryReadPathTest {
     fetch(task(), null, block(0, 0));
     PostedRead load = transport.awaitHeld(1, WAIT).get(0);
     fetch(task(), null, block(0, 1), block(0, 2));
-    InMemoryTransport.awaitCondition(() -> counters.indexCacheHits.sum() == 2, WAIT,
+    InMemoryTransport.awaitCondition(
+        () -> counters.indexCacheHits.sum() == 2,
+        WAIT,
         () -> "the second task did not join the load");
 
     indexFiles.get(0).putLong(8, offsets.get(0)[2]).putLong(16, offsets.get(0)[1]); // decreasing
@@ -382,10 +418,16 @@ class InMemoryReadPathTest {
     conf.set(ctx, new TransportConf("shuffle", MapConfigProvider.EMPTY));
     TempFiles files = new TempFiles(tmp);
     long failAt = offsets.get(0)[2] + 4096; // the second piece of block 2
-    transport.script(r -> isDataRead(r, 0) && r.offsetInSegment() == failAt
-        ? Action.fail(new RemoteAccessException(RemoteAccessException.Reason.REGION_CLOSED,
-            "scripted", dataRegions.get(0).remote().segments().get(0), r.peer()))
-        : Action.serve());
+    transport.script(
+        r ->
+            isDataRead(r, 0) && r.offsetInSegment() == failAt
+                ? Action.fail(
+                    new RemoteAccessException(
+                        RemoteAccessException.Reason.REGION_CLOSED,
+                        "scripted",
+                        dataRegions.get(0).remote().segments().get(0),
+                        r.peer()))
+                : Action.serve());
     fetch(task(), files, block(0, 2), block(0, 0));
     spark.awaitEnded(2);
     assertEquals(Set.of(block(0, 2), block(0, 0)), spark.viaSpark);
@@ -403,35 +445,48 @@ class InMemoryReadPathTest {
     final Map<String, Throwable> failed = new ConcurrentHashMap<>();
     final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
 
-    final BlockFetchingListener listener = new BlockFetchingListener() {
-      @Override
-      public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
-        try {
-          ByteBuffer b = buf.nioByteBuffer();
-          byte[] bytes = new byte[b.remaining()];
-          b.get(bytes);
-          ok.put(blockId, bytes);
-        } catch (IOException e) {
-          throw new AssertionError(e);
-        }
-      }
+    final BlockFetchingListener listener =
+        new BlockFetchingListener() {
+          @Override
+          public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
+            try {
+              ByteBuffer b = buf.nioByteBuffer();
+              byte[] bytes = new byte[b.remaining()];
+              b.get(bytes);
+              ok.put(blockId, bytes);
+            } catch (IOException e) {
+              throw new AssertionError(e);
+            }
+          }
 
-      @Override
-      public void onBlockFetchFailure(String blockId, Throwable exception) {
-        failed.put(blockId, exception);
-      }
-    };
+          @Override
+          public void onBlockFetchFailure(String blockId, Throwable exception) {
+            failed.put(blockId, exception);
+          }
+        };
 
     @Override
-    public void fetchBlocks(String host, int port, String execId, String[] blockIds,
-        BlockFetchingListener l, DownloadFileManager dfm) {
+    public void fetchBlocks(
+        String host,
+        int port,
+        String execId,
+        String[] blockIds,
+        BlockFetchingListener l,
+        DownloadFileManager dfm) {
       viaSpark.addAll(List.of(blockIds));
     }
 
     void awaitEnded(int n) {
-      InMemoryTransport.awaitCondition(() -> ok.size() + failed.size() + viaSpark.size() >= n,
-          WAIT, () -> "blocks ended: ok " + ok.keySet() + ", failed " + failed.keySet()
-              + ", via Spark " + viaSpark);
+      InMemoryTransport.awaitCondition(
+          () -> ok.size() + failed.size() + viaSpark.size() >= n,
+          WAIT,
+          () ->
+              "blocks ended: ok "
+                  + ok.keySet()
+                  + ", failed "
+                  + failed.keySet()
+                  + ", via Spark "
+                  + viaSpark);
       assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
     }
 

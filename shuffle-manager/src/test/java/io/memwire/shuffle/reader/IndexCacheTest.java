@@ -15,8 +15,8 @@ import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteRegion;
-import java.net.InetSocketAddress;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -28,7 +28,8 @@ class IndexCacheTest {
   private static final InetSocketAddress PEER = new InetSocketAddress("127.0.0.1", 7000);
   private static final DirectoryPointer POINTER = new DirectoryPointer(0, region(1, 256 * 1024));
 
-  private final ReadContext ctx = new ReadContext(null, 8, 1 << 20, true, 1000, new ShuffleCounters());
+  private final ReadContext ctx =
+      new ReadContext(null, 8, 1 << 20, true, 1000, new ShuffleCounters());
 
   @AfterEach
   void close() {
@@ -40,8 +41,8 @@ class IndexCacheTest {
   }
 
   private static DirectorySlot slot(int mapIndex, long mapId, int partitions, long dataLength) {
-    return new DirectorySlot(mapIndex, mapId, region(10 + mapId, (partitions + 1) * 8L),
-        region(20 + mapId, dataLength));
+    return new DirectorySlot(
+        mapIndex, mapId, region(10 + mapId, (partitions + 1) * 8L), region(20 + mapId, dataLength));
   }
 
   private static ByteBuffer index(long... offsets) {

@@ -21,9 +21,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Spark's contract for {@link ManagedBuffer#convertToNetty()}: the caller owns the Netty object,
- * so the pooled memory must stay valid after the {@code ManagedBuffer} is released and go back to
- * the pool once, when the Netty object is released.
+ * Spark's contract for {@link ManagedBuffer#convertToNetty()}: the caller owns the Netty object, so
+ * the pooled memory must stay valid after the {@code ManagedBuffer} is released and go back to the
+ * pool once, when the Netty object is released.
  */
 class TransferManagedBufferTest {
   private InMemoryTransport transport;
@@ -51,22 +51,25 @@ class TransferManagedBufferTest {
   }
 
   private TransferBuffer readBlock() throws Exception {
-    return client.connection(server.localAddress())
-        .read(ReadRequest.of(region.remote(), 100, 5000)).get(30, TimeUnit.SECONDS);
+    return client
+        .connection(server.localAddress())
+        .read(ReadRequest.of(region.remote(), 100, 5000))
+        .get(30, TimeUnit.SECONDS);
   }
 
   @ParameterizedTest
   @ValueSource(booleans = {false, true})
   void theNettyObjectOwnsAReferenceUntilItIsReleased(boolean forSsl) throws Exception {
     ManagedBuffer managed = new TransferManagedBuffer(readBlock());
-    Function<ManagedBuffer, Object> convert = forSsl
-        ? m -> uncheckedSsl(m)
-        : m -> uncheckedPlain(m);
+    Function<ManagedBuffer, Object> convert =
+        forSsl ? m -> uncheckedSsl(m) : m -> uncheckedPlain(m);
     ByteBuf netty = (ByteBuf) convert.apply(managed);
     assertEquals(1, client.bufferPool().outstandingBuffers());
 
     managed.release(); // Spark's owner is done; Netty is still sending
-    assertEquals(1, client.bufferPool().outstandingBuffers(),
+    assertEquals(
+        1,
+        client.bufferPool().outstandingBuffers(),
         "the pool took the memory back while Netty still holds it");
     assertEquals(5000, netty.readableBytes());
     for (int i = 0; i < 5000; i++) {

@@ -9,74 +9,90 @@ import java.util.Map;
 /**
  * Everything a benchmark run needs, with the command line's defaults. Parse with {@link #parse}.
  *
- * @param master          Spark master URL, or null for a local multi-process cluster per configuration
- * @param executors       executors per local cluster
- * @param executorCores   cores per executor of a local cluster
+ * @param master Spark master URL, or null for a local multi-process cluster per configuration
+ * @param executors executors per local cluster
+ * @param executorCores cores per executor of a local cluster
  * @param executorMemoryMb memory per executor of a local cluster, MiB
- * @param driverMemoryMb  heap of each driver (worker) JVM, MiB
- * @param scale           TPC-DS scale factor
- * @param queries         query selection: names and sets, comma-separated
- * @param warmups         untimed rounds before the timed ones
- * @param iterations      timed rounds
- * @param configs         shuffle configurations; the first is the reference
- * @param noBroadcast     turn broadcast joins off (both thresholds -1)
- * @param sparkConf       settings applied to every configuration
- * @param dataDir         cache of generated data, by scale factor
- * @param outDir          parent of the per-run results directory
- * @param queryTimeout    deadline for one query (and for data generation, times ten)
- * @param costPerChunk    generator rows per generation task
+ * @param driverMemoryMb heap of each driver (worker) JVM, MiB
+ * @param scale TPC-DS scale factor
+ * @param queries query selection: names and sets, comma-separated
+ * @param warmups untimed rounds before the timed ones
+ * @param iterations timed rounds
+ * @param configs shuffle configurations; the first is the reference
+ * @param noBroadcast turn broadcast joins off (both thresholds -1)
+ * @param sparkConf settings applied to every configuration
+ * @param dataDir cache of generated data, by scale factor
+ * @param outDir parent of the per-run results directory
+ * @param queryTimeout deadline for one query (and for data generation, times ten)
+ * @param costPerChunk generator rows per generation task
  */
-public record RunOptions(String master, int executors, int executorCores, int executorMemoryMb, int driverMemoryMb,
-                         double scale, String queries, int warmups, int iterations, List<ShuffleConfig> configs,
-                         boolean noBroadcast, Map<String, String> sparkConf, Path dataDir, Path outDir,
-                         Duration queryTimeout, long costPerChunk) {
+public record RunOptions(
+    String master,
+    int executors,
+    int executorCores,
+    int executorMemoryMb,
+    int driverMemoryMb,
+    double scale,
+    String queries,
+    int warmups,
+    int iterations,
+    List<ShuffleConfig> configs,
+    boolean noBroadcast,
+    Map<String, String> sparkConf,
+    Path dataDir,
+    Path outDir,
+    Duration queryTimeout,
+    long costPerChunk) {
 
-    /** Settings that turn broadcast joins off, in the planner and in adaptive execution. */
-    public static final Map<String, String> NO_BROADCAST = Map.of(
-            "spark.sql.autoBroadcastJoinThreshold", "-1",
-            "spark.sql.adaptive.autoBroadcastJoinThreshold", "-1");
+  /** Settings that turn broadcast joins off, in the planner and in adaptive execution. */
+  public static final Map<String, String> NO_BROADCAST =
+      Map.of(
+          "spark.sql.autoBroadcastJoinThreshold", "-1",
+          "spark.sql.adaptive.autoBroadcastJoinThreshold", "-1");
 
-    /** Validates ranges. */
-    public RunOptions {
-        positive("--executors", executors);
-        positive("--executor-cores", executorCores);
-        positive("--iterations", iterations);
-        if (warmups < 0) {
-            throw new IllegalArgumentException("--warmup must be >= 0, got " + warmups);
-        }
-        if (!(scale > 0)) {
-            throw new IllegalArgumentException("--scale must be positive, got " + scale);
-        }
-        if (configs.isEmpty()) {
-            throw new IllegalArgumentException("--configs names no configuration");
-        }
-        configs = List.copyOf(configs);
-        sparkConf = Map.copyOf(sparkConf);
+  /** Validates ranges. */
+  public RunOptions {
+    positive("--executors", executors);
+    positive("--executor-cores", executorCores);
+    positive("--iterations", iterations);
+    if (warmups < 0) {
+      throw new IllegalArgumentException("--warmup must be >= 0, got " + warmups);
     }
-
-    private static void positive(String option, long value) {
-        if (value < 1) {
-            throw new IllegalArgumentException(option + " must be >= 1, got " + value);
-        }
+    if (!(scale > 0)) {
+      throw new IllegalArgumentException("--scale must be positive, got " + scale);
     }
-
-    /** The configurations with the run-wide settings ({@code --conf}, {@code --no-broadcast}) applied. */
-    public List<ShuffleConfig> effectiveConfigs() {
-        Map<String, String> extra = new LinkedHashMap<>(sparkConf);
-        if (noBroadcast) {
-            extra.putAll(NO_BROADCAST);
-        }
-        return configs.stream().map(c -> c.with(extra)).toList();
+    if (configs.isEmpty()) {
+      throw new IllegalArgumentException("--configs names no configuration");
     }
+    configs = List.copyOf(configs);
+    sparkConf = Map.copyOf(sparkConf);
+  }
 
-    /** Whether clusters are local multi-process clusters started by the runner. */
-    public boolean localCluster() {
-        return master == null;
+  private static void positive(String option, long value) {
+    if (value < 1) {
+      throw new IllegalArgumentException(option + " must be >= 1, got " + value);
     }
+  }
 
-    /** The command-line help. */
-    public static String usage() {
-        return """
+  /**
+   * The configurations with the run-wide settings ({@code --conf}, {@code --no-broadcast}) applied.
+   */
+  public List<ShuffleConfig> effectiveConfigs() {
+    Map<String, String> extra = new LinkedHashMap<>(sparkConf);
+    if (noBroadcast) {
+      extra.putAll(NO_BROADCAST);
+    }
+    return configs.stream().map(c -> c.with(extra)).toList();
+  }
+
+  /** Whether clusters are local multi-process clusters started by the runner. */
+  public boolean localCluster() {
+    return master == null;
+  }
+
+  /** The command-line help. */
+  public static String usage() {
+    return """
                 Usage: TpcdsRunner [options]
                 Runs TPC-DS queries once per shuffle configuration, verifies that all configurations return
                 the same answers, and writes CSV, JSON, a Markdown report and PNG charts.
@@ -103,94 +119,112 @@ public record RunOptions(String master, int executors, int executorCores, int ex
                   --query-timeout SEC   deadline per query (default 1800)
                   --help                this text
                 """;
+  }
+
+  /** Thrown for {@code --help}. */
+  public static final class HelpRequested extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    HelpRequested() {
+      super("help requested");
     }
+  }
 
-    /** Thrown for {@code --help}. */
-    public static final class HelpRequested extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        HelpRequested() {
-            super("help requested");
+  /**
+   * Parses command-line arguments.
+   *
+   * @throws IllegalArgumentException naming the option when an argument is wrong
+   * @throws HelpRequested for {@code --help}
+   */
+  public static RunOptions parse(String... args) {
+    String master = null;
+    int executors = 2;
+    int executorCores = 1;
+    int executorMemoryMb = 1024;
+    int driverMemoryMb = 1024;
+    double scale = 1;
+    String queries = "default";
+    int warmups = 1;
+    int iterations = 3;
+    String configs = "sort,rdma-tcp";
+    boolean noBroadcast = false;
+    Map<String, String> conf = new LinkedHashMap<>();
+    Path dataDir = Path.of(System.getProperty("user.home"), ".cache", "memwire", "tpcds");
+    Path outDir = Path.of("tpcds-results");
+    long timeoutSeconds = 1800;
+    for (int i = 0; i < args.length; i++) {
+      String option = args[i];
+      if (option.equals("--help") || option.equals("-h")) {
+        throw new HelpRequested();
+      }
+      if (option.equals("--no-broadcast")) {
+        noBroadcast = true;
+        continue;
+      }
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(
+            option.startsWith("--")
+                ? option + " needs a value"
+                : "Unknown argument '" + option + "'");
+      }
+      String value = args[++i];
+      switch (option) {
+        case "--master" -> master = value;
+        case "--executors" -> executors = integer(option, value);
+        case "--executor-cores" -> executorCores = integer(option, value);
+        case "--executor-memory" -> executorMemoryMb = integer(option, value);
+        case "--driver-memory" -> driverMemoryMb = integer(option, value);
+        case "--scale" -> scale = number(option, value);
+        case "--queries" -> queries = value;
+        case "--iterations" -> iterations = integer(option, value);
+        case "--warmup" -> warmups = integer(option, value);
+        case "--configs" -> configs = value;
+        case "--conf" -> {
+          int eq = value.indexOf('=');
+          if (eq <= 0) {
+            throw new IllegalArgumentException("--conf expects KEY=VALUE, got '" + value + "'");
+          }
+          conf.put(value.substring(0, eq), value.substring(eq + 1));
         }
+        case "--data-dir" -> dataDir = Path.of(value);
+        case "--out" -> outDir = Path.of(value);
+        case "--query-timeout" -> timeoutSeconds = integer(option, value);
+        default ->
+            throw new IllegalArgumentException("Unknown option '" + option + "' (see --help)");
+      }
     }
+    return new RunOptions(
+        master,
+        executors,
+        executorCores,
+        executorMemoryMb,
+        driverMemoryMb,
+        scale,
+        queries,
+        warmups,
+        iterations,
+        ShuffleConfig.parseList(configs),
+        noBroadcast,
+        conf,
+        dataDir,
+        outDir,
+        Duration.ofSeconds(timeoutSeconds),
+        io.memwire.tpcds.data.ChunkPlanner.DEFAULT_COST_PER_CHUNK);
+  }
 
-    /**
-     * Parses command-line arguments.
-     *
-     * @throws IllegalArgumentException naming the option when an argument is wrong
-     * @throws HelpRequested for {@code --help}
-     */
-    public static RunOptions parse(String... args) {
-        String master = null;
-        int executors = 2;
-        int executorCores = 1;
-        int executorMemoryMb = 1024;
-        int driverMemoryMb = 1024;
-        double scale = 1;
-        String queries = "default";
-        int warmups = 1;
-        int iterations = 3;
-        String configs = "sort,rdma-tcp";
-        boolean noBroadcast = false;
-        Map<String, String> conf = new LinkedHashMap<>();
-        Path dataDir = Path.of(System.getProperty("user.home"), ".cache", "memwire", "tpcds");
-        Path outDir = Path.of("tpcds-results");
-        long timeoutSeconds = 1800;
-        for (int i = 0; i < args.length; i++) {
-            String option = args[i];
-            if (option.equals("--help") || option.equals("-h")) {
-                throw new HelpRequested();
-            }
-            if (option.equals("--no-broadcast")) {
-                noBroadcast = true;
-                continue;
-            }
-            if (i + 1 >= args.length) {
-                throw new IllegalArgumentException(option.startsWith("--") ? option + " needs a value" : "Unknown argument '" + option + "'");
-            }
-            String value = args[++i];
-            switch (option) {
-                case "--master" -> master = value;
-                case "--executors" -> executors = integer(option, value);
-                case "--executor-cores" -> executorCores = integer(option, value);
-                case "--executor-memory" -> executorMemoryMb = integer(option, value);
-                case "--driver-memory" -> driverMemoryMb = integer(option, value);
-                case "--scale" -> scale = number(option, value);
-                case "--queries" -> queries = value;
-                case "--iterations" -> iterations = integer(option, value);
-                case "--warmup" -> warmups = integer(option, value);
-                case "--configs" -> configs = value;
-                case "--conf" -> {
-                    int eq = value.indexOf('=');
-                    if (eq <= 0) {
-                        throw new IllegalArgumentException("--conf expects KEY=VALUE, got '" + value + "'");
-                    }
-                    conf.put(value.substring(0, eq), value.substring(eq + 1));
-                }
-                case "--data-dir" -> dataDir = Path.of(value);
-                case "--out" -> outDir = Path.of(value);
-                case "--query-timeout" -> timeoutSeconds = integer(option, value);
-                default -> throw new IllegalArgumentException("Unknown option '" + option + "' (see --help)");
-            }
-        }
-        return new RunOptions(master, executors, executorCores, executorMemoryMb, driverMemoryMb, scale, queries,
-                warmups, iterations, ShuffleConfig.parseList(configs), noBroadcast, conf, dataDir, outDir,
-                Duration.ofSeconds(timeoutSeconds), io.memwire.tpcds.data.ChunkPlanner.DEFAULT_COST_PER_CHUNK);
+  private static int integer(String option, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + " expects an integer, got '" + value + "'");
     }
+  }
 
-    private static int integer(String option, String value) {
-        try {
-            return Integer.parseInt(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " expects an integer, got '" + value + "'");
-        }
+  private static double number(String option, String value) {
+    try {
+      return Double.parseDouble(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(option + " expects a number, got '" + value + "'");
     }
-
-    private static double number(String option, String value) {
-        try {
-            return Double.parseDouble(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " expects a number, got '" + value + "'");
-        }
-    }
+  }
 }

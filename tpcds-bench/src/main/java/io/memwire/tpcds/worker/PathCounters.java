@@ -6,39 +6,54 @@ import java.util.Map;
  * Which path moved a query's shuffle bytes, from the shuffle manager's own counters (differences of
  * {@link ManagerCounters} sums taken before and after the query, over all executors).
  *
- * @param oneSidedBytes  block bytes Memwire delivered to Spark by one-sided reads
+ * @param oneSidedBytes block bytes Memwire delivered to Spark by one-sided reads
  * @param oneSidedBlocks blocks delivered that way
  * @param fallbackBlocks blocks Memwire handed to Spark's own transfer
- * @param failedBlocks   blocks neither path could read
- * @param fallbackOutputs map outputs not registered for one-sided reads (served by Spark's transfer)
+ * @param failedBlocks blocks neither path could read
+ * @param fallbackOutputs map outputs not registered for one-sided reads (served by Spark's
+ *     transfer)
  */
-public record PathCounters(long oneSidedBytes, long oneSidedBlocks, long fallbackBlocks, long failedBlocks,
-                           long fallbackOutputs) {
-    /** The counters between two {@link ManagerCounters#sum} snapshots, or null when the manager keeps none. */
-    public static PathCounters between(Map<String, Long> before, Map<String, Long> after) {
-        if (!after.containsKey("rdmaBytes")) {
-            return null;
-        }
-        return new PathCounters(delta(before, after, "rdmaBytes"), delta(before, after, "rdmaBlocks"),
-                delta(before, after, "fallbackBlocks"), delta(before, after, "failedBlocks"),
-                delta(before, after, "outputsServedByFallback"));
+public record PathCounters(
+    long oneSidedBytes,
+    long oneSidedBlocks,
+    long fallbackBlocks,
+    long failedBlocks,
+    long fallbackOutputs) {
+  /**
+   * The counters between two {@link ManagerCounters#sum} snapshots, or null when the manager keeps
+   * none.
+   */
+  public static PathCounters between(Map<String, Long> before, Map<String, Long> after) {
+    if (!after.containsKey("rdmaBytes")) {
+      return null;
     }
+    return new PathCounters(
+        delta(before, after, "rdmaBytes"),
+        delta(before, after, "rdmaBlocks"),
+        delta(before, after, "fallbackBlocks"),
+        delta(before, after, "failedBlocks"),
+        delta(before, after, "outputsServedByFallback"));
+  }
 
-    /**
-     * Spark's remote bytes that did not arrive one-sided: {@code remoteBytes} less the one-sided bytes,
-     * never below zero.
-     */
-    public long notOneSidedBytes(long remoteBytes) {
-        return Math.max(0, remoteBytes - oneSidedBytes);
-    }
+  /**
+   * Spark's remote bytes that did not arrive one-sided: {@code remoteBytes} less the one-sided
+   * bytes, never below zero.
+   */
+  public long notOneSidedBytes(long remoteBytes) {
+    return Math.max(0, remoteBytes - oneSidedBytes);
+  }
 
-    /** The sum of this and {@code o}. */
-    public PathCounters plus(PathCounters o) {
-        return new PathCounters(oneSidedBytes + o.oneSidedBytes, oneSidedBlocks + o.oneSidedBlocks,
-                fallbackBlocks + o.fallbackBlocks, failedBlocks + o.failedBlocks, fallbackOutputs + o.fallbackOutputs);
-    }
+  /** The sum of this and {@code o}. */
+  public PathCounters plus(PathCounters o) {
+    return new PathCounters(
+        oneSidedBytes + o.oneSidedBytes,
+        oneSidedBlocks + o.oneSidedBlocks,
+        fallbackBlocks + o.fallbackBlocks,
+        failedBlocks + o.failedBlocks,
+        fallbackOutputs + o.fallbackOutputs);
+  }
 
-    private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
-        return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
-    }
+  private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
+    return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
+  }
 }

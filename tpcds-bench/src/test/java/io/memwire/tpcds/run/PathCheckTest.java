@@ -1,68 +1,78 @@
 package io.memwire.tpcds.run;
 
-import io.memwire.tpcds.verify.Answer;
-import io.memwire.tpcds.verify.PathCheckException;
-import io.memwire.tpcds.worker.PathCounters;
-import io.memwire.tpcds.worker.QueryRun;
-import io.memwire.tpcds.worker.ShuffleMetrics;
-import org.junit.jupiter.api.Test;
-
-import java.util.List;
-import java.util.Map;
-
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.tpcds.verify.Answer;
+import io.memwire.tpcds.verify.PathCheckException;
+import io.memwire.tpcds.worker.PathCounters;
+import io.memwire.tpcds.worker.QueryRun;
+import io.memwire.tpcds.worker.ShuffleMetrics;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
 /** The proof check: a Memwire configuration's remote bytes must all have gone one-sided. */
 class PathCheckTest {
-    private static final ShuffleConfig RDMA = ShuffleConfig.parse("rdma-tcp");
-    private static final ShuffleConfig SORT = ShuffleConfig.parse("sort");
+  private static final ShuffleConfig RDMA = ShuffleConfig.parse("rdma-tcp");
+  private static final ShuffleConfig SORT = ShuffleConfig.parse("sort");
 
-    private static QueryRun run(long remoteBytes, PathCounters path) {
-        ShuffleMetrics m = new ShuffleMetrics(4, 10, remoteBytes, 1, 0, remoteBytes, 0, 1, 0, 2);
-        return new QueryRun("q3", 1_000_000, m, path, new Answer(List.of("a"), List.of("string"), List.of()));
-    }
+  private static QueryRun run(long remoteBytes, PathCounters path) {
+    ShuffleMetrics m = new ShuffleMetrics(4, 10, remoteBytes, 1, 0, remoteBytes, 0, 1, 0, 2);
+    return new QueryRun(
+        "q3", 1_000_000, m, path, new Answer(List.of("a"), List.of("string"), List.of()));
+  }
 
-    @Test
-    void everyRemoteByteOneSidedPasses() {
-        assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0))));
-        assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0))));
-    }
+  @Test
+  void everyRemoteByteOneSidedPasses() {
+    assertDoesNotThrow(
+        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0))));
+    assertDoesNotThrow(
+        () -> BenchmarkRun.checkPath("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0))));
+  }
 
-    @Test
-    void remoteBytesNotOneSidedStopTheRun() {
-        PathCheckException e = assertThrows(PathCheckException.class,
-                () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1))));
-        assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
-        assertTrue(e.getMessage().contains("Spark read 1,000 remote bytes, Memwire 600 of them one-sided (400 not)"),
-                e.getMessage());
-        assertThrows(PathCheckException.class,
-                () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0))),
-                "a block handed to Spark's transfer");
-    }
+  @Test
+  void remoteBytesNotOneSidedStopTheRun() {
+    PathCheckException e =
+        assertThrows(
+            PathCheckException.class,
+            () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1))));
+    assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
+    assertTrue(
+        e.getMessage()
+            .contains("Spark read 1,000 remote bytes, Memwire 600 of them one-sided (400 not)"),
+        e.getMessage());
+    assertThrows(
+        PathCheckException.class,
+        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0))),
+        "a block handed to Spark's transfer");
+  }
 
-    @Test
-    void aMemwireConfigurationWithoutCountersStopsTheRun() {
-        PathCheckException e = assertThrows(PathCheckException.class,
-                () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, null)));
-        assertTrue(e.getMessage().contains("no Memwire counters"), e.getMessage());
-    }
+  @Test
+  void aMemwireConfigurationWithoutCountersStopsTheRun() {
+    PathCheckException e =
+        assertThrows(
+            PathCheckException.class, () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, null)));
+    assertTrue(e.getMessage().contains("no Memwire counters"), e.getMessage());
+  }
 
-    @Test
-    void otherManagersAreNotChecked() {
-        assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", SORT, run(1000, null)));
-    }
+  @Test
+  void otherManagersAreNotChecked() {
+    assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", SORT, run(1000, null)));
+  }
 
-    @Test
-    void countersBetweenSnapshots() {
-        PathCounters p = PathCounters.between(Map.of("rdmaBytes", 100L, "fallbackBlocks", 1L),
-                Map.of("rdmaBytes", 350L, "rdmaBlocks", 4L, "fallbackBlocks", 1L));
-        assertEquals(new PathCounters(250, 4, 0, 0, 0), p);
-        assertEquals(50, p.notOneSidedBytes(300));
-        assertEquals(0, p.notOneSidedBytes(200));
-        assertNull(PathCounters.between(Map.of(), Map.of()), "a manager without counters");
-    }
+  @Test
+  void countersBetweenSnapshots() {
+    PathCounters p =
+        PathCounters.between(
+            Map.of("rdmaBytes", 100L, "fallbackBlocks", 1L),
+            Map.of("rdmaBytes", 350L, "rdmaBlocks", 4L, "fallbackBlocks", 1L));
+    assertEquals(new PathCounters(250, 4, 0, 0, 0), p);
+    assertEquals(50, p.notOneSidedBytes(300));
+    assertEquals(0, p.notOneSidedBytes(200));
+    assertNull(PathCounters.between(Map.of(), Map.of()), "a manager without counters");
+  }
 }
