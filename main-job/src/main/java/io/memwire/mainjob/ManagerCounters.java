@@ -19,11 +19,15 @@ import scala.Tuple2;
  * per-application source (a metrics plugin) can replace it. Found by reflection through {@link
  * SparkEnv}: the application needs no Memwire class, and Spark's sort shuffle gives an empty map.
  */
-final class ManagerCounters {
+public final class ManagerCounters {
   private ManagerCounters() {}
 
-  /** The counters summed over the executors registered now; fails after {@code timeoutMs}. */
-  static Map<String, Long> sum(JavaSparkContext jsc, long timeoutMs) {
+  /**
+   * The counters summed over the executors registered now.
+   *
+   * @throws IllegalStateException when not every executor answered within {@code timeoutMs}
+   */
+  public static Map<String, Long> sum(JavaSparkContext jsc, long timeoutMs) {
     int executors = Math.max(1, jsc.sc().statusTracker().getExecutorInfos().length - 1);
     Map<String, Map<String, Long>> seen = new HashMap<>();
     long deadline = System.nanoTime() + timeoutMs * 1_000_000;
@@ -53,7 +57,7 @@ final class ManagerCounters {
   }
 
   /** {@code after - before} for {@code key} (0 when absent). */
-  static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
+  public static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
     return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
   }
 
