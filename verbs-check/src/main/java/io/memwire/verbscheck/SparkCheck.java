@@ -468,7 +468,7 @@ public final class SparkCheck {
   /**
    * 50 (by default) shuffles, each unregistered with {@code ContextCleaner.doCleanupShuffle}
    * (blocking), must leave every executor's registrations and queue pairs where they were after the
-   * first one, by the provider's counters and by {@code rdma resource show}.
+   * first one by the provider's counters, and no more of them by {@code rdma resource show}.
    */
   private void leakLoop(JavaSparkContext jsc, Map<String, Long> pids) throws Exception {
     // Unregister every earlier shuffle first, so the baseline is not lowered later by the
@@ -504,7 +504,11 @@ public final class SparkCheck {
           .append("->")
           .append(Arrays.toString(b))
           .append("; ");
-      ok &= Arrays.equals(a, b);
+      // The kernel may still list a queue pair (and its MR) that the provider retired before the
+      // baseline and destroys during the loop: fewer is fine, any growth is a leak.
+      for (int k = 0; k < a.length; k++) {
+        ok &= b[k] <= a[k];
+      }
     }
     put("verbs.leakLoop.rounds", leakRounds);
     verdict("verbs.leakLoop", ok, d.toString());
