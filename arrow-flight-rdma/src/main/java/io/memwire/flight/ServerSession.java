@@ -461,6 +461,12 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
   /** Ends the exchange with success ({@code error == null}) or an error; runs once. */
   private void finish(Throwable error) {
+    if (writer.isCancelled()) {
+      // The client cancelled, and this thread noticed (a producer that stopped on isCancelled(),
+      // a failed write) before gRPC ran the cancel handler: the same end, counted the same way.
+      cancel("client cancelled the exchange");
+      return;
+    }
     synchronized (writerLock) {
       synchronized (this) {
         if (state.isTerminal()) {
