@@ -78,6 +78,19 @@ public final class ExecutorCpu {
       return byPid.values().stream().mapToLong(m -> m.getOrDefault(group, 0L)).sum();
     }
 
+    /**
+     * The threads that send blocks: Spark's Netty server, Memwire's tcp loops (which also receive,
+     * so an upper bound) and verbs threads.
+     */
+    public long servingNanos() {
+      return nanos(Group.NETTY_SERVER) + nanos(Group.MEMWIRE_TCP) + nanos(Group.MEMWIRE_VERBS);
+    }
+
+    /** Every transport thread: {@link #servingNanos()} and Spark's Netty client loops. */
+    public long transportNanos() {
+      return servingNanos() + nanos(Group.NETTY_CLIENT);
+    }
+
     /** The nanoseconds of {@code group} in one executor (0 when unknown). */
     public long nanos(long pid, Group group) {
       return byPid.getOrDefault(pid, Map.of()).getOrDefault(group, 0L);

@@ -37,12 +37,8 @@ final class ExecutorCpuProbe {
     if (d.pids().isEmpty()) {
       return m;
     }
-    long serving =
-        d.nanos(ExecutorCpu.Group.NETTY_SERVER)
-            + d.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
-            + d.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
-    m.put("serving", serving);
-    m.put("transport", serving + d.nanos(ExecutorCpu.Group.NETTY_CLIENT));
+    m.put("serving", d.servingNanos());
+    m.put("transport", d.transportNanos());
     m.put("executor", d.nanos(ExecutorCpu.Group.PROCESS));
     return m;
   }

@@ -109,17 +109,13 @@ public final class ShuffleBenchmark {
         long remoteBytes,
         double reduceTaskSeconds,
         ExecutorCpu.Snapshot cpu) {
-      long serving =
-          cpu.nanos(ExecutorCpu.Group.NETTY_SERVER)
-              + cpu.nanos(ExecutorCpu.Group.MEMWIRE_TCP)
-              + cpu.nanos(ExecutorCpu.Group.MEMWIRE_VERBS);
       return new Result(
           wall,
           fetchWaitMs,
           remoteBytes,
           reduceTaskSeconds,
-          serving,
-          serving + cpu.nanos(ExecutorCpu.Group.NETTY_CLIENT),
+          cpu.servingNanos(),
+          cpu.transportNanos(),
           cpu.nanos(ExecutorCpu.Group.PROCESS));
     }
   }
