@@ -3,9 +3,11 @@ package io.memwire.shuffle;
 import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.conf.WireEncryption;
+import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
+import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.writer.MapOutputPublisher;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
 import io.memwire.transfer.ProviderKind;
@@ -13,6 +15,9 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.TransferStats;
+import java.io.IOException;
+import java.security.SecureRandom;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -60,6 +65,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
 
+  /** Outputs go to the node's shuffle service ({@link MemwireShuffleDataIO} is Spark's plugin). */
+  private final boolean serviceMode;
+
   /** Spark's old fetch protocol: Spark's own reader, untouched. */
   private final boolean oldFetchProtocol;
 
@@ -76,12 +84,15 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final ShuffleDirectory directory;
     final MapOutputPublisher publisher;
     final ReadContext readContext;
+    final ServiceClient service;
 
     Started(
         TransferNode node,
         ShuffleDirectory directory,
         MapOutputPublisher publisher,
-        ReadContext readContext) {
+        ReadContext readContext,
+        ServiceClient service) {
+      this.service = service;
       this.node = node;
       this.directory = directory;
       this.publisher = publisher;
@@ -106,6 +117,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.wire = WireEncryption.decide(settings, shuffleConf);
     this.sort = new SortShuffleManager(conf);
     this.oldFetchProtocol = warnAboutSettings(conf);
+    this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
+    if (serviceMode && isDriver) {
+      prepareServiceMode(conf);
+    }
     this.delegated =
         wire.delegate() && (!isDriver || localMode)
             ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
@@ -142,6 +157,40 @@ public final class RdmaShuffleManager implements ShuffleManager {
       secret = conf.get("spark.authenticate.secret", null);
     }
     return secret;
+  }
+
+  /**
+   * On the driver, before any executor starts: the application's token for the services (executors
+   * receive it with the rest of the driver's configuration), and no host-local disk reads, since a
+   * released executor's files are gone from its directories while the service still has them.
+   */
+  private static void prepareServiceMode(SparkConf conf) {
+    if (!conf.contains(MemwireShuffleDataIO.TOKEN_KEY)) {
+      byte[] token = new byte[32];
+      new SecureRandom().nextBytes(token);
+      conf.set(
+          MemwireShuffleDataIO.TOKEN_KEY,
+          Base64.getUrlEncoder().withoutPadding().encodeToString(token));
+    }
+    if (!conf.contains("spark.shuffle.readHostLocalDisk")) {
+      conf.set("spark.shuffle.readHostLocalDisk", "false");
+      LOG.info(
+          "Memwire service mode: spark.shuffle.readHostLocalDisk=false, so blocks of released "
+              + "executors on the same host are read from the node's shuffle service");
+    } else if (conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
+      LOG.warn(
+          "Memwire service mode with spark.shuffle.readHostLocalDisk=true: blocks of a released "
+              + "executor on the reader's host fail to read from its deleted files and their "
+              + "map stage reruns");
+    }
+    if (conf.getBoolean("spark.dynamicAllocation.enabled", false)
+        && conf.getBoolean("spark.dynamicAllocation.shuffleTracking.enabled", true)
+        && !conf.getBoolean("spark.shuffle.service.enabled", false)) {
+      LOG.warn(
+          "Memwire service mode: spark.dynamicAllocation.shuffleTracking.enabled=true keeps "
+              + "executors holding shuffle data alive; set it to false to release them while the "
+              + "node's shuffle service serves their outputs");
+    }
   }
 
   /** Logs settings that keep blocks off the RDMA path; returns true when reads go to Spark. */
@@ -232,8 +281,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
     IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
     ShuffleDirectory directory = new ShuffleDirectory(node);
+    ServiceClient service = serviceMode ? connectService(env, who) : null;
     MapOutputPublisher publisher =
-        new MapOutputPublisher(node, directory, resolver, shuffleConf.fallback(), counters);
+        new MapOutputPublisher(
+            node, directory, resolver, shuffleConf.fallback(), counters, service);
     ReadContext rc =
         new ReadContext(
             node,
@@ -244,14 +295,50 @@ public final class RdmaShuffleManager implements ShuffleManager {
             counters,
             latencies);
     LOG.info(
-        "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}",
+        "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}; "
+            + "map outputs served by {}",
         who,
         SparkCompat.sparkVersion(),
         node.provider(),
         node.selectionReason(),
         node.localAddress(),
-        shuffleConf.fallback() ? "allowed" : "off");
-    return new Started(node, directory, publisher, rc);
+        shuffleConf.fallback() ? "allowed" : "off",
+        service != null ? "the node's shuffle service (" + service.socket() + ")" : "this JVM");
+    return new Started(node, directory, publisher, rc, service);
+  }
+
+  /** Connects to the node's shuffle service; null (logged) when there is none or it refuses. */
+  private ServiceClient connectService(SparkEnv env, String who) {
+    SparkConf conf = env.conf();
+    String token = conf.get(MemwireShuffleDataIO.TOKEN_KEY, null);
+    if (token == null) {
+      LOG.warn(
+          "Memwire service mode on {}: the driver set no application token ({} is missing; is "
+              + "the driver's spark.shuffle.manager Memwire's?); map outputs are served by this JVM",
+          who,
+          MemwireShuffleDataIO.TOKEN_KEY);
+      return null;
+    }
+    String app = conf.getAppId();
+    String attempt = conf.get("spark.app.attempt.id", null);
+    ServiceClient.Registration reg =
+        new ServiceClient.Registration(
+            attempt == null ? app : app + "_" + attempt,
+            env.executorId(),
+            Base64.getUrlDecoder().decode(token),
+            conf.get("spark.driver.host", ""),
+            conf.getInt("spark.driver.port", 0));
+    try {
+      return ServiceClient.connect(shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout());
+    } catch (IOException | RuntimeException e) {
+      LOG.warn(
+          "Memwire service mode on {}: no shuffle service on {} ({}); map outputs are served by "
+              + "this JVM and are lost with it",
+          who,
+          shuffleConf.serviceSocket(),
+          e.getMessage());
+      return null;
+    }
   }
 
   @Override
@@ -304,6 +391,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
     if (s != null) {
       s.directory.unregister(shuffleId);
       s.readContext.forget(shuffleId);
+      if (s.service != null) {
+        try {
+          s.service.removeShuffle(shuffleId);
+        } catch (IOException e) {
+          LOG.debug("shuffle service did not remove shuffle {}: {}", shuffleId, e.getMessage());
+        }
+      }
     }
     return sort.unregisterShuffle(shuffleId);
   }
@@ -330,6 +424,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
         delegated.close();
       }
       if (s != null) {
+        if (s.service != null) {
+          s.service.close();
+        }
         s.readContext.close();
         s.directory.close();
         s.node.close();
@@ -394,6 +491,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
     Started s = started;
     m.put("transportActive", s != null && !s.node.isClosed() ? 1L : 0L);
+    m.put("serviceConnected", s != null && s.service != null ? 1L : 0L);
     if (s != null) {
       m.put("directory.shuffles", (long) s.directory.shuffles());
       s.node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));

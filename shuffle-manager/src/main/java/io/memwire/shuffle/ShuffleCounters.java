@@ -11,6 +11,12 @@ public final class ShuffleCounters {
   /** Map outputs registered and published in the directory. */
   public final LongAdder outputsPublished = new LongAdder();
 
+  /** Of those, outputs handed to the node's shuffle service (it serves them from then on). */
+  public final LongAdder outputsToService = new LongAdder();
+
+  /** Outputs the node's shuffle service refused or could not take (then published here). */
+  public final LongAdder serviceErrors = new LongAdder();
+
   /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
   public final LongAdder outputsServedByFallback = new LongAdder();
 
@@ -106,6 +112,8 @@ public final class ShuffleCounters {
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("outputsPublished", outputsPublished.sum());
+    m.put("outputsToService", outputsToService.sum());
+    m.put("serviceErrors", serviceErrors.sum());
     m.put("outputsServedByFallback", outputsServedByFallback.sum());
     m.put("rdmaBlocks", rdmaBlocks.sum());
     m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());

@@ -1,11 +1,14 @@
 package io.memwire.shuffle.conf;
 
+import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.settings.Setting;
 import io.memwire.transfer.settings.Settings;
 import io.memwire.transfer.settings.TransportSettings;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,6 +40,12 @@ public final class ShuffleConf {
 
   /** Read one-sided in clear although Spark's network encryption is on. */
   public static final String ALLOW_CLEARTEXT_READS = "allowCleartextReads";
+
+  /** Socket of the node's shuffle service (service mode only). */
+  public static final String SERVICE_SOCKET = "service.socket";
+
+  /** How long an executor waits for its node's shuffle service to answer. */
+  public static final String SERVICE_TIMEOUT = "service.timeout";
 
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
@@ -97,6 +106,29 @@ public final class ShuffleConf {
           .bool()
           .withDefault("false");
 
+  /** Declaration of {@link #SERVICE_SOCKET}. */
+  public static final Setting<String> SERVICE_SOCKET_SETTING =
+      Setting.key(SERVICE_SOCKET)
+          .since("0.2.0")
+          .doc(
+              "Only with spark.shuffle.sort.io.plugin.class=io.memwire.shuffle.dataio.MemwireShuffleDataIO: "
+                  + "the Unix domain socket of the node's Memwire shuffle service "
+                  + "(memwire.shuffle.service.socket there). Executors hand each finished map output to "
+                  + "it, so reducers read it one-sided from the service after the executor is gone; "
+                  + "an executor that finds no service serves its outputs itself (logged once).")
+          .text("a file path", (key, v) -> v)
+          .optional("(java.io.tmpdir)/memwire-shuffle-service/service.sock");
+
+  /** Declaration of {@link #SERVICE_TIMEOUT}. */
+  public static final Setting<Duration> SERVICE_TIMEOUT_SETTING =
+      Setting.key(SERVICE_TIMEOUT)
+          .since("0.2.0")
+          .doc(
+              "How long an executor waits for an answer from its node's shuffle service before it "
+                  + "publishes the output itself.")
+          .duration(100, 600_000)
+          .withDefault("10s");
+
   /** The manager's own settings (after the transport's), in documentation order. */
   public static final List<Setting<?>> OWN =
       List.of(
@@ -104,7 +136,9 @@ public final class ShuffleConf {
           READ_BATCH_BLOCKS_SETTING,
           READ_BATCH_BYTES_SETTING,
           INDEX_CACHE_SIZE_SETTING,
-          ALLOW_CLEARTEXT_READS_SETTING);
+          ALLOW_CLEARTEXT_READS_SETTING,
+          SERVICE_SOCKET_SETTING,
+          SERVICE_TIMEOUT_SETTING);
 
   /** Every key (without the prefix), in documentation order: transport keys, then the manager's. */
   public static final Map<String, Key> KEYS;
@@ -188,6 +222,8 @@ public final class ShuffleConf {
   private final long readBatchBytes;
   private final long indexCacheSize;
   private final boolean allowCleartextReads;
+  private final Path serviceSocket;
+  private final Duration serviceTimeout;
 
   private ShuffleConf(
       TransferConfig transfer,
@@ -196,8 +232,12 @@ public final class ShuffleConf {
       int readBatchBlocks,
       long readBatchBytes,
       long indexCacheSize,
-      boolean allowCleartextReads) {
+      boolean allowCleartextReads,
+      Path serviceSocket,
+      Duration serviceTimeout) {
     this.allowCleartextReads = allowCleartextReads;
+    this.serviceSocket = serviceSocket;
+    this.serviceTimeout = serviceTimeout;
     this.transfer = transfer;
     this.bindAddressGiven = bindAddressGiven;
     this.fallback = fallback;
@@ -234,7 +274,13 @@ public final class ShuffleConf {
         READ_BATCH_BLOCKS_SETTING.valueIn(sparkConf, PREFIX),
         READ_BATCH_BYTES_SETTING.valueIn(sparkConf, PREFIX),
         INDEX_CACHE_SIZE_SETTING.valueIn(sparkConf, PREFIX),
-        ALLOW_CLEARTEXT_READS_SETTING.valueIn(sparkConf, PREFIX));
+        ALLOW_CLEARTEXT_READS_SETTING.valueIn(sparkConf, PREFIX),
+        serviceSocket(SERVICE_SOCKET_SETTING.valueIn(sparkConf, PREFIX)),
+        SERVICE_TIMEOUT_SETTING.valueIn(sparkConf, PREFIX));
+  }
+
+  private static Path serviceSocket(String given) {
+    return given == null ? ServiceConfig.defaultSocket() : Path.of(given).toAbsolutePath();
   }
 
   /** The transport settings; the bind address is the executor's host unless given explicitly. */
@@ -270,6 +316,16 @@ public final class ShuffleConf {
     return allowCleartextReads;
   }
 
+  /** The node's shuffle service socket (used in service mode only). */
+  public Path serviceSocket() {
+    return serviceSocket;
+  }
+
+  /** How long to wait for the node's shuffle service. */
+  public Duration serviceTimeout() {
+    return serviceTimeout;
+  }
+
   /** The Markdown table of {@link #KEYS}, as docs/SHUFFLE.md shows it. */
   public static String markdownTable() {
     return Settings.markdownTable(
@@ -299,6 +355,8 @@ public final class ShuffleConf {
         + indexCacheSize
         + ", allowCleartextReads="
         + allowCleartextReads
+        + ", serviceSocket="
+        + serviceSocket
         + "}";
   }
 }

@@ -34,6 +34,8 @@ public final class MemwireMetrics {
     }
     m.put("failedBlocks", "failedBlocks");
     m.put("outputs.published", "outputsPublished");
+    m.put("outputs.toService", "outputsToService");
+    m.put("outputs.serviceErrors", "serviceErrors");
     m.put("outputs.servedByFallback", "outputsServedByFallback");
     m.put("directory.slotReads", "slotReads");
     m.put("index.reads", "indexReads");

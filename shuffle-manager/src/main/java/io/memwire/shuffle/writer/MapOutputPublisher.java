@@ -4,6 +4,7 @@ import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.ShuffleDirectory;
+import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
@@ -18,10 +19,14 @@ import org.slf4j.LoggerFactory;
 import scala.Option;
 
 /**
- * Registers a finished map output's index and data files as read-only memory regions, records them
- * in the shuffle directory and updates the MapStatus location so reducers find them. When that is
- * impossible (registration budget exhausted, mapping failed, too many segments) the output stays
- * with Spark's own transfer, if fallback is allowed.
+ * Makes a finished map output readable one-sided and points its MapStatus location at it. In
+ * service mode the output goes to the node's shuffle service first, which takes its files and
+ * publishes them in its own directory; otherwise, or when the service refuses or does not answer,
+ * this executor registers the index and data files as read-only memory regions and records them in
+ * its own shuffle directory. When that is impossible too (registration budget exhausted, mapping
+ * failed, too many segments) the output stays with Spark's own transfer, if fallback is allowed.
+ *
+ * <p>Runs on the map task's thread.
  */
 public final class MapOutputPublisher {
   private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
@@ -31,14 +36,21 @@ public final class MapOutputPublisher {
   private final IndexShuffleBlockResolver resolver;
   private final boolean fallback;
   private final ShuffleCounters counters;
+  private final ServiceClient service;
   private final AtomicBoolean warned = new AtomicBoolean();
+  private final AtomicBoolean serviceWarned = new AtomicBoolean();
 
+  /**
+   * @param service the node's shuffle service, or null when outputs are served by this executor
+   */
   public MapOutputPublisher(
       TransferNode node,
       ShuffleDirectory directory,
       IndexShuffleBlockResolver resolver,
       boolean fallback,
-      ShuffleCounters counters) {
+      ShuffleCounters counters,
+      ServiceClient service) {
+    this.service = service;
     this.node = node;
     this.directory = directory;
     this.resolver = resolver;
@@ -54,6 +66,9 @@ public final class MapOutputPublisher {
   public void publish(int shuffleId, long mapId, int mapIndex, MapStatus status) {
     File indexFile = resolver.getIndexFile(shuffleId, mapId, Option.empty());
     File dataFile = resolver.getDataFile(shuffleId, mapId);
+    if (service != null && toService(shuffleId, mapId, mapIndex, status, indexFile, dataFile)) {
+      return;
+    }
     MemoryRegion index = null;
     MemoryRegion data = null;
     try {
@@ -81,7 +96,41 @@ public final class MapOutputPublisher {
       notPublished(shuffleId, mapId, e);
       return;
     }
-    DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
+    pointTo(status, directory.publish(shuffleId, mapIndex, mapId, index, data));
+  }
+
+  private boolean toService(
+      int shuffleId, long mapId, int mapIndex, MapStatus status, File indexFile, File dataFile) {
+    DirectoryPointer pointer;
+    try {
+      pointer =
+          service.publish(
+              shuffleId,
+              mapIndex,
+              mapId,
+              indexFile.toPath(),
+              dataFile.exists() ? dataFile.toPath() : null);
+    } catch (IOException e) {
+      counters.serviceErrors.increment();
+      if (serviceWarned.compareAndSet(false, true)) {
+        LOG.warn(
+            "the shuffle service on {} did not take output {} of shuffle {} ({}); this executor "
+                + "serves such outputs itself, and they are lost with it",
+            service.socket(),
+            mapId,
+            shuffleId,
+            e.getMessage());
+      } else {
+        LOG.debug("shuffle service did not take output {}: {}", mapId, e.getMessage());
+      }
+      return false;
+    }
+    pointTo(status, pointer);
+    counters.outputsToService.increment();
+    return true;
+  }
+
+  private void pointTo(MapStatus status, DirectoryPointer pointer) {
     BlockManagerId loc = status.location();
     String original = loc.topologyInfo().isDefined() ? loc.topologyInfo().get() : null;
     status.updateLocation(

@@ -39,9 +39,18 @@ public final class ShuffleDirectory implements AutoCloseable {
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
+  /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
   public ShuffleDirectory(TransferNode node) {
+    this(node, node.memory(), ALLOCATOR);
+  }
+
+  /**
+   * A directory whose chunks are units of a new child {@code name} of {@code parent} (a service
+   * keeps one directory per application and executor under one parent).
+   */
+  public ShuffleDirectory(TransferNode node, RegisteredAllocator parent, String name) {
     this.node = node;
-    this.allocator = node.memory().newChild(ALLOCATOR);
+    this.allocator = parent.newChild(name);
   }
 
   /** One registered chunk of slots. */

@@ -1,0 +1,177 @@
+package io.memwire.shuffle.service;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.service.protocol.Frames;
+import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One executor's connection to the service, served on its own daemon thread ({@code
+ * memwire-shuffle-service-client-N}): REGISTER first, then PUBLISH, REMOVE_SHUFFLE and STATS
+ * requests answered in order. A malformed frame or an unknown request closes this connection only;
+ * no error of one client reaches another or the service.
+ */
+final class ClientSession implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
+
+  /** Application and executor ids become directory names: nothing that could leave the tree. */
+  private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+
+  private final ShuffleService service;
+  private final SocketChannel channel;
+  private final String peerUser;
+  private Application app;
+  private String executor;
+
+  ClientSession(ShuffleService service, SocketChannel channel, String peerUser) {
+    this.service = service;
+    this.channel = channel;
+    this.peerUser = peerUser;
+  }
+
+  SocketChannel channel() {
+    return channel;
+  }
+
+  @Override
+  public void run() {
+    try {
+      ServiceProtocol.In req;
+      while ((req = Frames.read(channel)) != null) {
+        ServiceProtocol.Out answer = handle(req);
+        Frames.write(channel, answer);
+        if (answer.isError() && app == null) {
+          break; // a refused registration ends the connection
+        }
+      }
+    } catch (IOException e) {
+      if (!service.isClosed()) {
+        LOG.debug("client {} of {}: connection closed: {}", executor, appKey(), e.toString());
+      }
+    } catch (RuntimeException | Error e) {
+      // One client's failure (a bug, or memory exhaustion) costs only its connection.
+      LOG.warn("client {} of {}: {}; connection closed", executor, appKey(), e.toString(), e);
+    } finally {
+      service.sessionEnded(this);
+    }
+  }
+
+  private String appKey() {
+    return app == null ? "(unregistered)" : app.key;
+  }
+
+  private ServiceProtocol.Out handle(ServiceProtocol.In req) throws IOException {
+    if (app == null && req.type() != ServiceProtocol.REGISTER) {
+      return error(ServiceProtocol.E_NOT_REGISTERED, "REGISTER must come first");
+    }
+    switch (req.type()) {
+      case ServiceProtocol.REGISTER:
+        return register(req);
+      case ServiceProtocol.PUBLISH:
+        return publish(req);
+      case ServiceProtocol.REMOVE_SHUFFLE:
+        {
+          int shuffleId = req.i32();
+          req.end();
+          service.removeShuffle(app, shuffleId);
+          return new ServiceProtocol.Out(ServiceProtocol.OK);
+        }
+      case ServiceProtocol.STATS:
+        {
+          req.end();
+          Map<String, Long> stats = service.stats();
+          ServiceProtocol.Out out = new ServiceProtocol.Out(ServiceProtocol.OK).u16(stats.size());
+          stats.forEach((k, v) -> out.str(k).i64(v));
+          return out;
+        }
+      default:
+        throw new IOException("unknown request type " + req.type());
+    }
+  }
+
+  private ServiceProtocol.Out register(ServiceProtocol.In req) throws IOException {
+    if (app != null) {
+      return error(ServiceProtocol.E_BAD_REQUEST, "this connection is registered already");
+    }
+    int version = req.u16();
+    if (version != ServiceProtocol.VERSION) {
+      return error(
+          ServiceProtocol.E_BAD_REQUEST,
+          "protocol version "
+              + version
+              + " not supported (service speaks "
+              + ServiceProtocol.VERSION
+              + ")");
+    }
+    String application = req.str();
+    String exec = req.str();
+    byte[] token = req.bytes();
+    String driverHost = req.str();
+    int driverPort = req.u16();
+    req.end();
+    if (!ID.matcher(application).matches() || !ID.matcher(exec).matches()) {
+      return error(
+          ServiceProtocol.E_BAD_REQUEST, "application and executor ids must match " + ID.pattern());
+    }
+    if (token.length < 16) {
+      return error(ServiceProtocol.E_BAD_REQUEST, "application token shorter than 16 bytes");
+    }
+    if (driverHost.isEmpty() || driverPort == 0) {
+      return error(ServiceProtocol.E_BAD_REQUEST, "the driver's RPC address is missing");
+    }
+    InetSocketAddress driver = InetSocketAddress.createUnresolved(driverHost, driverPort);
+    Application a = service.register(application, token, driver);
+    if (a == null) {
+      return error(
+          ServiceProtocol.E_DENIED,
+          "application " + application + " is registered with another token");
+    }
+    app = a;
+    executor = exec;
+    LOG.debug("executor {} of {} registered (user {})", exec, application, peerUser);
+    return new ServiceProtocol.Out(ServiceProtocol.OK);
+  }
+
+  private ServiceProtocol.Out publish(ServiceProtocol.In req) throws IOException {
+    int shuffleId = req.i32();
+    int mapIndex = req.i32();
+    long mapId = req.i64();
+    String index = req.str();
+    String data = req.str();
+    req.end();
+    if (shuffleId < 0 || mapIndex < 0 || mapId < 0 || index.isEmpty()) {
+      return error(ServiceProtocol.E_BAD_REQUEST, "bad shuffle id, map index, map id or path");
+    }
+    try {
+      DirectoryPointer p =
+          service.publish(
+              app,
+              executor,
+              peerUser,
+              shuffleId,
+              mapIndex,
+              mapId,
+              Path.of(index),
+              data.isEmpty() ? null : Path.of(data));
+      ServiceProtocol.Out out = new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk());
+      out.raw(p.region().toBytes());
+      return out;
+    } catch (ShuffleService.Refused e) {
+      return error(e.code, e.getMessage());
+    } catch (java.nio.file.InvalidPathException e) {
+      return error(ServiceProtocol.E_BAD_OUTPUT, "not a path: " + e.getMessage());
+    }
+  }
+
+  private static ServiceProtocol.Out error(int code, String message) {
+    String m = message.length() > 1000 ? message.substring(0, 1000) : message;
+    return new ServiceProtocol.Out(ServiceProtocol.ERROR).u8(code).str(m);
+  }
+}

@@ -1,0 +1,221 @@
+package io.memwire.shuffle.service.protocol;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.transfer.RemoteRegion;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * An executor's connection to its node's shuffle service over the local socket. Calls are
+ * serialized and each has a deadline: a service that does not answer in time has its connection
+ * closed and the call fails with an {@link IOException}. A broken connection is re-opened (and the
+ * executor registered again) once per call, so a restarted service is picked up by the next call.
+ *
+ * <p>Threads: calls run on the caller's thread (map tasks publishing, Spark's block-manager thread
+ * removing a shuffle); the deadline is enforced by one shared daemon timer thread.
+ */
+public final class ServiceClient implements AutoCloseable {
+  private static final ScheduledExecutorService TIMER =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "memwire-shuffle-service-client-timer");
+            t.setDaemon(true);
+            return t;
+          });
+
+  /** Who this executor is, sent in REGISTER on every (re)connection. */
+  public record Registration(
+      String application, String executor, byte[] token, String driverHost, int driverPort) {}
+
+  private final Path socket;
+  private final Registration registration;
+  private final Duration timeout;
+  private SocketChannel channel;
+  private boolean closed;
+
+  private ServiceClient(Path socket, Registration registration, Duration timeout) {
+    this.socket = socket;
+    this.registration = registration;
+    this.timeout = timeout;
+  }
+
+  /**
+   * Connects to the service listening on {@code socket} and registers this executor.
+   *
+   * @throws ServiceException when the service refuses the registration
+   * @throws IOException when no service answers on the socket
+   */
+  public static ServiceClient connect(Path socket, Registration registration, Duration timeout)
+      throws IOException {
+    ServiceClient c = new ServiceClient(socket, registration, timeout);
+    synchronized (c) {
+      c.open();
+    }
+    return c;
+  }
+
+  /** The socket this client talks to. */
+  public Path socket() {
+    return socket;
+  }
+
+  private void open() throws IOException {
+    SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+    try {
+      ch.connect(UnixDomainSocketAddress.of(socket));
+      channel = ch;
+      ServiceProtocol.Out reg =
+          new ServiceProtocol.Out(ServiceProtocol.REGISTER)
+              .u16(ServiceProtocol.VERSION)
+              .str(registration.application())
+              .str(registration.executor())
+              .bytes(registration.token())
+              .str(registration.driverHost())
+              .u16(registration.driverPort());
+      exchange(reg).end();
+    } catch (IOException | RuntimeException e) {
+      dropChannel();
+      throw e;
+    }
+  }
+
+  /**
+   * Hands one finished map output to the service, which takes ownership of the files (a hard link),
+   * registers them and publishes them in its directory.
+   *
+   * @param data the data file, or null when the output has none (every partition empty)
+   * @return where reducers find the output's slot: the service's directory chunk
+   * @throws ServiceException when the service refuses the output (the message says why)
+   */
+  public synchronized DirectoryPointer publish(
+      int shuffleId, int mapIndex, long mapId, Path index, Path data) throws IOException {
+    ServiceProtocol.In r =
+        call(
+            new ServiceProtocol.Out(ServiceProtocol.PUBLISH)
+                .i32(shuffleId)
+                .i32(mapIndex)
+                .i64(mapId)
+                .str(index.toAbsolutePath().toString())
+                .str(data == null ? "" : data.toAbsolutePath().toString()));
+    int chunk = r.i32();
+    RemoteRegion region;
+    try {
+      region = RemoteRegion.decode(r.rest());
+    } catch (IllegalArgumentException e) {
+      throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
+    }
+    return new DirectoryPointer(chunk, region);
+  }
+
+  /** Asks the service to drop one shuffle of this application (every executor's outputs). */
+  public synchronized void removeShuffle(int shuffleId) throws IOException {
+    call(new ServiceProtocol.Out(ServiceProtocol.REMOVE_SHUFFLE).i32(shuffleId)).end();
+  }
+
+  /** The service's counters (its transfer node's and its own), by name. */
+  public synchronized Map<String, Long> stats() throws IOException {
+    ServiceProtocol.In r = call(new ServiceProtocol.Out(ServiceProtocol.STATS));
+    int n = r.u16();
+    Map<String, Long> m = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      m.put(r.str(), r.i64());
+    }
+    r.end();
+    return m;
+  }
+
+  private ServiceProtocol.In call(ServiceProtocol.Out request) throws IOException {
+    if (closed) {
+      throw new IOException("shuffle service client is closed");
+    }
+    boolean fresh = false;
+    if (channel == null) {
+      open();
+      fresh = true;
+    }
+    try {
+      return exchange(request);
+    } catch (ServiceException e) {
+      throw e;
+    } catch (IOException e) {
+      dropChannel();
+      if (fresh) {
+        throw e;
+      }
+      open(); // the service may have restarted: register again, then retry once
+      return exchange(request);
+    }
+  }
+
+  private ServiceProtocol.In exchange(ServiceProtocol.Out request) throws IOException {
+    SocketChannel ch = channel;
+    AtomicBoolean expired = new AtomicBoolean();
+    ScheduledFuture<?> deadline =
+        TIMER.schedule(
+            () -> {
+              expired.set(true);
+              closeQuietly(ch);
+            },
+            timeout.toMillis(),
+            TimeUnit.MILLISECONDS);
+    ServiceProtocol.In r;
+    try {
+      Frames.write(ch, request);
+      r = Frames.read(ch);
+    } catch (IOException e) {
+      if (expired.get()) {
+        throw new IOException(
+            "shuffle service on "
+                + socket
+                + " did not answer within "
+                + timeout.toMillis()
+                + " ms");
+      }
+      throw e;
+    } finally {
+      deadline.cancel(false);
+    }
+    if (r == null) {
+      throw ServiceProtocol.closed();
+    }
+    if (r.type() == ServiceProtocol.ERROR) {
+      throw new ServiceException(r.u8(), r.str());
+    }
+    if (r.type() != ServiceProtocol.OK) {
+      throw new IOException("unexpected frame type " + r.type() + " from the shuffle service");
+    }
+    return r;
+  }
+
+  private void dropChannel() {
+    closeQuietly(channel);
+    channel = null;
+  }
+
+  private static void closeQuietly(SocketChannel ch) {
+    if (ch != null) {
+      try {
+        ch.close();
+      } catch (IOException ignored) {
+        // closing only
+      }
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    closed = true;
+    dropChannel();
+  }
+}

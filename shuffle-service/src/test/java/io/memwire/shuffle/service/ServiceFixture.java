@@ -1,0 +1,140 @@
+package io.memwire.shuffle.service;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TransferBuffer;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/** Map outputs written the way Spark writes them, a reader node, and waiting on conditions. */
+final class ServiceFixture {
+  private ServiceFixture() {}
+
+  /** Service settings for a test: its socket and directory under {@code root}, tcp on loopback. */
+  static Map<String, String> conf(Path root, String... extra) {
+    Map<String, String> m = new HashMap<>();
+    m.put(ServiceConfig.PREFIX + "socket", root.resolve("s/service.sock").toString());
+    m.put(ServiceConfig.PREFIX + "dir", root.resolve("outputs").toString());
+    m.put(ServiceConfig.TRANSFER_PREFIX + "provider", "tcp");
+    m.put(ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
+    for (int i = 0; i + 1 < extra.length; i += 2) {
+      m.put(extra[i], extra[i + 1]);
+    }
+    return m;
+  }
+
+  static TransferNode reader() {
+    return TransferNode.start(
+        TransferConfig.builder()
+            .provider(io.memwire.transfer.ProviderKind.TCP)
+            .bindAddress("127.0.0.1")
+            .build());
+  }
+
+  /** One written map output: its files and the bytes of each partition. */
+  record Output(Path index, Path data, byte[][] partitions) {}
+
+  /**
+   * Writes shuffle_S_M_0.index/.data with {@code partitions} random partitions into {@code dir}.
+   */
+  static Output write(Path dir, int shuffleId, long mapId, int partitions, long seed)
+      throws IOException {
+    Files.createDirectories(dir);
+    Random r = new Random(seed);
+    byte[][] parts = new byte[partitions][];
+    ByteBuffer index = ByteBuffer.allocate(8 * (partitions + 1)).order(ByteOrder.BIG_ENDIAN);
+    long offset = 0;
+    index.putLong(0);
+    ByteBuffer data = ByteBuffer.allocate(partitions * 3000);
+    for (int p = 0; p < partitions; p++) {
+      parts[p] = new byte[p % 3 == 2 ? 0 : 100 + r.nextInt(2900)];
+      r.nextBytes(parts[p]);
+      data.put(parts[p]);
+      offset += parts[p].length;
+      index.putLong(offset);
+    }
+    String base = "shuffle_" + shuffleId + "_" + mapId + "_0";
+    Path i = dir.resolve(base + ".index");
+    Path d = dir.resolve(base + ".data");
+    Files.write(i, index.array());
+    Files.write(d, java.util.Arrays.copyOf(data.array(), data.position()));
+    return new Output(i, d, parts);
+  }
+
+  static ServiceClient client(Path socket, String app, String exec, byte[] token, int driverPort)
+      throws IOException {
+    return ServiceClient.connect(
+        socket,
+        new ServiceClient.Registration(app, exec, token, "127.0.0.1", driverPort),
+        Duration.ofSeconds(10));
+  }
+
+  static byte[] token(int seed) {
+    byte[] t = new byte[32];
+    new Random(seed).nextBytes(t);
+    return t;
+  }
+
+  /** Reads {@code length} bytes at {@code offset} of a remote region; the caller owns nothing. */
+  static byte[] read(TransferNode reader, RemoteRegion region, long offset, int length)
+      throws Exception {
+    InetSocketAddress peer = region.node();
+    TransferBuffer b =
+        reader
+            .connection(peer)
+            .read(ReadRequest.of(region, offset, length))
+            .get(30, TimeUnit.SECONDS);
+    try {
+      byte[] out = new byte[length];
+      b.nioBuffer().get(out);
+      return out;
+    } finally {
+      b.release();
+    }
+  }
+
+  /** Reads partition {@code p} the way a reducer does: slot, then index entries, then data. */
+  static byte[] readPartition(TransferNode reader, DirectoryPointer pointer, int mapIndex, int p)
+      throws Exception {
+    byte[] slotBytes =
+        read(reader, pointer.region(), pointer.slotOffset(mapIndex), DirectorySlot.SIZE);
+    DirectorySlot slot = DirectorySlot.read(ByteBuffer.wrap(slotBytes));
+    if (slot == null) {
+      throw new AssertionError("no slot for map index " + mapIndex);
+    }
+    ByteBuffer entries = ByteBuffer.wrap(read(reader, slot.index(), 8L * p, 16));
+    long start = entries.getLong();
+    long end = entries.getLong();
+    if (end == start) {
+      return new byte[0];
+    }
+    return read(reader, slot.data(), start, (int) (end - start));
+  }
+
+  /** Waits for {@code condition} until the deadline, polling; fails with {@code what}. */
+  static void await(Duration deadline, BooleanSupplier condition, String what)
+      throws InterruptedException {
+    long end = System.nanoTime() + deadline.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within " + deadline.toMillis() + " ms: " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+}

@@ -1,0 +1,375 @@
+package io.memwire.shuffle.service;
+
+import static io.memwire.shuffle.service.ServiceFixture.await;
+import static io.memwire.shuffle.service.ServiceFixture.client;
+import static io.memwire.shuffle.service.ServiceFixture.readPartition;
+import static io.memwire.shuffle.service.ServiceFixture.token;
+import static io.memwire.shuffle.service.ServiceFixture.write;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.service.protocol.ServiceException;
+import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferNode;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The service end to end in one JVM: executors hand outputs over the real Unix socket, a reader
+ * node reads them one-sided over tcp, and every way an output or an application ends returns the
+ * service's registered memory and files.
+ */
+class ShuffleServiceTest {
+  @TempDir Path root;
+  private ServerSocket driver;
+  private TransferNode reader;
+  private ShuffleService service;
+
+  @BeforeEach
+  void start() throws IOException {
+    driver = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    reader = ServiceFixture.reader();
+  }
+
+  @AfterEach
+  void stop() throws IOException, InterruptedException {
+    if (service != null) {
+      service.close();
+      assertHygiene(service);
+    }
+    reader.close();
+    driver.close();
+    assertEquals(0, reader.stats().memoryBytes(), reader.memory().toVerboseString());
+    await(
+        Duration.ofSeconds(10),
+        () ->
+            Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(
+                    t ->
+                        t.getName().startsWith("memwire-shuffle-service-")
+                            && !t.getName().endsWith("-timer")),
+        "service threads ended");
+  }
+
+  private static void assertHygiene(ShuffleService s) {
+    TransferNode n = s.node();
+    assertEquals(0, n.stats().memoryBytes(), n.memory().toVerboseString());
+    assertTrue(n.memory().leakReports().isEmpty(), n.memory().leakReports().toString());
+    assertEquals(0, n.stats().registeredRegions());
+    assertFalse(Files.exists(s.socket()), "socket removed");
+  }
+
+  private ShuffleService startService(String... extra) throws IOException {
+    service = ShuffleService.start(ServiceConfig.fromProperties(ServiceFixture.conf(root, extra)));
+    return service;
+  }
+
+  private ServiceClient executor(String app, String exec, int tokenSeed) throws IOException {
+    return client(service.socket(), app, exec, token(tokenSeed), driver.getLocalPort());
+  }
+
+  private long filesUnder(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return 0;
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      return s.filter(Files::isRegularFile).count();
+    }
+  }
+
+  @Test
+  void outputsStayReadableOneSidedAfterTheExecutorDeletedItsFiles() throws Exception {
+    startService();
+    Path execDir = root.resolve("exec-1");
+    ServiceFixture.Output a = write(execDir, 4, 101, 9, 1);
+    ServiceFixture.Output b = write(execDir, 4, 102, 9, 2);
+    DirectoryPointer pa;
+    DirectoryPointer pb;
+    try (ServiceClient c = executor("app-1", "1", 7)) {
+      pa = c.publish(4, 0, 101, a.index(), a.data());
+      pb = c.publish(4, 1, 102, b.index(), b.data());
+      assertEquals(2L, c.stats().get("outputsHeld"));
+    }
+    assertEquals(pa, pb, "outputs of one executor, shuffle and chunk share a pointer");
+    // The executor is gone and Spark deleted its blockmgr directories.
+    Application.deleteTree(execDir);
+    for (int p = 0; p < 9; p++) {
+      assertArrayEquals(a.partitions()[p], readPartition(reader, pa, 0, p), "map 0 partition " + p);
+      assertArrayEquals(b.partitions()[p], readPartition(reader, pb, 1, p), "map 1 partition " + p);
+    }
+    assertTrue(service.node().stats().asMap().get("servedReads") > 0);
+  }
+
+  @Test
+  void removeShuffleDeregistersAndDeletesEveryExecutorsOutputs() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("e1"), 1, 11, 4, 3);
+    ServiceFixture.Output b = write(root.resolve("e2"), 1, 12, 4, 4);
+    ServiceFixture.Output keep = write(root.resolve("e2"), 2, 13, 4, 5);
+    long regionsBefore = service.node().stats().registeredRegions();
+    try (ServiceClient e1 = executor("app-2", "1", 8);
+        ServiceClient e2 = executor("app-2", "2", 8)) {
+      DirectoryPointer p = e1.publish(1, 0, 11, a.index(), a.data());
+      e2.publish(1, 1, 12, b.index(), b.data());
+      DirectoryPointer kept = e2.publish(2, 0, 13, keep.index(), keep.data());
+      assertEquals(6, filesUnder(root.resolve("outputs/apps/app-2")));
+      e1.removeShuffle(1);
+      assertEquals(2, filesUnder(root.resolve("outputs/apps/app-2")), "only shuffle 2 is left");
+      ExecutionException gone =
+          assertThrows(ExecutionException.class, () -> readPartition(reader, p, 0, 0));
+      assertTrue(gone.getCause() instanceof RemoteAccessException, gone.getCause().toString());
+      assertArrayEquals(keep.partitions()[1], readPartition(reader, kept, 0, 1));
+      Map<String, Long> st = e2.stats();
+      assertEquals(1L, st.get("outputsHeld"));
+      assertEquals(
+          regionsBefore + 3,
+          service.node().stats().registeredRegions(),
+          "shuffle 2's index, data and directory chunk");
+    }
+  }
+
+  @Test
+  void anApplicationWhoseDriverStopsAnsweringIsRemovedWithinItsTimeout() throws Exception {
+    startService(ServiceConfig.PREFIX + "appTimeout", "1s");
+    ServiceFixture.Output a = write(root.resolve("e1"), 3, 21, 4, 6);
+    try (ServiceClient c = executor("app-3", "1", 9)) {
+      c.publish(3, 0, 21, a.index(), a.data());
+    }
+    assertEquals(1L, service.stats().get("applications"));
+    // Still alive after more than the timeout while the driver answers.
+    long aliveUntil = System.nanoTime() + Duration.ofMillis(1500).toNanos();
+    while (System.nanoTime() < aliveUntil) {
+      assertEquals(1L, service.stats().get("applications"), "driver answers: application kept");
+      Thread.sleep(100);
+    }
+    driver.close(); // the driver crashed
+    long t0 = System.nanoTime();
+    await(
+        Duration.ofSeconds(15),
+        () -> service.stats().get("applications") == 0,
+        "application removed after its driver went away");
+    long tookMs = (System.nanoTime() - t0) / 1_000_000;
+    assertTrue(tookMs >= 900, "not before the timeout: " + tookMs + " ms");
+    assertEquals(0L, service.stats().get("bytesHeld"));
+    assertEquals(0L, service.stats().get("directoryBytes"));
+    assertEquals(0, filesUnder(root.resolve("outputs/apps")));
+    await(
+        Duration.ofSeconds(10),
+        () -> service.node().stats().registeredRegions() == 0,
+        "every region deregistered");
+  }
+
+  @Test
+  void endApplicationRemovesEveryAttempt() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("e1"), 0, 31, 2, 7);
+    ServiceFixture.Output b = write(root.resolve("e2"), 0, 32, 2, 8);
+    try (ServiceClient c1 = executor("application_1_0001_1", "1", 10);
+        ServiceClient c2 = executor("application_1_0001_2", "1", 11)) {
+      c1.publish(0, 0, 31, a.index(), a.data());
+      c2.publish(0, 0, 32, b.index(), b.data());
+    }
+    assertEquals(2, service.endApplication("application_1_0001"));
+    assertEquals(0L, service.stats().get("outputsHeld"));
+    assertEquals(0, filesUnder(root.resolve("outputs/apps")));
+  }
+
+  @Test
+  void aRestartedServiceServesNothingOfItsPreviousRun() throws Exception {
+    startService();
+    int port = service.node().localAddress().getPort();
+    ServiceFixture.Output a = write(root.resolve("e1"), 5, 41, 3, 9);
+    DirectoryPointer old;
+    try (ServiceClient c = executor("app-5", "1", 12)) {
+      old = c.publish(5, 0, 41, a.index(), a.data());
+    }
+    assertArrayEquals(a.partitions()[0], readPartition(reader, old, 0, 0));
+    service.close();
+    assertHygiene(service);
+    service = startService(ServiceConfig.TRANSFER_PREFIX + "port", Integer.toString(port));
+    assertEquals(port, service.node().localAddress().getPort(), "same endpoint as before");
+    assertEquals(0, filesUnder(root.resolve("outputs/apps")), "previous run's files removed");
+    reader.disconnect(old.region().node());
+    ExecutionException e =
+        assertThrows(ExecutionException.class, () -> readPartition(reader, old, 0, 0));
+    assertTrue(e.getCause() instanceof TransferException, e.getCause().toString());
+    // The executor's next publish registers again on a new connection.
+    try (ServiceClient c = executor("app-5", "1", 12)) {
+      DirectoryPointer fresh = c.publish(5, 0, 41, a.index(), a.data());
+      assertFalse(fresh.equals(old), "new keys");
+      assertArrayEquals(a.partitions()[2], readPartition(reader, fresh, 0, 2));
+    }
+  }
+
+  @Test
+  void aClientReconnectsToARestartedService() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("e1"), 6, 51, 3, 10);
+    try (ServiceClient c = executor("app-6", "1", 13)) {
+      c.publish(6, 0, 51, a.index(), a.data());
+      service.close();
+      service = startService();
+      DirectoryPointer p = c.publish(6, 0, 51, a.index(), a.data());
+      assertArrayEquals(a.partitions()[1], readPartition(reader, p, 0, 1));
+      assertEquals(1L, service.stats().get("applications"), "registered again");
+    }
+  }
+
+  @Test
+  void outputsThatAreNotWhatSparkWroteAreRefused() throws Exception {
+    startService();
+    Path dir = root.resolve("e1");
+    ServiceFixture.Output good = write(dir, 7, 61, 4, 11);
+    try (ServiceClient c = executor("app-7", "1", 14)) {
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "is not named",
+          () -> c.publish(7, 0, 62, good.index(), good.data()));
+      Path link = dir.resolve("shuffle_7_63_0.index");
+      Files.createSymbolicLink(link, good.index());
+      Path dataCopy = Files.copy(good.data(), dir.resolve("shuffle_7_63_0.data"));
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "symbolic link",
+          () -> c.publish(7, 0, 63, link, dataCopy));
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "absolute",
+          () -> c.publish(7, 0, 61, dir.resolve("x/../shuffle_7_61_0.index"), good.data()));
+      // An index that does not describe its data file.
+      ServiceFixture.Output bad = write(dir, 7, 64, 4, 12);
+      Files.write(bad.data(), new byte[] {1, 2, 3});
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "index ends at",
+          () -> c.publish(7, 0, 64, bad.index(), bad.data()));
+      ServiceFixture.Output dec = write(dir, 7, 65, 2, 13);
+      ByteBuffer idx = ByteBuffer.allocate(24).putLong(0).putLong(50).putLong(10);
+      Files.write(dec.index(), idx.array());
+      Files.write(dec.data(), new byte[10]);
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "decrease",
+          () -> c.publish(7, 0, 65, dec.index(), dec.data()));
+      assertRefused(
+          c,
+          ServiceProtocol.E_BAD_OUTPUT,
+          "regular file",
+          () -> c.publish(7, 0, 66, dir.resolve("shuffle_7_66_0.index"), null));
+      // Nothing of the refused outputs is held; the good one still goes through.
+      assertEquals(0L, c.stats().get("outputsHeld"));
+      DirectoryPointer p = c.publish(7, 0, 61, good.index(), good.data());
+      assertArrayEquals(good.partitions()[3], readPartition(reader, p, 0, 3));
+      assertEquals(2, filesUnder(root.resolve("outputs/apps/app-7")));
+    }
+  }
+
+  private interface Call {
+    void run() throws IOException;
+  }
+
+  private static void assertRefused(ServiceClient c, int code, String text, Call call) {
+    ServiceException e = assertThrows(ServiceException.class, call::run);
+    assertEquals(code, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains(text), e.getMessage());
+  }
+
+  @Test
+  void anotherApplicationCannotJoinWithoutTheToken() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("e1"), 8, 71, 2, 14);
+    try (ServiceClient owner = executor("app-8", "1", 15)) {
+      owner.publish(8, 0, 71, a.index(), a.data());
+      ServiceException e = assertThrows(ServiceException.class, () -> executor("app-8", "2", 16));
+      assertEquals(ServiceProtocol.E_DENIED, e.code());
+      assertTrue(e.getMessage().contains("another token"), e.getMessage());
+      assertEquals(1L, owner.stats().get("outputsHeld"), "the intruder removed nothing");
+    }
+    ServiceException bad =
+        assertThrows(ServiceException.class, () -> executor("../escape", "1", 15));
+    assertEquals(ServiceProtocol.E_BAD_REQUEST, bad.code());
+  }
+
+  @Test
+  void aUserNotAllowedIsRefusedAtConnect() throws Exception {
+    startService(ServiceConfig.PREFIX + "allowedUsers", "nobody-else");
+    ServiceException e = assertThrows(ServiceException.class, () -> executor("app-9", "1", 17));
+    assertEquals(ServiceProtocol.E_DENIED, e.code());
+    assertTrue(e.getMessage().contains("may not use"), e.getMessage());
+    assertEquals(1L, service.stats().get("clientsRefused"));
+  }
+
+  @Test
+  void malformedFramesCloseOnlyTheirConnection() throws Exception {
+    startService();
+    byte[][] attacks = {
+      {0, 0, 0, 0, 1}, // length 0
+      {0x7f, 0, 0, 0, 1}, // length over the limit
+      {0, 0, 0, 1, 99}, // unknown type before REGISTER
+      {0, 0, 0, 3, ServiceProtocol.REGISTER, 0, 1}, // truncated REGISTER
+    };
+    for (byte[] attack : attacks) {
+      try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+        ch.connect(UnixDomainSocketAddress.of(service.socket()));
+        ch.write(ByteBuffer.wrap(attack));
+        ByteBuffer answer = ByteBuffer.allocate(4096);
+        // Either an ERROR frame and a close, or a close: never a hang, never a dead service.
+        while (ch.read(answer) >= 0) {
+          if (!answer.hasRemaining()) {
+            throw new AssertionError("service keeps talking to a malformed client");
+          }
+        }
+      }
+    }
+    ServiceFixture.Output a = write(root.resolve("e1"), 9, 81, 2, 15);
+    try (ServiceClient c = executor("app-10", "1", 18)) {
+      DirectoryPointer p = c.publish(9, 0, 81, a.index(), a.data());
+      assertArrayEquals(a.partitions()[0], readPartition(reader, p, 0, 0));
+    }
+    await(Duration.ofSeconds(10), () -> service.stats().get("clients") == 0, "sessions ended");
+  }
+
+  @Test
+  void aSecondServiceOnTheSameSocketIsRefusedAndAStaleSocketIsReplaced() throws Exception {
+    startService();
+    IllegalStateException e =
+        assertThrows(
+            IllegalStateException.class,
+            () -> ShuffleService.start(ServiceConfig.fromProperties(ServiceFixture.conf(root))));
+    assertTrue(e.getMessage().contains("another shuffle service"), e.getMessage());
+    service.close();
+    Files.createDirectories(service.socket().getParent());
+    Files.write(service.socket(), new byte[0]); // left behind by a service that was killed
+    service = startService();
+    try (ServiceClient c = executor("app-11", "1", 19)) {
+      assertEquals(0L, c.stats().get("outputsHeld"));
+    }
+  }
+}
