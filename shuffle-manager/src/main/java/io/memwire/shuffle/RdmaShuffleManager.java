@@ -10,12 +10,12 @@ import io.memwire.shuffle.reader.ReadContext;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.writer.MapOutputPublisher;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
+import io.memwire.shuffle.writer.ServiceLink;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.TransferStats;
-import java.io.IOException;
 import java.security.SecureRandom;
 import java.util.Base64;
 import java.util.HashMap;
@@ -84,14 +84,14 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final ShuffleDirectory directory;
     final MapOutputPublisher publisher;
     final ReadContext readContext;
-    final ServiceClient service;
+    final ServiceLink service;
 
     Started(
         TransferNode node,
         ShuffleDirectory directory,
         MapOutputPublisher publisher,
         ReadContext readContext,
-        ServiceClient service) {
+        ServiceLink service) {
       this.service = service;
       this.node = node;
       this.directory = directory;
@@ -182,6 +182,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
           "Memwire service mode with spark.shuffle.readHostLocalDisk=true: blocks of a released "
               + "executor on the reader's host fail to read from its deleted files and their "
               + "map stage reruns");
+    }
+    if (conf.getBoolean("spark.authenticate", false)
+        && !conf.contains(ShuffleConf.PREFIX + TransferConfig.AUTH_SECRET)) {
+      LOG.warn(
+          "Memwire service mode with spark.authenticate=true: set {}{} to the secret of the "
+              + "nodes' shuffle services (memwire.shuffle.service.transfer.authSecret); this "
+              + "application's own Spark secret cannot match a service shared by applications, so "
+              + "reads from the services would fail",
+          ShuffleConf.PREFIX,
+          TransferConfig.AUTH_SECRET);
     }
     if (conf.getBoolean("spark.dynamicAllocation.enabled", false)
         && conf.getBoolean("spark.dynamicAllocation.shuffleTracking.enabled", true)
@@ -281,7 +291,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
     IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
     ShuffleDirectory directory = new ShuffleDirectory(node);
-    ServiceClient service = serviceMode ? connectService(env, who) : null;
+    ServiceLink service = serviceMode ? serviceLink(env, who) : null;
     MapOutputPublisher publisher =
         new MapOutputPublisher(
             node, directory, resolver, shuffleConf.fallback(), counters, service);
@@ -303,12 +313,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
         node.selectionReason(),
         node.localAddress(),
         shuffleConf.fallback() ? "allowed" : "off",
-        service != null ? "the node's shuffle service (" + service.socket() + ")" : "this JVM");
+        service == null
+            ? "this JVM"
+            : service.client() != null
+                ? "the node's shuffle service (" + service.socket() + ")"
+                : "this JVM until a shuffle service answers on " + service.socket());
     return new Started(node, directory, publisher, rc, service);
   }
 
-  /** Connects to the node's shuffle service; null (logged) when there is none or it refuses. */
-  private ServiceClient connectService(SparkEnv env, String who) {
+  /** The link to the node's shuffle service; null (logged) when the driver set no token. */
+  private ServiceLink serviceLink(SparkEnv env, String who) {
     SparkConf conf = env.conf();
     String token = conf.get(MemwireShuffleDataIO.TOKEN_KEY, null);
     if (token == null) {
@@ -328,17 +342,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
             Base64.getUrlDecoder().decode(token),
             conf.get("spark.driver.host", ""),
             conf.getInt("spark.driver.port", 0));
-    try {
-      return ServiceClient.connect(shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout());
-    } catch (IOException | RuntimeException e) {
-      LOG.warn(
-          "Memwire service mode on {}: no shuffle service on {} ({}); map outputs are served by "
-              + "this JVM and are lost with it",
-          who,
-          shuffleConf.serviceSocket(),
-          e.getMessage());
-      return null;
-    }
+    return new ServiceLink(shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout());
   }
 
   @Override
@@ -392,11 +396,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
       s.directory.unregister(shuffleId);
       s.readContext.forget(shuffleId);
       if (s.service != null) {
-        try {
-          s.service.removeShuffle(shuffleId);
-        } catch (IOException e) {
-          LOG.debug("shuffle service did not remove shuffle {}: {}", shuffleId, e.getMessage());
-        }
+        s.service.removeShuffle(shuffleId);
       }
     }
     return sort.unregisterShuffle(shuffleId);
@@ -491,7 +491,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
     Started s = started;
     m.put("transportActive", s != null && !s.node.isClosed() ? 1L : 0L);
-    m.put("serviceConnected", s != null && s.service != null ? 1L : 0L);
+    m.put("serviceConnected", s != null && s.service != null && s.service.isConnected() ? 1L : 0L);
     if (s != null) {
       m.put("directory.shuffles", (long) s.directory.shuffles());
       s.node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));

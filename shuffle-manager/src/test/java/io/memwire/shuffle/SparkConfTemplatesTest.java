@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -35,19 +36,28 @@ class SparkConfTemplatesTest {
     try (Stream<Path> s = Files.list(Paths.get("..", "conf-templates", "spark"))) {
       files = s.filter(p -> p.toString().endsWith(".conf")).sorted().collect(Collectors.toList());
     }
-    assertEquals(3, files.size(), "verbs, tcp and auto templates: " + files);
+    assertEquals(4, files.size(), "verbs, tcp, auto and service templates: " + files);
     for (Path f : files) {
       Map<String, String> conf = load(f);
+      String mode = f.getFileName().toString().split("\\.")[1];
       assertEquals(RdmaShuffleManager.class.getName(), conf.get("spark.shuffle.manager"), f + "");
-      // Spark's host-local disk reads stay on: cheaper than a transfer between executors of a host.
-      assertEquals(null, conf.get("spark.shuffle.readHostLocalDisk"), f + "");
+      if (mode.equals("service")) {
+        assertTrue(MemwireShuffleDataIO.selectedIn(conf), f + ": service mode's plugin");
+        // A released executor's files are gone: its blocks come from the node's service.
+        assertEquals("false", conf.get("spark.shuffle.readHostLocalDisk"), f + "");
+        assertEquals("false", conf.get("spark.dynamicAllocation.shuffleTracking.enabled"), f + "");
+        mode = "auto";
+      } else {
+        // Spark's host-local disk reads stay on: cheaper than a transfer between executors of a
+        // host.
+        assertEquals(null, conf.get("spark.shuffle.readHostLocalDisk"), f + "");
+      }
       assertEquals(
           io.memwire.shuffle.metrics.MemwireMetricsPlugin.class.getName(),
           conf.get("spark.plugins.defaultList"),
           f + ": metrics plugin");
       ShuffleConf parsed = ShuffleConf.parse(conf, null); // throws naming a bad key or value
       assertTrue(parsed.toString().length() > 0);
-      String mode = f.getFileName().toString().split("\\.")[1];
       assertEquals(mode, conf.get(ShuffleConf.PREFIX + "provider"), f + "");
     }
   }

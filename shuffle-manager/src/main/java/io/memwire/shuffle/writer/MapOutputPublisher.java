@@ -36,12 +36,13 @@ public final class MapOutputPublisher {
   private final IndexShuffleBlockResolver resolver;
   private final boolean fallback;
   private final ShuffleCounters counters;
-  private final ServiceClient service;
+  private final ServiceLink service;
   private final AtomicBoolean warned = new AtomicBoolean();
   private final AtomicBoolean serviceWarned = new AtomicBoolean();
 
   /**
-   * @param service the node's shuffle service, or null when outputs are served by this executor
+   * @param service the link to the node's shuffle service, or null when outputs are served by this
+   *     executor
    */
   public MapOutputPublisher(
       TransferNode node,
@@ -49,7 +50,7 @@ public final class MapOutputPublisher {
       IndexShuffleBlockResolver resolver,
       boolean fallback,
       ShuffleCounters counters,
-      ServiceClient service) {
+      ServiceLink service) {
     this.service = service;
     this.node = node;
     this.directory = directory;
@@ -101,10 +102,14 @@ public final class MapOutputPublisher {
 
   private boolean toService(
       int shuffleId, long mapId, int mapIndex, MapStatus status, File indexFile, File dataFile) {
+    ServiceClient client = service.client();
+    if (client == null) {
+      return false;
+    }
     DirectoryPointer pointer;
     try {
       pointer =
-          service.publish(
+          client.publish(
               shuffleId,
               mapIndex,
               mapId,

@@ -15,8 +15,9 @@ import org.slf4j.LoggerFactory;
 /**
  * One executor's connection to the service, served on its own daemon thread ({@code
  * memwire-shuffle-service-client-N}): REGISTER first, then PUBLISH, REMOVE_SHUFFLE and STATS
- * requests answered in order. A malformed frame or an unknown request closes this connection only;
- * no error of one client reaches another or the service.
+ * requests answered in order (STATS, counters only, is answered unregistered too). A malformed
+ * frame or an unknown request closes this connection only; no error of one client reaches another
+ * or the service.
  */
 final class ClientSession implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
@@ -68,7 +69,9 @@ final class ClientSession implements Runnable {
   }
 
   private ServiceProtocol.Out handle(ServiceProtocol.In req) throws IOException {
-    if (app == null && req.type() != ServiceProtocol.REGISTER) {
+    if (app == null
+        && req.type() != ServiceProtocol.REGISTER
+        && req.type() != ServiceProtocol.STATS) {
       return error(ServiceProtocol.E_NOT_REGISTERED, "REGISTER must come first");
     }
     switch (req.type()) {

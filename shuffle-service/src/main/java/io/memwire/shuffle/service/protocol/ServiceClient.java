@@ -125,7 +125,28 @@ public final class ServiceClient implements AutoCloseable {
 
   /** The service's counters (its transfer node's and its own), by name. */
   public synchronized Map<String, Long> stats() throws IOException {
-    ServiceProtocol.In r = call(new ServiceProtocol.Out(ServiceProtocol.STATS));
+    return decodeStats(call(new ServiceProtocol.Out(ServiceProtocol.STATS)));
+  }
+
+  /**
+   * The counters of the service on {@code socket}, asked without registering (for monitoring and
+   * tests).
+   */
+  public static Map<String, Long> stats(Path socket, Duration timeout) throws IOException {
+    ServiceClient c = new ServiceClient(socket, null, timeout);
+    synchronized (c) {
+      try {
+        SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        c.channel = ch;
+        ch.connect(UnixDomainSocketAddress.of(socket));
+        return decodeStats(c.exchange(new ServiceProtocol.Out(ServiceProtocol.STATS)));
+      } finally {
+        c.close();
+      }
+    }
+  }
+
+  private static Map<String, Long> decodeStats(ServiceProtocol.In r) throws IOException {
     int n = r.u16();
     Map<String, Long> m = new LinkedHashMap<>();
     for (int i = 0; i < n; i++) {

@@ -1,0 +1,243 @@
+package io.memwire.shuffle.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
+import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.io.TempDir;
+import scala.Tuple2;
+
+/**
+ * Service mode on a real cluster: a Memwire shuffle service in its own JVM, a local-cluster with
+ * dynamic allocation and no Spark external shuffle service. Map outputs must stay readable
+ * one-sided after the executors that wrote them were released or killed, with no fetch failure and
+ * no stage rerun; a service that dies makes Spark rerun the map stage, never read stale bytes; when
+ * the application ends the service returns to holding nothing.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ShuffleServiceClusterTest {
+  private static final Duration APP_TIMEOUT = Duration.ofSeconds(3);
+
+  @TempDir static Path root;
+  ServiceProcess service;
+  LocalSparkCluster cluster;
+  JavaSparkContext jsc;
+  TaskMetricsListener metrics;
+  final StageCounter stages = new StageCounter();
+
+  /** Counts stage submissions: first attempts and reruns. */
+  static final class StageCounter extends SparkListener {
+    final AtomicInteger submitted = new AtomicInteger();
+    final AtomicInteger reruns = new AtomicInteger();
+
+    @Override
+    public void onStageSubmitted(SparkListenerStageSubmitted s) {
+      submitted.incrementAndGet();
+      if (s.stageInfo().attemptNumber() > 0) {
+        reruns.incrementAndGet();
+      }
+    }
+
+    void reset() {
+      submitted.set(0);
+      reruns.set(0);
+    }
+  }
+
+  @BeforeAll
+  void start() throws IOException {
+    service =
+        ServiceProcess.start(
+            root.resolve("service"),
+            Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
+    Map<String, String> conf = new HashMap<>();
+    conf.put(MemwireShuffleDataIO.PLUGIN_KEY, MemwireShuffleDataIO.CLASS_NAME);
+    conf.put("spark.shuffle.rdma.service.socket", service.socket().toString());
+    conf.put("spark.shuffle.rdma.fallback", "false"); // any block not read one-sided fails
+    conf.put("spark.plugins", MemwireMetricsPlugin.class.getName());
+    conf.put("spark.dynamicAllocation.enabled", "true");
+    conf.put("spark.dynamicAllocation.shuffleTracking.enabled", "false");
+    conf.put("spark.dynamicAllocation.executorIdleTimeout", "2s");
+    conf.put("spark.dynamicAllocation.schedulerBacklogTimeout", "1s");
+    conf.put("spark.dynamicAllocation.minExecutors", "0");
+    conf.put("spark.dynamicAllocation.initialExecutors", "2");
+    conf.put("spark.dynamicAllocation.maxExecutors", "2");
+    conf.put("spark.shuffle.io.maxRetries", "1");
+    conf.put("spark.shuffle.io.retryWait", "1s");
+    conf.put("spark.shuffle.rdma.connectTimeout", "3s");
+    cluster = Clusters.start(Clusters.MANAGER, conf);
+    metrics = new TaskMetricsListener();
+    cluster.sparkContext().addSparkListener(metrics);
+    cluster.sparkContext().addSparkListener(stages);
+    jsc = cluster.javaSparkContext();
+  }
+
+  @AfterAll
+  void stop() throws InterruptedException {
+    if (cluster != null) {
+      cluster.close();
+    }
+    if (service != null) {
+      service.close();
+    }
+  }
+
+  private JavaPairRDD<Integer, Long> sums(int seed) {
+    List<Integer> data = IntStream.range(0, 40_000).map(i -> i * 7 + seed).boxed().toList();
+    return jsc.parallelize(data, 6)
+        .mapToPair(x -> new Tuple2<>(x % 997, (long) x))
+        .reduceByKey(Long::sum, 5);
+  }
+
+  private static Map<Integer, Long> expected(int seed) {
+    Map<Integer, Long> m = new HashMap<>();
+    for (int i = 0; i < 40_000; i++) {
+      int x = i * 7 + seed;
+      m.merge(x % 997, (long) x, Long::sum);
+    }
+    return m;
+  }
+
+  private static void await(Duration d, BooleanSupplier c, String what)
+      throws InterruptedException {
+    long end = System.nanoTime() + d.toNanos();
+    while (!c.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within " + d.toSeconds() + " s: " + what);
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  private Map<String, Long> appTotals() throws Exception {
+    MemwireMetricsPlugin.awaitExecutorTotals(cluster.sparkContext(), Duration.ofSeconds(60));
+    return MemwireMetricsPlugin.applicationTotals();
+  }
+
+  @Test
+  @Order(1)
+  void reducersReadOneSidedFromTheServiceAfterTheMapExecutorsWereReleased() throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums(1);
+    assertEquals(expected(1), new HashMap<>(sums.collectAsMap()));
+    long taken = service.stats().get("outputsTaken");
+    assertEquals(6, taken, "every map output went to the service");
+    await(
+        Duration.ofSeconds(60),
+        () -> cluster.registeredExecutors() == 0,
+        "dynamic allocation released the idle executors");
+    Map<String, Long> before = appTotals();
+    long servedBefore = service.stats().get("node.servedReads");
+    stages.reset();
+    metrics.reset();
+
+    // The same RDD again: its map stage is done, the reduce stage runs on new executors.
+    assertEquals(expected(1), new HashMap<>(sums.collectAsMap()));
+
+    assertEquals(1, stages.submitted.get(), "only the reduce stage ran; the map stage was kept");
+    assertEquals(0, stages.reruns.get());
+    assertEquals(0, metrics.fetchFailures.get());
+    Map<String, Long> after = appTotals();
+    long oneSided = after.get("oneSided.blocks") - before.getOrDefault("oneSided.blocks", 0L);
+    assertTrue(oneSided > 0, "blocks read one-sided: " + after);
+    assertEquals(
+        before.getOrDefault("fallback.blocks", 0L), after.get("fallback.blocks"), "no fallback");
+    assertTrue(
+        service.stats().get("node.servedReads") > servedBefore,
+        "the service served the reads of the second run");
+    assertTrue(metrics.remoteBytesRead.get() > 0, "Spark counted remote bytes");
+  }
+
+  @Test
+  @Order(2)
+  void anExecutorKilledAfterItsMapStageCostsNoRerun() throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums(2);
+    assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
+    int alive = cluster.registeredExecutors();
+    assertTrue(alive > 0, "executors of the map stage still up");
+    Map<String, String> pids =
+        Clusters.onEveryExecutor(jsc, alive, id -> String.valueOf(ProcessHandle.current().pid()));
+    for (String pid : pids.values()) {
+      ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+    }
+    await(
+        Duration.ofSeconds(60),
+        () ->
+            pids.values().stream().noneMatch(p -> ProcessHandle.of(Long.parseLong(p)).isPresent()),
+        "executor JVMs gone");
+    stages.reset();
+    metrics.reset();
+    assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
+    assertEquals(0, stages.reruns.get(), "no stage rerun after SIGKILL of the map executors");
+    assertEquals(1, stages.submitted.get());
+    assertEquals(0, metrics.fetchFailures.get());
+  }
+
+  @Test
+  @Order(3)
+  void aServiceThatDiesMakesSparkRerunTheMapStage() throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums(3);
+    assertEquals(expected(3), new HashMap<>(sums.collectAsMap()));
+    service.kill();
+    service =
+        ServiceProcess.start(
+            root.resolve("service"),
+            Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
+    assertEquals(0L, service.stats().get("outputsHeld"), "a restarted service holds nothing");
+    stages.reset();
+    metrics.reset();
+    assertEquals(expected(3), new HashMap<>(sums.collectAsMap()), "exact after the rerun");
+    assertTrue(metrics.fetchFailures.get() > 0, "old keys were refused: fetch failure");
+    assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");
+    assertTrue(service.stats().get("outputsTaken") > 0, "the rerun's outputs went to the new one");
+  }
+
+  @Test
+  @Order(4)
+  void whenTheApplicationEndsTheServiceHoldsNothingWithinItsTimeout() throws Exception {
+    assertTrue(service.stats().get("outputsHeld") > 0);
+    cluster.close();
+    cluster = null;
+    long t0 = System.nanoTime();
+    await(
+        APP_TIMEOUT.plus(Duration.ofSeconds(20)),
+        () -> service.stats().get("applications") == 0,
+        "application removed");
+    Map<String, Long> st = service.stats();
+    assertEquals(0L, st.get("outputsHeld"), st.toString());
+    assertEquals(0L, st.get("bytesHeld"), st.toString());
+    assertEquals(0L, st.get("node.registeredRegions"), st.toString());
+    assertEquals(0L, st.get("directoryBytes"), st.toString());
+    try (Stream<Path> files = Files.walk(root.resolve("service/outputs"))) {
+      List<Path> left = files.filter(Files::isRegularFile).collect(Collectors.toList());
+      assertTrue(left.isEmpty(), "files left: " + left);
+    }
+    long tookMs = (System.nanoTime() - t0) / 1_000_000;
+    assertTrue(tookMs >= APP_TIMEOUT.toMillis() / 2, "not before the driver went: " + tookMs);
+  }
+}
