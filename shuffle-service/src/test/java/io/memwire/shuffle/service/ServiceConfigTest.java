@@ -1,0 +1,89 @@
+package io.memwire.shuffle.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TransferConfigException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+
+/** The service's keys: validated at start naming the key, documented from their declarations. */
+class ServiceConfigTest {
+  private static final String P = ServiceConfig.PREFIX;
+
+  @Test
+  void docsShowTheGeneratedTable() throws Exception {
+    String doc = Files.readString(Path.of("..", "docs", "SHUFFLE-SERVICE.md"));
+    assertTrue(
+        doc.contains(ServiceConfig.markdownTable()),
+        "regenerate the table in docs/SHUFFLE-SERVICE.md:\n" + ServiceConfig.markdownTable());
+  }
+
+  @Test
+  void theShippedTemplateParses() throws Exception {
+    Properties p = new Properties();
+    try (InputStream in =
+        Files.newInputStream(
+            Path.of("..", "conf-templates", "shuffle-service", "shuffle-service.properties"))) {
+      p.load(in);
+    }
+    Map<String, String> m = new HashMap<>();
+    p.forEach((k, v) -> m.put(k.toString(), v.toString().trim()));
+    ServiceConfig c = ServiceConfig.fromProperties(m);
+    assertEquals(Path.of("/run/memwire/shuffle.sock"), c.socket());
+    assertEquals(Duration.ofSeconds(60), c.appTimeout());
+    assertEquals(ProviderKind.AUTO, c.transfer().provider());
+    assertEquals(7450, c.transfer().port());
+  }
+
+  @Test
+  void defaultsServeThisUserOnASocketInTheTempDirectory() {
+    ServiceConfig c = ServiceConfig.fromProperties(Map.of());
+    assertEquals(ServiceConfig.defaultSocket(), c.socket());
+    assertEquals(java.util.Set.of(System.getProperty("user.name")), c.allowedUsers());
+    assertEquals(512, c.maxClients());
+  }
+
+  @Test
+  void badKeysAndValuesFailNamingTheKey() {
+    assertKey(
+        TransferConfigException.Problem.UNKNOWN_KEY, P + "sokcet", Map.of(P + "sokcet", "/x"));
+    assertKey(
+        TransferConfigException.Problem.OUT_OF_RANGE,
+        P + "appTimeout",
+        Map.of(P + "appTimeout", "10ms"));
+    assertKey(
+        TransferConfigException.Problem.MALFORMED,
+        P + "maxClients",
+        Map.of(P + "maxClients", "many"));
+    assertKey(
+        TransferConfigException.Problem.OUT_OF_RANGE,
+        P + "allowedUsers",
+        Map.of(P + "allowedUsers", " , "));
+    assertKey(
+        TransferConfigException.Problem.OUT_OF_RANGE,
+        ServiceConfig.TRANSFER_PREFIX + "port",
+        Map.of(ServiceConfig.TRANSFER_PREFIX + "port", "70000"));
+    assertKey(
+        TransferConfigException.Problem.UNKNOWN_KEY,
+        ServiceConfig.TRANSFER_PREFIX + "prot",
+        Map.of(ServiceConfig.TRANSFER_PREFIX + "prot", "1"));
+  }
+
+  private static void assertKey(
+      TransferConfigException.Problem problem, String key, Map<String, String> props) {
+    TransferConfigException e =
+        assertThrows(TransferConfigException.class, () -> ServiceConfig.fromProperties(props));
+    assertEquals(problem, e.problem(), e.getMessage());
+    assertEquals(key, e.key(), e.getMessage());
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+  }
+}
