@@ -65,6 +65,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
 
+  /** Spark's switch for migrating shuffle outputs off decommissioned executors. */
+  private static final String MIGRATE_SHUFFLE = "spark.storage.decommission.shuffleBlocks.enabled";
+
   /** Outputs go to the node's shuffle service ({@link MemwireShuffleDataIO} is Spark's plugin). */
   private final boolean serviceMode;
 
@@ -183,6 +186,21 @@ public final class RdmaShuffleManager implements ShuffleManager {
               + "executor on the reader's host fail to read from its deleted files and their "
               + "map stage reruns");
     }
+    if (conf.getBoolean("spark.storage.decommission.enabled", false)) {
+      if (!conf.contains(MIGRATE_SHUFFLE)) {
+        conf.set(MIGRATE_SHUFFLE, "false");
+        LOG.info(
+            "Memwire service mode: {}=false; the node's shuffle service keeps a decommissioned "
+                + "executor's outputs readable one-sided, a migrated copy would not be",
+            MIGRATE_SHUFFLE);
+      } else if (conf.getBoolean(MIGRATE_SHUFFLE, true)) {
+        LOG.warn(
+            "Memwire service mode with {}=true: migrated outputs lose their pointer and are read "
+                + "through Spark's own transfer (or fail with {}fallback=false)",
+            MIGRATE_SHUFFLE,
+            ShuffleConf.PREFIX);
+      }
+    }
     if (conf.getBoolean("spark.authenticate", false)
         && !conf.contains(ShuffleConf.PREFIX + TransferConfig.AUTH_SECRET)) {
       LOG.warn(
@@ -217,6 +235,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
           "spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
               + "transfer, not one-sided");
       delegate = true;
+    }
+    if (isDriver
+        && !MemwireShuffleDataIO.selectedIn(asMap(conf))
+        && conf.getBoolean("spark.storage.decommission.enabled", false)
+        && conf.getBoolean(MIGRATE_SHUFFLE, true)) {
+      LOG.warn(
+          "{}=true: outputs migrated off a decommissioned executor carry no Memwire pointer and "
+              + "are read through Spark's own transfer{}; service mode keeps them one-sided",
+          MIGRATE_SHUFFLE,
+          shuffleConf.fallback()
+              ? ""
+              : " (they fail with " + ShuffleConf.PREFIX + "fallback=false)");
     }
     if (conf.getBoolean("spark.shuffle.push.enabled", false)) {
       LOG.warn(

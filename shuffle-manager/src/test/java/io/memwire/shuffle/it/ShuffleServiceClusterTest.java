@@ -1,6 +1,7 @@
 package io.memwire.shuffle.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
@@ -20,8 +21,10 @@ import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.ExecutorDecommissionInfo;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -30,7 +33,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
+import scala.Option;
 import scala.Tuple2;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Service mode on a real cluster: a Memwire shuffle service in its own JVM, a local-cluster with
@@ -88,6 +93,9 @@ class ShuffleServiceClusterTest {
     conf.put("spark.dynamicAllocation.minExecutors", "0");
     conf.put("spark.dynamicAllocation.initialExecutors", "2");
     conf.put("spark.dynamicAllocation.maxExecutors", "2");
+    // Released executors are decommissioned; the manager turns off shuffle migration.
+    conf.put("spark.decommission.enabled", "true");
+    conf.put("spark.storage.decommission.enabled", "true");
     conf.put("spark.shuffle.io.maxRetries", "1");
     conf.put("spark.shuffle.io.retryWait", "1s");
     conf.put("spark.shuffle.rdma.connectTimeout", "3s");
@@ -175,6 +183,43 @@ class ShuffleServiceClusterTest {
 
   @Test
   @Order(2)
+  void aDecommissionedExecutorsOutputsStayOneSidedWithoutMigration() throws Exception {
+    assertEquals(
+        "false",
+        cluster.sparkContext().getConf().get("spark.storage.decommission.shuffleBlocks.enabled"),
+        "service mode turned shuffle migration off");
+    JavaPairRDD<Integer, Long> sums = sums(4);
+    assertEquals(expected(4), new HashMap<>(sums.collectAsMap()));
+    List<String> ids =
+        CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).stream().toList();
+    assertFalse(ids.isEmpty(), "executors of the map stage still up");
+    CoarseGrainedSchedulerBackend backend =
+        (CoarseGrainedSchedulerBackend) cluster.sparkContext().schedulerBackend();
+    for (String id : ids) {
+      backend.decommissionExecutor(
+          id, new ExecutorDecommissionInfo("test decommission", Option.empty()), false, false);
+    }
+    await(
+        Duration.ofSeconds(90),
+        () ->
+            CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).stream()
+                .noneMatch(ids::contains),
+        "decommissioned executors " + ids + " gone");
+    Map<String, Long> before = appTotals();
+    stages.reset();
+    metrics.reset();
+    assertEquals(expected(4), new HashMap<>(sums.collectAsMap()));
+    assertEquals(1, stages.submitted.get(), "the map stage was kept");
+    assertEquals(0, stages.reruns.get());
+    assertEquals(0, metrics.fetchFailures.get());
+    Map<String, Long> after = appTotals();
+    assertTrue(
+        after.get("oneSided.blocks") > before.getOrDefault("oneSided.blocks", 0L),
+        "read one-sided from the service: " + after);
+  }
+
+  @Test
+  @Order(3)
   void anExecutorKilledAfterItsMapStageCostsNoRerun() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(2);
     assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
@@ -199,7 +244,7 @@ class ShuffleServiceClusterTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void aServiceThatDiesMakesSparkRerunTheMapStage() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(3);
     assertEquals(expected(3), new HashMap<>(sums.collectAsMap()));
@@ -218,7 +263,7 @@ class ShuffleServiceClusterTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void whenTheApplicationEndsTheServiceHoldsNothingWithinItsTimeout() throws Exception {
     assertTrue(service.stats().get("outputsHeld") > 0);
     cluster.close();

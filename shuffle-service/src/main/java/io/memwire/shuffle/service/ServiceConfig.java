@@ -66,7 +66,9 @@ public final class ServiceConfig {
           .since(V020)
           .doc(
               "Comma-separated users whose processes may register with the service (checked with "
-                  + "the socket's peer credentials).")
+                  + "the socket's peer credentials); * admits every local user (for multi-user "
+                  + "clusters such as secure YARN: each output must still belong to the user that "
+                  + "hands it over, and each application is bound to its token).")
           .text("user names", (key, s) -> s)
           .optional("(the service's own user)");
 
@@ -169,6 +171,11 @@ public final class ServiceConfig {
 
   public Set<String> allowedUsers() {
     return allowedUsers;
+  }
+
+  /** True when {@code user} may register ({@code *} in {@link #ALLOWED_USERS} admits anyone). */
+  public boolean allows(String user) {
+    return allowedUsers.contains("*") || allowedUsers.contains(user);
   }
 
   public int maxClients() {

@@ -214,7 +214,7 @@ public final class ShuffleService implements AutoCloseable {
     String user = peer.user().getName();
     String refusal = null;
     int code = 0;
-    if (!config.allowedUsers().contains(user)) {
+    if (!config.allows(user)) {
       refusal = "user " + user + " may not use this shuffle service";
       code = ServiceProtocol.E_DENIED;
     } else if (sessions.size() >= config.maxClients()) {

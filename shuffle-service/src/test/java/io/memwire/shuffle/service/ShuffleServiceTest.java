@@ -324,6 +324,11 @@ class ShuffleServiceTest {
     assertEquals(ServiceProtocol.E_DENIED, e.code());
     assertTrue(e.getMessage().contains("may not use"), e.getMessage());
     assertEquals(1L, service.stats().get("clientsRefused"));
+    service.close();
+    startService(ServiceConfig.PREFIX + "allowedUsers", "*");
+    try (ServiceClient c = executor("app-9", "1", 17)) {
+      assertEquals(0L, c.stats().get("clientsRefused"), "* admits this user");
+    }
   }
 
   @Test
