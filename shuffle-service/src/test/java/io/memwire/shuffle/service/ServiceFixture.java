@@ -32,6 +32,7 @@ final class ServiceFixture {
     m.put(ServiceConfig.PREFIX + "dir", root.resolve("outputs").toString());
     m.put(ServiceConfig.TRANSFER_PREFIX + "provider", "tcp");
     m.put(ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
+    // extra entries override the defaults above
     for (int i = 0; i + 1 < extra.length; i += 2) {
       m.put(extra[i], extra[i + 1]);
     }
