@@ -67,6 +67,7 @@ if has transport; then
     -Dmemwire.test.verbs.bind="$BIND" ${DEV:+-Dmemwire.test.verbs.device=$DEV} \
     -cp "$(cp_of transport)" io.memwire.verbscheck.RunTests \
     io.memwire.transfer.VerbsTransferContractTest io.memwire.transfer.VerbsProviderTest \
+    io.memwire.shuffle.service.VerbsShuffleServiceTest \
     >logs/transport.log 2>&1
   rc=$?
   put seconds.transport $(( $(now) - t0 ))
