@@ -1,0 +1,109 @@
+package io.memwire.shuffle.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.ShuffleService;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A driver that crashes (SIGKILL, no shutdown hook, no Spark cleanup) leaves nothing behind in the
+ * node's shuffle service: its outputs are deregistered and deleted once the driver's RPC port has
+ * refused connections for {@code appTimeout}.
+ */
+class DriverCrashTest {
+  @TempDir Path root;
+
+  @Test
+  void aCrashedDriversOutputsAreRemovedWithinTheAppTimeout() throws Exception {
+    Duration appTimeout = Duration.ofSeconds(2);
+    try (ShuffleService service =
+        ShuffleService.start(
+            ServiceConfig.fromProperties(
+                Map.of(
+                    ServiceConfig.PREFIX + "socket",
+                    root.resolve("s/service.sock").toString(),
+                    ServiceConfig.PREFIX + "dir",
+                    root.resolve("outputs").toString(),
+                    ServiceConfig.PREFIX + "appTimeout",
+                    appTimeout.toMillis() + "ms",
+                    ServiceConfig.TRANSFER_PREFIX + "provider",
+                    "tcp",
+                    ServiceConfig.TRANSFER_PREFIX + "bindAddress",
+                    "127.0.0.1")))) {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      cmd.add("-Xmx512m");
+      cmd.addAll(LocalSparkCluster.driverJvmOptions());
+      cmd.add("-cp");
+      cmd.add(System.getProperty("java.class.path"));
+      cmd.add(CrashingDriver.class.getName());
+      cmd.add(service.socket().toString());
+      Process driver = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      try {
+        CompletableFuture<String> ready = new CompletableFuture<>();
+        Thread out =
+            new Thread(
+                () -> {
+                  try (BufferedReader r =
+                      new BufferedReader(
+                          new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8))) {
+                    String line;
+                    StringBuilder tail = new StringBuilder();
+                    while ((line = r.readLine()) != null) {
+                      if (line.startsWith("READY ")) {
+                        ready.complete(line);
+                      }
+                      tail.append(line).append('\n');
+                      if (tail.length() > 8000) {
+                        tail.delete(0, tail.length() - 8000);
+                      }
+                    }
+                    ready.completeExceptionally(new AssertionError("driver exited:\n" + tail));
+                  } catch (Exception e) {
+                    ready.completeExceptionally(e);
+                  }
+                },
+                "crashing-driver-output");
+        out.setDaemon(true);
+        out.start();
+        assertEquals("READY 101", ready.get(120, TimeUnit.SECONDS));
+        Map<String, Long> held = service.stats();
+        assertEquals(1L, held.get("applications"));
+        assertEquals(4L, held.get("outputsHeld"), "the four map outputs went to the service");
+      } finally {
+        driver.destroyForcibly(); // SIGKILL: the crash
+        driver.waitFor(30, TimeUnit.SECONDS);
+      }
+      long t0 = System.nanoTime();
+      long deadline = t0 + appTimeout.plus(Duration.ofSeconds(15)).toNanos();
+      while (service.stats().get("applications") != 0) {
+        assertTrue(System.nanoTime() < deadline, "application not removed: " + service.stats());
+        Thread.sleep(50);
+      }
+      Map<String, Long> after = service.stats();
+      assertEquals(0L, after.get("outputsHeld"), after.toString());
+      assertEquals(0L, after.get("bytesHeld"), after.toString());
+      assertEquals(0L, after.get("directoryBytes"), after.toString());
+      assertEquals(0L, after.get("node.registeredRegions"), after.toString());
+      try (Stream<Path> files = Files.walk(root.resolve("outputs"))) {
+        assertEquals(0, files.filter(Files::isRegularFile).count(), "no file left");
+      }
+    }
+  }
+}
