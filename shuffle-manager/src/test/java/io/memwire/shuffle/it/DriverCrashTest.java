@@ -6,17 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.shuffle.service.ShuffleService;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -46,49 +41,23 @@ class DriverCrashTest {
                     "tcp",
                     ServiceConfig.TRANSFER_PREFIX + "bindAddress",
                     "127.0.0.1")))) {
-      List<String> cmd = new ArrayList<>();
-      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      cmd.add("-Xmx512m");
-      cmd.addAll(LocalSparkCluster.driverJvmOptions());
-      cmd.add("-cp");
-      cmd.add(System.getProperty("java.class.path"));
-      cmd.add(CrashingDriver.class.getName());
-      cmd.add(service.socket().toString());
-      Process driver = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      List<String> jvm = new ArrayList<>(List.of("-Xmx512m"));
+      jvm.addAll(LocalSparkCluster.driverJvmOptions());
+      ChildJvm driver =
+          ChildJvm.start(
+              jvm,
+              CrashingDriver.class.getName(),
+              List.of(service.socket().toString()),
+              "READY ",
+              root.resolve("driver.log"),
+              Duration.ofSeconds(120));
       try {
-        CompletableFuture<String> ready = new CompletableFuture<>();
-        Thread out =
-            new Thread(
-                () -> {
-                  try (BufferedReader r =
-                      new BufferedReader(
-                          new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8))) {
-                    String line;
-                    StringBuilder tail = new StringBuilder();
-                    while ((line = r.readLine()) != null) {
-                      if (line.startsWith("READY ")) {
-                        ready.complete(line);
-                      }
-                      tail.append(line).append('\n');
-                      if (tail.length() > 8000) {
-                        tail.delete(0, tail.length() - 8000);
-                      }
-                    }
-                    ready.completeExceptionally(new AssertionError("driver exited:\n" + tail));
-                  } catch (Exception e) {
-                    ready.completeExceptionally(e);
-                  }
-                },
-                "crashing-driver-output");
-        out.setDaemon(true);
-        out.start();
-        assertEquals("READY 101", ready.get(120, TimeUnit.SECONDS));
+        assertEquals("READY 101", driver.readyLine);
         Map<String, Long> held = service.stats();
         assertEquals(1L, held.get("applications"));
         assertEquals(4L, held.get("outputsHeld"), "the four map outputs went to the service");
       } finally {
-        driver.destroyForcibly(); // SIGKILL: the crash
-        driver.waitFor(30, TimeUnit.SECONDS);
+        driver.kill(); // SIGKILL: the crash
       }
       long t0 = System.nanoTime();
       long deadline = t0 + appTimeout.plus(Duration.ofSeconds(15)).toNanos();

@@ -10,9 +10,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -23,16 +22,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * executor registered again) once per call, so a restarted service is picked up by the next call.
  *
  * <p>Threads: calls run on the caller's thread (map tasks publishing, Spark's block-manager thread
- * removing a shuffle); the deadline is enforced by one shared daemon timer thread.
+ * removing a shuffle); the deadline is enforced by the client's own daemon timer thread ({@code
+ * memwire-shuffle-service-client-timer}), joined by {@link #close}.
  */
 public final class ServiceClient implements AutoCloseable {
-  private static final ScheduledExecutorService TIMER =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "memwire-shuffle-service-client-timer");
-            t.setDaemon(true);
-            return t;
-          });
 
   /** Who this executor is, sent in REGISTER on every (re)connection. */
   public record Registration(
@@ -41,6 +34,7 @@ public final class ServiceClient implements AutoCloseable {
   private final Path socket;
   private final Registration registration;
   private final Duration timeout;
+  private final ScheduledThreadPoolExecutor timer;
   private SocketChannel channel;
   private boolean closed;
 
@@ -48,6 +42,15 @@ public final class ServiceClient implements AutoCloseable {
     this.socket = socket;
     this.registration = registration;
     this.timeout = timeout;
+    this.timer =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "memwire-shuffle-service-client-timer");
+              t.setDaemon(true);
+              return t;
+            });
+    this.timer.setRemoveOnCancelPolicy(true);
   }
 
   /**
@@ -59,8 +62,13 @@ public final class ServiceClient implements AutoCloseable {
   public static ServiceClient connect(Path socket, Registration registration, Duration timeout)
       throws IOException {
     ServiceClient c = new ServiceClient(socket, registration, timeout);
-    synchronized (c) {
-      c.open();
+    try {
+      synchronized (c) {
+        c.open();
+      }
+    } catch (IOException | RuntimeException e) {
+      c.close(); // its timer thread too
+      throw e;
     }
     return c;
   }
@@ -183,7 +191,7 @@ public final class ServiceClient implements AutoCloseable {
     SocketChannel ch = channel;
     AtomicBoolean expired = new AtomicBoolean();
     ScheduledFuture<?> deadline =
-        TIMER.schedule(
+        timer.schedule(
             () -> {
               expired.set(true);
               closeQuietly(ch);
@@ -235,8 +243,16 @@ public final class ServiceClient implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    closed = true;
-    dropChannel();
+  public void close() {
+    synchronized (this) {
+      closed = true;
+      dropChannel();
+    }
+    timer.shutdownNow();
+    try {
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }
