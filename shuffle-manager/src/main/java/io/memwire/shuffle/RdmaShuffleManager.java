@@ -4,10 +4,10 @@ import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
+import io.memwire.shuffle.dataio.ServiceMode;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
-import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.writer.MapOutputPublisher;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
 import io.memwire.shuffle.writer.ServiceLink;
@@ -16,8 +16,6 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.TransferStats;
-import java.security.SecureRandom;
-import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -64,9 +62,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final ShuffleCounters counters = new ShuffleCounters();
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
-
-  /** Spark's switch for migrating shuffle outputs off decommissioned executors. */
-  private static final String MIGRATE_SHUFFLE = "spark.storage.decommission.shuffleBlocks.enabled";
 
   /** Outputs go to the node's shuffle service ({@link MemwireShuffleDataIO} is Spark's plugin). */
   private final boolean serviceMode;
@@ -122,7 +117,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.oldFetchProtocol = warnAboutSettings(conf);
     this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
     if (serviceMode && isDriver) {
-      prepareServiceMode(conf);
+      ServiceMode.prepareDriver(conf);
     }
     this.delegated =
         wire.delegate() && (!isDriver || localMode)
@@ -162,65 +157,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
     return secret;
   }
 
-  /**
-   * On the driver, before any executor starts: the application's token for the services (executors
-   * receive it with the rest of the driver's configuration), and no host-local disk reads, since a
-   * released executor's files are gone from its directories while the service still has them.
-   */
-  private static void prepareServiceMode(SparkConf conf) {
-    if (!conf.contains(MemwireShuffleDataIO.TOKEN_KEY)) {
-      byte[] token = new byte[32];
-      new SecureRandom().nextBytes(token);
-      conf.set(
-          MemwireShuffleDataIO.TOKEN_KEY,
-          Base64.getUrlEncoder().withoutPadding().encodeToString(token));
-    }
-    if (!conf.contains("spark.shuffle.readHostLocalDisk")) {
-      conf.set("spark.shuffle.readHostLocalDisk", "false");
-      LOG.info(
-          "Memwire service mode: spark.shuffle.readHostLocalDisk=false, so blocks of released "
-              + "executors on the same host are read from the node's shuffle service");
-    } else if (conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
-      LOG.warn(
-          "Memwire service mode with spark.shuffle.readHostLocalDisk=true: blocks of a released "
-              + "executor on the reader's host fail to read from its deleted files and their "
-              + "map stage reruns");
-    }
-    if (conf.getBoolean("spark.storage.decommission.enabled", false)) {
-      if (!conf.contains(MIGRATE_SHUFFLE)) {
-        conf.set(MIGRATE_SHUFFLE, "false");
-        LOG.info(
-            "Memwire service mode: {}=false; the node's shuffle service keeps a decommissioned "
-                + "executor's outputs readable one-sided, a migrated copy would not be",
-            MIGRATE_SHUFFLE);
-      } else if (conf.getBoolean(MIGRATE_SHUFFLE, true)) {
-        LOG.warn(
-            "Memwire service mode with {}=true: migrated outputs lose their pointer and are read "
-                + "through Spark's own transfer (or fail with {}fallback=false)",
-            MIGRATE_SHUFFLE,
-            ShuffleConf.PREFIX);
-      }
-    }
-    if (conf.getBoolean("spark.authenticate", false)
-        && !conf.contains(ShuffleConf.PREFIX + TransferConfig.AUTH_SECRET)) {
-      LOG.warn(
-          "Memwire service mode with spark.authenticate=true: set {}{} to the secret of the "
-              + "nodes' shuffle services (memwire.shuffle.service.transfer.authSecret); this "
-              + "application's own Spark secret cannot match a service shared by applications, so "
-              + "reads from the services would fail",
-          ShuffleConf.PREFIX,
-          TransferConfig.AUTH_SECRET);
-    }
-    if (conf.getBoolean("spark.dynamicAllocation.enabled", false)
-        && conf.getBoolean("spark.dynamicAllocation.shuffleTracking.enabled", true)
-        && !conf.getBoolean("spark.shuffle.service.enabled", false)) {
-      LOG.warn(
-          "Memwire service mode: spark.dynamicAllocation.shuffleTracking.enabled=true keeps "
-              + "executors holding shuffle data alive; set it to false to release them while the "
-              + "node's shuffle service serves their outputs");
-    }
-  }
-
   /** Logs settings that keep blocks off the RDMA path; returns true when reads go to Spark. */
   private boolean warnAboutSettings(SparkConf conf) {
     String encryption = wire.describe();
@@ -239,11 +175,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
     if (isDriver
         && !MemwireShuffleDataIO.selectedIn(asMap(conf))
         && conf.getBoolean("spark.storage.decommission.enabled", false)
-        && conf.getBoolean(MIGRATE_SHUFFLE, true)) {
+        && conf.getBoolean(ServiceMode.MIGRATE_SHUFFLE, true)) {
       LOG.warn(
           "{}=true: outputs migrated off a decommissioned executor carry no Memwire pointer and "
               + "are read through Spark's own transfer{}; service mode keeps them one-sided",
-          MIGRATE_SHUFFLE,
+          ServiceMode.MIGRATE_SHUFFLE,
           shuffleConf.fallback()
               ? ""
               : " (they fail with " + ShuffleConf.PREFIX + "fallback=false)");
@@ -321,7 +257,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
     IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
     ShuffleDirectory directory = new ShuffleDirectory(node);
-    ServiceLink service = serviceMode ? serviceLink(env, who) : null;
+    ServiceLink service = serviceMode ? ServiceMode.link(env, shuffleConf, who) : null;
     MapOutputPublisher publisher =
         new MapOutputPublisher(
             node, directory, resolver, shuffleConf.fallback(), counters, service);
@@ -349,30 +285,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 ? "the node's shuffle service (" + service.socket() + ")"
                 : "this JVM until a shuffle service answers on " + service.socket());
     return new Started(node, directory, publisher, rc, service);
-  }
-
-  /** The link to the node's shuffle service; null (logged) when the driver set no token. */
-  private ServiceLink serviceLink(SparkEnv env, String who) {
-    SparkConf conf = env.conf();
-    String token = conf.get(MemwireShuffleDataIO.TOKEN_KEY, null);
-    if (token == null) {
-      LOG.warn(
-          "Memwire service mode on {}: the driver set no application token ({} is missing; is "
-              + "the driver's spark.shuffle.manager Memwire's?); map outputs are served by this JVM",
-          who,
-          MemwireShuffleDataIO.TOKEN_KEY);
-      return null;
-    }
-    String app = conf.getAppId();
-    String attempt = conf.get("spark.app.attempt.id", null);
-    ServiceClient.Registration reg =
-        new ServiceClient.Registration(
-            attempt == null ? app : app + "_" + attempt,
-            env.executorId(),
-            Base64.getUrlDecoder().decode(token),
-            conf.get("spark.driver.host", ""),
-            conf.getInt("spark.driver.port", 0));
-    return new ServiceLink(shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout());
   }
 
   @Override
