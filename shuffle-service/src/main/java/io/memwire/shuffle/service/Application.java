@@ -111,12 +111,15 @@ final class Application {
     return new long[] {outputs, bytes};
   }
 
-  /** Ends the application: every directory closed, every file deleted. Idempotent. */
-  void end() {
+  /**
+   * Ends the application: every directory closed, every file deleted. Idempotent: returns true only
+   * for the call that ended it.
+   */
+  boolean end() {
     List<ShuffleDirectory> dirs;
     synchronized (this) {
       if (ended) {
-        return;
+        return false;
       }
       ended = true;
       dirs = new ArrayList<>(directories.values());
@@ -127,6 +130,7 @@ final class Application {
       d.close();
     }
     deleteTree(dir);
+    return true;
   }
 
   static void deleteTree(Path root) {

@@ -15,6 +15,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -226,6 +227,9 @@ public final class ShuffleService implements AutoCloseable {
       LOG.warn("shuffle service: refused a client: {}", refusal);
       ch.configureBlocking(false); // never block the acceptor on a client that does not read
       ch.write(new ServiceProtocol.Out(ServiceProtocol.ERROR).u8(code).str(refusal).frame());
+      // Take what the client sent already: closing with unread bytes would reset the connection
+      // before the client reads the refusal.
+      ch.read(ByteBuffer.allocate(ServiceProtocol.MAX_FRAME));
       ch.close();
       return;
     }
@@ -350,11 +354,13 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   private void end(Application a, String why) {
-    if (!apps.remove(a.key, a)) {
-      return;
-    }
     long[] held = a.held();
-    a.end();
+    if (!a.end()) {
+      return; // ended by another thread
+    }
+    // Only now: a registration meanwhile joined the ended application (and was refused), never a
+    // new one whose directory the cleanup above could have deleted.
+    apps.remove(a.key, a);
     applicationsEnded.increment();
     LOG.info(
         "application {} {}: {} map outputs ({} bytes) deregistered and deleted",

@@ -200,8 +200,20 @@ public final class ServiceClient implements AutoCloseable {
             TimeUnit.MILLISECONDS);
     ServiceProtocol.In r;
     try {
-      Frames.write(ch, request);
+      try {
+        Frames.write(ch, request);
+      } catch (IOException e) {
+        // A service that refuses a connection at once (user, capacity) says why and closes it,
+        // maybe before this write: its reason is still waiting to be read.
+        ServiceProtocol.In early = readQuietly(ch);
+        if (early != null && early.type() == ServiceProtocol.ERROR) {
+          throw new ServiceException(early.u8(), early.str());
+        }
+        throw e;
+      }
       r = Frames.read(ch);
+    } catch (ServiceException e) {
+      throw e;
     } catch (IOException e) {
       if (expired.get()) {
         throw new IOException(
@@ -225,6 +237,14 @@ public final class ServiceClient implements AutoCloseable {
       throw new IOException("unexpected frame type " + r.type() + " from the shuffle service");
     }
     return r;
+  }
+
+  private static ServiceProtocol.In readQuietly(SocketChannel ch) {
+    try {
+      return Frames.read(ch);
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   private void dropChannel() {
