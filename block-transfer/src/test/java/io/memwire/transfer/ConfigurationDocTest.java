@@ -53,6 +53,7 @@ class ConfigurationDocTest {
     assertTrue(t.contains("| `maxSegmentSize` | 1g | 4k to 2g-1 | "), t);
     assertTrue(t.contains("| `idleTimeout` | 10min | 1s to 24h | "), t);
     assertTrue(t.contains("| `peerBackoff` | 5s | 0 to 10min; 0 = off | "), t);
+    assertTrue(t.contains("| `connectionIdleTimeout` | 5min | 0 to 24h; 0 = never | "), t);
     assertTrue(t.contains("| `registrationBudget` | 16g | 1m to 1p | "), t);
   }
 }

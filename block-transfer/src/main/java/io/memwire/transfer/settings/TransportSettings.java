@@ -85,6 +85,20 @@ public final class TransportSettings {
           .duration(0, 600_000, "0 = off")
           .withDefault("5s");
 
+  public static final Setting<Duration> CONNECTION_IDLE_TIMEOUT =
+      Setting.key("connectionIdleTimeout")
+          .since(V010)
+          .doc(
+              "An outgoing connection (tcp socket or verbs queue pair) that had no read queued or "
+                  + "in flight and was not handed out by connection(peer) for this long is closed and "
+                  + "counted as connectionsReaped; the next connection(peer) opens a new one, and a "
+                  + "read on the closed one fails at once with ConnectionReapedException (retry it "
+                  + "on connection(peer)). Keeps a reader of many peers connected only to the ones it "
+                  + "reads. Keep it above readTimeout (a caller may wait that long between taking a "
+                  + "connection and reading on it) and below the serving peers' idleTimeout.")
+          .duration(0, 86_400_000, "0 = never")
+          .withDefault("5min");
+
   public static final Setting<Integer> MAX_OUTSTANDING_REQUESTS =
       Setting.key("maxOutstandingRequests")
           .since(V010)
@@ -191,6 +205,7 @@ public final class TransportSettings {
           CONNECT_TIMEOUT,
           READ_TIMEOUT,
           PEER_BACKOFF,
+          CONNECTION_IDLE_TIMEOUT,
           MAX_OUTSTANDING_REQUESTS,
           MAX_OUTSTANDING_BYTES,
           MAX_TRANSFER_SIZE,
