@@ -33,6 +33,10 @@ class ConfigurationDocTest {
     assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | off | 0 to 2g-1 |"), table);
     assertTrue(table.contains("| `memwire.verbs.cqSpinMicros` | 50 | 0 to 1000000 |"), table);
     assertTrue(
+        table.contains("| `memwire.verbs.cqEntries` | max_cqe, at most 65536 | 1 to 4194304 |"),
+        table);
+    assertTrue(table.contains("| `memwire.verbs.maxCompletionQueues` | 64 | 1 to 1024 |"), table);
+    assertTrue(
         table.contains("| `memwire.memory.allocationStacks` | false | true, false |"), table);
   }
 
