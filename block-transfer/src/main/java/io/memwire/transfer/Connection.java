@@ -11,6 +11,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Reads from one peer. Requests are split at segment boundaries and at the maximum transfer size,
@@ -27,6 +29,15 @@ import java.util.concurrent.CompletionException;
  *
  * <p>Connections are owned and cached by the {@link TransferNode}; a failed connection stays failed
  * and {@link TransferNode#connection} opens a fresh one.
+ *
+ * <p>Idle reaping ({@link TransferConfig#connectionIdleTimeout()}) adds one more way to end: the
+ * node's reaper {@linkplain #retireIfIdle retires} a connection only under {@link #lock}, only when
+ * no request is open on it and nothing touched it for the timeout. Being handed out by {@link
+ * TransferNode#connection} ({@link #claim}) and the end of every request touch it; a claim and a
+ * retirement exclude each other under the lock, so a connection the node just handed out is never
+ * retired within the timeout, and once retired no read is queued on it: a read that arrives later
+ * fails at once, unsent, with {@link ConnectionReapedException}. The provider connection is closed
+ * after the retirement, with nothing outstanding, so no read ever fails because of the reaper.
  */
 public final class Connection {
   private final TransferNode node;
@@ -35,6 +46,19 @@ public final class Connection {
   private final long maxBytes;
   private final int maxTransfer;
   private final long readTimeoutNanos;
+  private final java.time.Duration idleTimeout;
+
+  /** Requests accepted by {@link #read} and not yet completed or failed. */
+  private final AtomicInteger openRequests = new AtomicInteger();
+
+  /**
+   * When the connection was last handed out or a request on it ended ({@link System#nanoTime});
+   * only moves forward.
+   */
+  private final AtomicLong lastUsedNanos = new AtomicLong(System.nanoTime());
+
+  /** Set once, under {@link #lock}, when the idle reaper retired this connection. */
+  private volatile boolean reaped;
 
   private final Object lock = new Object();
   private final ArrayDeque<Piece> queued = new ArrayDeque<>();
@@ -49,15 +73,70 @@ public final class Connection {
     this.maxBytes = config.maxOutstandingBytes();
     this.maxTransfer = config.maxTransferSize();
     this.readTimeoutNanos = config.readTimeout().toNanos();
+    this.idleTimeout = config.connectionIdleTimeout();
   }
 
   public InetSocketAddress peer() {
     return transport.peer();
   }
 
-  /** False once the connection failed or was closed. */
+  /** False once the connection failed, was closed or was retired as idle. */
   public boolean isOpen() {
-    return transport.isOpen();
+    return !reaped && transport.isOpen();
+  }
+
+  /**
+   * The node hands this connection out: true, and it counts as used now, unless it already failed
+   * or was retired (then the node opens a fresh one). Excludes {@link #retireIfIdle} under the
+   * lock.
+   */
+  boolean claim(long nowNanos) {
+    if (idleTimeout.isZero()) {
+      return transport.failure() == null; // no reaper: nothing to exclude, no lock
+    }
+    synchronized (lock) {
+      if (reaped || transport.failure() != null) {
+        return false;
+      }
+      touch(nowNanos);
+      return true;
+    }
+  }
+
+  /**
+   * The node's reaper: retires this connection when it is open, has no request open and was not
+   * used for {@code idleNanos}; true when this call retired it (the caller then closes it). After
+   * that nothing is ever queued here.
+   */
+  boolean retireIfIdle(long nowNanos, long idleNanos) {
+    synchronized (lock) {
+      // Requests first: a request ends by touching, then leaving the count.
+      if (reaped
+          || openRequests.get() != 0
+          || nowNanos - lastUsedNanos.get() < idleNanos
+          || !queued.isEmpty()
+          || !inFlight.isEmpty()
+          || transport.failure() != null) {
+        return false;
+      }
+      reaped = true;
+      return true;
+    }
+  }
+
+  /** True once the provider connection failed or closed and every read on it has ended. */
+  boolean isDone() {
+    return transport.failure() != null && openRequests.get() == 0;
+  }
+
+  private void touch(long nowNanos) {
+    lastUsedNanos.accumulateAndGet(nowNanos, (prev, now) -> now - prev > 0 ? now : prev);
+  }
+
+  /** A request ended: the connection was used now, then one fewer request is open. */
+  private void requestEnded() {
+    touch(System.nanoTime());
+    openRequests.decrementAndGet();
   }
 
   /** Reads one range. */
@@ -71,7 +150,7 @@ public final class Connection {
   public ReadBatch read(List<ReadRequest> requests) {
     List<Piece> pieces = new ArrayList<>();
     List<CompletableFuture<TransferBuffer>> futures = requests(requests, pieces);
-    node.counters().requestsStarted(requests.size());
+    started(requests.size());
     enqueue(pieces);
     return new ReadBatch(futures);
   }
@@ -98,7 +177,7 @@ public final class Connection {
     List<CompletableFuture<TransferBuffer>> futures = requests(body, bodyPieces);
     List<Piece> afterPieces = new ArrayList<>();
     Request afterRequest = request(after, afterPieces);
-    node.counters().requestsStarted(body.size() + 1);
+    started(body.size() + 1);
     CompletableFuture<Void> bodyDone =
         CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
     if (transport.servesInPostOrder()) {
@@ -143,6 +222,12 @@ public final class Connection {
     return new ReadBatch(all);
   }
 
+  /** Counts {@code n} accepted requests, once all of a call's requests passed their checks. */
+  private void started(int n) {
+    openRequests.addAndGet(n);
+    node.counters().requestsStarted(n);
+  }
+
   private static Throwable transferCause(Throwable e) {
     return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
@@ -174,12 +259,18 @@ public final class Connection {
   /** Queues pieces and pumps, or fails them when the connection is no longer open. */
   private void enqueue(List<Piece> pieces) {
     TransferException f = null;
+    boolean wasReaped;
     synchronized (lock) {
-      if (!transport.isOpen()) {
-        f = failureOrClosed();
-      } else {
+      wasReaped = reaped;
+      if (!wasReaped && transport.isOpen()) {
         queued.addAll(pieces);
+      } else if (!wasReaped) {
+        f = failureOrClosed();
       }
+    }
+    if (wasReaped) {
+      f = new ConnectionReapedException(peer(), idleTimeout);
+      node.readOnReapedConnection(this);
     }
     if (f != null) {
       failAll(pieces, f);
@@ -361,7 +452,7 @@ public final class Connection {
   }
 
   /** One caller request and its future; completes when all its parts have ended. */
-  private static final class Request {
+  private final class Request {
     final ReadRequest request;
     final CompletableFuture<TransferBuffer> future = new CompletableFuture<>();
     int parts;
@@ -408,6 +499,7 @@ public final class Connection {
       if (!last) {
         return;
       }
+      requestEnded();
       if (error != null) {
         if (slot != null) {
           slot.unit.release();

@@ -14,6 +14,9 @@ final class Counters {
   /** Connection attempts refused at once because the peer is backed off. */
   final LongAdder peerBackoffRejects = new LongAdder();
 
+  /** Outgoing connections closed by the idle reaper. */
+  final LongAdder connectionsReaped = new LongAdder();
+
   /** Connections that could not be opened. */
   final LongAdder connectFailures = new LongAdder();
 

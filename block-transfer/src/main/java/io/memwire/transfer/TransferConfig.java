@@ -63,6 +63,8 @@ public final class TransferConfig {
   public static final String CONNECT_TIMEOUT = TransportSettings.CONNECT_TIMEOUT.name();
   public static final String READ_TIMEOUT = TransportSettings.READ_TIMEOUT.name();
   public static final String PEER_BACKOFF = TransportSettings.PEER_BACKOFF.name();
+  public static final String CONNECTION_IDLE_TIMEOUT =
+      TransportSettings.CONNECTION_IDLE_TIMEOUT.name();
   public static final String MAX_OUTSTANDING_REQUESTS =
       TransportSettings.MAX_OUTSTANDING_REQUESTS.name();
   public static final String MAX_OUTSTANDING_BYTES = TransportSettings.MAX_OUTSTANDING_BYTES.name();
@@ -96,6 +98,7 @@ public final class TransferConfig {
     bind(b, TransportSettings.CONNECT_TIMEOUT, Builder::connectTimeout);
     bind(b, TransportSettings.READ_TIMEOUT, Builder::readTimeout);
     bind(b, TransportSettings.PEER_BACKOFF, Builder::peerBackoff);
+    bind(b, TransportSettings.CONNECTION_IDLE_TIMEOUT, Builder::connectionIdleTimeout);
     bind(b, TransportSettings.MAX_OUTSTANDING_REQUESTS, Builder::maxOutstandingRequests);
     bind(b, TransportSettings.MAX_OUTSTANDING_BYTES, Builder::maxOutstandingBytes);
     bind(b, TransportSettings.MAX_TRANSFER_SIZE, (x, v) -> x.maxTransferSize(Math.toIntExact(v)));
@@ -126,6 +129,7 @@ public final class TransferConfig {
   private final Duration connectTimeout;
   private final Duration readTimeout;
   private final Duration peerBackoff;
+  private final Duration connectionIdleTimeout;
   private final int maxOutstandingRequests;
   private final long maxOutstandingBytes;
   private final int maxTransferSize;
@@ -146,6 +150,7 @@ public final class TransferConfig {
     this.connectTimeout = b.connectTimeout;
     this.readTimeout = b.readTimeout;
     this.peerBackoff = b.peerBackoff;
+    this.connectionIdleTimeout = b.connectionIdleTimeout;
     this.maxOutstandingRequests = b.maxOutstandingRequests;
     this.maxOutstandingBytes = b.maxOutstandingBytes;
     this.maxTransferSize = b.maxTransferSize;
@@ -194,6 +199,7 @@ public final class TransferConfig {
     b.connectTimeout = connectTimeout;
     b.readTimeout = readTimeout;
     b.peerBackoff = peerBackoff;
+    b.connectionIdleTimeout = connectionIdleTimeout;
     b.maxOutstandingRequests = maxOutstandingRequests;
     b.maxOutstandingBytes = maxOutstandingBytes;
     b.maxTransferSize = maxTransferSize;
@@ -236,6 +242,14 @@ public final class TransferConfig {
   /** How long a peer that could not be connected to is refused at once; zero: never. */
   public Duration peerBackoff() {
     return peerBackoff;
+  }
+
+  /**
+   * How long an outgoing connection may go without reads and without being handed out before the
+   * node closes it; zero: never.
+   */
+  public Duration connectionIdleTimeout() {
+    return connectionIdleTimeout;
   }
 
   public int maxOutstandingRequests() {
@@ -315,6 +329,8 @@ public final class TransferConfig {
         + readTimeout.toMillis()
         + "ms, peerBackoff="
         + peerBackoff.toMillis()
+        + "ms, connectionIdleTimeout="
+        + connectionIdleTimeout.toMillis()
         + "ms, maxOutstanding="
         + maxOutstandingRequests
         + "/"
@@ -350,6 +366,8 @@ public final class TransferConfig {
     private Duration connectTimeout = TransportSettings.CONNECT_TIMEOUT.defaultValue();
     private Duration readTimeout = TransportSettings.READ_TIMEOUT.defaultValue();
     private Duration peerBackoff = TransportSettings.PEER_BACKOFF.defaultValue();
+    private Duration connectionIdleTimeout =
+        TransportSettings.CONNECTION_IDLE_TIMEOUT.defaultValue();
     private int maxOutstandingRequests = TransportSettings.MAX_OUTSTANDING_REQUESTS.defaultValue();
     private long maxOutstandingBytes = TransportSettings.MAX_OUTSTANDING_BYTES.defaultValue();
     private int maxTransferSize =
@@ -416,6 +434,12 @@ public final class TransferConfig {
 
     public Builder peerBackoff(Duration d) {
       this.peerBackoff = TransportSettings.PEER_BACKOFF.check(prefix, d);
+      return this;
+    }
+
+    /** Idle outgoing connections are closed after {@code d}; zero keeps them. */
+    public Builder connectionIdleTimeout(Duration d) {
+      this.connectionIdleTimeout = TransportSettings.CONNECTION_IDLE_TIMEOUT.check(prefix, d);
       return this;
     }
 

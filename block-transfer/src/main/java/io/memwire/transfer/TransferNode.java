@@ -20,7 +20,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,6 +39,11 @@ import org.slf4j.LoggerFactory;
  *   b.release();
  * }
  * }</pre>
+ *
+ * <p>Outgoing connections are cached per peer. With {@link TransferConfig#connectionIdleTimeout()}
+ * set, the node's timer thread also closes connections that had no read and were not handed out for
+ * that long (counted as {@code connectionsReaped}); see {@link Connection} for why that never fails
+ * a read, and {@link ConnectionReapedException} for a caller that kept a reaped connection.
  */
 public final class TransferNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
@@ -56,6 +63,17 @@ public final class TransferNode implements AutoCloseable {
   private final Map<InetSocketAddress, Object> connectLocks = new ConcurrentHashMap<>();
   private final Map<InetSocketAddress, PeerDown> downPeers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
+  private final long idleTimeoutNanos;
+
+  /**
+   * Sweeps of the idle reaper finished so far, and when the last finished one began ({@link
+   * System#nanoTime}).
+   */
+  private final AtomicLong reaperSweeps = new AtomicLong();
+
+  private volatile long lastSweepStartNanos;
+  private final AtomicBoolean reapLogged = new AtomicBoolean();
+  private final AtomicBoolean reapedReadLogged = new AtomicBoolean();
   private volatile boolean closed;
 
   private TransferNode(TransferConfig config, TransportProvider provider, String reason) {
@@ -98,6 +116,13 @@ public final class TransferNode implements AutoCloseable {
             });
     long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
     timer.scheduleWithFixedDelay(this::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
+    this.idleTimeoutNanos = config.connectionIdleTimeout().toNanos();
+    if (idleTimeoutNanos > 0) {
+      // The same thread: both sweeps are short and never wait on a peer (an idle close has
+      // nothing to quiesce).
+      long sweep = Math.max(10, Math.min(1000, config.connectionIdleTimeout().toMillis() / 4));
+      timer.scheduleWithFixedDelay(this::reapIdle, sweep, sweep, TimeUnit.MILLISECONDS);
+    }
   }
 
   /**
@@ -346,9 +371,13 @@ public final class TransferNode implements AutoCloseable {
   }
 
   /**
-   * The connection to {@code peer}, opened on first use and reused; a failed or closed one is
-   * replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,
-   * attempts within {@link TransferConfig#peerBackoff()} fail at once, naming that failure.
+   * The connection to {@code peer}, opened on first use and reused; a failed, closed or reaped one
+   * is replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,
+   * attempts within {@link TransferConfig#peerBackoff()} fail at once, naming that failure. Handing
+   * a connection out counts as using it: the idle reaper leaves it open for at least {@link
+   * TransferConfig#connectionIdleTimeout()} after this returns, and while any read is on it. Take
+   * it here for each batch rather than keeping it across idle periods (see {@link
+   * ConnectionReapedException}).
    *
    * @throws TransferConnectionException when the peer cannot be reached, refuses, or is backed off
    *     after such a failure
@@ -357,13 +386,14 @@ public final class TransferNode implements AutoCloseable {
   public Connection connection(InetSocketAddress peer) throws TransferException {
     ensureOpen();
     Connection c = connections.get(peer);
-    if (c != null && c.isOpen()) {
+    // A claim marks it used now: the reaper leaves it alone for connectionIdleTimeout.
+    if (c != null && c.claim(System.nanoTime())) {
       return c;
     }
     checkBackoff(peer);
     synchronized (connectLocks.computeIfAbsent(peer, p -> new Object())) {
       c = connections.get(peer);
-      if (c != null && c.isOpen()) {
+      if (c != null && c.claim(System.nanoTime())) {
         return c;
       }
       if (c != null) {
@@ -430,6 +460,71 @@ public final class TransferNode implements AutoCloseable {
     }
   }
 
+  /**
+   * The idle reaper, on the timer thread: closes every cached connection that {@linkplain
+   * Connection#retireIfIdle retires} as idle and drops failed ones whose reads have all ended from
+   * the cache.
+   */
+  private void reapIdle() {
+    long now = System.nanoTime();
+    int reaped = 0;
+    for (Map.Entry<InetSocketAddress, Connection> e : connections.entrySet()) {
+      Connection c = e.getValue();
+      try {
+        if (c.retireIfIdle(now, idleTimeoutNanos)) {
+          connections.remove(e.getKey(), c);
+          c.close(); // nothing is outstanding: no read sees this close
+          counters.connectionsReaped.increment();
+          reaped++;
+          if (reapLogged.compareAndSet(false, true)) {
+            LOG.info(
+                "closed the idle connection from {} to {}: no reads for {} ms ({}); later idle "
+                    + "closes are logged at DEBUG and counted as connectionsReaped",
+                localAddress(),
+                e.getKey(),
+                config.connectionIdleTimeout().toMillis(),
+                TransferConfig.CONNECTION_IDLE_TIMEOUT);
+          } else {
+            LOG.debug("closed the idle connection to {}", e.getKey());
+          }
+        } else if (c.isDone()) {
+          connections.remove(e.getKey(), c); // failed earlier; keeps the cache to live peers
+        }
+      } catch (RuntimeException ex) {
+        LOG.warn("idle check failed for {}", e.getKey(), ex);
+      }
+    }
+    if (reaped > 0) {
+      LOG.debug("{} idle connections closed; {} cached", reaped, connections.size());
+    }
+    lastSweepStartNanos = now;
+    reaperSweeps.incrementAndGet();
+  }
+
+  /** Called by a connection when a read arrived after the reaper retired it. */
+  void readOnReapedConnection(Connection c) {
+    if (reapedReadLogged.compareAndSet(false, true)) {
+      LOG.info(
+          "a read on the connection to {} arrived after it was closed as idle; it failed unsent "
+              + "with ConnectionReapedException. Callers should take connections from "
+              + "connection(peer) per batch instead of keeping them (logged once)",
+          c.peer());
+    }
+  }
+
+  /** Sweeps the idle reaper has finished (a test hook). */
+  long reaperSweeps() {
+    return reaperSweeps.get();
+  }
+
+  /**
+   * When the last finished reaper sweep began, {@link System#nanoTime}: every connection idle by
+   * then has been closed (a test hook).
+   */
+  long lastReaperSweepStartNanos() {
+    return lastSweepStartNanos;
+  }
+
   private void checkTimeouts() {
     long now = System.nanoTime();
     for (Connection c : connections.values()) {
@@ -451,6 +546,7 @@ public final class TransferNode implements AutoCloseable {
     m.put("timeouts", counters.timeouts.sum());
     m.put("connectFailures", counters.connectFailures.sum());
     m.put("peerBackoffRejects", counters.peerBackoffRejects.sum());
+    m.put("connectionsReaped", counters.connectionsReaped.sum());
     m.put("outstandingRequests", counters.outstandingRequests.get());
     m.put("registeredRegions", counters.registeredRegions.get());
     m.put("registeredBytes", counters.registeredBytes.get());

@@ -88,8 +88,14 @@ public final class TransferStats {
     return values.getOrDefault("memory." + child + ".peakBytes", 0L);
   }
 
+  /** Outgoing connections cached and open now. */
   public long openConnections() {
     return values.get("openConnections");
+  }
+
+  /** Outgoing connections closed because they stayed idle past connectionIdleTimeout. */
+  public long connectionsReaped() {
+    return values.get("connectionsReaped");
   }
 
   /**

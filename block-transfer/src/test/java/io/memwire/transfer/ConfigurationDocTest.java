@@ -33,6 +33,10 @@ class ConfigurationDocTest {
     assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | off | 0 to 2g-1 |"), table);
     assertTrue(table.contains("| `memwire.verbs.cqSpinMicros` | 50 | 0 to 1000000 |"), table);
     assertTrue(
+        table.contains("| `memwire.verbs.cqEntries` | max_cqe, at most 65536 | 1 to 4194304 |"),
+        table);
+    assertTrue(table.contains("| `memwire.verbs.maxCompletionQueues` | 64 | 1 to 1024 |"), table);
+    assertTrue(
         table.contains("| `memwire.memory.allocationStacks` | false | true, false |"), table);
   }
 
@@ -53,6 +57,7 @@ class ConfigurationDocTest {
     assertTrue(t.contains("| `maxSegmentSize` | 1g | 4k to 2g-1 | "), t);
     assertTrue(t.contains("| `idleTimeout` | 10min | 1s to 24h | "), t);
     assertTrue(t.contains("| `peerBackoff` | 5s | 0 to 10min; 0 = off | "), t);
+    assertTrue(t.contains("| `connectionIdleTimeout` | 5min | 0 to 24h; 0 = never | "), t);
     assertTrue(t.contains("| `registrationBudget` | 16g | 1m to 1p | "), t);
   }
 }

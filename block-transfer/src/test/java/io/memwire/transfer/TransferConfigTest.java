@@ -32,6 +32,7 @@ class TransferConfigTest {
                 Map.entry(P + "port", "7077"),
                 Map.entry(P + "connectTimeout", "3s"),
                 Map.entry(P + "readTimeout", "2min"),
+                Map.entry(P + "connectionIdleTimeout", "90s"),
                 Map.entry(P + "maxOutstandingRequests", "32"),
                 Map.entry(P + "maxOutstandingBytes", "16m"),
                 Map.entry(P + "maxTransferSize", "256k"),
@@ -46,6 +47,8 @@ class TransferConfigTest {
     assertEquals(7077, c.port());
     assertEquals(Duration.ofSeconds(3), c.connectTimeout());
     assertEquals(Duration.ofMinutes(2), c.readTimeout());
+    assertEquals(Duration.ofSeconds(90), c.connectionIdleTimeout());
+    assertEquals(c.connectionIdleTimeout(), c.toBuilder().build().connectionIdleTimeout());
     assertEquals(32, c.maxOutstandingRequests());
     assertEquals(16 << 20, c.maxOutstandingBytes());
     assertEquals(256 << 10, c.maxTransferSize());
@@ -134,7 +137,7 @@ class TransferConfigTest {
             msg.contains(P + k.name() + "=" + value + " is out of range: " + k.range()), msg);
       }
     }
-    assertEquals(14, numeric, "numeric transport keys probed");
+    assertEquals(15, numeric, "numeric transport keys probed");
   }
 
   /** {@code name=value} with the other keys set so that cross-key checks cannot interfere. */
@@ -183,6 +186,7 @@ class TransferConfigTest {
     assertEquals(Duration.ofSeconds(10), c.connectTimeout());
     assertEquals(Duration.ofSeconds(60), c.readTimeout());
     assertEquals(Duration.ofSeconds(5), c.peerBackoff());
+    assertEquals(Duration.ofMinutes(5), c.connectionIdleTimeout());
     assertEquals(64, c.maxOutstandingRequests());
     assertEquals(64L << 20, c.maxOutstandingBytes());
     assertEquals(1 << 20, c.maxTransferSize());

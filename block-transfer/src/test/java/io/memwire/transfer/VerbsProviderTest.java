@@ -13,13 +13,18 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -325,5 +330,182 @@ class VerbsProviderTest {
     assertEquals(1L, s.get("verbsAcceptedTotal"), "only the authenticated peer got a QP: " + s);
     assertEquals(1L, s.get("verbsAuthRefusedRequests"), s.toString());
     region.close();
+  }
+
+  /** Runs {@code body} with the JVM system property {@code name} set, then restores it. */
+  private static <T> T withProperty(String name, String value, Callable<T> body) throws Exception {
+    String old = System.getProperty(name);
+    System.setProperty(name, value);
+    try {
+      return body.call();
+    } finally {
+      if (old == null) {
+        System.clearProperty(name);
+      } else {
+        System.setProperty(name, old);
+      }
+    }
+  }
+
+  private static final String CQ_ENTRIES = "memwire.verbs.cqEntries";
+  private static final String MAX_CQS = "memwire.verbs.maxCompletionQueues";
+
+  /**
+   * Starts {@code n} serving nodes with small completion queues (into {@code started}), each with
+   * one region of its own (its bytes into {@code contents}); returns the regions.
+   */
+  private List<RemoteRegion> servers(int n, List<byte[]> contents, List<TransferNode> started)
+      throws Exception {
+    return withProperty(
+        CQ_ENTRIES,
+        "16",
+        () -> {
+          List<RemoteRegion> regions = new ArrayList<>();
+          Random random = new Random(n);
+          for (int i = 0; i < n; i++) {
+            TransferNode server =
+                TransferNode.start(
+                    VerbsTransferContractTest.verbsConfig()
+                        .registrationBudget(1 << 20)
+                        .poolMaxBytes(1 << 20)
+                        .connectionIdleTimeout(Duration.ZERO)
+                        .build());
+            nodes.add(server);
+            started.add(server);
+            byte[] data = TransferContractTest.random(random, 4096 + 16 * i);
+            contents.add(data);
+            regions.add(server.register(TransferContractTest.direct(data)).remote());
+          }
+          return regions;
+        });
+  }
+
+  private static void readAndCheck(TransferNode reader, RemoteRegion region, byte[] expected)
+      throws Exception {
+    TransferBuffer b =
+        reader
+            .connection(region.node())
+            .read(ReadRequest.of(region, 0, expected.length))
+            .get(120, TimeUnit.SECONDS);
+    try {
+      assertArrayEquals(expected, bytes(b), "bytes from " + region.node());
+    } finally {
+      b.release();
+    }
+  }
+
+  private static void await(BooleanSupplier c, Supplier<String> what) {
+    InMemoryTransport.awaitCondition(c, Duration.ofSeconds(120), what);
+  }
+
+  /**
+   * Issue #16: one node reads from many verbs peers (300 unless {@code memwire.test.verbs.peers}
+   * says otherwise) with completion queues of 99 queue pairs (1600 entries at depth 16), so the
+   * queue pairs spread over several queues instead of being refused past the first; idle, every
+   * queue pair closes, on both ends, and the extra queues with them; the next read reconnects.
+   */
+  @Test
+  void oneNodeReadsFromHundredsOfPeersOverSeveralCompletionQueuesAndIdlesToNone() throws Exception {
+    int peers = Integer.getInteger("memwire.test.verbs.peers", 300);
+    List<byte[]> contents = new ArrayList<>();
+    List<TransferNode> servers = new ArrayList<>();
+    List<RemoteRegion> regions = servers(peers, contents, servers);
+    Duration idle = Duration.ofSeconds(5);
+    TransferNode reader =
+        withProperty(
+            CQ_ENTRIES,
+            "1600",
+            () ->
+                TransferNode.start(
+                    VerbsTransferContractTest.verbsConfig()
+                        .maxOutstandingRequests(16)
+                        .connectionIdleTimeout(idle)
+                        .build()));
+    nodes.add(reader);
+    long perQueue = counter(reader, "verbsQueuePairsPerCompletionQueue");
+    List<CompletableFuture<TransferBuffer>> reads = new ArrayList<>();
+    for (int i = 0; i < peers; i++) {
+      RemoteRegion r = regions.get(i);
+      reads.add(reader.connection(r.node()).read(ReadRequest.of(r, 0, contents.get(i).length)));
+      for (int j = 0; j < i; j++) {
+        reader.connection(regions.get(j).node()); // in use: none idles while the rest connect
+      }
+    }
+    TransferStats s = reader.stats();
+    assertEquals(peers, s.openConnections(), s.toString());
+    assertEquals((long) peers, s.asMap().get("verbsQueuePairs"), s.toString());
+    assertEquals((peers + perQueue - 1) / perQueue, counter(reader, "verbsCompletionQueues"));
+    assertEquals(0, counter(reader, "verbsConnectionsRefused"));
+    for (int i = 0; i < peers; i++) {
+      TransferBuffer b = reads.get(i).get(120, TimeUnit.SECONDS);
+      try {
+        assertArrayEquals(contents.get(i), bytes(b), "read from peer " + i);
+      } finally {
+        b.release();
+      }
+    }
+    s = reader.stats();
+    assertEquals(peers, s.readsCompleted(), s.toString());
+    assertEquals(0, s.connectionErrors() + s.timeouts() + s.remoteAccessErrors(), s.toString());
+
+    await(
+        () -> {
+          TransferStats now = reader.stats();
+          return now.openConnections() == 0
+              && now.connectionsReaped() >= peers
+              && now.asMap().get("verbsQueuePairs") == 0
+              && now.asMap().get("verbsCompletionQueues") == 1;
+        },
+        () -> "queue pairs left after the idle timeout: " + reader.stats());
+    assertEquals(peers, reader.stats().connectionsReaped(), reader.stats().toString());
+    for (TransferNode server : servers) {
+      await(
+          () -> server.stats().asMap().get("verbsAcceptedPeers") == 0,
+          () -> "a peer still holds the reaped queue pair: " + server.stats());
+    }
+    for (int i = 0; i < peers; i += Math.max(1, peers / 10)) {
+      readAndCheck(reader, regions.get(i), contents.get(i));
+    }
+  }
+
+  @Test
+  void pastTheLastCompletionQueueAConnectionIsRefusedClearlyAndCounted() throws Exception {
+    List<byte[]> contents = new ArrayList<>();
+    List<RemoteRegion> regions = servers(3, contents, new ArrayList<>());
+    // One queue pair per completion queue, two queues: two connections at most.
+    TransferNode reader =
+        withProperty(
+            CQ_ENTRIES,
+            "1",
+            () ->
+                withProperty(
+                    MAX_CQS,
+                    "2",
+                    () ->
+                        TransferNode.start(
+                            VerbsTransferContractTest.verbsConfig()
+                                .peerBackoff(Duration.ZERO)
+                                .build())));
+    nodes.add(reader);
+    assertEquals(2, counter(reader, "verbsConnectionLimit"));
+    readAndCheck(reader, regions.get(0), contents.get(0));
+    readAndCheck(reader, regions.get(1), contents.get(1));
+    assertEquals(2, counter(reader, "verbsCompletionQueues"));
+    TransferConnectionException e =
+        assertThrows(
+            TransferConnectionException.class, () -> reader.connection(regions.get(2).node()));
+    assertTrue(e.getMessage().contains("verbs connection limit reached"), e.getMessage());
+    assertTrue(e.getMessage().contains(MAX_CQS + "=2"), e.getMessage());
+    assertEquals(1, counter(reader, "verbsConnectionsRefused"));
+    assertEquals(2, reader.stats().openConnections());
+
+    // A place frees up: the refused peer connects, on a new queue (the emptied one was closed).
+    reader.disconnect(regions.get(1).node());
+    await(
+        () -> counter(reader, "verbsCompletionQueues") == 1,
+        () -> "the emptied completion queue stayed: " + reader.stats());
+    readAndCheck(reader, regions.get(2), contents.get(2));
+    assertEquals(2, counter(reader, "verbsCompletionQueues"));
+    assertEquals(3, counter(reader, "verbsCompletionQueuesOpened"));
   }
 }

@@ -85,6 +85,20 @@ public final class TransportSettings {
           .duration(0, 600_000, "0 = off")
           .withDefault("5s");
 
+  public static final Setting<Duration> CONNECTION_IDLE_TIMEOUT =
+      Setting.key("connectionIdleTimeout")
+          .since(V010)
+          .doc(
+              "An outgoing connection (tcp socket or verbs queue pair) that had no read queued or "
+                  + "in flight and was not handed out by connection(peer) for this long is closed and "
+                  + "counted as connectionsReaped; the next connection(peer) opens a new one, and a "
+                  + "read on the closed one fails at once with ConnectionReapedException (retry it "
+                  + "on connection(peer)). Keeps a reader of many peers connected only to the ones it "
+                  + "reads. Keep it above readTimeout (a caller may wait that long between taking a "
+                  + "connection and reading on it) and below the serving peers' idleTimeout.")
+          .duration(0, 86_400_000, "0 = never")
+          .withDefault("5min");
+
   public static final Setting<Integer> MAX_OUTSTANDING_REQUESTS =
       Setting.key("maxOutstandingRequests")
           .since(V010)
@@ -191,6 +205,7 @@ public final class TransportSettings {
           CONNECT_TIMEOUT,
           READ_TIMEOUT,
           PEER_BACKOFF,
+          CONNECTION_IDLE_TIMEOUT,
           MAX_OUTSTANDING_REQUESTS,
           MAX_OUTSTANDING_BYTES,
           MAX_TRANSFER_SIZE,
@@ -226,6 +241,31 @@ public final class TransportSettings {
           .longCount(0, 1_000_000)
           .withDefault("50");
 
+  /** JVM system property of the verbs provider; unset: sized from the device. */
+  public static final Setting<Integer> VERBS_CQ_ENTRIES =
+      Setting.key("memwire.verbs.cqEntries")
+          .since(V010)
+          .doc(
+              "verbs: entries of each completion queue, capped by the device's max_cqe. A "
+                  + "connection's queue pair takes as many as it may have reads in flight "
+                  + "(maxOutstandingRequests, capped by max_qp_rd_atom); when a queue is full of "
+                  + "queue pairs the next connection gets a new queue with its own completion thread.")
+          .count(1, 1 << 22)
+          .optional("max_cqe, at most 65536");
+
+  /** JVM system property of the verbs provider: the hard limit on completion queues. */
+  public static final Setting<Integer> VERBS_MAX_COMPLETION_QUEUES =
+      Setting.key("memwire.verbs.maxCompletionQueues")
+          .since(V010)
+          .doc(
+              "verbs: most completion queues (each with its completion thread) a node creates, "
+                  + "also capped by the device's max_cq. Together with the queue pairs each holds it "
+                  + "bounds the node's outgoing connections; a connection beyond that fails at once "
+                  + "with a TransferConnectionException naming this limit, logged and counted as "
+                  + "verbsConnectionsRefused.")
+          .count(1, 1024)
+          .withDefault("64");
+
   /** JVM system property of the registered-memory allocators; read when a node starts. */
   public static final Setting<Boolean> MEMORY_ALLOCATION_STACKS =
       Setting.key("memwire.memory.allocationStacks")
@@ -240,7 +280,12 @@ public final class TransportSettings {
 
   /** The JVM system properties, in documentation order. */
   public static final List<Setting<?>> SYSTEM_PROPERTIES =
-      List.of(TCP_SENDFILE_MIN_BYTES, VERBS_CQ_SPIN_MICROS, MEMORY_ALLOCATION_STACKS);
+      List.of(
+          TCP_SENDFILE_MIN_BYTES,
+          VERBS_CQ_SPIN_MICROS,
+          VERBS_CQ_ENTRIES,
+          VERBS_MAX_COMPLETION_QUEUES,
+          MEMORY_ALLOCATION_STACKS);
 
   /** The key table of docs/CONFIGURATION.md (names without prefix). */
   public static String keyTable() {

@@ -12,15 +12,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The provider's one completion queue and the one thread that drains it for every queue pair of the
- * node. While completions keep arriving it polls (up to 32 per call) without re-arming; when the
- * queue is empty it polls a little longer ({@code spinNanos}), then arms notification, polls once
- * more (a completion may have landed before the arm) and only then sleeps on the channel, with a
- * short timeout so it notices close. So a busy queue costs no system call per completion; an idle
- * one costs no CPU. Events are acknowledged in batches. Handlers run on this thread and must not
- * block.
+ * One of the provider's completion queues ({@link CompletionQueues}) and the one thread that drains
+ * it for every queue pair placed on it. While completions keep arriving it polls (up to 32 per
+ * call) without re-arming; when the queue is empty it polls a little longer ({@code spinNanos}),
+ * then arms notification, polls once more (a completion may have landed before the arm) and only
+ * then sleeps on the channel, with a short timeout so it notices close. So a busy queue costs no
+ * system call per completion; an idle one costs no CPU. Events are acknowledged in batches.
+ * Handlers run on this thread and must not block.
  */
-final class CompletionThread implements Runnable {
+final class CompletionThread implements Runnable, CompletionQueues.Queue {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionThread.class);
   private static final int WAIT_MS = 100;
   private static final int ACK_BATCH = 64;
@@ -48,7 +48,12 @@ final class CompletionThread implements Runnable {
   private volatile long sleeps;
   private volatile long events;
 
-  CompletionThread(IbvContext context, int size, long spinNanos, Handler handler, String name)
+  /**
+   * Creates a queue of {@code size} entries on completion vector {@code compVector} (the device's
+   * interrupt vector for its events) and starts its thread.
+   */
+  CompletionThread(
+      IbvContext context, int size, int compVector, long spinNanos, Handler handler, String name)
       throws IOException {
     this.handler = handler;
     this.size = size;
@@ -56,7 +61,7 @@ final class CompletionThread implements Runnable {
     this.channel = context.createCompChannel();
     IbvCQ created;
     try {
-      created = context.createCQ(channel, size, 0);
+      created = context.createCQ(channel, size, compVector);
     } catch (IOException | RuntimeException e) {
       channel.destroyCompChannel();
       throw e;
@@ -170,7 +175,8 @@ final class CompletionThread implements Runnable {
   }
 
   /** Stops the thread, then destroys the CQ and its channel (every QP on it must be gone). */
-  void close() {
+  @Override
+  public void close() {
     running = false;
     try {
       thread.join(TimeUnit.SECONDS.toMillis(10));

@@ -10,9 +10,10 @@ import java.util.regex.Pattern;
 
 /**
  * Device attributes the provider sizes itself by: {@code max_qp_rd_atom} (RDMA reads one queue pair
- * may have outstanding) and {@code max_cqe}. DiSNI does not expose {@code ibv_query_device} and
- * sysfs does not carry them, so they come from {@code ibv_devinfo -v} (rdma-core's ibverbs-utils)
- * when it is installed, else from conservative defaults.
+ * may have outstanding), {@code max_cqe} (entries of one completion queue) and {@code max_cq}
+ * (completion queues of the device). DiSNI does not expose {@code ibv_query_device} and sysfs does
+ * not carry them, so they come from {@code ibv_devinfo -v} (rdma-core's ibverbs-utils) when it is
+ * installed, else from conservative defaults.
  */
 final class DeviceLimits {
   /** What most NICs (mlx4, mlx5) allow; rxe allows 128. */
@@ -20,13 +21,21 @@ final class DeviceLimits {
 
   static final int DEFAULT_MAX_CQE = 4096;
 
+  /** {@link #maxCq} when the device did not say. */
+  static final int UNKNOWN = 0;
+
   final int maxQpRdAtom;
   final int maxCqe;
+
+  /** Completion queues the device allows, or {@link #UNKNOWN}. */
+  final int maxCq;
+
   final String source;
 
-  DeviceLimits(int maxQpRdAtom, int maxCqe, String source) {
+  DeviceLimits(int maxQpRdAtom, int maxCqe, int maxCq, String source) {
     this.maxQpRdAtom = maxQpRdAtom;
     this.maxCqe = maxCqe;
+    this.maxCq = maxCq;
     this.source = source;
   }
 
@@ -62,10 +71,11 @@ final class DeviceLimits {
   static DeviceLimits parse(String devinfo, String source) {
     int atom = field(devinfo, "max_qp_rd_atom");
     int cqe = field(devinfo, "max_cqe");
+    int cq = field(devinfo, "max_cq");
     if (atom <= 0) {
       return defaults(source + " printed no max_qp_rd_atom");
     }
-    return new DeviceLimits(atom, cqe > 0 ? cqe : DEFAULT_MAX_CQE, source);
+    return new DeviceLimits(atom, cqe > 0 ? cqe : DEFAULT_MAX_CQE, cq > 0 ? cq : UNKNOWN, source);
   }
 
   private static int field(String text, String name) {
@@ -74,11 +84,19 @@ final class DeviceLimits {
   }
 
   private static DeviceLimits defaults(String why) {
-    return new DeviceLimits(DEFAULT_MAX_QP_RD_ATOM, DEFAULT_MAX_CQE, "defaults: " + why);
+    return new DeviceLimits(DEFAULT_MAX_QP_RD_ATOM, DEFAULT_MAX_CQE, UNKNOWN, "defaults: " + why);
   }
 
   @Override
   public String toString() {
-    return "max_qp_rd_atom=" + maxQpRdAtom + ", max_cqe=" + maxCqe + " (" + source + ")";
+    return "max_qp_rd_atom="
+        + maxQpRdAtom
+        + ", max_cqe="
+        + maxCqe
+        + ", max_cq="
+        + (maxCq == UNKNOWN ? "?" : Integer.toString(maxCq))
+        + " ("
+        + source
+        + ")";
   }
 }

@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * completion also completes every unsignaled read before it.
  *
  * <p>State is guarded by the owning {@link VerbsConnection}'s lock; the CM channel and teardown by
- * this object's monitor.
+ * this object's monitor. The link holds its place on a completion queue ({@link #slot}) until the
+ * provider destroys it.
  */
 final class QpLink {
   private static final Logger LOG = LoggerFactory.getLogger(QpLink.class);
@@ -33,6 +34,9 @@ final class QpLink {
   private final RdmaEventChannel channel;
   private final RdmaCmId cmId;
   private final IbvQP qp;
+
+  /** Its place on a completion queue, released by the provider once the QP is destroyed. */
+  final CompletionQueues<CompletionThread>.Slot slot;
 
   /**
    * Reads posted and not yet completed, in posting order; the first has sequence {@link #headSeq}.
@@ -56,8 +60,15 @@ final class QpLink {
 
   private boolean destroyed;
 
-  QpLink(int id, RdmaEventChannel channel, RdmaCmId cmId, IbvQP qp, int maxChain) {
+  QpLink(
+      int id,
+      RdmaEventChannel channel,
+      RdmaCmId cmId,
+      IbvQP qp,
+      int maxChain,
+      CompletionQueues<CompletionThread>.Slot slot) {
     this.id = id;
+    this.slot = slot;
     this.maxChain = Math.max(1, maxChain);
     this.calls = new SVCPostSend[this.maxChain + 1];
     this.channel = channel;

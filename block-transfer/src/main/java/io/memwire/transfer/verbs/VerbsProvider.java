@@ -43,6 +43,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -54,7 +55,9 @@ import org.slf4j.LoggerFactory;
  * connection manager, memory registered with the NIC, and reads posted as {@code IBV_WR_RDMA_READ}
  * work requests that the serving NIC answers without its CPU.
  *
- * <p>Per node: one protection domain, one completion queue with one thread for every queue pair,
+ * <p>Per node: one protection domain; completion queues sized from the device's {@code max_cqe},
+ * each with its own thread, added as client queue pairs fill them and closed again as they empty
+ * ({@link CompletionQueues}; served queue pairs sit on the first, which lives as long as the node);
  * one connection-manager thread (accepts peers on the server endpoint, which never touches data,
  * and watches client links for disconnects), and one connector thread that re-establishes a queue
  * pair after a remote access error. Client connections are opened lazily by {@link #connect}, each
@@ -66,7 +69,12 @@ import org.slf4j.LoggerFactory;
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
   private static final AtomicInteger IDS = new AtomicInteger();
-  private static final int MAX_CQ = 16384;
+
+  /**
+   * Entries of a completion queue unless {@code memwire.verbs.cqEntries} says otherwise (and never
+   * more than the device's {@code max_cqe}): 4 MiB of CQEs at most, 4096 queue pairs of depth 16.
+   */
+  static final int DEFAULT_CQ_ENTRIES = 65536;
 
   /**
    * How long the completion thread keeps polling an empty queue before it arms the channel and
@@ -96,12 +104,13 @@ public final class VerbsProvider implements TransportProvider {
   private final VerbsProbe.Binding binding;
   private final DeviceLimits limits;
   private final int qpDepth;
-  private final int maxConnections;
+  private final int cqEntries;
   private final RdmaEventChannel serverChannel;
   private final RdmaCmId listenId;
   private final IbvContext context;
   private final IbvPd pd;
-  private final CompletionThread completions;
+  private final CompletionQueues<CompletionThread> queues;
+  private final int compVectors;
   private final InetSocketAddress localAddress;
   private final Thread cmThread;
   private final ExecutorService connector;
@@ -120,6 +129,15 @@ public final class VerbsProvider implements TransportProvider {
   private final LongAdder postCalls = new LongAdder();
   private final LongAdder postedReads = new LongAdder();
   private final LongAdder acceptedTotal = new LongAdder();
+  private final LongAdder connectionsRefused = new LongAdder();
+  private final AtomicBoolean refusalLogged = new AtomicBoolean();
+
+  /** Counters of completion queues already closed, so the totals do not drop. */
+  private final LongAdder closedPolled = new LongAdder();
+
+  private final LongAdder closedPollsWithWork = new LongAdder();
+  private final LongAdder closedSleeps = new LongAdder();
+  private final LongAdder closedEvents = new LongAdder();
   private final Map<FilePath, LongAdder> filePaths = new EnumMap<>(FilePath.class);
   private final LongAdder copiedBytes = new LongAdder();
   private final Set<FilePath> notedPaths = ConcurrentHashMap.newKeySet();
@@ -143,9 +161,19 @@ public final class VerbsProvider implements TransportProvider {
     for (FilePath f : FilePath.values()) {
       filePaths.put(f, new LongAdder());
     }
-    this.qpDepth = Math.max(1, Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()));
-    int cqSize = Math.min(MAX_CQ, limits.maxCqe);
-    this.maxConnections = Math.max(1, cqSize / qpDepth);
+    this.qpDepth =
+        Math.max(
+            1,
+            Math.min(Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()), limits.maxCqe));
+    this.cqEntries =
+        cqEntries(
+            TransportSettings.VERBS_CQ_ENTRIES.fromSystemProperties().orElse(null),
+            limits.maxCqe,
+            qpDepth);
+    int maxQueues =
+        maxQueues(
+            TransportSettings.VERBS_MAX_COMPLETION_QUEUES.fromSystemProperties().orElseThrow(),
+            limits.maxCq);
     byte[] secret = config.authSecret().orElse(null);
     if (secret != null && iwarp) {
       throw new TransferConfigException(
@@ -193,7 +221,7 @@ public final class VerbsProvider implements TransportProvider {
     }
     RdmaCmId listen = null;
     IbvPd createdPd = null;
-    CompletionThread cq = null;
+    CompletionQueues<CompletionThread> cq = null;
     try {
       listen = serverChannel.createId(RdmaCm.RDMA_PS_TCP);
       InetSocketAddress want = new InetSocketAddress(binding.address(), port);
@@ -226,13 +254,23 @@ public final class VerbsProvider implements TransportProvider {
                 + "to rdma_cm");
       }
       createdPd = context.allocPd();
+      this.compVectors = compVectors(context);
+      long spinNanos = TimeUnit.MICROSECONDS.toNanos(cqSpinMicros());
       cq =
-          new CompletionThread(
-              context,
-              cqSize,
-              TimeUnit.MICROSECONDS.toNanos(cqSpinMicros()),
-              this::completed,
-              "memwire-verbs-" + id + "-cq");
+          new CompletionQueues<>(
+              queuePairsPerQueue(cqEntries, qpDepth),
+              maxQueues,
+              index ->
+                  new CompletionThread(
+                      context,
+                      cqEntries,
+                      index % compVectors,
+                      spinNanos,
+                      this::completed,
+                      "memwire-verbs-" + id + "-cq" + (index == 0 ? "" : "-" + index)),
+              this::onConnector,
+              this::keepCounters);
+      cq.openFirst();
     } catch (IOException | RuntimeException e) {
       if (authSocket != null) {
         authSocket.close();
@@ -251,7 +289,7 @@ public final class VerbsProvider implements TransportProvider {
     }
     this.listenId = listen;
     this.pd = createdPd;
-    this.completions = cq;
+    this.queues = cq;
     this.connector =
         Executors.newSingleThreadExecutor(
             r -> {
@@ -284,16 +322,70 @@ public final class VerbsProvider implements TransportProvider {
           port);
     }
     LOG.info(
-        "verbs provider on {} ({}, {}): {} reads in flight per queue pair, CQ of {} "
-            + "entries for up to {} connections, CQ spin {} us; device {}",
+        "verbs provider on {} ({}, {}): {} reads in flight per queue pair; completion queues of "
+            + "{} entries for {} queue pairs each, added as connections grow, at most {} ({}) "
+            + "for {} outgoing connections; CQ spin {} us; device {}",
         localAddress,
         binding,
         iwarp ? "iWARP: read destinations registered with REMOTE_WRITE" : "InfiniBand/RoCE",
         qpDepth,
-        cqSize,
-        maxConnections,
+        cqEntries,
+        queues.perQueue(),
+        queues.maxQueues(),
+        TransportSettings.VERBS_MAX_COMPLETION_QUEUES.name(),
+        connectionLimit(),
         cqSpinMicros(),
         limits);
+  }
+
+  /**
+   * Entries per completion queue: {@code configured} ({@code memwire.verbs.cqEntries}) or {@link
+   * #DEFAULT_CQ_ENTRIES}, never more than the device's {@code max_cqe}, never fewer than one queue
+   * pair of {@code qpDepth} needs.
+   */
+  static int cqEntries(Integer configured, int maxCqe, int qpDepth) {
+    int want = configured != null ? configured : DEFAULT_CQ_ENTRIES;
+    return Math.max(qpDepth, Math.min(want, maxCqe));
+  }
+
+  /**
+   * Client queue pairs one queue of {@code entries} holds: as many as fit at {@code qpDepth} each,
+   * less one whose entries stay spare, so the flushed completions of a queue pair destroyed before
+   * they were polled cannot overflow the queue when its place is taken again (at least one).
+   */
+  static int queuePairsPerQueue(int entries, int qpDepth) {
+    int fit = entries / qpDepth;
+    return fit > 1 ? fit - 1 : 1;
+  }
+
+  /** {@code configured} completion queues, or fewer when the device allows fewer. */
+  static int maxQueues(int configured, int deviceMaxCq) {
+    return deviceMaxCq == DeviceLimits.UNKNOWN ? configured : Math.min(configured, deviceMaxCq);
+  }
+
+  private static int compVectors(IbvContext context) {
+    try {
+      return Math.max(1, context.getNumCompVectors());
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("cannot read the number of completion vectors; using vector 0", e);
+      return 1;
+    }
+  }
+
+  /** Outgoing queue pairs this node may hold at once: its hard connection limit. */
+  int connectionLimit() {
+    return queues.perQueue() * queues.maxQueues();
+  }
+
+  private void onConnector(Runnable task) {
+    connector.execute(task);
+  }
+
+  private void keepCounters(CompletionThread t) {
+    closedPolled.add(t.polled());
+    closedPollsWithWork.add(t.pollsWithWork());
+    closedSleeps.add(t.sleeps());
+    closedEvents.add(t.events());
   }
 
   /**
@@ -331,10 +423,14 @@ public final class VerbsProvider implements TransportProvider {
     return localAddress;
   }
 
-  /** The device's {@code max_qp_rd_atom}: RDMA reads one queue pair may have outstanding. */
+  /**
+   * Reads one queue pair may have outstanding: the device's {@code max_qp_rd_atom}, also capped by
+   * {@code maxOutstandingRequests} and by {@code max_cqe}, so a queue pair's completions always fit
+   * its place on a completion queue.
+   */
   @Override
   public int maxReadsInFlightPerConnection() {
-    return limits.maxQpRdAtom;
+    return qpDepth;
   }
 
   @Override
@@ -590,17 +686,6 @@ public final class VerbsProvider implements TransportProvider {
     if (closed) {
       throw new IllegalStateException("verbs provider is closed");
     }
-    if (connections.size() >= maxConnections) {
-      throw new TransferConnectionException(
-          "too many verbs connections ("
-              + connections.size()
-              + "): the completion queue holds reads for "
-              + maxConnections
-              + " queue pairs of depth "
-              + qpDepth,
-          peer,
-          null);
-    }
     QpLink link = openLink(peer);
     VerbsConnection c = new VerbsConnection(this, peer, link);
     linkOwners.put(link.id, c);
@@ -617,6 +702,60 @@ public final class VerbsProvider implements TransportProvider {
    * driving the link's own CM event channel from this thread.
    */
   QpLink openLink(InetSocketAddress peer) throws TransferException {
+    CompletionQueues<CompletionThread>.Slot slot = placeQueuePair(peer);
+    try {
+      return openLink(peer, slot);
+    } catch (TransferException | RuntimeException e) {
+      queues.release(slot);
+      throw e;
+    }
+  }
+
+  /**
+   * A place on a completion queue for one more client queue pair, opening a queue when all are
+   * full; at the hard limit a clear, counted refusal, before any network work.
+   */
+  private CompletionQueues<CompletionThread>.Slot placeQueuePair(InetSocketAddress peer)
+      throws TransferConnectionException {
+    try {
+      return queues.acquire();
+    } catch (CompletionQueues.LimitReachedException e) {
+      connectionsRefused.increment();
+      String why =
+          "verbs connection limit reached: "
+              + e.getMessage()
+              + ", so this node holds at most "
+              + connectionLimit()
+              + " outgoing queue pairs ("
+              + TransportSettings.VERBS_MAX_COMPLETION_QUEUES.name()
+              + "="
+              + queues.maxQueues()
+              + ", "
+              + cqEntries
+              + " completion-queue entries, "
+              + qpDepth
+              + " per queue pair); lower "
+              + TransferConfig.CONNECTION_IDLE_TIMEOUT
+              + " so idle ones close, or raise the limit";
+      if (refusalLogged.compareAndSet(false, true)) {
+        LOG.warn("{} (further refusals are counted as verbsConnectionsRefused)", why);
+      } else {
+        LOG.debug(why);
+      }
+      throw new TransferConnectionException(why, peer, null);
+    } catch (IOException e) {
+      throw new TransferConnectionException(
+          "cannot create another completion queue on "
+              + binding.device().name()
+              + ": "
+              + e.getMessage(),
+          peer,
+          e);
+    }
+  }
+
+  private QpLink openLink(InetSocketAddress peer, CompletionQueues<CompletionThread>.Slot slot)
+      throws TransferException {
     long timeoutMs = config.connectTimeout().toMillis();
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
     RdmaEventChannel ch;
@@ -654,7 +793,7 @@ public final class VerbsProvider implements TransportProvider {
         }
         VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
-      qp = cm.createQP(pd, qpAttributes(qpDepth));
+      qp = cm.createQP(pd, qpAttributes(qpDepth, slot.queue()));
       if (qp == null) {
         throw new TransferConnectionException("rdma_create_qp failed", peer, null);
       }
@@ -664,7 +803,7 @@ public final class VerbsProvider implements TransportProvider {
       cm.connect(param);
       await(ch, EV_ESTABLISHED, deadline, timeoutMs, "connection establishment", peer);
       int linkId = nextLinkId.incrementAndGet() & 0x7fffffff;
-      QpLink link = new QpLink(linkId, ch, cm, qp, qpDepth);
+      QpLink link = new QpLink(linkId, ch, cm, qp, qpDepth, slot);
       linkById.put(linkId, link);
       return link;
     } catch (TransferException e) {
@@ -721,15 +860,15 @@ public final class VerbsProvider implements TransportProvider {
     return type >= 0 && type < all.length ? all[type].name() : "event " + type;
   }
 
-  private IbvQPInitAttr qpAttributes(int sendDepth) {
+  private static IbvQPInitAttr qpAttributes(int sendDepth, CompletionThread cq) {
     IbvQPInitAttr attr = new IbvQPInitAttr();
     attr.cap().setMax_send_wr(sendDepth);
     attr.cap().setMax_recv_wr(1);
     attr.cap().setMax_send_sge(1);
     attr.cap().setMax_recv_sge(1);
     attr.setQp_type(IbvQP.IBV_QPT_RC);
-    attr.setSend_cq(completions.cq());
-    attr.setRecv_cq(completions.cq());
+    attr.setSend_cq(cq.cq());
+    attr.setRecv_cq(cq.cq());
     return attr;
   }
 
@@ -804,10 +943,11 @@ public final class VerbsProvider implements TransportProvider {
     }
   }
 
-  /** Destroys a link now and forgets it. */
+  /** Destroys a link now, forgets it and frees its place on its completion queue. */
   void retire(QpLink l) {
     l.destroy();
     linkRetired(l);
+    queues.release(l.slot);
   }
 
   void linkRetired(QpLink l) {
@@ -851,7 +991,7 @@ public final class VerbsProvider implements TransportProvider {
           throw new IOException("provider closing");
         }
         // The serving side only answers reads in the NIC: a QP with the smallest queues.
-        IbvQP qp = peerId.createQP(pd, qpAttributes(1));
+        IbvQP qp = peerId.createQP(pd, qpAttributes(1, queues.first()));
         if (qp == null) {
           throw new IOException("rdma_create_qp failed");
         }
@@ -955,10 +1095,30 @@ public final class VerbsProvider implements TransportProvider {
     m.put("verbsReconnects", reconnects.sum());
     m.put("verbsPostCalls", postCalls.sum());
     m.put("verbsPostedReads", postedReads.sum());
-    m.put("verbsCompletions", completions.polled());
-    m.put("verbsCqPollsWithWork", completions.pollsWithWork());
-    m.put("verbsCqSleeps", completions.sleeps());
-    m.put("verbsCqEvents", completions.events());
+    queues.withQueues(
+        live -> {
+          long polled = closedPolled.sum();
+          long withWork = closedPollsWithWork.sum();
+          long sleeps = closedSleeps.sum();
+          long events = closedEvents.sum();
+          for (CompletionThread t : live) {
+            polled += t.polled();
+            withWork += t.pollsWithWork();
+            sleeps += t.sleeps();
+            events += t.events();
+          }
+          m.put("verbsCompletions", polled);
+          m.put("verbsCqPollsWithWork", withWork);
+          m.put("verbsCqSleeps", sleeps);
+          m.put("verbsCqEvents", events);
+          return null;
+        });
+    m.put("verbsCompletionQueues", (long) queues.queues());
+    m.put("verbsCompletionQueuesPeak", (long) queues.peakQueues());
+    m.put("verbsCompletionQueuesOpened", queues.opened());
+    m.put("verbsQueuePairsPerCompletionQueue", (long) queues.perQueue());
+    m.put("verbsConnectionLimit", (long) connectionLimit());
+    m.put("verbsConnectionsRefused", connectionsRefused.sum());
     return m;
   }
 
@@ -1016,7 +1176,7 @@ public final class VerbsProvider implements TransportProvider {
     } catch (IOException | RuntimeException e) {
       LOG.debug("destroying the server event channel failed", e);
     }
-    completions.close();
+    queues.close();
     int leftover = 0;
     for (VerbsRegistration r : registrations.toArray(new VerbsRegistration[0])) {
       r.forceRelease();
