@@ -48,6 +48,7 @@ public final class MemwireMetrics {
     m.put("bufferPool.bytes", "node.poolSlabBytes");
     m.put("bufferPool.bytesLent", "node.poolBytesOutstanding");
     m.put("connections.open", "node.openConnections");
+    m.put("connections.reaped", "node.connectionsReaped");
     m.put("reads.completed", "node.readsCompleted");
     m.put("reads.bytes", "node.bytesRead");
     m.put("reads.outstanding", "node.outstandingRequests");
