@@ -131,6 +131,7 @@ public final class LocalSparkCluster implements AutoCloseable {
   /** Settings for {@link LocalSparkCluster}; every setter validates its argument. */
   public static final class Builder {
     private int executors = 2;
+    private int awaitExecutors = -1;
     private int coresPerExecutor = 1;
     private int memoryPerExecutorMb = 1024;
     private final Map<String, String> conf = new LinkedHashMap<>();
@@ -147,6 +148,18 @@ public final class LocalSparkCluster implements AutoCloseable {
         throw new IllegalArgumentException("executors must be >= 1, got " + n);
       }
       this.executors = n;
+      return this;
+    }
+
+    /**
+     * How many executors {@link #start} waits for; default all. With dynamic allocation executors
+     * may be released before they all registered, so such clusters wait for fewer (0: none).
+     */
+    public Builder awaitExecutors(int n) {
+      if (n < 0) {
+        throw new IllegalArgumentException("awaitExecutors must be >= 0, got " + n);
+      }
+      this.awaitExecutors = n;
       return this;
     }
 
@@ -281,7 +294,7 @@ public final class LocalSparkCluster implements AutoCloseable {
       int seen = 0;
       while (System.nanoTime() < deadline) {
         seen = session.sparkContext().statusTracker().getExecutorInfos().length - 1;
-        if (seen >= executors) {
+        if (seen >= (awaitExecutors < 0 ? executors : Math.min(awaitExecutors, executors))) {
           return;
         }
         if (session.sparkContext().isStopped()) {

@@ -22,7 +22,13 @@ final class Clusters {
 
   /** local-cluster[2,1,1024] with the given manager ("sort" or the RDMA one) and settings. */
   static LocalSparkCluster start(String manager, Map<String, String> conf) {
+    return start(manager, conf, 2);
+  }
+
+  /** The same, waiting at start for only {@code await} executors (dynamic allocation). */
+  static LocalSparkCluster start(String manager, Map<String, String> conf, int await) {
     return LocalSparkCluster.builder()
+        .awaitExecutors(await)
         .executors(2)
         .coresPerExecutor(1)
         .memoryPerExecutorMb(1024)

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
@@ -14,16 +15,20 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import org.apache.spark.api.java.JavaFutureAction;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.ExecutorDecommissionInfo;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -88,7 +93,7 @@ class ShuffleServiceClusterTest {
     conf.put("spark.plugins", MemwireMetricsPlugin.class.getName());
     conf.put("spark.dynamicAllocation.enabled", "true");
     conf.put("spark.dynamicAllocation.shuffleTracking.enabled", "false");
-    conf.put("spark.dynamicAllocation.executorIdleTimeout", "2s");
+    conf.put("spark.dynamicAllocation.executorIdleTimeout", "3s");
     conf.put("spark.dynamicAllocation.schedulerBacklogTimeout", "1s");
     conf.put("spark.dynamicAllocation.minExecutors", "0");
     conf.put("spark.dynamicAllocation.initialExecutors", "2");
@@ -99,7 +104,8 @@ class ShuffleServiceClusterTest {
     conf.put("spark.shuffle.io.maxRetries", "1");
     conf.put("spark.shuffle.io.retryWait", "1s");
     conf.put("spark.shuffle.rdma.connectTimeout", "3s");
-    cluster = Clusters.start(Clusters.MANAGER, conf);
+    // Idle executors may be released before both registered: the first job asks for them again.
+    cluster = Clusters.start(Clusters.MANAGER, conf, 0);
     metrics = new TaskMetricsListener();
     cluster.sparkContext().addSparkListener(metrics);
     cluster.sparkContext().addSparkListener(stages);
@@ -117,10 +123,14 @@ class ShuffleServiceClusterTest {
   }
 
   private JavaPairRDD<Integer, Long> sums(int seed) {
+    return sums(seed, 5);
+  }
+
+  private JavaPairRDD<Integer, Long> sums(int seed, int reducers) {
     List<Integer> data = IntStream.range(0, 40_000).map(i -> i * 7 + seed).boxed().toList();
     return jsc.parallelize(data, 6)
         .mapToPair(x -> new Tuple2<>(x % 997, (long) x))
-        .reduceByKey(Long::sum, 5);
+        .reduceByKey(Long::sum, reducers);
   }
 
   private static Map<Integer, Long> expected(int seed) {
@@ -223,17 +233,14 @@ class ShuffleServiceClusterTest {
   void anExecutorKilledAfterItsMapStageCostsNoRerun() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(2);
     assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
-    int alive = cluster.registeredExecutors();
-    assertTrue(alive > 0, "executors of the map stage still up");
-    Map<String, String> pids =
-        Clusters.onEveryExecutor(jsc, alive, id -> String.valueOf(ProcessHandle.current().pid()));
-    for (String pid : pids.values()) {
-      ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
-    }
+    // The Workers run in this JVM and launch the executors as its child processes.
+    List<ProcessHandle> executors =
+        ExecutorCpu.take().pids().stream().flatMap(p -> ProcessHandle.of(p).stream()).toList();
+    assertFalse(executors.isEmpty(), "executors of the map stage still up");
+    executors.forEach(ProcessHandle::destroyForcibly);
     await(
         Duration.ofSeconds(60),
-        () ->
-            pids.values().stream().noneMatch(p -> ProcessHandle.of(Long.parseLong(p)).isPresent()),
+        () -> executors.stream().noneMatch(ProcessHandle::isAlive),
         "executor JVMs gone");
     stages.reset();
     metrics.reset();
@@ -264,8 +271,51 @@ class ShuffleServiceClusterTest {
 
   @Test
   @Order(5)
+  void aServiceKilledWhileReducersReadMakesSparkRerunTheMapStage() throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums(5, 24);
+    assertEquals(expected(5), new HashMap<>(sums.collectAsMap()));
+    ServiceProcess victim = service;
+    AtomicBoolean armed = new AtomicBoolean(true);
+    SparkListener killer =
+        new SparkListener() {
+          @Override
+          public void onTaskStart(SparkListenerTaskStart start) {
+            if (armed.compareAndSet(true, false)) {
+              try {
+                victim.kill(); // the reduce stage has started reading from it
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          }
+        };
+    stages.reset();
+    metrics.reset();
+    cluster.sparkContext().addSparkListener(killer);
+    try {
+      JavaFutureAction<List<Tuple2<Integer, Long>>> run = sums.collectAsync();
+      await(Duration.ofSeconds(60), () -> !armed.get(), "service killed during the reduce stage");
+      service =
+          ServiceProcess.start(
+              root.resolve("service"),
+              Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
+      Map<Integer, Long> got = new HashMap<>();
+      for (Tuple2<Integer, Long> t : run.get(300, TimeUnit.SECONDS)) {
+        got.put(t._1(), t._2());
+      }
+      assertEquals(expected(5), got, "exact after the rerun");
+    } finally {
+      cluster.sparkContext().removeSparkListener(killer);
+    }
+    assertTrue(metrics.fetchFailures.get() > 0, "reads from the dead service failed: " + metrics);
+    assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");
+  }
+
+  @Test
+  @Order(6)
   void whenTheApplicationEndsTheServiceHoldsNothingWithinItsTimeout() throws Exception {
-    assertTrue(service.stats().get("outputsHeld") > 0);
+    assertEquals(expected(6), new HashMap<>(sums(6).collectAsMap()));
+    assertTrue(service.stats().get("outputsHeld") > 0, "the last job's outputs are held");
     cluster.close();
     cluster = null;
     long t0 = System.nanoTime();

@@ -323,6 +323,43 @@ class ShuffleServiceTest {
   }
 
   @Test
+  void theRegistrationBudgetBoundsWhatTheServiceTakes() throws Exception {
+    startService(
+        ServiceConfig.TRANSFER_PREFIX + "registrationBudget", "3m",
+        ServiceConfig.TRANSFER_PREFIX + "poolMaxBytes", "1m");
+    Path dir = root.resolve("e1");
+    Files.createDirectories(dir);
+    for (long mapId : new long[] {91, 92}) {
+      ByteBuffer index = ByteBuffer.allocate(24).putLong(0).putLong(800_000).putLong(1_600_000);
+      Files.write(dir.resolve("shuffle_9_" + mapId + "_0.index"), index.array());
+      Files.write(dir.resolve("shuffle_9_" + mapId + "_0.data"), new byte[1_600_000]);
+    }
+    try (ServiceClient c = executor("app-12", "1", 20)) {
+      c.publish(9, 0, 91, dir.resolve("shuffle_9_91_0.index"), dir.resolve("shuffle_9_91_0.data"));
+      assertRefused(
+          c,
+          ServiceProtocol.E_NO_CAPACITY,
+          "budget",
+          () ->
+              c.publish(
+                  9,
+                  1,
+                  92,
+                  dir.resolve("shuffle_9_92_0.index"),
+                  dir.resolve("shuffle_9_92_0.data")));
+      assertEquals(1L, c.stats().get("outputsHeld"));
+      assertEquals(2, filesUnder(root.resolve("outputs/apps/app-12")), "refused links removed");
+      c.removeShuffle(9);
+      await(
+          Duration.ofSeconds(10),
+          () -> service.node().stats().registeredRegions() == 0,
+          "shuffle 9 deregistered");
+      c.publish(9, 1, 92, dir.resolve("shuffle_9_92_0.index"), dir.resolve("shuffle_9_92_0.data"));
+      assertEquals(1L, c.stats().get("outputsHeld"), "room again after the removal");
+    }
+  }
+
+  @Test
   void anotherApplicationCannotJoinWithoutTheToken() throws Exception {
     startService();
     ServiceFixture.Output a = write(root.resolve("e1"), 8, 71, 2, 14);
