@@ -19,7 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** A Memwire shuffle service in its own JVM, as {@code bin/memwire shuffle-service} runs it. */
-final class ServiceProcess implements AutoCloseable {
+public final class ServiceProcess implements AutoCloseable {
   private final Process process;
   private final Path socket;
 
@@ -33,7 +33,7 @@ final class ServiceProcess implements AutoCloseable {
    * conf} on top; returns once it prints its ready line (60 s at most). Output goes to {@code
    * root/service-N.log}.
    */
-  static ServiceProcess start(Path root, Map<String, String> conf) throws IOException {
+  public static ServiceProcess start(Path root, Map<String, String> conf) throws IOException {
     Path socket = root.resolve("socket/service.sock");
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -98,7 +98,8 @@ final class ServiceProcess implements AutoCloseable {
     return new ServiceProcess(p, socket);
   }
 
-  Path socket() {
+  /** The Unix domain socket executors hand their outputs to. */
+  public Path socket() {
     return socket;
   }
 
@@ -107,7 +108,7 @@ final class ServiceProcess implements AutoCloseable {
   }
 
   /** The service's counters, asked over its socket. */
-  Map<String, Long> stats() {
+  public Map<String, Long> stats() {
     try {
       return ServiceClient.stats(socket, Duration.ofSeconds(10));
     } catch (IOException e) {
