@@ -1,5 +1,6 @@
 package io.memwire.shuffle.bench;
 
+import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
@@ -50,8 +51,10 @@ import scala.Tuple2;
  * runs again: only the reduce stage runs, on new executors, and every block comes from the service.
  * That second action is measured: its wall time, split into executor start (action start to the
  * first task's launch) and the reduce phase (first launch to job end), the summed run time of its
- * tasks, their summed shuffle fetch wait, and remote bytes. Prints each round, the medians of each
- * figure over rounds, and Memwire/ESS ratios (of the medians and per round).
+ * tasks, their summed shuffle fetch wait, remote bytes, and the CPU the new executors and the
+ * service JVM used (from {@code /proc}; less disturbed by other load than wall times). Prints each
+ * round, the medians of each figure over rounds, and Memwire/ESS ratios (of the medians and per
+ * round).
  *
  * <p>Fails loudly when a run did not measure what it claims: results differ between runs or
  * configurations, a stage was rerun, a fetch failed, the second action reused an executor of the
@@ -141,6 +144,8 @@ public final class ServiceBenchmark {
    * The second action of one configuration in one round (times in seconds): {@code wall} is {@code
    * executorStart} (until the first task launched) plus {@code reducePhase} (until the job ended)
    * plus the driver's own bookkeeping; {@code served} is what the service says it sent meanwhile.
+   * CPU from {@code /proc}: {@code executorCpu} of the new executor JVMs from their start (their
+   * start-up included), {@code serviceCpu} of the service JVM during the action.
    */
   record Run(
       String config,
@@ -153,7 +158,13 @@ public final class ServiceBenchmark {
       double reduceTasks,
       long fetchWaitMs,
       long remoteBytes,
-      long served) {}
+      long served,
+      double executorCpu,
+      double serviceCpu) {
+    double cpu() {
+      return executorCpu + serviceCpu;
+    }
+  }
 
   public static void main(String[] args) throws Exception {
     long bytes = TransferConfig.parseBytes(args.length > 0 ? args[0] : "256m");
@@ -221,8 +232,8 @@ public final class ServiceBenchmark {
       Map<String, String> conf = new LinkedHashMap<>();
       conf.put("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
       conf.put("spark.shuffle.readHostLocalDisk", "false");
-      // Executors' block manager dirs (map outputs) under root, on the services' filesystem.
-      conf.put("spark.local.dir", root.resolve("local").toString());
+      // Spelled out for dynamic allocation's executor count (local-cluster's Workers have 1).
+      conf.put("spark.executor.cores", "1");
       conf.put("spark.dynamicAllocation.enabled", "true");
       conf.put("spark.dynamicAllocation.shuffleTracking.enabled", "false");
       conf.put("spark.dynamicAllocation.executorIdleTimeout", "2s");
@@ -297,11 +308,17 @@ public final class ServiceBenchmark {
           servedBefore = ess.awaitBytesServed(firstRemote, Duration.ofSeconds(30));
         }
 
+        long servicePid = ess != null ? ess.pid() : memwire.pid();
         rec.reset();
+        ExecutorCpu.Snapshot cpu0 = ExecutorCpu.take();
+        long serviceCpu0 = processCpuNanos(servicePid);
         long startMs = System.currentTimeMillis();
         t0 = System.nanoTime();
         long[] second = action(job);
         double wall = (System.nanoTime() - t0) / 1e9;
+        // Before the idle timeout ends the executors: they are the ones that ran the action.
+        double executorCpu = ExecutorCpu.take().since(cpu0).nanos(ExecutorCpu.Group.PROCESS) / 1e9;
+        double serviceCpu = (processCpuNanos(servicePid) - serviceCpu0) / 1e9;
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
 
         require(Arrays.equals(first, second), config, "the two actions gave different results");
@@ -363,7 +380,9 @@ public final class ServiceBenchmark {
             rec.runTimeMs.get() / 1e3,
             rec.fetchWaitMs.get(),
             rec.remoteBytes.get(),
-            served);
+            served,
+            executorCpu,
+            serviceCpu);
       }
     } finally {
       if (ess != null) {
@@ -461,8 +480,8 @@ public final class ServiceBenchmark {
     System.out.printf(
         "  round %d %-9s first action %.2f s, executors released after %.1f s | second action:"
             + " wall %.2f s (executor start %.2f s, reduce phase %.2f s), reduce tasks %.2f s,"
-            + " fetch wait %d ms, remote %.1f MiB, service sent %.1f MiB (%d groups, %d values,"
-            + " hash %x)%n",
+            + " fetch wait %d ms, remote %.1f MiB, service sent %.1f MiB; CPU executors %.2f s,"
+            + " service %.2f s (%d groups, %d values, hash %x)%n",
         r.round(),
         r.config(),
         r.firstWall(),
@@ -474,6 +493,8 @@ public final class ServiceBenchmark {
         r.fetchWaitMs(),
         r.remoteBytes() / 1048576.0,
         r.served() / 1048576.0,
+        r.executorCpu(),
+        r.serviceCpu(),
         check[0],
         check[1],
         check[2]);
@@ -486,46 +507,65 @@ public final class ServiceBenchmark {
     System.out.printf(
         "second action, medians over %d rounds (each figure's own median)%n", ess.size());
     System.out.printf(
-        "%-10s %9s %14s %15s %15s %14s %11s%n",
+        "%-10s %8s %13s %14s %14s %14s %11s %12s %12s%n",
         "service",
         "wall s",
         "exec start s",
         "reduce phase s",
         "reduce tasks s",
         "fetch wait ms",
-        "remote MiB");
+        "remote MiB",
+        "exec CPU s",
+        "service CPU s");
     for (Map.Entry<String, List<Run>> e : runs.entrySet()) {
       List<Run> l = e.getValue();
       System.out.printf(
-          "%-10s %9.2f %14.2f %15.2f %15.2f %14.0f %11.1f%n",
+          "%-10s %8.2f %13.2f %14.2f %14.2f %14.0f %11.1f %12.2f %12.2f%n",
           e.getKey(),
           median(l, Run::wall),
           median(l, Run::executorStart),
           median(l, Run::reducePhase),
           median(l, Run::reduceTasks),
           median(l, Run::fetchWaitMs),
-          median(l, r -> r.remoteBytes() / 1048576.0));
+          median(l, r -> r.remoteBytes() / 1048576.0),
+          median(l, Run::executorCpu),
+          median(l, Run::serviceCpu));
     }
     System.out.printf(
         "ratio memwire/ess (medians): wall %.2f, wall without executor start (reduce phase) %.2f,"
-            + " reduce tasks %.2f, fetch wait %.2f%n",
+            + " reduce tasks %.2f, fetch wait %.2f, CPU of executors and service %.2f%n",
         median(mw, Run::wall) / median(ess, Run::wall),
         median(mw, Run::reducePhase) / median(ess, Run::reducePhase),
         median(mw, Run::reduceTasks) / median(ess, Run::reduceTasks),
-        median(mw, Run::fetchWaitMs) / median(ess, Run::fetchWaitMs));
+        median(mw, Run::fetchWaitMs) / median(ess, Run::fetchWaitMs),
+        median(mw, Run::cpu) / median(ess, Run::cpu));
     for (int i = 0; i < ess.size(); i++) {
       Run e = ess.get(i);
       Run m = mw.get(i);
       System.out.printf(
           "  round %d memwire/ess: wall %.2f, reduce phase %.2f, reduce tasks %.2f,"
-              + " fetch wait %.2f (%d vs %d ms)%n",
+              + " fetch wait %.2f (%d vs %d ms), CPU %.2f%n",
           e.round(),
           m.wall() / e.wall(),
           m.reducePhase() / e.reducePhase(),
           m.reduceTasks() / e.reduceTasks(),
           e.fetchWaitMs() == 0 ? Double.NaN : (double) m.fetchWaitMs() / e.fetchWaitMs(),
           m.fetchWaitMs(),
-          e.fetchWaitMs());
+          e.fetchWaitMs(),
+          m.cpu() / e.cpu());
+    }
+  }
+
+  /** utime + stime of a process from {@code /proc/<pid>/stat}, in nanoseconds (0 when unknown). */
+  private static long processCpuNanos(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", pid + "/stat"), StandardCharsets.US_ASCII);
+      // Fields after the command name (in parentheses, may hold spaces): state is field 3, so
+      // utime (14) and stime (15) are the 12th and 13th.
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L; // USER_HZ is 100
+    } catch (IOException | RuntimeException e) {
+      return 0;
     }
   }
 
@@ -546,11 +586,12 @@ public final class ServiceBenchmark {
     }
   }
 
+  /** Best effort: a killed executor may still be closing its log in there. */
   private static void deleteRecursively(Path dir) {
     try (Stream<Path> files = Files.walk(dir)) {
       files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot delete " + dir, e);
+    } catch (IOException | UncheckedIOException e) {
+      System.out.printf("  could not delete %s: %s%n", dir, e);
     }
   }
 }

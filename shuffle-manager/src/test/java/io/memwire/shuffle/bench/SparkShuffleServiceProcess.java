@@ -161,6 +161,10 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
     }
   }
 
+  long pid() {
+    return process.pid();
+  }
+
   int port() {
     return port;
   }

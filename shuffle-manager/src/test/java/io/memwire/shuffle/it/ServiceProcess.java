@@ -103,7 +103,8 @@ public final class ServiceProcess implements AutoCloseable {
     return socket;
   }
 
-  long pid() {
+  /** The service JVM's process id. */
+  public long pid() {
     return process.pid();
   }
 
