@@ -305,7 +305,7 @@ public final class ServiceBenchmark {
           servedBefore = memwire.stats().getOrDefault("node.servedBytes", 0L);
         } else {
           // The first action's reducers read through the ESS as well.
-          servedBefore = ess.awaitBytesServed(firstRemote, Duration.ofSeconds(30));
+          servedBefore = ess.awaitBytesServed(firstRemote, Duration.ofSeconds(60));
         }
 
         long servicePid = ess != null ? ess.pid() : memwire.pid();
@@ -349,7 +349,7 @@ public final class ServiceBenchmark {
               config,
               "executors " + expected + " ran tasks; the ESS log has only " + registered);
           long after =
-              ess.awaitBytesServed(servedBefore + rec.remoteBytes.get(), Duration.ofSeconds(30));
+              ess.awaitBytesServed(servedBefore + rec.remoteBytes.get(), Duration.ofSeconds(60));
           served = after - servedBefore;
           require(
               served >= rec.remoteBytes.get(),
