@@ -210,7 +210,8 @@ public final class ShuffleBenchmark {
     }
   }
 
-  private static Map<String, String> settings(String[] args, int i) {
+  /** Settings "key=value;key=value" from {@code args[i]}, empty when absent. */
+  static Map<String, String> settings(String[] args, int i) {
     Map<String, String> conf = new LinkedHashMap<>();
     if (args.length > i && !args[i].isBlank()) {
       for (String kv : args[i].split(";")) {

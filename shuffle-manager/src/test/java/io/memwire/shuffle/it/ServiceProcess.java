@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** A Memwire shuffle service in its own JVM, as {@code bin/memwire shuffle-service} runs it. */
-final class ServiceProcess implements AutoCloseable {
+public final class ServiceProcess implements AutoCloseable {
   private final Process process;
   private final Path socket;
 
@@ -28,7 +28,7 @@ final class ServiceProcess implements AutoCloseable {
    * conf} on top; returns once it prints its ready line (60 s at most). Output goes to {@code
    * root/service-N.log}.
    */
-  static ServiceProcess start(Path root, Map<String, String> conf) throws IOException {
+  public static ServiceProcess start(Path root, Map<String, String> conf) throws IOException {
     Path socket = root.resolve("socket/service.sock");
     List<String> args = new ArrayList<>();
     Map<String, String> all = new java.util.LinkedHashMap<>();
@@ -57,16 +57,18 @@ final class ServiceProcess implements AutoCloseable {
     return new ServiceProcess(jvm.process, socket);
   }
 
-  Path socket() {
+  /** The Unix domain socket executors hand their outputs to. */
+  public Path socket() {
     return socket;
   }
 
-  long pid() {
+  /** The service JVM's process id. */
+  public long pid() {
     return process.pid();
   }
 
   /** The service's counters, asked over its socket. */
-  Map<String, Long> stats() {
+  public Map<String, Long> stats() {
     try {
       return ServiceClient.stats(socket, Duration.ofSeconds(10));
     } catch (IOException e) {
