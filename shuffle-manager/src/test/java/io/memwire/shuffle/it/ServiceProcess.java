@@ -1,7 +1,7 @@
 package io.memwire.shuffle.it;
 
 import io.memwire.shuffle.service.ServiceConfig;
-import io.memwire.shuffle.service.ShuffleService;
+import io.memwire.shuffle.service.ServiceLauncher;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -49,7 +49,7 @@ public final class ServiceProcess implements AutoCloseable {
     ChildJvm jvm =
         ChildJvm.start(
             List.of("-Xmx256m", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"),
-            ShuffleService.class.getName(),
+            ServiceLauncher.class.getName(),
             args,
             "memwire shuffle service ready",
             root.resolve("service-" + n + ".log"),

@@ -5,6 +5,7 @@ import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -48,6 +49,17 @@ final class Application {
 
   void driver(InetSocketAddress d) {
     driver = d;
+  }
+
+  /** True when the driver accepts a TCP connection on its RPC port within {@code timeoutMs}. */
+  boolean driverAnswers(int timeoutMs) {
+    InetSocketAddress d = driver;
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress(d.getHostString(), d.getPort()), timeoutMs);
+      return true;
+    } catch (IOException | IllegalArgumentException | SecurityException e) {
+      return false;
+    }
   }
 
   long lastAliveNanos() {

@@ -9,10 +9,7 @@ import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -22,13 +19,9 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -377,7 +370,7 @@ public final class ShuffleService implements AutoCloseable {
       if (closed) {
         return;
       }
-      if (reachable(a.driver(), timeout)) {
+      if (a.driverAnswers(timeout)) {
         a.alive(System.nanoTime());
       } else if (now - a.lastAliveNanos() > config.appTimeout().toNanos()) {
         end(
@@ -390,15 +383,6 @@ public final class ShuffleService implements AutoCloseable {
                 + config.appTimeout().toMillis()
                 + " ms");
       }
-    }
-  }
-
-  private static boolean reachable(InetSocketAddress unresolved, int timeoutMs) {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress(unresolved.getHostString(), unresolved.getPort()), timeoutMs);
-      return true;
-    } catch (IOException | IllegalArgumentException | SecurityException e) {
-      return false;
     }
   }
 
@@ -493,70 +477,4 @@ public final class ShuffleService implements AutoCloseable {
       // closing only
     }
   }
-
-  /**
-   * Runs a service until the JVM is stopped: {@code [--properties-file FILE] [--conf key=value
-   * ...]}; system properties under {@value ServiceConfig#PREFIX} count too, {@code --conf} wins.
-   * Prints one line {@code memwire shuffle service ready: ...} once it serves.
-   */
-  public static void main(String[] args) throws Exception {
-    Map<String, String> props = new HashMap<>();
-    System.getProperties()
-        .forEach(
-            (k, v) -> {
-              if (k.toString().startsWith(ServiceConfig.PREFIX)) {
-                props.put(k.toString(), v.toString());
-              }
-            });
-    List<String> rest = List.of(args);
-    for (int i = 0; i < rest.size(); i++) {
-      String a = rest.get(i);
-      if (a.equals("--properties-file") && i + 1 < rest.size()) {
-        Properties p = new Properties();
-        try (InputStream in = Files.newInputStream(Path.of(rest.get(++i)))) {
-          p.load(in);
-        } catch (IOException e) {
-          throw new UncheckedIOException("cannot read " + rest.get(i), e);
-        }
-        p.forEach((k, v) -> props.put(k.toString(), v.toString().trim()));
-      } else if (a.equals("--conf") && i + 1 < rest.size()) {
-        String kv = rest.get(++i);
-        int eq = kv.indexOf('=');
-        if (eq <= 0) {
-          System.err.println("memwire shuffle-service: --conf takes key=value, got " + kv);
-          System.exit(2);
-        }
-        props.put(kv.substring(0, eq), kv.substring(eq + 1));
-      } else {
-        System.err.println(
-            "usage: memwire shuffle-service [--properties-file FILE] [--conf key=value ...]");
-        System.exit(2);
-      }
-    }
-    ServiceConfig config;
-    try {
-      config = ServiceConfig.fromProperties(props);
-    } catch (IllegalArgumentException e) {
-      System.err.println("memwire shuffle-service: " + e.getMessage());
-      System.exit(2);
-      return;
-    }
-    ShuffleService service = start(config);
-    Runtime.getRuntime()
-        .addShutdownHook(new Thread(service::close, "memwire-shuffle-service-shutdown"));
-    System.out.println(
-        "memwire shuffle service ready: socket="
-            + service.socket()
-            + " endpoint="
-            + service.node().localAddress().getAddress().getHostAddress()
-            + ":"
-            + service.node().localAddress().getPort()
-            + " provider="
-            + service.node().provider());
-    System.out.flush();
-    service.awaitStop();
-  }
-
-  /** How long a client waits for an answer when none is configured. */
-  static final Duration DEFAULT_CLIENT_TIMEOUT = Duration.ofSeconds(10);
 }

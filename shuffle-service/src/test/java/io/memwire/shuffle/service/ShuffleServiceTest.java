@@ -265,7 +265,6 @@ class ShuffleServiceTest {
     ServiceFixture.Output good = write(dir, 7, 61, 4, 11);
     try (ServiceClient c = executor("app-7", "1", 14)) {
       assertRefused(
-          c,
           ServiceProtocol.E_BAD_OUTPUT,
           "is not named",
           () -> c.publish(7, 0, 62, good.index(), good.data()));
@@ -273,12 +272,8 @@ class ShuffleServiceTest {
       Files.createSymbolicLink(link, good.index());
       Path dataCopy = Files.copy(good.data(), dir.resolve("shuffle_7_63_0.data"));
       assertRefused(
-          c,
-          ServiceProtocol.E_BAD_OUTPUT,
-          "symbolic link",
-          () -> c.publish(7, 0, 63, link, dataCopy));
+          ServiceProtocol.E_BAD_OUTPUT, "symbolic link", () -> c.publish(7, 0, 63, link, dataCopy));
       assertRefused(
-          c,
           ServiceProtocol.E_BAD_OUTPUT,
           "absolute",
           () -> c.publish(7, 0, 61, dir.resolve("x/../shuffle_7_61_0.index"), good.data()));
@@ -286,7 +281,6 @@ class ShuffleServiceTest {
       ServiceFixture.Output bad = write(dir, 7, 64, 4, 12);
       Files.write(bad.data(), new byte[] {1, 2, 3});
       assertRefused(
-          c,
           ServiceProtocol.E_BAD_OUTPUT,
           "index ends at",
           () -> c.publish(7, 0, 64, bad.index(), bad.data()));
@@ -295,12 +289,10 @@ class ShuffleServiceTest {
       Files.write(dec.index(), idx.array());
       Files.write(dec.data(), new byte[10]);
       assertRefused(
-          c,
           ServiceProtocol.E_BAD_OUTPUT,
           "decrease",
           () -> c.publish(7, 0, 65, dec.index(), dec.data()));
       assertRefused(
-          c,
           ServiceProtocol.E_BAD_OUTPUT,
           "regular file",
           () -> c.publish(7, 0, 66, dir.resolve("shuffle_7_66_0.index"), null));
@@ -316,7 +308,7 @@ class ShuffleServiceTest {
     void run() throws IOException;
   }
 
-  private static void assertRefused(ServiceClient c, int code, String text, Call call) {
+  private static void assertRefused(int code, String text, Call call) {
     ServiceException e = assertThrows(ServiceException.class, call::run);
     assertEquals(code, e.code(), e.getMessage());
     assertTrue(e.getMessage().contains(text), e.getMessage());
@@ -337,7 +329,6 @@ class ShuffleServiceTest {
     try (ServiceClient c = executor("app-12", "1", 20)) {
       c.publish(9, 0, 91, dir.resolve("shuffle_9_91_0.index"), dir.resolve("shuffle_9_91_0.data"));
       assertRefused(
-          c,
           ServiceProtocol.E_NO_CAPACITY,
           "budget",
           () ->
