@@ -1,9 +1,8 @@
 package io.memwire.shuffle.bench;
 
 import io.memwire.localcluster.LocalSparkCluster;
-import java.io.BufferedReader;
+import io.memwire.shuffle.it.ChildJvm;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -11,7 +10,6 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -100,28 +98,7 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
     pb.environment().remove("SPARK_CONF_DIR");
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
     Process p = pb.start();
-    Thread drain =
-        new Thread(
-            () -> {
-              try (BufferedReader r =
-                  new BufferedReader(
-                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                  Files.writeString(
-                      log,
-                      line + "\n",
-                      StandardCharsets.UTF_8,
-                      StandardOpenOption.CREATE,
-                      StandardOpenOption.APPEND);
-                }
-              } catch (IOException e) {
-                // The process is gone; start() or the checks report it.
-              }
-            },
-            "spark-shuffle-service-output");
-    drain.setDaemon(true);
-    drain.start();
+    ChildJvm.drainTo(p, log, null, "Spark's shuffle service");
     SparkShuffleServiceProcess ess = new SparkShuffleServiceProcess(p, port, log, metricsDir);
     try {
       ess.awaitListening(Duration.ofSeconds(60));

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
  * A main class of the test classpath in a JVM of its own, its output appended to a log file; {@link
  * #start} returns once the program printed a line starting with a given marker.
  */
-final class ChildJvm {
+public final class ChildJvm {
   final Process process;
 
   /** The marker line the program printed. */
@@ -51,6 +51,21 @@ final class ChildJvm {
     cmd.addAll(args);
     Files.createDirectories(log.getParent());
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    CompletableFuture<String> seen = drainTo(p, log, ready, mainClass);
+    try {
+      return new ChildJvm(p, seen.get(timeout.toMillis(), TimeUnit.MILLISECONDS));
+    } catch (Exception e) {
+      p.destroyForcibly();
+      throw new IOException(mainClass + " did not get ready: " + e + "; see " + log, e);
+    }
+  }
+
+  /**
+   * Appends the process's output to {@code log} on a daemon thread; the future completes with the
+   * first line starting with {@code ready} (never when {@code ready} is null) and fails when the
+   * output ends first.
+   */
+  public static CompletableFuture<String> drainTo(Process p, Path log, String ready, String what) {
     CompletableFuture<String> seen = new CompletableFuture<>();
     Thread drain =
         new Thread(
@@ -66,24 +81,19 @@ final class ChildJvm {
                       StandardCharsets.UTF_8,
                       StandardOpenOption.CREATE,
                       StandardOpenOption.APPEND);
-                  if (line.startsWith(ready)) {
+                  if (ready != null && line.startsWith(ready)) {
                     seen.complete(line);
                   }
                 }
               } catch (IOException e) {
                 seen.completeExceptionally(e);
               }
-              seen.completeExceptionally(new IOException(mainClass + " exited; see " + log));
+              seen.completeExceptionally(new IOException(what + " exited; see " + log));
             },
             "child-jvm-output");
     drain.setDaemon(true);
     drain.start();
-    try {
-      return new ChildJvm(p, seen.get(timeout.toMillis(), TimeUnit.MILLISECONDS));
-    } catch (Exception e) {
-      p.destroyForcibly();
-      throw new IOException(mainClass + " did not get ready: " + e + "; see " + log, e);
-    }
+    return seen;
   }
 
   /** SIGKILL, and wait for the exit. */
