@@ -381,6 +381,21 @@ class ShuffleServiceTest {
   }
 
   @Test
+  void clientsOverMaxClientsAreRefusedAndTheOthersServed() throws Exception {
+    startService(ServiceConfig.PREFIX + "maxClients", "1");
+    try (ServiceClient first = executor("app-13", "1", 21)) {
+      ServiceException e = assertThrows(ServiceException.class, () -> executor("app-13", "2", 21));
+      assertEquals(ServiceProtocol.E_NO_CAPACITY, e.code(), e.getMessage());
+      assertTrue(e.getMessage().contains("1 clients"), e.getMessage());
+      assertEquals(1L, first.stats().get("clientsRefused"), "the first one is still served");
+    }
+    await(Duration.ofSeconds(10), () -> service.stats().get("clients") == 0, "first client gone");
+    try (ServiceClient later = executor("app-13", "2", 21)) {
+      assertEquals(1L, later.stats().get("clients"), "room again once the first one left");
+    }
+  }
+
+  @Test
   void malformedFramesCloseOnlyTheirConnection() throws Exception {
     startService();
     byte[][] attacks = {
