@@ -170,10 +170,6 @@ public final class ShuffleService implements AutoCloseable {
     return node;
   }
 
-  public ServiceConfig config() {
-    return config;
-  }
-
   boolean isClosed() {
     return closed;
   }

@@ -61,11 +61,6 @@ public final class ServiceProtocol {
       b.putInt(0).put(type);
     }
 
-    /** The frame's type. */
-    public byte type() {
-      return b.get(4);
-    }
-
     private void room(int n) {
       if (b.remaining() < n) {
         if (b.position() + n > MAX_FRAME + 4) {
