@@ -6,6 +6,8 @@ import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.dataio.ServiceMode;
 import io.memwire.shuffle.directory.ShuffleDirectory;
+import io.memwire.shuffle.migration.MigratedOutputs;
+import io.memwire.shuffle.migration.MigrationAwareResolver;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
 import io.memwire.shuffle.writer.MapOutputPublisher;
@@ -24,7 +26,6 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.shuffle.BaseShuffleHandle;
-import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleHandle;
 import org.apache.spark.shuffle.ShuffleManager;
@@ -63,6 +64,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
 
+  /** What Spark gets from {@link #shuffleBlockResolver()}: sort's, plus migrated arrivals. */
+  private final MigrationAwareResolver resolver;
+
   /** Outputs go to the node's shuffle service ({@link MemwireShuffleDataIO} is Spark's plugin). */
   private final boolean serviceMode;
 
@@ -83,14 +87,17 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final MapOutputPublisher publisher;
     final ReadContext readContext;
     final ServiceLink service;
+    final MigratedOutputs migrated;
 
     Started(
         TransferNode node,
         ShuffleDirectory directory,
         MapOutputPublisher publisher,
         ReadContext readContext,
-        ServiceLink service) {
+        ServiceLink service,
+        MigratedOutputs migrated) {
       this.service = service;
+      this.migrated = migrated;
       this.node = node;
       this.directory = directory;
       this.publisher = publisher;
@@ -114,6 +121,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.shuffleConf = ShuffleConf.parse(settings, authSecret(conf));
     this.wire = WireEncryption.decide(settings, shuffleConf);
     this.sort = new SortShuffleManager(conf);
+    this.resolver =
+        new MigrationAwareResolver(conf, sort.shuffleBlockResolver(), this::migratedOutputArrived);
     this.oldFetchProtocol = warnAboutSettings(conf);
     this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
     if (serviceMode && isDriver) {
@@ -171,18 +180,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
           "spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
               + "transfer, not one-sided");
       delegate = true;
-    }
-    if (isDriver
-        && !MemwireShuffleDataIO.selectedIn(asMap(conf))
-        && conf.getBoolean("spark.storage.decommission.enabled", false)
-        && conf.getBoolean(ServiceMode.MIGRATE_SHUFFLE, true)) {
-      LOG.warn(
-          "{}=true: outputs migrated off a decommissioned executor carry no Memwire pointer and "
-              + "are read through Spark's own transfer{}; service mode keeps them one-sided",
-          ServiceMode.MIGRATE_SHUFFLE,
-          shuffleConf.fallback()
-              ? ""
-              : " (they fail with " + ShuffleConf.PREFIX + "fallback=false)");
     }
     if (conf.getBoolean("spark.shuffle.push.enabled", false)) {
       LOG.warn(
@@ -255,12 +252,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
           e.getMessage());
       return null;
     }
-    IndexShuffleBlockResolver resolver = sort.shuffleBlockResolver();
     ShuffleDirectory directory = new ShuffleDirectory(node);
     ServiceLink service = serviceMode ? ServiceMode.link(env, shuffleConf, who) : null;
     MapOutputPublisher publisher =
         new MapOutputPublisher(
-            node, directory, resolver, shuffleConf.fallback(), counters, service);
+            node,
+            directory,
+            sort.shuffleBlockResolver(),
+            shuffleConf.fallback(),
+            counters,
+            service);
     ReadContext rc =
         new ReadContext(
             node,
@@ -284,7 +285,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
             : service.client() != null
                 ? "the node's shuffle service (" + service.socket() + ")"
                 : "this JVM until a shuffle service answers on " + service.socket());
-    return new Started(node, directory, publisher, rc, service);
+    return new Started(
+        node, directory, publisher, rc, service, new MigratedOutputs(publisher, counters));
   }
 
   @Override
@@ -346,7 +348,15 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   @Override
   public ShuffleBlockResolver shuffleBlockResolver() {
-    return sort.shuffleBlockResolver();
+    return resolver;
+  }
+
+  /** Spark migrated an output here off a decommissioned executor: give it a pointer. */
+  private void migratedOutputArrived(int shuffleId, long mapId, long indexBytes) {
+    Started s = ensureStarted();
+    if (s != null) {
+      s.migrated.arrived(shuffleId, mapId, indexBytes);
+    }
   }
 
   @Override

@@ -17,6 +17,12 @@ public final class ShuffleCounters {
   /** Outputs the node's shuffle service refused or could not take (then published here). */
   public final LongAdder serviceErrors = new LongAdder();
 
+  /** Outputs migrated here off a decommissioned executor, published and re-pointed. */
+  public final LongAdder outputsMigrated = new LongAdder();
+
+  /** Outputs migrated here that kept Spark's location without a pointer (logged why). */
+  public final LongAdder migratedNotRepointed = new LongAdder();
+
   /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
   public final LongAdder outputsServedByFallback = new LongAdder();
 
@@ -114,6 +120,8 @@ public final class ShuffleCounters {
     m.put("outputsPublished", outputsPublished.sum());
     m.put("outputsToService", outputsToService.sum());
     m.put("serviceErrors", serviceErrors.sum());
+    m.put("outputsMigrated", outputsMigrated.sum());
+    m.put("migratedNotRepointed", migratedNotRepointed.sum());
     m.put("outputsServedByFallback", outputsServedByFallback.sum());
     m.put("rdmaBlocks", rdmaBlocks.sum());
     m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());

@@ -29,8 +29,8 @@ public final class ServiceMode {
    * On the driver, before any executor starts: the application's token for the services (executors
    * receive it with the rest of the driver's configuration); no host-local disk reads, since a
    * released executor's files are gone from its directories while the service still has them; no
-   * shuffle migration off decommissioned executors; and warnings for settings that defeat the
-   * service.
+   * shuffle migration off decommissioned executors unless asked for (the service keeps their
+   * outputs); and warnings for settings that defeat the service.
    */
   public static void prepareDriver(SparkConf conf) {
     if (!conf.contains(MemwireShuffleDataIO.TOKEN_KEY)) {
@@ -56,14 +56,13 @@ public final class ServiceMode {
         conf.set(MIGRATE_SHUFFLE, "false");
         LOG.info(
             "Memwire service mode: {}=false; the node's shuffle service keeps a decommissioned "
-                + "executor's outputs readable one-sided, a migrated copy would not be",
+                + "executor's outputs readable one-sided, so migrating them would only copy them",
             MIGRATE_SHUFFLE);
       } else if (conf.getBoolean(MIGRATE_SHUFFLE, true)) {
-        LOG.warn(
-            "Memwire service mode with {}=true: migrated outputs lose their pointer and are read "
-                + "through Spark's own transfer (or fail with {}fallback=false)",
-            MIGRATE_SHUFFLE,
-            ShuffleConf.PREFIX);
+        LOG.info(
+            "Memwire service mode with {}=true: outputs migrated off a decommissioned executor "
+                + "are handed to the receiving node's shuffle service and re-pointed there",
+            MIGRATE_SHUFFLE);
       }
     }
     if (conf.getBoolean("spark.authenticate", false)

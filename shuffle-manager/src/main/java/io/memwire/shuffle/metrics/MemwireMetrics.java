@@ -37,6 +37,8 @@ public final class MemwireMetrics {
     m.put("outputs.toService", "outputsToService");
     m.put("outputs.serviceErrors", "serviceErrors");
     m.put("outputs.servedByFallback", "outputsServedByFallback");
+    m.put("outputs.migrated", "outputsMigrated");
+    m.put("outputs.migratedNotRepointed", "migratedNotRepointed");
     m.put("directory.slotReads", "slotReads");
     m.put("index.reads", "indexReads");
     m.put("index.entryReads", "indexEntryReads");

@@ -26,7 +26,8 @@ import scala.Option;
  * its own shuffle directory. When that is impossible too (registration budget exhausted, mapping
  * failed, too many segments) the output stays with Spark's own transfer, if fallback is allowed.
  *
- * <p>Runs on the map task's thread.
+ * <p>Runs on the map task's thread, and for outputs migrated here on the thread Spark delivers the
+ * migrated files on ({@link io.memwire.shuffle.migration.MigratedOutputs}).
  */
 public final class MapOutputPublisher {
   private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
@@ -60,15 +61,44 @@ public final class MapOutputPublisher {
   }
 
   /**
-   * Publishes one output.
+   * Publishes one output and points its MapStatus at it.
    *
    * @throws IllegalStateException when it cannot be published and fallback is disabled
    */
   public void publish(int shuffleId, long mapId, int mapIndex, MapStatus status) {
+    DirectoryPointer pointer = register(shuffleId, mapId, mapIndex, !fallback);
+    if (pointer != null) {
+      pointTo(status, pointer);
+    }
+  }
+
+  /**
+   * Publishes an output that Spark migrated to this executor off a decommissioned one. Unlike a map
+   * task's output, one that cannot be published is not an error here: Spark's own location for it
+   * stays valid.
+   *
+   * @return the pointer to publish with the output's new location, or null when it stays without
+   */
+  public DirectoryPointer publishMigrated(int shuffleId, long mapId, int mapIndex) {
+    return register(shuffleId, mapId, mapIndex, false);
+  }
+
+  /** The location {@code loc} carrying {@code pointer} after Spark's own topology information. */
+  public static BlockManagerId withPointer(BlockManagerId loc, DirectoryPointer pointer) {
+    String original = loc.topologyInfo().isDefined() ? loc.topologyInfo().get() : null;
+    return BlockManagerId.apply(
+        loc.executorId(), loc.host(), loc.port(), Option.apply(pointer.toTopologyInfo(original)));
+  }
+
+  private DirectoryPointer register(int shuffleId, long mapId, int mapIndex, boolean mustPublish) {
     File indexFile = resolver.getIndexFile(shuffleId, mapId, Option.empty());
     File dataFile = resolver.getDataFile(shuffleId, mapId);
-    if (service != null && toService(shuffleId, mapId, mapIndex, status, indexFile, dataFile)) {
-      return;
+    if (service != null) {
+      DirectoryPointer pointer = toService(shuffleId, mapId, mapIndex, indexFile, dataFile);
+      if (pointer != null) {
+        counters.outputsPublished.increment();
+        return pointer;
+      }
     }
     MemoryRegion index = null;
     MemoryRegion data = null;
@@ -94,17 +124,19 @@ public final class MapOutputPublisher {
       if (index != null) {
         index.close();
       }
-      notPublished(shuffleId, mapId, e);
-      return;
+      notPublished(shuffleId, mapId, e, mustPublish);
+      return null;
     }
-    pointTo(status, directory.publish(shuffleId, mapIndex, mapId, index, data));
+    DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
+    counters.outputsPublished.increment();
+    return pointer;
   }
 
-  private boolean toService(
-      int shuffleId, long mapId, int mapIndex, MapStatus status, File indexFile, File dataFile) {
+  private DirectoryPointer toService(
+      int shuffleId, long mapId, int mapIndex, File indexFile, File dataFile) {
     ServiceClient client = service.client();
     if (client == null) {
-      return false;
+      return null;
     }
     DirectoryPointer pointer;
     try {
@@ -128,27 +160,18 @@ public final class MapOutputPublisher {
       } else {
         LOG.debug("shuffle service did not take output {}: {}", mapId, e.getMessage());
       }
-      return false;
+      return null;
     }
-    pointTo(status, pointer);
     counters.outputsToService.increment();
-    return true;
+    return pointer;
   }
 
-  private void pointTo(MapStatus status, DirectoryPointer pointer) {
-    BlockManagerId loc = status.location();
-    String original = loc.topologyInfo().isDefined() ? loc.topologyInfo().get() : null;
-    status.updateLocation(
-        BlockManagerId.apply(
-            loc.executorId(),
-            loc.host(),
-            loc.port(),
-            Option.apply(pointer.toTopologyInfo(original))));
-    counters.outputsPublished.increment();
+  private static void pointTo(MapStatus status, DirectoryPointer pointer) {
+    status.updateLocation(withPointer(status.location(), pointer));
   }
 
-  private void notPublished(int shuffleId, long mapId, Exception e) {
-    if (!fallback) {
+  private void notPublished(int shuffleId, long mapId, Exception e, boolean mustPublish) {
+    if (mustPublish) {
       throw new IllegalStateException(
           "cannot register map output "
               + mapId

@@ -8,6 +8,8 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.spark.SparkEnv;
@@ -46,9 +48,19 @@ final class Clusters {
    * registered executor has answered (deadline 60 s).
    */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, int executors) {
+    return executorStats(jsc, seen -> seen.size() >= executors, executors);
+  }
+
+  /** The same, until each of {@code ids} has answered. */
+  static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, Set<String> ids) {
+    return executorStats(jsc, seen -> seen.containsAll(ids), ids.size());
+  }
+
+  private static Map<String, Map<String, Long>> executorStats(
+      JavaSparkContext jsc, Predicate<Set<String>> done, int executors) {
     Map<String, Map<String, Long>> seen = new HashMap<>();
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (seen.size() < executors) {
+    while (!done.test(seen.keySet())) {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("only executors " + seen.keySet() + " answered");
       }

@@ -1,0 +1,200 @@
+package io.memwire.shuffle.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.directory.DirectoryPointer;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import java.util.stream.IntStream;
+import org.apache.spark.MapOutputTrackerMaster;
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.ExecutorDecommissionInfo;
+import org.apache.spark.scheduler.MapStatus;
+import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import scala.Option;
+import scala.Tuple2;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Spark's decommissioning with shuffle migration on (no shuffle service): the outputs of a
+ * decommissioned executor are copied to the others, and there they must be published again, so that
+ * their new locations carry a Memwire pointer and the next reduce stage reads them one-sided
+ * ({@code fallback=false}: a block without a pointer would fail), with no fetch failure and no
+ * rerun.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class DecommissionMigrationTest {
+  private static final int MAPS = 9;
+
+  LocalSparkCluster cluster;
+  JavaSparkContext jsc;
+  final TaskMetricsListener metrics = new TaskMetricsListener();
+  final ShuffleServiceClusterTest.StageCounter stages =
+      new ShuffleServiceClusterTest.StageCounter();
+
+  @BeforeAll
+  void start() {
+    cluster =
+        LocalSparkCluster.builder()
+            .executors(3)
+            .coresPerExecutor(1)
+            .memoryPerExecutorMb(768)
+            .appName("memwire-decommission-test")
+            .startupTimeout(Duration.ofSeconds(120))
+            .conf("spark.shuffle.manager", Clusters.MANAGER)
+            .conf("spark.shuffle.readHostLocalDisk", "false")
+            .conf("spark.shuffle.rdma.fallback", "false")
+            .conf("spark.decommission.enabled", "true")
+            .conf("spark.storage.decommission.enabled", "true")
+            .conf("spark.storage.decommission.shuffleBlocks.enabled", "true")
+            .conf("spark.storage.decommission.rddBlocks.enabled", "false")
+            .conf("spark.shuffle.io.maxRetries", "1")
+            .conf("spark.shuffle.io.retryWait", "1s")
+            .start();
+    cluster.sparkContext().addSparkListener(metrics);
+    cluster.sparkContext().addSparkListener(stages);
+    jsc = cluster.javaSparkContext();
+  }
+
+  @AfterAll
+  void stop() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private JavaPairRDD<Integer, Long> sums() {
+    List<Integer> data = IntStream.range(0, 60_000).map(i -> i * 11 + 3).boxed().toList();
+    return jsc.parallelize(data, MAPS)
+        .mapToPair(x -> new Tuple2<>(x % 1009, (long) x))
+        .reduceByKey(Long::sum, 6);
+  }
+
+  private static Map<Integer, Long> expected() {
+    Map<Integer, Long> m = new HashMap<>();
+    for (int i = 0; i < 60_000; i++) {
+      int x = i * 11 + 3;
+      m.merge(x % 1009, (long) x, Long::sum);
+    }
+    return m;
+  }
+
+  private static MapStatus[] statuses(int shuffleId) {
+    MapOutputTrackerMaster tracker = (MapOutputTrackerMaster) SparkEnv.get().mapOutputTracker();
+    return tracker.shuffleStatuses().get(shuffleId).get().mapStatuses().clone();
+  }
+
+  private static String executorOf(MapStatus s) {
+    return s == null ? null : s.location().executorId();
+  }
+
+  private static boolean hasPointer(MapStatus s) {
+    Option<String> topology = s.location().topologyInfo();
+    return topology.isDefined() && DirectoryPointer.fromTopologyInfo(topology.get()).isPresent();
+  }
+
+  private static void await(Duration d, BooleanSupplier c, Supplier<String> what)
+      throws InterruptedException {
+    long end = System.nanoTime() + d.toNanos();
+    while (!c.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within " + d.toSeconds() + " s: " + what.get());
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  @Test
+  void migratedOutputsGetAPointerAndAreReadOneSided() throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums();
+    assertEquals(expected(), new HashMap<>(sums.collectAsMap()));
+    int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
+    MapStatus[] before = statuses(shuffleId);
+    Map<String, Integer> outputsBy = new HashMap<>();
+    for (MapStatus s : before) {
+      assertTrue(hasPointer(s), "published by the map task: " + s.location());
+      outputsBy.merge(executorOf(s), 1, Integer::sum);
+    }
+    // The executor with the most outputs goes; the other two receive its outputs.
+    String leaving =
+        outputsBy.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+    int migrating = outputsBy.get(leaving);
+    Set<String> stay = new TreeSet<>(outputsBy.keySet());
+    stay.remove(leaving);
+
+    CoarseGrainedSchedulerBackend backend =
+        (CoarseGrainedSchedulerBackend) cluster.sparkContext().schedulerBackend();
+    backend.decommissionExecutor(
+        leaving, new ExecutorDecommissionInfo("test decommission", Option.empty()), false, false);
+    await(
+        Duration.ofSeconds(120),
+        () -> {
+          for (MapStatus s : statuses(shuffleId)) {
+            if (s == null || leaving.equals(executorOf(s)) || !hasPointer(s)) {
+              return false;
+            }
+          }
+          return true;
+        },
+        () -> "every output of " + leaving + " migrated and re-pointed: " + describe(shuffleId));
+    await(
+        Duration.ofSeconds(120),
+        () ->
+            !CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).contains(leaving),
+        () -> "decommissioned executor " + leaving + " gone");
+
+    MapStatus[] after = statuses(shuffleId);
+    for (int i = 0; i < after.length; i++) {
+      assertEquals(before[i].mapId(), after[i].mapId(), "map " + i + " kept its output");
+      if (leaving.equals(executorOf(before[i]))) {
+        assertFalse(leaving.equals(executorOf(after[i])), "map " + i + " moved");
+      } else {
+        assertEquals(before[i].location(), after[i].location(), "map " + i + " stayed");
+      }
+    }
+    // Standalone may start a replacement executor: the counters that matter are those of the two.
+    Map<String, Map<String, Long>> stats = Clusters.executorStats(jsc, stay);
+    stats.keySet().retainAll(stay);
+    assertEquals(
+        migrating, Clusters.sum(stats, "outputsMigrated"), "received, re-pointed: " + stats);
+    assertEquals(0, Clusters.sum(stats, "migratedNotRepointed"), stats.toString());
+    long oneSidedBefore = Clusters.sum(stats, "rdmaBlocks");
+    metrics.reset();
+    stages.reset();
+    assertEquals(expected(), new HashMap<>(sums.collectAsMap()), "answers after the migration");
+    assertEquals(1, stages.submitted.get(), "only the reduce stage ran: outputs were kept");
+    assertEquals(0, stages.reruns.get());
+    assertEquals(0, metrics.fetchFailures.get());
+    assertTrue(metrics.remoteBytesRead.get() > 0, "Spark counted remote bytes");
+    Set<String> live =
+        new TreeSet<>(CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()));
+    Map<String, Map<String, Long>> later = Clusters.executorStats(jsc, live);
+    assertTrue(Clusters.sum(later, "rdmaBlocks") > oneSidedBefore, later.toString());
+    assertEquals(0, Clusters.sum(later, "fallbackBlocks"), later.toString());
+    assertEquals(0, Clusters.sum(later, "failedBlocks"), later.toString());
+  }
+
+  private static String describe(int shuffleId) {
+    StringBuilder sb = new StringBuilder();
+    for (MapStatus s : statuses(shuffleId)) {
+      sb.append(s == null ? "lost" : executorOf(s) + (hasPointer(s) ? "+p" : "")).append(' ');
+    }
+    return sb.toString();
+  }
+}
