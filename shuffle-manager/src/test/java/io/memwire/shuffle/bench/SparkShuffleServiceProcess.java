@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
  * <p>Its counters are read from a CSV metrics sink (one file per metric, a line every 10 s): bytes
  * served ({@code blockTransferRateBytes}). Its log names every executor that registered.
  */
-final class SparkShuffleServiceProcess implements AutoCloseable {
+public final class SparkShuffleServiceProcess implements AutoCloseable {
   private static final String MAIN = "org.apache.spark.deploy.ExternalShuffleService";
   private static final Pattern REGISTERED =
       Pattern.compile("Registered executor .*appId=([^,\\]}\\s]+),\\s*execId=([^,\\]}\\s]+)");
@@ -49,7 +49,7 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
    * Starts the service with its log and metrics under {@code root}; returns once its port accepts
    * connections (60 s at most).
    */
-  static SparkShuffleServiceProcess start(Path root) throws IOException {
+  public static SparkShuffleServiceProcess start(Path root) throws IOException {
     Files.createDirectories(root);
     Path metricsDir = Files.createDirectories(root.resolve("metrics"));
     Path log = root.resolve("ess.log");
@@ -139,20 +139,20 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
     }
   }
 
-  long pid() {
+  public long pid() {
     return process.pid();
   }
 
-  int port() {
+  public int port() {
     return port;
   }
 
-  Path log() {
+  public Path log() {
     return log;
   }
 
   /** Executor ids of {@code appId} that the service's log says registered with it. */
-  Set<String> registeredExecutors(String appId) {
+  public Set<String> registeredExecutors(String appId) {
     Set<String> ids = new TreeSet<>();
     List<String> lines;
     try {
@@ -173,7 +173,7 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
    * Block bytes the service has sent since it started, from the last line of its CSV sink (written
    * every 10 s; 0 before the first).
    */
-  long bytesServed() {
+  public long bytesServed() {
     Path f = metricsDir.resolve("shuffleService.blockTransferRateBytes.csv");
     try {
       if (!Files.exists(f)) {
@@ -197,7 +197,7 @@ final class SparkShuffleServiceProcess implements AutoCloseable {
    * Waits until the service has sent at least {@code bytes} block bytes (its sink lags by up to 10
    * s), and returns what it reports then.
    */
-  long awaitBytesServed(long bytes, Duration timeout) throws InterruptedException {
+  public long awaitBytesServed(long bytes, Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     long served = bytesServed();
     while (served < bytes && System.nanoTime() < deadline) {
