@@ -9,7 +9,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.spark.SparkEnv;
@@ -20,7 +22,40 @@ import scala.Tuple2;
 final class Clusters {
   static final String MANAGER = RdmaShuffleManager.class.getName();
 
+  /** Spark's fetch retries cut short: a dead peer costs a second, not 15. */
+  static final Map<String, String> QUICK_FETCH_RETRIES =
+      Map.of(
+          "spark.shuffle.io.maxRetries", "1",
+          "spark.shuffle.io.retryWait", "1s",
+          "spark.shuffle.rdma.connectTimeout", "3s");
+
   private Clusters() {}
+
+  /**
+   * Dynamic allocation on 0 to 2 executors, idle ones released after 3 s, and {@link
+   * #QUICK_FETCH_RETRIES}.
+   */
+  static void releaseIdleExecutors(Map<String, String> conf) {
+    conf.put("spark.dynamicAllocation.enabled", "true");
+    conf.put("spark.dynamicAllocation.executorIdleTimeout", "3s");
+    conf.put("spark.dynamicAllocation.schedulerBacklogTimeout", "1s");
+    conf.put("spark.dynamicAllocation.minExecutors", "0");
+    conf.put("spark.dynamicAllocation.initialExecutors", "2");
+    conf.put("spark.dynamicAllocation.maxExecutors", "2");
+    conf.putAll(QUICK_FETCH_RETRIES);
+  }
+
+  /** Polls {@code condition} every 100 ms; fails with {@code what} after {@code timeout}. */
+  static void await(Duration timeout, BooleanSupplier condition, Supplier<String> what)
+      throws InterruptedException {
+    long end = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within " + timeout.toSeconds() + " s: " + what.get());
+      }
+      Thread.sleep(100);
+    }
+  }
 
   /** local-cluster[2,1,1024] with the given manager ("sort" or the RDMA one) and settings. */
   static LocalSparkCluster start(String manager, Map<String, String> conf) {

@@ -8,13 +8,9 @@ import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
-import java.util.stream.IntStream;
 import org.apache.spark.MapOutputTrackerMaster;
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkEnv;
@@ -28,7 +24,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import scala.Option;
-import scala.Tuple2;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -64,8 +59,7 @@ class DecommissionMigrationTest {
             .conf("spark.storage.decommission.enabled", "true")
             .conf("spark.storage.decommission.shuffleBlocks.enabled", "true")
             .conf("spark.storage.decommission.rddBlocks.enabled", "false")
-            .conf("spark.shuffle.io.maxRetries", "1")
-            .conf("spark.shuffle.io.retryWait", "1s")
+            .conf(Clusters.QUICK_FETCH_RETRIES)
             .start();
     cluster.sparkContext().addSparkListener(metrics);
     cluster.sparkContext().addSparkListener(stages);
@@ -80,19 +74,11 @@ class DecommissionMigrationTest {
   }
 
   private JavaPairRDD<Integer, Long> sums() {
-    List<Integer> data = IntStream.range(0, 60_000).map(i -> i * 11 + 3).boxed().toList();
-    return jsc.parallelize(data, MAPS)
-        .mapToPair(x -> new Tuple2<>(x % 1009, (long) x))
-        .reduceByKey(Long::sum, 6);
+    return KeyedSums.rdd(jsc, 3, 1009, MAPS, 6);
   }
 
   private static Map<Integer, Long> expected() {
-    Map<Integer, Long> m = new HashMap<>();
-    for (int i = 0; i < 60_000; i++) {
-      int x = i * 11 + 3;
-      m.merge(x % 1009, (long) x, Long::sum);
-    }
-    return m;
+    return KeyedSums.expected(3, 1009);
   }
 
   private static MapStatus[] statuses(int shuffleId) {
@@ -107,17 +93,6 @@ class DecommissionMigrationTest {
   private static boolean hasPointer(MapStatus s) {
     Option<String> topology = s.location().topologyInfo();
     return topology.isDefined() && DirectoryPointer.fromTopologyInfo(topology.get()).isPresent();
-  }
-
-  private static void await(Duration d, BooleanSupplier c, Supplier<String> what)
-      throws InterruptedException {
-    long end = System.nanoTime() + d.toNanos();
-    while (!c.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("not within " + d.toSeconds() + " s: " + what.get());
-      }
-      Thread.sleep(100);
-    }
   }
 
   @Test
@@ -142,7 +117,7 @@ class DecommissionMigrationTest {
         (CoarseGrainedSchedulerBackend) cluster.sparkContext().schedulerBackend();
     backend.decommissionExecutor(
         leaving, new ExecutorDecommissionInfo("test decommission", Option.empty()), false, false);
-    await(
+    Clusters.await(
         Duration.ofSeconds(120),
         () -> {
           for (MapStatus s : statuses(shuffleId)) {
@@ -153,7 +128,7 @@ class DecommissionMigrationTest {
           return true;
         },
         () -> "every output of " + leaving + " migrated and re-pointed: " + describe(shuffleId));
-    await(
+    Clusters.await(
         Duration.ofSeconds(120),
         () ->
             !CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).contains(leaving),

@@ -11,9 +11,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.stream.IntStream;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.AfterAll;
@@ -21,7 +19,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.TempDir;
-import scala.Tuple2;
 
 /**
  * Service mode where Spark's external shuffle service is deployed too: the Memwire service serves
@@ -52,15 +49,7 @@ class ServiceWithSparkEssTest {
     conf.put("spark.shuffle.service.enabled", "true");
     conf.put("spark.shuffle.service.port", String.valueOf(ess.port()));
     conf.put("spark.executor.cores", "1");
-    conf.put("spark.dynamicAllocation.enabled", "true");
-    conf.put("spark.dynamicAllocation.executorIdleTimeout", "3s");
-    conf.put("spark.dynamicAllocation.schedulerBacklogTimeout", "1s");
-    conf.put("spark.dynamicAllocation.minExecutors", "0");
-    conf.put("spark.dynamicAllocation.initialExecutors", "2");
-    conf.put("spark.dynamicAllocation.maxExecutors", "2");
-    conf.put("spark.shuffle.io.maxRetries", "1");
-    conf.put("spark.shuffle.io.retryWait", "1s");
-    conf.put("spark.shuffle.rdma.connectTimeout", "3s");
+    Clusters.releaseIdleExecutors(conf);
     cluster = Clusters.start(Clusters.MANAGER, conf, 0);
     cluster.sparkContext().addSparkListener(metrics);
     cluster.sparkContext().addSparkListener(stages);
@@ -81,29 +70,18 @@ class ServiceWithSparkEssTest {
   }
 
   private JavaPairRDD<Integer, Long> sums() {
-    List<Integer> data = IntStream.range(0, 40_000).map(i -> i * 13 + 5).boxed().toList();
-    return jsc.parallelize(data, 6)
-        .mapToPair(x -> new Tuple2<>(x % 991, (long) x))
-        .reduceByKey(Long::sum, 5);
+    return KeyedSums.rdd(jsc, 5, 991, 6, 5);
   }
 
   private static Map<Integer, Long> expected() {
-    Map<Integer, Long> m = new HashMap<>();
-    for (int i = 0; i < 40_000; i++) {
-      int x = i * 13 + 5;
-      m.merge(x % 991, (long) x, Long::sum);
-    }
-    return m;
+    return KeyedSums.expected(5, 991);
   }
 
   private void awaitReleased() throws InterruptedException {
-    long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (cluster.registeredExecutors() > 0) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("dynamic allocation did not release the idle executors");
-      }
-      Thread.sleep(100);
-    }
+    Clusters.await(
+        Duration.ofSeconds(60),
+        () -> cluster.registeredExecutors() == 0,
+        () -> "dynamic allocation released the idle executors");
   }
 
   private Map<String, Long> totals() throws Exception {

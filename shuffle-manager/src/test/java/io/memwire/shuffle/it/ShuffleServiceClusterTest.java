@@ -20,7 +20,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
-import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.spark.api.java.JavaFutureAction;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -91,19 +90,11 @@ class ShuffleServiceClusterTest {
     conf.put("spark.shuffle.rdma.service.socket", service.socket().toString());
     conf.put("spark.shuffle.rdma.fallback", "false"); // any block not read one-sided fails
     conf.put("spark.plugins", MemwireMetricsPlugin.class.getName());
-    conf.put("spark.dynamicAllocation.enabled", "true");
     conf.put("spark.dynamicAllocation.shuffleTracking.enabled", "false");
-    conf.put("spark.dynamicAllocation.executorIdleTimeout", "3s");
-    conf.put("spark.dynamicAllocation.schedulerBacklogTimeout", "1s");
-    conf.put("spark.dynamicAllocation.minExecutors", "0");
-    conf.put("spark.dynamicAllocation.initialExecutors", "2");
-    conf.put("spark.dynamicAllocation.maxExecutors", "2");
+    Clusters.releaseIdleExecutors(conf);
     // Released executors are decommissioned; the manager turns off shuffle migration.
     conf.put("spark.decommission.enabled", "true");
     conf.put("spark.storage.decommission.enabled", "true");
-    conf.put("spark.shuffle.io.maxRetries", "1");
-    conf.put("spark.shuffle.io.retryWait", "1s");
-    conf.put("spark.shuffle.rdma.connectTimeout", "3s");
     // Idle executors may be released before both registered: the first job asks for them again.
     cluster = Clusters.start(Clusters.MANAGER, conf, 0);
     metrics = new TaskMetricsListener();
@@ -127,30 +118,16 @@ class ShuffleServiceClusterTest {
   }
 
   private JavaPairRDD<Integer, Long> sums(int seed, int reducers) {
-    List<Integer> data = IntStream.range(0, 40_000).map(i -> i * 7 + seed).boxed().toList();
-    return jsc.parallelize(data, 6)
-        .mapToPair(x -> new Tuple2<>(x % 997, (long) x))
-        .reduceByKey(Long::sum, reducers);
+    return KeyedSums.rdd(jsc, seed, 997, 6, reducers);
   }
 
   private static Map<Integer, Long> expected(int seed) {
-    Map<Integer, Long> m = new HashMap<>();
-    for (int i = 0; i < 40_000; i++) {
-      int x = i * 7 + seed;
-      m.merge(x % 997, (long) x, Long::sum);
-    }
-    return m;
+    return KeyedSums.expected(seed, 997);
   }
 
   private static void await(Duration d, BooleanSupplier c, String what)
       throws InterruptedException {
-    long end = System.nanoTime() + d.toNanos();
-    while (!c.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("not within " + d.toSeconds() + " s: " + what);
-      }
-      Thread.sleep(100);
-    }
+    Clusters.await(d, c, () -> what);
   }
 
   private Map<String, Long> appTotals() throws Exception {
