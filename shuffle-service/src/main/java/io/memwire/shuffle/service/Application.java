@@ -4,6 +4,7 @@ import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
+import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.file.Files;
@@ -27,6 +28,8 @@ final class Application {
   private final byte[] token;
   private volatile InetSocketAddress driver;
   private volatile long lastAliveNanos;
+  private volatile long refusedSinceNanos;
+  private volatile long nextProbeNanos;
   private final Map<String, ShuffleDirectory> directories = new HashMap<>();
   private final Map<Integer, List<OutputFiles.Linked>> files = new HashMap<>();
   private boolean ended;
@@ -51,15 +54,46 @@ final class Application {
     driver = d;
   }
 
-  /** True when the driver accepts a TCP connection on its RPC port within {@code timeoutMs}. */
-  boolean driverAnswers(int timeoutMs) {
+  /** What one liveness probe of the driver's RPC port found. */
+  enum Probe {
+    /** It accepted a TCP connection. */
+    ANSWERS,
+    /** Its host answered that nothing listens there: the driver process is gone. */
+    REFUSED,
+    /** No answer in time, or no route: the driver may be gone or cut off. */
+    SILENT
+  }
+
+  /** Tries one TCP connection to the driver's RPC port within {@code timeoutMs}. */
+  Probe probe(int timeoutMs) {
     InetSocketAddress d = driver;
     try (Socket s = new Socket()) {
       s.connect(new InetSocketAddress(d.getHostString(), d.getPort()), timeoutMs);
-      return true;
+      return Probe.ANSWERS;
+    } catch (ConnectException e) {
+      String m = e.getMessage();
+      return m != null && m.contains("refused") ? Probe.REFUSED : Probe.SILENT;
     } catch (IOException | IllegalArgumentException | SecurityException e) {
-      return false;
+      return Probe.SILENT;
     }
+  }
+
+  /** Since when every probe was refused (0: the last one was not); the liveness thread's. */
+  long refusedSinceNanos() {
+    return refusedSinceNanos;
+  }
+
+  void refusedSince(long nanos) {
+    refusedSinceNanos = nanos;
+  }
+
+  /** When the liveness thread probes this driver next. */
+  long nextProbeNanos() {
+    return nextProbeNanos;
+  }
+
+  void nextProbe(long nanos) {
+    nextProbeNanos = nanos;
   }
 
   long lastAliveNanos() {

@@ -57,7 +57,9 @@ public final class ServiceConfig {
           .since(V020)
           .doc(
               "An application whose driver does not accept a TCP connection on its RPC port for "
-                  + "this long is over: its outputs are deregistered, unmapped and deleted.")
+                  + "this long is over: its outputs are deregistered, unmapped and deleted. A port "
+                  + "that refuses every probe (the driver has stopped) ends it sooner, after this "
+                  + "or 5 s, whichever is shorter.")
           .duration(1000, 86_400_000L)
           .withDefault("60s");
 

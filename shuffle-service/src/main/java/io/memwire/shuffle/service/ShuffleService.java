@@ -43,11 +43,11 @@ import org.slf4j.LoggerFactory;
  * CPU of the service involved over verbs, after the executor that wrote them is gone.
  *
  * <p>An application's outputs go when Spark removes a shuffle (any executor of the application
- * forwards {@code unregisterShuffle}), when its driver stops accepting TCP connections on its RPC
- * port for {@code appTimeout} (application end, driver crash), when {@link #endApplication} is
- * called (YARN's stopApplication), or when the service stops. A restarted service starts empty with
- * new keys: readers holding old descriptors get remote-access errors, so Spark reruns the map
- * stage, never reads stale bytes.
+ * forwards {@code unregisterShuffle}), when its driver's RPC port refuses TCP connections for 5 s
+ * (application end, driver crash) or does not answer for {@code appTimeout} (host gone), when
+ * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. A
+ * restarted service starts empty with new keys: readers holding old descriptors get remote-access
+ * errors, so Spark reruns the map stage, never reads stale bytes.
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
@@ -66,6 +66,16 @@ public final class ShuffleService implements AutoCloseable {
   private final Set<ClientSession> sessions = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private final ScheduledExecutorService liveness;
+
+  /** How often a driver that answers is probed. */
+  private final long probeEveryNanos;
+
+  /** The liveness thread's period; also how soon a refused probe is repeated. */
+  private final long tickNanos;
+
+  /** How long a driver's port must refuse every probe before its application ends. */
+  private final long refusedGraceNanos;
+
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final LongAdder outputsTaken = new LongAdder();
   private final LongAdder outputsRefused = new LongAdder();
@@ -91,6 +101,14 @@ public final class ShuffleService implements AutoCloseable {
     this.server = server;
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
     this.appsDir = config.dir().resolve("apps");
+    long timeoutMs = config.appTimeout().toMillis();
+    this.probeEveryNanos =
+        TimeUnit.MILLISECONDS.toNanos(Math.max(250, Math.min(10_000, timeoutMs / 4)));
+    this.tickNanos = Math.min(probeEveryNanos, TimeUnit.SECONDS.toNanos(1));
+    // A driver's RPC port listens for the whole life of its SparkContext, so refusals that last
+    // across a few probes mean the driver stopped (or crashed); a silent host waits appTimeout.
+    this.refusedGraceNanos =
+        Math.min(TimeUnit.MILLISECONDS.toNanos(timeoutMs), TimeUnit.SECONDS.toNanos(5));
     this.acceptor = new Thread(this::acceptLoop, "memwire-shuffle-service-accept");
     this.acceptor.setDaemon(true);
     this.liveness =
@@ -137,17 +155,19 @@ public final class ShuffleService implements AutoCloseable {
     }
     ShuffleService s = new ShuffleService(config, node, server);
     s.acceptor.start();
-    long every = Math.max(250, Math.min(10_000, config.appTimeout().toMillis() / 4));
-    s.liveness.scheduleWithFixedDelay(s::probeDrivers, every, every, TimeUnit.MILLISECONDS);
+    long tick = TimeUnit.NANOSECONDS.toMillis(s.tickNanos);
+    s.liveness.scheduleWithFixedDelay(s::probeDrivers, tick, tick, TimeUnit.MILLISECONDS);
     LOG.info(
         "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
-            + "applications end {} ms after their driver stops answering",
+            + "applications end {} ms after their driver stops answering, {} ms after its port "
+            + "starts refusing connections",
         socket,
         config.dir(),
         node.provider(),
         node.selectionReason(),
         node.localAddress(),
-        config.appTimeout().toMillis());
+        config.appTimeout().toMillis(),
+        TimeUnit.NANOSECONDS.toMillis(s.refusedGraceNanos));
     return s;
   }
 
@@ -360,26 +380,45 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   private void probeDrivers() {
-    long now = System.nanoTime();
     int timeout = (int) Math.min(2000, Math.max(100, config.appTimeout().toMillis() / 4));
     for (Application a : new ArrayList<>(apps.values())) {
       if (closed) {
         return;
       }
-      if (a.driverAnswers(timeout)) {
-        a.alive(System.nanoTime());
-      } else if (now - a.lastAliveNanos() > config.appTimeout().toNanos()) {
+      if (System.nanoTime() < a.nextProbeNanos()) {
+        continue;
+      }
+      Application.Probe probe = a.probe(timeout);
+      long now = System.nanoTime();
+      if (probe == Application.Probe.ANSWERS) {
+        a.alive(now);
+      }
+      if (probe != Application.Probe.REFUSED) {
+        a.refusedSince(0);
+        a.nextProbe(now + probeEveryNanos);
+      } else if (a.refusedSinceNanos() == 0) {
+        a.refusedSince(now);
+        a.nextProbe(now + tickNanos); // confirm soon: a refused port is a driver that is gone
+      } else if (now - a.refusedSinceNanos() >= refusedGraceNanos) {
+        end(a, "is over: its driver's RPC port " + driverOf(a) + " refuses connections");
+        continue;
+      } else {
+        a.nextProbe(now + tickNanos);
+      }
+      if (now - a.lastAliveNanos() > config.appTimeout().toNanos()) {
         end(
             a,
             "is over: its driver at "
-                + a.driver().getHostString()
-                + ":"
-                + a.driver().getPort()
+                + driverOf(a)
                 + " has not accepted a connection for "
                 + config.appTimeout().toMillis()
                 + " ms");
       }
     }
+  }
+
+  private static String driverOf(Application a) {
+    return a.driver().getHostString() + ":" + a.driver().getPort();
   }
 
   /** The service's counters and its transfer node's ({@code node.*}). */

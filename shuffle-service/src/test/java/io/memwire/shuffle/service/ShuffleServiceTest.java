@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.service.protocol.ServiceClient;
@@ -21,6 +22,8 @@ import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -28,6 +31,8 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.stream.Stream;
@@ -200,6 +205,68 @@ class ShuffleServiceTest {
         Duration.ofSeconds(10),
         () -> service.node().stats().registeredRegions() == 0,
         "every region deregistered");
+  }
+
+  @Test
+  void aDriverPortThatRefusesConnectionsEndsTheApplicationBeforeTheTimeout() throws Exception {
+    startService(ServiceConfig.PREFIX + "appTimeout", "60s");
+    ServiceFixture.Output a = write(root.resolve("e1"), 4, 41, 2, 5);
+    try (ServiceClient c = executor("app-4", "1", 12)) {
+      c.publish(4, 0, 41, a.index(), a.data());
+    }
+    driver.close(); // the driver stopped: its host refuses the port
+    long t0 = System.nanoTime();
+    await(
+        Duration.ofSeconds(30),
+        () -> service.stats().get("applications") == 0,
+        "application removed once its driver's port refused connections");
+    long tookMs = (System.nanoTime() - t0) / 1_000_000;
+    assertTrue(tookMs >= 4_000, "refusals confirmed over the grace first: " + tookMs + " ms");
+    assertEquals(0L, service.stats().get("bytesHeld"));
+    assertEquals(0, filesUnder(root.resolve("outputs/apps")));
+  }
+
+  @Test
+  void aDriverThatDoesNotAnswerKeepsItsApplicationUntilTheTimeout() throws Exception {
+    // A port whose accept queue is full drops new connections: the probe hears nothing.
+    try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      List<Socket> queued = new ArrayList<>();
+      try {
+        boolean full = false;
+        for (int i = 0; i < 16 && !full; i++) {
+          Socket q = new Socket();
+          queued.add(q);
+          try {
+            q.connect(silent.getLocalSocketAddress(), 300);
+          } catch (SocketTimeoutException e) {
+            full = true;
+          }
+        }
+        assumeTrue(full, "this kernel accepts past the backlog; no silent port to test with");
+        startService(ServiceConfig.PREFIX + "appTimeout", "8s");
+        ServiceFixture.Output a = write(root.resolve("e1"), 5, 51, 2, 6);
+        try (ServiceClient c =
+            client(service.socket(), "app-5", "1", token(13), silent.getLocalPort())) {
+          c.publish(5, 0, 51, a.index(), a.data());
+        }
+        long t0 = System.nanoTime();
+        long pastGrace = t0 + Duration.ofSeconds(6).toNanos();
+        while (System.nanoTime() < pastGrace) {
+          assertEquals(1L, service.stats().get("applications"), "silence is not a refusal");
+          Thread.sleep(200);
+        }
+        await(
+            Duration.ofSeconds(20),
+            () -> service.stats().get("applications") == 0,
+            "application removed after appTimeout of silence");
+        long tookMs = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(tookMs >= 7_500, "not before appTimeout: " + tookMs + " ms");
+      } finally {
+        for (Socket q : queued) {
+          q.close();
+        }
+      }
+    }
   }
 
   @Test
