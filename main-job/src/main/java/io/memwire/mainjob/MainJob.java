@@ -117,72 +117,66 @@ public final class MainJob {
     String master = "local-cluster[" + executors + ",1,1024]";
     Map<String, List<Result>> results = new LinkedHashMap<>();
     configs.forEach(c -> results.put(c.name(), new ArrayList<>()));
-    for (int round = 0; round < rounds; round++) {
-      List<Config> order = new ArrayList<>(configs);
-      // Alternate which manager goes first, so drift and warm page caches favour neither.
-      java.util.Collections.rotate(order, -(round % configs.size()));
-      for (Config c : order) {
-        Path out =
-            workDir.resolve("result-" + c.name() + "-" + (round + 1) + ".json").toAbsolutePath();
-        Files.deleteIfExists(out);
-        List<String> cmd =
-            new ArrayList<>(
-                List.of(
-                    "bash",
-                    sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
-                    "--master",
-                    master,
-                    "--conf",
-                    "spark.ui.enabled=false",
-                    "--conf",
-                    "spark.ui.showConsoleProgress=false"));
-        cmd.addAll(c.args());
-        // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB.
-        cmd.addAll(
-            List.of(
-                "--driver-class-path",
-                Paths.get(
-                        ExecutorCpu.class
-                            .getProtectionDomain()
-                            .getCodeSource()
-                            .getLocation()
-                            .toURI())
-                    .toString()));
-        cmd.addAll(
-            List.of(
-                "--class",
-                ShuffleApp.class.getName(),
-                appJar.toAbsolutePath().toString(),
-                "--records",
-                String.valueOf(records),
-                "--small-repeats",
-                String.valueOf(smallRepeats),
-                "--wait-executors",
-                String.valueOf(executors),
-                "--out",
-                out.toString()));
-        String tag = c.name() + " " + (round + 1) + "/" + rounds;
-        if (round == 0) {
-          say("[%s] spark-submit %s", tag, String.join(" ", cmd.subList(2, cmd.size())));
+    // One application per configuration, kept up across rounds: each pays its start and first job
+    // once, and the rounds alternate between them.
+    Map<String, Submission> apps = new LinkedHashMap<>();
+    try {
+      for (int round = 0; round < rounds; round++) {
+        List<Config> order = new ArrayList<>(configs);
+        // Alternate which manager goes first, so drift and warm page caches favour neither.
+        java.util.Collections.rotate(order, -(round % configs.size()));
+        for (Config c : order) {
+          Path base = workDir.resolve("result-" + c.name() + ".json").toAbsolutePath();
+          Path out = ShuffleApp.roundFile(base, round + 1);
+          String tag = c.name() + " " + (round + 1) + "/" + rounds;
+          long t0 = System.nanoTime();
+          Submission app = apps.get(c.name());
+          if (app == null) {
+            for (int r = 1; r <= rounds; r++) {
+              Files.deleteIfExists(ShuffleApp.roundFile(base, r));
+            }
+            List<String> cmd =
+                command(sparkHome, master, c, appJar, records, smallRepeats, executors);
+            cmd.addAll(List.of("--out", base.toString(), "--rounds", String.valueOf(rounds)));
+            say("[%s] spark-submit %s", tag, String.join(" ", cmd.subList(2, cmd.size())));
+            app = Submission.start(cmd, sparkHome, c.name());
+            apps.put(c.name(), app);
+          } else {
+            try {
+              app.nextRound();
+            } catch (IOException e) {
+              say("FAILED: %s: the application is gone (%s); see its output above", tag, e);
+              return 1;
+            }
+          }
+          if (!app.awaitFile(out, timeoutMinutes)) {
+            say(
+                "FAILED: %s: the application %s without a result; see its output above",
+                tag, app.isAlive() ? "took over " + timeoutMinutes + " minutes" : "exited");
+            return 1;
+          }
+          Result r = new Result(c.name(), parse(Files.readString(out)));
+          results.get(c.name()).add(r);
+          say(
+              "[%s] %.1f s in all: main job %.2f s, later small jobs %.2f s; first small job"
+                  + " %.2f s and executors ready after %.1f s (round 1)",
+              tag,
+              (System.nanoTime() - t0) / 1e9,
+              r.number("wallSeconds"),
+              r.number("smallWarmSeconds"),
+              r.number("smallColdSeconds"),
+              r.number("executorsReadySeconds"));
         }
-        long t0 = System.nanoTime();
-        int rc = submit(cmd, sparkHome, tag, timeoutMinutes);
-        if (rc != 0 || !Files.exists(out)) {
-          say("FAILED: %s run exited %d without a result; see its output above", tag, rc);
+      }
+      for (Map.Entry<String, Submission> e : apps.entrySet()) {
+        int rc = e.getValue().finish(timeoutMinutes);
+        if (rc != 0) {
+          say("FAILED: %s exited %d at the end; see its output above", e.getKey(), rc);
           return 1;
         }
-        Result r = new Result(c.name(), parse(Files.readString(out)));
-        results.get(c.name()).add(r);
-        say(
-            "[%s] %.1f s in all: main job %.2f s, first small job %.2f s, later small jobs %.2f"
-                + " s, executors ready after %.1f s",
-            tag,
-            (System.nanoTime() - t0) / 1e9,
-            r.number("wallSeconds"),
-            r.number("smallColdSeconds"),
-            r.number("smallWarmSeconds"),
-            r.number("executorsReadySeconds"));
       }
+    } finally {
+      apps.values().forEach(Submission::kill);
     }
     return report(results, workDir);
   }
@@ -228,39 +222,128 @@ public final class MainJob {
     return out;
   }
 
-  static int submit(List<String> cmd, Path sparkHome, String tag, long timeoutMinutes)
-      throws IOException, InterruptedException {
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.environment().put("SPARK_HOME", sparkHome.toAbsolutePath().toString());
-    pb.environment().put("SPARK_SCALA_VERSION", "2.13");
-    pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-    Process p = pb.start();
-    Thread pump =
-        new Thread(
-            () -> {
-              try (BufferedReader r =
-                  new BufferedReader(
-                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                  System.out.println("  [" + tag + "] " + line);
-                }
-              } catch (IOException e) {
-                // process ended
-              }
-            },
-            "main-job-output");
-    pump.setDaemon(true);
-    pump.start();
-    if (!p.waitFor(timeoutMinutes, TimeUnit.MINUTES)) {
-      say("[%s] did not finish within %d minutes: stopping it", tag, timeoutMinutes);
-      p.descendants().forEach(ProcessHandle::destroyForcibly);
-      p.destroyForcibly();
-      p.waitFor(30, TimeUnit.SECONDS);
-      return 124;
+  /** The spark-submit command of one configuration's application, up to its output options. */
+  static List<String> command(
+      Path sparkHome,
+      String master,
+      Config c,
+      Path appJar,
+      long records,
+      int smallRepeats,
+      int executors)
+      throws java.net.URISyntaxException {
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                "bash",
+                sparkHome.resolve("bin/spark-submit").toAbsolutePath().toString(),
+                "--master",
+                master,
+                "--conf",
+                "spark.ui.enabled=false",
+                "--conf",
+                "spark.ui.showConsoleProgress=false"));
+    cmd.addAll(c.args());
+    // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB.
+    cmd.addAll(
+        List.of(
+            "--driver-class-path",
+            Paths.get(ExecutorCpu.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                .toString()));
+    cmd.addAll(
+        List.of(
+            "--class",
+            ShuffleApp.class.getName(),
+            appJar.toAbsolutePath().toString(),
+            "--records",
+            String.valueOf(records),
+            "--small-repeats",
+            String.valueOf(smallRepeats),
+            "--wait-executors",
+            String.valueOf(executors)));
+    return cmd;
+  }
+
+  /**
+   * One configuration's application, up for all rounds: its output is relayed with a tag by a
+   * daemon thread; a line on its standard input starts its next round, end of input ends it.
+   */
+  static final class Submission {
+    private final Process process;
+    private final Thread pump;
+    private final java.io.Writer input;
+
+    private Submission(Process process, Thread pump) {
+      this.process = process;
+      this.pump = pump;
+      this.input =
+          new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
     }
-    pump.join(10_000);
-    return p.exitValue();
+
+    static Submission start(List<String> cmd, Path sparkHome, String tag) throws IOException {
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+      pb.environment().put("SPARK_HOME", sparkHome.toAbsolutePath().toString());
+      pb.environment().put("SPARK_SCALA_VERSION", "2.13");
+      pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+      Process p = pb.start();
+      Thread pump =
+          new Thread(
+              () -> {
+                try (BufferedReader r =
+                    new BufferedReader(
+                        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                  String line;
+                  while ((line = r.readLine()) != null) {
+                    System.out.println("  [" + tag + "] " + line);
+                  }
+                } catch (IOException e) {
+                  // process ended
+                }
+              },
+              "main-job-output-" + tag);
+      pump.setDaemon(true);
+      pump.start();
+      return new Submission(p, pump);
+    }
+
+    void nextRound() throws IOException {
+      input.write("next\n");
+      input.flush();
+    }
+
+    boolean isAlive() {
+      return process.isAlive();
+    }
+
+    /** Waits for {@code file} while the application runs; false if it exited or time ran out. */
+    boolean awaitFile(Path file, long timeoutMinutes) throws InterruptedException {
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(timeoutMinutes);
+      while (!Files.exists(file)) {
+        if (!process.isAlive() || System.nanoTime() > deadline) {
+          return Files.exists(file);
+        }
+        process.waitFor(100, TimeUnit.MILLISECONDS);
+      }
+      return true;
+    }
+
+    /** Ends its input and waits for it to exit; its exit status (124 after the timeout). */
+    int finish(long timeoutMinutes) throws IOException, InterruptedException {
+      input.close();
+      if (!process.waitFor(timeoutMinutes, TimeUnit.MINUTES)) {
+        return 124;
+      }
+      pump.join(10_000);
+      return process.exitValue();
+    }
+
+    /** Stops it and everything it started, if still running. */
+    void kill() {
+      if (process.isAlive()) {
+        process.descendants().forEach(ProcessHandle::destroyForcibly);
+        process.destroyForcibly();
+      }
+    }
   }
 
   static Map<String, String> parse(String json) {

@@ -1,8 +1,12 @@
 package io.memwire.mainjob;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -37,8 +41,13 @@ import scala.Tuple2;
  * <pre>
  * spark-submit --class io.memwire.mainjob.ShuffleApp memwire-main-job.jar
  *     [--records N] [--keys K] [--value-bytes B] [--maps M] [--partitions P]
- *     [--small-repeats N] [--wait-executors N] [--out results.json]
+ *     [--small-repeats N] [--wait-executors N] [--out results.json] [--rounds R]
  * </pre>
+ *
+ * <p>With {@code --rounds R} the application stays up for R rounds, so that a launcher can
+ * alternate applications without paying their start again: round 1 runs as above and writes {@link
+ * #roundFile}; each later round starts when a line arrives on standard input and runs the main job
+ * and the later small jobs again (its first-job figures are round 1's). End of input ends it.
  */
 public final class ShuffleApp {
   private ShuffleApp() {}
@@ -88,6 +97,7 @@ public final class ShuffleApp {
     int partitions = 16;
     int waitExecutors = 0;
     int smallRepeats = 3;
+    int rounds = 0; // 0: no --rounds, one round written to --out itself
     Path out = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -99,12 +109,14 @@ public final class ShuffleApp {
         case "--small-repeats" -> smallRepeats = Integer.parseInt(args[++i]);
         case "--out" -> out = Paths.get(args[++i]);
         case "--wait-executors" -> waitExecutors = Integer.parseInt(args[++i]);
+        case "--rounds" -> rounds = Integer.parseInt(args[++i]);
         default ->
             throw new IllegalArgumentException(
                 "unknown argument "
                     + args[i]
                     + "; usage: ShuffleApp [--records N] [--keys K] [--value-bytes B] [--maps M]"
-                    + " [--partitions P] [--small-repeats N] [--wait-executors N] [--out FILE]");
+                    + " [--partitions P] [--small-repeats N] [--wait-executors N] [--out FILE]"
+                    + " [--rounds R]");
       }
     }
     long t0 = System.nanoTime();
@@ -112,7 +124,12 @@ public final class ShuffleApp {
     try {
       awaitExecutors(spark, waitExecutors);
       double ready = (System.nanoTime() - t0) / 1e9;
-      run(spark, new Shape(records, keys, valueBytes, maps, partitions), smallRepeats, ready, out);
+      Shape shape = new Shape(records, keys, valueBytes, maps, partitions);
+      if (rounds == 0) {
+        run(spark, shape, smallRepeats, ready, out);
+      } else {
+        runRounds(spark, shape, smallRepeats, ready, out, rounds);
+      }
     } finally {
       spark.stop();
     }
@@ -189,13 +206,53 @@ public final class ShuffleApp {
    */
   static void run(SparkSession spark, Shape shape, int smallRepeats, double readySeconds, Path out)
       throws Exception {
+    ShuffleMetrics metrics = new ShuffleMetrics();
+    spark.sparkContext().addSparkListener(metrics);
+    round(spark, metrics, shape, smallRepeats, readySeconds, out, null);
+  }
+
+  /** Round {@code r}'s result file when an application runs several: {@code <out>-<r>.json}. */
+  static Path roundFile(Path out, int round) {
+    String name = out.getFileName().toString();
+    String stem = name.endsWith(".json") ? name.substring(0, name.length() - 5) : name;
+    return out.resolveSibling(stem + "-" + round + ".json");
+  }
+
+  /** {@code rounds} rounds in this application, each after the first on a line of input. */
+  static void runRounds(
+      SparkSession spark, Shape shape, int smallRepeats, double readySeconds, Path out, int rounds)
+      throws Exception {
+    ShuffleMetrics metrics = new ShuffleMetrics();
+    spark.sparkContext().addSparkListener(metrics);
+    BufferedReader input =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    Phase cold = null;
+    for (int r = 1; r <= rounds; r++) {
+      if (r > 1 && input.readLine() == null) {
+        return; // the launcher is done with this application
+      }
+      cold = round(spark, metrics, shape, smallRepeats, readySeconds, roundFile(out, r), cold);
+    }
+  }
+
+  /**
+   * One round; runs the first small job unless {@code earlierCold} (a first round's) is given.
+   * Writes {@code out} only once every check passed. Returns the first small job's phase.
+   */
+  private static Phase round(
+      SparkSession spark,
+      ShuffleMetrics metrics,
+      Shape shape,
+      int smallRepeats,
+      double readySeconds,
+      Path out,
+      Phase earlierCold)
+      throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     SparkConf conf = jsc.getConf();
-    ShuffleMetrics metrics = new ShuffleMetrics();
-    jsc.sc().addSparkListener(metrics);
     boolean memwire = conf.get("spark.shuffle.manager", "sort").contains("RdmaShuffleManager");
 
-    Phase cold = phase(spark, metrics, shape.small(), 1);
+    Phase cold = earlierCold != null ? earlierCold : phase(spark, metrics, shape.small(), 1);
     Phase main = phase(spark, metrics, shape, 1);
     List<Double> warm = new ArrayList<>();
     Phase warmTotal = null;
@@ -234,7 +291,14 @@ public final class ShuffleApp {
     field(json, "recordsRead", main.spark("recordsRead"));
     field(json, "counters", main.manager().containsKey("rdmaBytes") ? 1 : 0);
     // Proof over every phase: Spark's remote bytes, and what Memwire moved one-sided.
-    List<Phase> all = warmTotal == null ? List.of(cold, main) : List.of(cold, main, warmTotal);
+    List<Phase> all = new ArrayList<>();
+    if (earlierCold == null) {
+      all.add(cold);
+    }
+    all.add(main);
+    if (warmTotal != null) {
+      all.add(warmTotal);
+    }
     long remoteAll = all.stream().mapToLong(p -> p.spark("remoteBytes")).sum();
     long oneSidedAll = all.stream().mapToLong(p -> p.manager("rdmaBytes")).sum();
     long fallbackAll = all.stream().mapToLong(p -> p.manager("fallbackBlocks")).sum();
@@ -279,9 +343,6 @@ public final class ShuffleApp {
     json.setLength(json.length() - 1);
     json.append('}');
     System.out.println("memwire-main-job result " + json);
-    if (out != null) {
-      Files.writeString(out, json + "\n");
-    }
     if (!ordered) {
       throw new IllegalStateException("a sorted result was out of order: " + json);
     }
@@ -297,6 +358,13 @@ public final class ShuffleApp {
               fallbackAll,
               failedAll));
     }
+    if (out != null) {
+      // Whole or not at all: a launcher may be waiting for this file to appear.
+      Path tmp = out.resolveSibling(out.getFileName() + ".tmp");
+      Files.writeString(tmp, json + "\n");
+      Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+    return cold;
   }
 
   static double median(List<Double> sorted) {
