@@ -1,9 +1,8 @@
 package io.memwire.mainjob;
 
 import io.memwire.localcluster.ExecutorCpu;
-import java.io.BufferedReader;
+import io.memwire.localcluster.ProcessLines;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -287,22 +286,11 @@ public final class MainJob {
       pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
       Process p = pb.start();
       Thread pump =
-          new Thread(
-              () -> {
-                try (BufferedReader r =
-                    new BufferedReader(
-                        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                  String line;
-                  while ((line = r.readLine()) != null) {
-                    System.out.println("  [" + tag + "] " + line);
-                  }
-                } catch (IOException e) {
-                  // process ended
-                }
-              },
-              "main-job-output-" + tag);
-      pump.setDaemon(true);
-      pump.start();
+          ProcessLines.follow(
+              p,
+              "main-job-output-" + tag,
+              line -> System.out.println("  [" + tag + "] " + line),
+              ended -> {}); // the output ends with the process
       return new Submission(p, pump);
     }
 

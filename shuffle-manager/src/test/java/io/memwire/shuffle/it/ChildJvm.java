@@ -1,8 +1,7 @@
 package io.memwire.shuffle.it;
 
-import java.io.BufferedReader;
+import io.memwire.localcluster.ProcessLines;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,32 +66,23 @@ public final class ChildJvm {
    */
   public static CompletableFuture<String> drainTo(Process p, Path log, String ready, String what) {
     CompletableFuture<String> seen = new CompletableFuture<>();
-    Thread drain =
-        new Thread(
-            () -> {
-              try (BufferedReader r =
-                  new BufferedReader(
-                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                  Files.writeString(
-                      log,
-                      line + "\n",
-                      StandardCharsets.UTF_8,
-                      StandardOpenOption.CREATE,
-                      StandardOpenOption.APPEND);
-                  if (ready != null && line.startsWith(ready)) {
-                    seen.complete(line);
-                  }
-                }
-              } catch (IOException e) {
-                seen.completeExceptionally(e);
-              }
-              seen.completeExceptionally(new IOException(what + " exited; see " + log));
-            },
-            "child-jvm-output");
-    drain.setDaemon(true);
-    drain.start();
+    ProcessLines.follow(
+        p,
+        "child-jvm-output",
+        line -> {
+          Files.writeString(
+              log,
+              line + "\n",
+              StandardCharsets.UTF_8,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.APPEND);
+          if (ready != null && line.startsWith(ready)) {
+            seen.complete(line);
+          }
+        },
+        failure ->
+            seen.completeExceptionally(
+                failure != null ? failure : new IOException(what + " exited; see " + log)));
     return seen;
   }
 

@@ -1,12 +1,11 @@
 package io.memwire.tpcds.worker;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.localcluster.ProcessLines;
 import io.memwire.tpcds.worker.WorkerMessages.Request;
 import io.memwire.tpcds.worker.WorkerMessages.Response;
-import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
@@ -51,9 +50,8 @@ public final class WorkerProcess implements AutoCloseable {
     this.requests =
         new BufferedWriter(
             new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
-    this.reader = new Thread(this::readResponses, "tpcds-worker-" + name);
-    reader.setDaemon(true);
-    reader.start();
+    this.reader =
+        ProcessLines.follow(process, "tpcds-worker-" + name, this::readResponse, this::outputEnded);
   }
 
   /**
@@ -182,28 +180,25 @@ public final class WorkerProcess implements AutoCloseable {
     return response;
   }
 
-  private void readResponses() {
-    try (BufferedReader in =
-        new BufferedReader(
-            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = in.readLine()) != null) {
-        if (line.startsWith(WorkerMessages.PROGRESS_PREFIX)) {
-          progress.accept(line.substring(WorkerMessages.PROGRESS_PREFIX.length()));
-        } else if (line.startsWith(WorkerMessages.PREFIX)) {
-          responses.add(
-              WorkerMessages.JSON.readValue(
-                  line.substring(WorkerMessages.PREFIX.length()), Response.class));
-        } else {
-          Files.writeString(
-              logFile,
-              line + System.lineSeparator(),
-              StandardCharsets.UTF_8,
-              StandardOpenOption.APPEND);
-        }
-      }
-    } catch (IOException e) {
-      LOG.debug("Reading worker {} stopped", name, e);
+  private void readResponse(String line) throws IOException {
+    if (line.startsWith(WorkerMessages.PROGRESS_PREFIX)) {
+      progress.accept(line.substring(WorkerMessages.PROGRESS_PREFIX.length()));
+    } else if (line.startsWith(WorkerMessages.PREFIX)) {
+      responses.add(
+          WorkerMessages.JSON.readValue(
+              line.substring(WorkerMessages.PREFIX.length()), Response.class));
+    } else {
+      Files.writeString(
+          logFile,
+          line + System.lineSeparator(),
+          StandardCharsets.UTF_8,
+          StandardOpenOption.APPEND);
+    }
+  }
+
+  private void outputEnded(IOException failure) {
+    if (failure != null) {
+      LOG.debug("Reading worker {} stopped", name, failure);
     }
     // Wake up a caller waiting for an answer that will never come.
     responses.add(Response.failed("process exited" + exitDescription()));
