@@ -172,8 +172,11 @@ public final class TransportSettings {
       Setting.key("maxConnections")
           .since(V010)
           .doc(
-              "tcp: most connections this node serves at once; further ones are refused at once "
-                  + "(the peer is told the node is at its connection limit).")
+              "tcp: most connections this node serves at once (past their handshake: "
+                  + "authenticated, with authSecret); further ones are refused at once (the peer is "
+                  + "told the node is at its connection limit). Connections still in their "
+                  + "handshake have a separate, smaller cap (maxConnections / 16, at least 16), so "
+                  + "peers that never authenticate cannot take authenticated peers' slots.")
           .count(1, 1 << 20)
           .withDefault("4096");
 

@@ -21,7 +21,8 @@ import javax.crypto.spec.SecretKeySpec;
  *                            | 32 B server proof = HMAC(secret, "memwire-server" | client nonce | server nonce), or zeros
  * client -> AUTH       32 B: client proof = HMAC(secret, "memwire-client" | server nonce | client nonce)
  *                            (only when authentication is required)
- * server -> WELCOME     8 B: u32 magic | u8 status (0 ok, 1 authentication failed) | 3 B zero
+ * server -> WELCOME     8 B: u32 magic | u8 status (0 ok, 1 authentication failed, 3 at its
+ *                            limit of served connections: the server closes after it) | 3 B zero
  * </pre>
  *
  * Both sides must agree: a client with a secret refuses a server that does not prove it, and a

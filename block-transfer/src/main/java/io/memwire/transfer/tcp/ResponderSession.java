@@ -77,6 +77,10 @@ final class ResponderSession implements EventLoop.Handler {
   private boolean closeAfterFlush;
   private boolean paused;
   private State state = State.HELLO;
+
+  /** True once the session holds one of the provider's serving slots. */
+  private boolean admitted;
+
   private SelectionKey key;
   private byte[] clientNonce;
   private byte[] serverNonce;
@@ -183,11 +187,17 @@ final class ResponderSession implements EventLoop.Handler {
     }
     byte[] secret = provider.secret();
     if (secret == null) {
+      admitted = provider.admitServing();
       send(
           concat(
               Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null),
-              Handshake.welcome(Handshake.STATUS_OK)));
-      state = State.SERVING;
+              Handshake.welcome(admitted ? Handshake.STATUS_OK : Handshake.STATUS_BUSY)));
+      if (admitted) {
+        state = State.SERVING;
+      } else {
+        closeAfterFlush = true;
+        state = State.CLOSED;
+      }
     } else {
       send(
           Handshake.challenge(
@@ -204,8 +214,17 @@ final class ResponderSession implements EventLoop.Handler {
     in.get(proof);
     byte[] expected = Handshake.clientProof(provider.secret(), serverNonce, clientNonce);
     if (Handshake.same(proof, expected)) {
-      send(Handshake.welcome(Handshake.STATUS_OK));
-      state = State.SERVING;
+      // Only an authenticated peer takes a serving slot; one still in its handshake counts
+      // against the provider's small handshake cap instead.
+      admitted = provider.admitServing();
+      if (admitted) {
+        send(Handshake.welcome(Handshake.STATUS_OK));
+        state = State.SERVING;
+      } else {
+        send(Handshake.welcome(Handshake.STATUS_BUSY));
+        closeAfterFlush = true;
+        state = State.CLOSED;
+      }
     } else {
       provider.authFailures.increment();
       if (provider.authFailureLogged.compareAndSet(false, true)) {
@@ -476,6 +495,7 @@ final class ResponderSession implements EventLoop.Handler {
     while ((r = out.poll()) != null) {
       finish(r);
     }
-    provider.sessionClosed(this);
+    provider.sessionClosed(this, admitted);
+    admitted = false;
   }
 }

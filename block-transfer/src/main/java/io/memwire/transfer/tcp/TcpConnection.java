@@ -158,10 +158,7 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
           "peer does not speak protocol version " + Handshake.VERSION, peer, null);
     }
     if (status == Handshake.STATUS_BUSY) {
-      throw new TransferConnectionException(
-          "peer refused the connection: it serves its limit of connections (maxConnections)",
-          peer,
-          null);
+      throw busy(peer);
     }
     if (status != Handshake.STATUS_OK) {
       throw new TransferConnectionException(
@@ -188,10 +185,23 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     byte[] welcome = new byte[Handshake.WELCOME_SIZE];
     is.readFully(welcome);
     ByteBuffer w = ByteBuffer.wrap(welcome);
-    if (w.getInt() != Handshake.MAGIC || w.get() != Handshake.STATUS_OK) {
+    int magic = w.getInt();
+    byte welcomeStatus = w.get();
+    if (magic == Handshake.MAGIC && welcomeStatus == Handshake.STATUS_BUSY) {
+      throw busy(peer);
+    }
+    if (magic != Handshake.MAGIC || welcomeStatus != Handshake.STATUS_OK) {
       throw new TransferConnectionException(
           "peer refused the connection: authentication failed", peer, null);
     }
+  }
+
+  private static TransferConnectionException busy(InetSocketAddress peer) {
+    return new TransferConnectionException(
+        "peer refused the connection: it serves its limit of connections (maxConnections), or "
+            + "of connections still in their handshake",
+        peer,
+        null);
   }
 
   private static void closeQuietly(SocketChannel ch) {

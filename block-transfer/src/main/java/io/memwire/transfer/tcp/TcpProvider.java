@@ -36,9 +36,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Robustness: a failed {@code accept()} (out of file descriptors, say) pauses accepting with a
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
- * served, further ones are told so and closed; served connections that stay idle past {@code
- * idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed. Each
- * condition is logged once when it starts and counted in {@link #counters()}.
+ * served and at most {@link #maxHandshakes} more may be in their handshake (so peers that never
+ * authenticate cannot take authenticated peers' slots), further ones are told so and closed; served
+ * connections that stay idle past {@code idleTimeout}, or whose peer takes no response bytes for
+ * {@code writeTimeout}, are closed. Each condition is logged once when it starts and counted in
+ * {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -64,6 +66,10 @@ public final class TcpProvider implements TransportProvider {
   private final InetSocketAddress localAddress;
   private final AtomicInteger nextLoop = new AtomicInteger();
   private final Set<ResponderSession> sessions = ConcurrentHashMap.newKeySet();
+
+  /** Sessions past their handshake (authenticated when there is a secret). */
+  private final AtomicInteger serving = new AtomicInteger();
+
   private final Set<TcpConnection> connections = ConcurrentHashMap.newKeySet();
   final LongAdder servedReads = new LongAdder();
   final LongAdder servedBytes = new LongAdder();
@@ -217,8 +223,12 @@ public final class TcpProvider implements TransportProvider {
     }
 
     private void admit(SocketChannel ch) {
-      if (sessions.size() >= config.maxConnections()) {
-        refuse(ch);
+      if (serving.get() >= config.maxConnections()) {
+        refuse(ch, "connections");
+        return;
+      }
+      if (sessions.size() - serving.get() >= maxHandshakes()) {
+        refuse(ch, "connections still in their handshake");
         return;
       }
       if (refusing) {
@@ -255,17 +265,21 @@ public final class TcpProvider implements TransportProvider {
       }
     }
 
-    /** Tells the peer the node is at its connection limit, then closes. */
-    private void refuse(SocketChannel ch) {
+    /** Tells the peer the node is at a connection limit, then closes. */
+    private void refuse(SocketChannel ch, String what) {
       connectionsRefused.increment();
       if (!refusing) {
         refusing = true;
         LOG.warn(
-            "serving {} connections on {}, the limit ({}); refusing further ones until "
-                + "fewer are open (counted as connectionsRefused)",
-            sessions.size(),
+            "serving {} connections on {}, {} still in their handshake: at the limit of {} ({} "
+                + "and at most {} handshakes); refusing further ones until fewer are open "
+                + "(counted as connectionsRefused)",
+            serving.get(),
             localAddress,
-            TransferConfig.MAX_CONNECTIONS);
+            sessions.size() - serving.get(),
+            what,
+            TransferConfig.MAX_CONNECTIONS,
+            maxHandshakes());
       }
       try {
         ch.configureBlocking(false);
@@ -334,7 +348,33 @@ public final class TcpProvider implements TransportProvider {
     return config.writeTimeout().toNanos();
   }
 
-  void sessionClosed(ResponderSession s) {
+  /**
+   * Connections at once in their handshake: a small share of {@code maxConnections}, so peers that
+   * never authenticate cannot take the slots of peers that do.
+   */
+  int maxHandshakes() {
+    int max = config.maxConnections();
+    return Math.min(max, Math.max(16, max / 16));
+  }
+
+  /** Takes a serving slot for a session whose handshake succeeded; false at the limit. */
+  boolean admitServing() {
+    while (true) {
+      int n = serving.get();
+      if (n >= config.maxConnections()) {
+        connectionsRefused.increment();
+        return false;
+      }
+      if (serving.compareAndSet(n, n + 1)) {
+        return true;
+      }
+    }
+  }
+
+  void sessionClosed(ResponderSession s, boolean admitted) {
+    if (admitted) {
+      serving.decrementAndGet();
+    }
     sessions.remove(s);
   }
 

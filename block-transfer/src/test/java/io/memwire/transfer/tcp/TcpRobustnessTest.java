@@ -203,6 +203,90 @@ class TcpRobustnessTest {
     assertServes(region.remote(), data, 100, 5000, tcp());
   }
 
+  /** Connects and sends HELLO; returns the socket and the CHALLENGE's status byte. */
+  private Socket hello(TransferNode server, DataInputStream[] inOut, byte[][] nonces)
+      throws IOException {
+    Socket s = connect(server);
+    byte[] clientNonce = Handshake.nonce();
+    s.getOutputStream().write(Handshake.hello(true, clientNonce).array());
+    DataInputStream in = new DataInputStream(s.getInputStream());
+    inOut[0] = in;
+    nonces[0] = clientNonce;
+    return s;
+  }
+
+  /** One authenticated handshake; returns the WELCOME status (or the CHALLENGE's, if refused). */
+  private byte authenticate(TransferNode server, byte[] secret, List<Socket> keep)
+      throws IOException {
+    DataInputStream[] in = new DataInputStream[1];
+    byte[][] clientNonce = new byte[1][];
+    Socket s = hello(server, in, clientNonce);
+    keep.add(s);
+    byte[] challenge = new byte[Handshake.CHALLENGE_SIZE];
+    in[0].readFully(challenge);
+    ByteBuffer c = ByteBuffer.wrap(challenge);
+    c.getInt();
+    c.getShort();
+    byte status = c.get();
+    if (status != Handshake.STATUS_OK) {
+      return status;
+    }
+    c.get();
+    byte[] serverNonce = new byte[Handshake.NONCE_SIZE];
+    c.get(serverNonce);
+    s.getOutputStream().write(Handshake.clientProof(secret, serverNonce, clientNonce[0]));
+    byte[] welcome = new byte[Handshake.WELCOME_SIZE];
+    in[0].readFully(welcome);
+    return welcome[4];
+  }
+
+  @Test
+  void peersThatNeverAuthenticateCannotTakeTheSlotsOfPeersThatDo() throws Exception {
+    byte[] secret = "a shared secret".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    // 20 served connections, and 16 (the floor) at once in their handshake.
+    TransferNode server = node(tcp().authSecret(secret).maxConnections(20));
+    List<Socket> stuck = new ArrayList<>();
+    for (int i = 0; i < 15; i++) {
+      DataInputStream[] in = new DataInputStream[1];
+      Socket s = hello(server, in, new byte[1][]);
+      stuck.add(s);
+      byte[] challenge = new byte[Handshake.CHALLENGE_SIZE];
+      in[0].readFully(challenge);
+      assertEquals(Handshake.STATUS_OK, challenge[6], "an unauthenticated peer may start");
+      // ...and never sends its proof.
+    }
+    List<Socket> served = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      assertEquals(
+          Handshake.STATUS_OK,
+          authenticate(server, secret, served),
+          "authenticated peer " + i + " is served beside 15 stuck handshakes");
+    }
+    assertEquals(
+        Handshake.STATUS_BUSY,
+        authenticate(server, secret, served),
+        "the 21st is over maxConnections");
+    // The handshake cap: with 15 stuck, one more unauthenticated peer fits, the next does not.
+    DataInputStream[] in = new DataInputStream[1];
+    stuck.add(hello(server, in, new byte[1][]));
+    in[0].readFully(new byte[Handshake.CHALLENGE_SIZE]);
+    DataInputStream[] in2 = new DataInputStream[1];
+    Socket over = hello(server, in2, new byte[1][]);
+    byte[] challenge = new byte[Handshake.CHALLENGE_SIZE];
+    in2[0].readFully(challenge);
+    assertEquals(Handshake.STATUS_BUSY, challenge[6], "17th concurrent handshake refused");
+    assertEquals(0, drainUntilClosed(over));
+    for (Socket s : stuck) {
+      s.close();
+    }
+    served.get(0).close();
+    await("a served slot frees", 20, () -> counter(server, "servingSessions") <= 20);
+    assertEquals(
+        Handshake.STATUS_OK,
+        authenticate(server, secret, served),
+        "a freed serving slot goes to the next authenticated peer");
+  }
+
   @Test
   void idleConnectionsAreClosedAfterTheIdleTimeout() throws Exception {
     TransferNode server = node(tcp().idleTimeout(Duration.ofSeconds(1)));
