@@ -29,8 +29,16 @@ class ShuffleConfDocTest {
   void theManagersOwnRangesAreWhatParsingEnforces() {
     String p = ShuffleConf.PREFIX;
     for (Setting<?> s : ShuffleConf.OWN) {
+      if (s.name().equals(ShuffleConf.SERVICE_USER)) {
+        // A list of user names: trimmed; one with no name is refused naming the key.
+        assertEquals(
+            java.util.Set.of("yarn", "root"),
+            ShuffleConf.parse(Map.of(p + s.name(), " yarn, root "), null).serviceUsers());
+        assertTrue(bad(p + s.name(), " , ").contains(p + s.name()));
+        continue;
+      }
       if (s.min().isEmpty() && !s.rangeText().equals("true, false")) {
-        // The one free-form value, a path: taken as given.
+        // The one other free-form value, a path: taken as given.
         assertEquals(ShuffleConf.SERVICE_SOCKET, s.name());
         assertEquals(
             java.nio.file.Path.of("/x/y.sock"),
@@ -75,6 +83,10 @@ class ShuffleConfDocTest {
     assertEquals(64L << 20, d.readBatchBytes());
     assertEquals(64L << 20, d.indexCacheSize());
     assertTrue(d.fallback() && !d.allowCleartextReads());
+    assertEquals(
+        new java.util.TreeSet<>(java.util.List.of("root", System.getProperty("user.name"))),
+        d.serviceUsers(),
+        "default");
   }
 
   @Test

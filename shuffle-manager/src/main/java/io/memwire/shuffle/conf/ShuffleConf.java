@@ -1,6 +1,7 @@
 package io.memwire.shuffle.conf;
 
 import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
@@ -11,8 +12,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -46,6 +49,9 @@ public final class ShuffleConf {
 
   /** How long an executor waits for its node's shuffle service to answer. */
   public static final String SERVICE_TIMEOUT = "service.timeout";
+
+  /** Users the node's shuffle service may run as. */
+  public static final String SERVICE_USER = "service.user";
 
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
@@ -129,6 +135,33 @@ public final class ShuffleConf {
           .duration(100, 600_000)
           .withDefault("10s");
 
+  /** Declaration of {@link #SERVICE_USER}. */
+  public static final Setting<Set<String>> SERVICE_USER_SETTING =
+      Setting.key(SERVICE_USER)
+          .since("0.3.0")
+          .doc(
+              "Service mode: comma-separated users the node's shuffle service may run as. Before "
+                  + "an executor sends anything (its application's token included) it checks the "
+                  + "socket's peer credentials and refuses a service running as anyone else, "
+                  + "logging who listens. Set it to the NodeManager's user (yarn) when executors "
+                  + "run as the submitting user (secure YARN).")
+          .text(
+              "user names",
+              (key, v) -> {
+                Set<String> users = new LinkedHashSet<>();
+                for (String u : v.split(",")) {
+                  if (!u.isBlank()) {
+                    users.add(u.trim());
+                  }
+                }
+                if (users.isEmpty()) {
+                  throw new TransferConfigException(
+                      TransferConfigException.Problem.OUT_OF_RANGE, key, key + " names no user");
+                }
+                return Set.copyOf(users);
+              })
+          .optional("root and the executor's own user");
+
   /** The manager's own settings (after the transport's), in documentation order. */
   public static final List<Setting<?>> OWN =
       List.of(
@@ -138,7 +171,8 @@ public final class ShuffleConf {
           INDEX_CACHE_SIZE_SETTING,
           ALLOW_CLEARTEXT_READS_SETTING,
           SERVICE_SOCKET_SETTING,
-          SERVICE_TIMEOUT_SETTING);
+          SERVICE_TIMEOUT_SETTING,
+          SERVICE_USER_SETTING);
 
   /** Every key (without the prefix), in documentation order: transport keys, then the manager's. */
   public static final Map<String, Key> KEYS;
@@ -224,6 +258,7 @@ public final class ShuffleConf {
   private final boolean allowCleartextReads;
   private final Path serviceSocket;
   private final Duration serviceTimeout;
+  private final Set<String> serviceUsers;
 
   private ShuffleConf(
       TransferConfig transfer,
@@ -234,7 +269,9 @@ public final class ShuffleConf {
       long indexCacheSize,
       boolean allowCleartextReads,
       Path serviceSocket,
-      Duration serviceTimeout) {
+      Duration serviceTimeout,
+      Set<String> serviceUsers) {
+    this.serviceUsers = serviceUsers;
     this.allowCleartextReads = allowCleartextReads;
     this.serviceSocket = serviceSocket;
     this.serviceTimeout = serviceTimeout;
@@ -276,7 +313,12 @@ public final class ShuffleConf {
         INDEX_CACHE_SIZE_SETTING.valueIn(sparkConf, PREFIX),
         ALLOW_CLEARTEXT_READS_SETTING.valueIn(sparkConf, PREFIX),
         serviceSocket(SERVICE_SOCKET_SETTING.valueIn(sparkConf, PREFIX)),
-        SERVICE_TIMEOUT_SETTING.valueIn(sparkConf, PREFIX));
+        SERVICE_TIMEOUT_SETTING.valueIn(sparkConf, PREFIX),
+        serviceUsers(SERVICE_USER_SETTING.valueIn(sparkConf, PREFIX)));
+  }
+
+  private static Set<String> serviceUsers(Set<String> given) {
+    return given == null ? ServiceClient.defaultServiceUsers() : given;
   }
 
   private static Path serviceSocket(String given) {
@@ -324,6 +366,11 @@ public final class ShuffleConf {
   /** How long to wait for the node's shuffle service. */
   public Duration serviceTimeout() {
     return serviceTimeout;
+  }
+
+  /** The users the node's shuffle service may run as (service mode only). */
+  public Set<String> serviceUsers() {
+    return serviceUsers;
   }
 
   /** The Markdown table of {@link #KEYS}, as docs/SHUFFLE.md shows it. */

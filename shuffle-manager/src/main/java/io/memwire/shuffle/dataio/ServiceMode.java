@@ -106,6 +106,7 @@ public final class ServiceMode {
             Base64.getUrlDecoder().decode(token),
             conf.get("spark.driver.host", ""),
             conf.getInt("spark.driver.port", 0));
-    return new ServiceLink(shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout());
+    return new ServiceLink(
+        shuffleConf.serviceSocket(), reg, shuffleConf.serviceTimeout(), shuffleConf.serviceUsers());
   }
 }

@@ -1,9 +1,12 @@
 package io.memwire.shuffle.writer;
 
+import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.service.protocol.ServiceIdentityException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,21 +24,35 @@ public final class ServiceLink implements AutoCloseable {
   private final Path socket;
   private final ServiceClient.Registration registration;
   private final Duration timeout;
+  private final Set<String> serviceUsers;
   private final long retryNanos;
   private ServiceClient client;
   private long nextAttemptNanos;
   private boolean warned;
   private boolean closed;
 
-  public ServiceLink(Path socket, ServiceClient.Registration registration, Duration timeout) {
-    this(socket, registration, timeout, Duration.ofMillis(RETRY_MS));
+  /**
+   * A link to the service on {@code socket}, which must run as one of {@code serviceUsers} (checked
+   * before anything is sent).
+   */
+  public ServiceLink(
+      Path socket,
+      ServiceClient.Registration registration,
+      Duration timeout,
+      Set<String> serviceUsers) {
+    this(socket, registration, timeout, serviceUsers, Duration.ofMillis(RETRY_MS));
   }
 
   ServiceLink(
-      Path socket, ServiceClient.Registration registration, Duration timeout, Duration retry) {
+      Path socket,
+      ServiceClient.Registration registration,
+      Duration timeout,
+      Set<String> serviceUsers,
+      Duration retry) {
     this.socket = socket;
     this.registration = registration;
     this.timeout = timeout;
+    this.serviceUsers = serviceUsers;
     this.retryNanos = retry.toNanos();
   }
 
@@ -59,13 +76,27 @@ public final class ServiceLink implements AutoCloseable {
       return null;
     }
     try {
-      client = ServiceClient.connect(socket, registration, timeout);
+      client = ServiceClient.connect(socket, registration, timeout, serviceUsers);
       if (warned) {
         LOG.info("connected to the shuffle service on {}: outputs go to it from now on", socket);
       }
       return client;
     } catch (IOException | RuntimeException e) {
       nextAttemptNanos = now + retryNanos;
+      if (e instanceof ServiceIdentityException) {
+        if (!warned) {
+          warned = true;
+          LOG.warn(
+              "not using the shuffle service socket {}: {}. This executor serves its map outputs "
+                  + "itself. If user {} runs your Memwire shuffle service, add it to "
+                  + "spark.shuffle.rdma.{}",
+              socket,
+              e.getMessage(),
+              ((ServiceIdentityException) e).user(),
+              ShuffleConf.SERVICE_USER);
+        }
+        return null;
+      }
       if (!warned) {
         warned = true;
         LOG.warn(

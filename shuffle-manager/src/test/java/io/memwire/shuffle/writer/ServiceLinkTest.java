@@ -29,7 +29,12 @@ class ServiceLinkTest {
           new ServiceClient.Registration(
               "app-link", "1", new byte[16], "127.0.0.1", driver.getLocalPort());
       try (ServiceLink link =
-          new ServiceLink(socket, reg, Duration.ofSeconds(5), Duration.ofMillis(300))) {
+          new ServiceLink(
+              socket,
+              reg,
+              Duration.ofSeconds(5),
+              ServiceClient.defaultServiceUsers(),
+              Duration.ofSeconds(2))) {
         assertNull(link.client(), "no service yet");
         assertFalse(link.isConnected());
         try (ShuffleService service =

@@ -71,12 +71,24 @@ public final class ShuffleDirectory implements AutoCloseable {
   /** Everything registered for one shuffle on this executor. */
   private static final class ShuffleEntry {
     final Map<Integer, Chunk> chunks = new ConcurrentHashMap<>();
-    final List<MemoryRegion> fileRegions = new ArrayList<>();
+
+    /** The file regions of the output in each map index's slot: index, and data or none. */
+    final Map<Integer, List<MemoryRegion>> outputs = new ConcurrentHashMap<>();
+
+    int fileRegions() {
+      int n = 0;
+      for (List<MemoryRegion> l : outputs.values()) {
+        n += l.size();
+      }
+      return n;
+    }
   }
 
   /**
    * Records a map output whose files are already registered and returns the pointer reducers use to
-   * find its slot. The directory owns the regions from now on (closed by {@link #unregister}).
+   * find its slot. The directory owns the regions from now on (closed by {@link #unregister}). An
+   * output published again for the same map index replaces the earlier one: its regions are closed
+   * once the slot names the new one, so republishing never accumulates registrations.
    *
    * @throws IllegalStateException when the directory is closed (the regions are closed too)
    */
@@ -84,6 +96,7 @@ public final class ShuffleDirectory implements AutoCloseable {
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
     ShuffleEntry entry;
     Chunk chunk;
+    List<MemoryRegion> replaced;
     synchronized (this) {
       if (closed) {
         index.close();
@@ -93,10 +106,7 @@ public final class ShuffleDirectory implements AutoCloseable {
         throw new IllegalStateException("shuffle directory is closed");
       }
       entry = shuffles.computeIfAbsent(shuffleId, id -> new ShuffleEntry());
-      entry.fileRegions.add(index);
-      if (data != null) {
-        entry.fileRegions.add(data);
-      }
+      replaced = entry.outputs.put(mapIndex, data == null ? List.of(index) : List.of(index, data));
       chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK, c -> newChunk(shuffleId, c));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
@@ -108,6 +118,9 @@ public final class ShuffleDirectory implements AutoCloseable {
       return chunk.pointer;
     } finally {
       chunk.unit.release();
+      if (replaced != null) {
+        replaced.forEach(MemoryRegion::close);
+      }
     }
   }
 
@@ -144,14 +157,14 @@ public final class ShuffleDirectory implements AutoCloseable {
       LOG.debug(
           "released shuffle {}: {} file regions, {} chunks",
           shuffleId,
-          entry.fileRegions.size(),
+          entry.fileRegions(),
           entry.chunks.size());
     }
   }
 
   private void release(ShuffleEntry entry) {
-    for (MemoryRegion r : entry.fileRegions) {
-      r.close();
+    for (List<MemoryRegion> l : entry.outputs.values()) {
+      l.forEach(MemoryRegion::close);
     }
     for (Chunk c : entry.chunks.values()) {
       c.region.close(); // reads from now on fail; a publish still writing holds its own reference
@@ -167,7 +180,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   /** Regions registered for one shuffle's files (0 when none). */
   public int fileRegions(int shuffleId) {
     ShuffleEntry e = shuffles.get(shuffleId);
-    return e == null ? 0 : e.fileRegions.size();
+    return e == null ? 0 : e.fileRegions();
   }
 
   /**

@@ -1,40 +1,55 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
-import java.net.ConnectException;
 import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
 import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * What the service holds for one application (attempt): its token, its driver's address (for the
- * liveness probe), a shuffle directory per executor, and the files it took, by shuffle. Ending it
- * closes every directory (deregistering its files and chunks) and deletes its files.
+ * What the service holds for one application (attempt) of one local user: its token, its driver's
+ * address (resolved once at registration: the only address the liveness probe ever connects to), a
+ * shuffle directory per executor, and the output held in each (executor, shuffle, map index) slot.
+ * Ending it closes every directory (deregistering its files and chunks) and deletes its files.
  */
 final class Application {
-  final String key;
+  private static final Logger LOG = LoggerFactory.getLogger(Application.class);
+
+  /** Applications are keyed by the registering user and the id: users never share an entry. */
+  record Key(UserPrincipal user, String id) {
+    @Override
+    public String toString() {
+      return id + " (user " + user.getName() + ")";
+    }
+  }
+
+  /** One held map output: the files the service linked and where reducers find its slot. */
+  record Held(long mapId, OutputFiles.Linked files, DirectoryPointer pointer) {}
+
+  private record Slot(String executor, int shuffleId, int mapIndex) {}
+
+  final Key key;
   final Path dir;
   private final byte[] token;
-  private volatile InetSocketAddress driver;
+  private final InetSocketAddress driver;
   private volatile long lastAliveNanos;
   private volatile long refusedSinceNanos;
   private volatile long nextProbeNanos;
   private final Map<String, ShuffleDirectory> directories = new HashMap<>();
-  private final Map<Integer, List<OutputFiles.Linked>> files = new HashMap<>();
+  private final Map<Slot, Held> outputs = new HashMap<>();
   private boolean ended;
 
-  Application(String key, byte[] token, Path dir, InetSocketAddress driver, long nowNanos) {
+  Application(Key key, byte[] token, Path dir, InetSocketAddress driver, long nowNanos) {
     this.key = key;
     this.token = token.clone();
     this.dir = dir;
@@ -46,36 +61,9 @@ final class Application {
     return MessageDigest.isEqual(token, presented);
   }
 
+  /** The driver's RPC address, resolved when the application registered. */
   InetSocketAddress driver() {
     return driver;
-  }
-
-  void driver(InetSocketAddress d) {
-    driver = d;
-  }
-
-  /** What one liveness probe of the driver's RPC port found. */
-  enum Probe {
-    /** It accepted a TCP connection. */
-    ANSWERS,
-    /** Its host answered that nothing listens there: the driver process is gone. */
-    REFUSED,
-    /** No answer in time, or no route: the driver may be gone or cut off. */
-    SILENT
-  }
-
-  /** Tries one TCP connection to the driver's RPC port within {@code timeoutMs}. */
-  Probe probe(int timeoutMs) {
-    InetSocketAddress d = driver;
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress(d.getHostString(), d.getPort()), timeoutMs);
-      return Probe.ANSWERS;
-    } catch (ConnectException e) {
-      String m = e.getMessage();
-      return m != null && m.contains("refused") ? Probe.REFUSED : Probe.SILENT;
-    } catch (IOException | IllegalArgumentException | SecurityException e) {
-      return Probe.SILENT;
-    }
   }
 
   /** Since when every probe was refused (0: the last one was not); the liveness thread's. */
@@ -111,82 +99,93 @@ final class Application {
       throw new IllegalStateException("application " + key + " has ended");
     }
     return directories.computeIfAbsent(
-        executor, e -> new ShuffleDirectory(node, parent, key + "/" + e));
+        executor, e -> new ShuffleDirectory(node, parent, key.id() + "/" + e));
   }
 
-  /** Records files published in a directory, so they are deleted with their shuffle. */
-  synchronized boolean addFiles(int shuffleId, OutputFiles.Linked linked) {
+  /** The output held in one slot, or null. */
+  synchronized Held held(String executor, int shuffleId, int mapIndex) {
+    return outputs.get(new Slot(executor, shuffleId, mapIndex));
+  }
+
+  /**
+   * Records the output now published in a slot (its directory already names it).
+   *
+   * @return the output it replaced (its files are the caller's to delete), or null
+   * @throws IllegalStateException when the application has ended meanwhile
+   */
+  synchronized Held put(String executor, int shuffleId, int mapIndex, Held h) {
     if (ended) {
-      return false;
+      throw new IllegalStateException("application " + key + " has ended");
     }
-    files.computeIfAbsent(shuffleId, s -> new ArrayList<>()).add(linked);
-    return true;
+    return outputs.put(new Slot(executor, shuffleId, mapIndex), h);
   }
 
-  /** Deregisters and deletes one shuffle's outputs of every executor; returns outputs removed. */
-  int removeShuffle(int shuffleId) {
+  /** Deregisters one shuffle's outputs of every executor; returns what it held (to delete). */
+  List<Held> removeShuffle(int shuffleId) {
     List<ShuffleDirectory> dirs;
-    List<OutputFiles.Linked> gone;
+    List<Held> gone = new ArrayList<>();
     synchronized (this) {
       dirs = new ArrayList<>(directories.values());
-      gone = files.remove(shuffleId);
+      outputs
+          .entrySet()
+          .removeIf(
+              e -> {
+                if (e.getKey().shuffleId() == shuffleId) {
+                  gone.add(e.getValue());
+                  return true;
+                }
+                return false;
+              });
     }
     for (ShuffleDirectory d : dirs) {
       d.unregister(shuffleId);
     }
-    if (gone == null) {
-      return 0;
-    }
-    for (OutputFiles.Linked l : gone) {
-      OutputFiles.deleteQuietly(l.index());
-      OutputFiles.deleteQuietly(l.data());
-    }
-    return gone.size();
+    return gone;
   }
 
   /** Outputs and bytes of files held now. */
   synchronized long[] held() {
-    long outputs = 0;
     long bytes = 0;
-    for (List<OutputFiles.Linked> l : files.values()) {
-      outputs += l.size();
-      for (OutputFiles.Linked f : l) {
-        bytes += f.indexLength() + f.dataLength();
-      }
+    for (Held h : outputs.values()) {
+      bytes += h.files().bytes();
     }
-    return new long[] {outputs, bytes};
+    return new long[] {outputs.size(), bytes};
   }
 
   /**
-   * Ends the application: every directory closed, every file deleted. Idempotent: returns true only
-   * for the call that ended it.
+   * Ends the application: every directory closed, every file deleted. Returns what it held (for the
+   * quotas), or null when another call ended it already.
    */
-  boolean end() {
+  List<Held> end() {
     List<ShuffleDirectory> dirs;
+    List<Held> gone;
     synchronized (this) {
       if (ended) {
-        return false;
+        return null;
       }
       ended = true;
       dirs = new ArrayList<>(directories.values());
       directories.clear();
-      files.clear();
+      gone = new ArrayList<>(outputs.values());
+      outputs.clear();
     }
     for (ShuffleDirectory d : dirs) {
       d.close();
     }
-    deleteTree(dir);
-    return true;
+    try {
+      TrustedPaths.deleteTree(dir);
+    } catch (IOException e) {
+      // what could not be deleted stays; the next start of the service empties the directory
+      LOG.warn("could not delete every file of {} in {}: {}", key, dir, e.toString());
+    }
+    return gone;
   }
 
-  static void deleteTree(Path root) {
-    if (!Files.exists(root)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(root)) {
-      s.sorted(Comparator.reverseOrder()).forEach(OutputFiles::deleteQuietly);
-    } catch (IOException ignored) {
-      // what could not be listed stays; the next start of the service empties the directory
+  /** Deletes the files of outputs no longer held. */
+  static void deleteFiles(List<Held> gone) {
+    for (Held h : gone) {
+      OutputFiles.deleteQuietly(h.files().index());
+      OutputFiles.deleteQuietly(h.files().data());
     }
   }
 }

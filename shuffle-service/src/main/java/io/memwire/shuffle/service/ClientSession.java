@@ -4,9 +4,9 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.service.protocol.Frames;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
 import java.util.Map;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -18,6 +18,11 @@ import org.slf4j.LoggerFactory;
  * requests answered in order (STATS, counters only, is answered unregistered too). A malformed
  * frame or an unknown request closes this connection only; no error of one client reaches another
  * or the service.
+ *
+ * <p>Deadlines, enforced by the service's deadline thread through {@link #overdue}: the connection
+ * must register within {@code registerTimeout} of its accept; a frame whose first byte came must be
+ * complete within {@code frameTimeout}, and an answer must be taken within it. Waiting between
+ * requests of a registered executor has no deadline.
  */
 final class ClientSession implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
@@ -27,27 +32,78 @@ final class ClientSession implements Runnable {
 
   private final ShuffleService service;
   private final SocketChannel channel;
-  private final String peerUser;
+  private final UserPrincipal peerUser;
+  private final long registerDeadlineNanos;
+  private final long frameTimeoutNanos;
   private Application app;
   private String executor;
 
-  ClientSession(ShuffleService service, SocketChannel channel, String peerUser) {
+  /** Nanos by which the current step must be done; {@link Long#MIN_VALUE}: none. */
+  private volatile long deadlineNanos;
+
+  private volatile String deadlineWhat = "register";
+
+  ClientSession(
+      ShuffleService service,
+      SocketChannel channel,
+      UserPrincipal peerUser,
+      long registerDeadlineNanos) {
     this.service = service;
     this.channel = channel;
     this.peerUser = peerUser;
+    this.registerDeadlineNanos = registerDeadlineNanos;
+    this.frameTimeoutNanos = service.config().frameTimeout().toNanos();
+    this.deadlineNanos = registerDeadlineNanos;
   }
 
   SocketChannel channel() {
     return channel;
   }
 
+  /** The local user on the other end (peer credentials). */
+  UserPrincipal user() {
+    return peerUser;
+  }
+
+  /** What is overdue at {@code nowNanos}, or null. */
+  String overdue(long nowNanos) {
+    long d = deadlineNanos;
+    if (d == Long.MIN_VALUE || nowNanos - d < 0) {
+      return null;
+    }
+    return "did not " + deadlineWhat + " in time";
+  }
+
+  private void expect(String what, long timeoutNanos) {
+    long d = System.nanoTime() + timeoutNanos;
+    if (app == null && d - registerDeadlineNanos > 0) {
+      d = registerDeadlineNanos; // nothing extends the time to register
+      what = "register";
+    }
+    deadlineWhat = what;
+    deadlineNanos = d;
+  }
+
+  private void idle() {
+    if (app == null) {
+      deadlineWhat = "register";
+      deadlineNanos = registerDeadlineNanos;
+    } else {
+      deadlineNanos = Long.MIN_VALUE;
+    }
+  }
+
   @Override
   public void run() {
     try {
       ServiceProtocol.In req;
-      while ((req = Frames.read(channel)) != null) {
+      while ((req = Frames.read(channel, () -> expect("send a whole frame", frameTimeoutNanos)))
+          != null) {
+        idle(); // handling may take long (linking, registering): that is the service's time
         ServiceProtocol.Out answer = handle(req);
+        expect("take its answer", frameTimeoutNanos);
         Frames.write(channel, answer);
+        idle();
         if (answer.isError() && app == null) {
           break; // a refused registration ends the connection
         }
@@ -60,12 +116,15 @@ final class ClientSession implements Runnable {
       // One client's failure (a bug, or memory exhaustion) costs only its connection.
       LOG.warn("client {} of {}: {}; connection closed", executor, appKey(), e.toString(), e);
     } finally {
+      if (app != null) {
+        service.quotas().returnApplicationClient(app.key);
+      }
       service.sessionEnded(this);
     }
   }
 
   private String appKey() {
-    return app == null ? "(unregistered)" : app.key;
+    return app == null ? "(unregistered)" : app.key.toString();
   }
 
   private ServiceProtocol.Out handle(ServiceProtocol.In req) throws IOException {
@@ -129,12 +188,15 @@ final class ClientSession implements Runnable {
     if (driverHost.isEmpty() || driverPort == 0) {
       return error(ServiceProtocol.E_BAD_REQUEST, "the driver's RPC address is missing");
     }
-    InetSocketAddress driver = InetSocketAddress.createUnresolved(driverHost, driverPort);
-    Application a = service.register(application, token, driver);
-    if (a == null) {
-      return error(
-          ServiceProtocol.E_DENIED,
-          "application " + application + " is registered with another token");
+    Application a;
+    try {
+      a = service.register(peerUser, application, token, driverHost, driverPort);
+    } catch (ShuffleService.Refused e) {
+      return error(e.code, e.getMessage());
+    }
+    String refusal = service.quotas().takeApplicationClient(a.key, application);
+    if (refusal != null) {
+      return error(ServiceProtocol.E_QUOTA, refusal);
     }
     app = a;
     executor = exec;
@@ -157,7 +219,6 @@ final class ClientSession implements Runnable {
           service.publish(
               app,
               executor,
-              peerUser,
               shuffleId,
               mapIndex,
               mapId,

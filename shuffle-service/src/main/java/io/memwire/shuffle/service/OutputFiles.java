@@ -9,49 +9,80 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.UserPrincipal;
 
 /**
- * Takes ownership of one map output's files for the service: checks that they are what an executor
- * of the registered user wrote (regular files named {@code shuffle_S_M_0.index/.data}, owned by
- * that user), hard-links them into the service's directory, and checks the linked index against the
- * linked data file (P+1 non-decreasing offsets from 0 to the data length), so what the service
- * registers is exactly what it validated. Spark replaces output files by renaming, never rewrites
- * them, so a link keeps the bytes the executor finished with after the executor deletes its names.
+ * Takes ownership of one map output's files for the service, checking what it uses rather than what
+ * a path named a moment earlier:
+ *
+ * <ol>
+ *   <li>each file is looked up without following a link at any component of its path ({@link
+ *       TrustedPaths#lookup}): a regular file named {@code shuffle_S_M_0.index/.data} owned by the
+ *       connecting user;
+ *   <li>it is hard-linked into the service's private directory;
+ *   <li>the linked inode, which nobody but the service can reach by that name, must be the one
+ *       looked up (same device and inode), still a regular file of that user, with exactly two
+ *       names (the executor's and the service's);
+ *   <li>the index is read through the link and checked against the data file's length (P+1
+ *       non-decreasing offsets from 0 to the data length).
+ * </ol>
+ *
+ * A swap of the file or of any directory above it between the steps makes the inodes differ, and
+ * the output is refused; what the service registers and serves is the inode it checked. Spark
+ * replaces output files by renaming, never rewrites them, so a link keeps the bytes the executor
+ * finished with after the executor deletes its names.
  */
 final class OutputFiles {
   /** Largest index accepted (a million partitions). */
   static final long MAX_INDEX_BYTES = 8L * (1 << 20) + 8;
 
   /** The linked files: the index, and the data file or null when there is none. */
-  record Linked(Path index, Path data, long indexLength, long dataLength) {}
+  record Linked(Path index, Path data, long indexLength, long dataLength) {
+    long bytes() {
+      return indexLength + dataLength;
+    }
+  }
 
   private OutputFiles() {}
 
   /**
-   * Links a map output's files into {@code targetDir} after checking them.
+   * Links a map output's files into {@code targetDir} (private to the service) after checking them.
    *
    * @param data the data file, or null when the output has none
-   * @param owner the user the files must belong to (the registered executor's)
+   * @param owner the user the files must belong to (the connected executor's peer credentials)
+   * @param linkId makes the link names unique in {@code targetDir}
    * @throws OutputRefused when a check fails or the files cannot be linked (the message says which)
    */
-  static Linked take(int shuffleId, long mapId, Path index, Path data, Path targetDir, String owner)
+  static Linked take(
+      int shuffleId,
+      long mapId,
+      Path index,
+      Path data,
+      Path targetDir,
+      UserPrincipal owner,
+      long linkId)
       throws OutputRefused {
     String base = "shuffle_" + shuffleId + "_" + mapId + "_0";
-    check(index, base + ".index", owner);
-    if (data != null) {
-      check(data, base + ".data", owner);
-    }
-    Path linkedIndex = targetDir.resolve(base + ".index");
-    Path linkedData = data == null ? null : targetDir.resolve(base + ".data");
+    PosixFileAttributes indexSeen = check(index, base + ".index", owner);
+    PosixFileAttributes dataSeen = data == null ? null : check(data, base + ".data", owner);
+    Path linkedIndex = targetDir.resolve(base + "-" + linkId + ".index");
+    Path linkedData = data == null ? null : targetDir.resolve(base + "-" + linkId + ".data");
     try {
       Files.createDirectories(targetDir);
-      link(linkedIndex, index);
+      Files.createLink(linkedIndex, index);
+      checkLinked(linkedIndex, index, indexSeen, owner);
       if (data != null) {
-        link(linkedData, data);
+        Files.createLink(linkedData, data);
+        checkLinked(linkedData, data, dataSeen, owner);
       }
-      long dataLength = data == null ? 0 : Files.size(linkedData);
-      long indexLength = Files.size(linkedIndex);
-      checkIndex(linkedIndex, indexLength, dataLength);
+      long dataLength = 0;
+      if (data != null) {
+        try (FileChannel ch = FileChannel.open(linkedData, StandardOpenOption.READ)) {
+          dataLength = ch.size();
+        }
+      }
+      long indexLength = checkIndex(linkedIndex, dataLength);
       return new Linked(linkedIndex, linkedData, indexLength, dataLength);
     } catch (IOException | OutputRefused e) {
       deleteQuietly(linkedIndex);
@@ -73,60 +104,81 @@ final class OutputFiles {
     }
   }
 
-  private static void check(Path file, String expectedName, String owner) throws OutputRefused {
+  private static PosixFileAttributes check(Path file, String expectedName, UserPrincipal owner)
+      throws OutputRefused {
     if (!file.isAbsolute() || !file.normalize().equals(file)) {
       throw new OutputRefused(file + " is not an absolute, normalized path");
     }
     if (!expectedName.equals(String.valueOf(file.getFileName()))) {
       throw new OutputRefused(file + " is not named " + expectedName);
     }
-    if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+    PosixFileAttributes a;
+    try {
+      a = TrustedPaths.lookup(file);
+    } catch (IOException e) {
+      throw new OutputRefused("cannot take " + file + ": " + e.getMessage());
+    }
+    if (!a.isRegularFile()) {
       throw new OutputRefused(file + " is not a regular file (or is a symbolic link)");
     }
-    try {
-      String fileOwner = Files.getOwner(file, LinkOption.NOFOLLOW_LINKS).getName();
-      if (!fileOwner.equals(owner)) {
-        throw new OutputRefused(file + " belongs to " + fileOwner + ", not to " + owner);
-      }
-    } catch (IOException e) {
-      throw new OutputRefused("cannot read the owner of " + file + ": " + e.getMessage());
-    }
-  }
-
-  private static void link(Path link, Path existing) throws IOException {
-    Files.deleteIfExists(link); // a re-published map id replaces the earlier attempt's link
-    Files.createLink(link, existing);
-  }
-
-  private static void checkIndex(Path index, long indexLength, long dataLength)
-      throws IOException, OutputRefused {
-    if (indexLength < 16 || indexLength % 8 != 0 || indexLength > MAX_INDEX_BYTES) {
+    if (!owner.equals(a.owner())) {
       throw new OutputRefused(
-          "index file of " + indexLength + " bytes is not 8 x (partitions + 1) bytes");
+          file + " belongs to " + TrustedPaths.ownerName(a) + ", not to " + owner.getName());
     }
-    ByteBuffer b = ByteBuffer.allocate((int) indexLength).order(ByteOrder.BIG_ENDIAN);
+    return a;
+  }
+
+  /** The service's own link must name the inode checked, unchanged in kind and owner. */
+  private static void checkLinked(
+      Path link, Path named, PosixFileAttributes seen, UserPrincipal owner)
+      throws IOException, OutputRefused {
+    PosixFileAttributes a =
+        Files.readAttributes(link, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    if (a.fileKey() == null || !a.fileKey().equals(seen.fileKey())) {
+      throw new OutputRefused(
+          named + " was replaced while the service took it (another file is there now)");
+    }
+    if (!a.isRegularFile() || !owner.equals(a.owner())) {
+      throw new OutputRefused(named + " changed owner or kind while the service took it");
+    }
+    int links = (Integer) Files.getAttribute(link, "unix:nlink", LinkOption.NOFOLLOW_LINKS);
+    if (links != 2) {
+      throw new OutputRefused(
+          named + " has " + (links - 1) + " names besides the service's; expected exactly one");
+    }
+  }
+
+  /** Reads the index through the service's link and checks it; returns its length. */
+  private static long checkIndex(Path index, long dataLength) throws IOException, OutputRefused {
     try (FileChannel ch = FileChannel.open(index, StandardOpenOption.READ)) {
+      long indexLength = ch.size();
+      if (indexLength < 16 || indexLength % 8 != 0 || indexLength > MAX_INDEX_BYTES) {
+        throw new OutputRefused(
+            "index file of " + indexLength + " bytes is not 8 x (partitions + 1) bytes");
+      }
+      ByteBuffer b = ByteBuffer.allocate((int) indexLength).order(ByteOrder.BIG_ENDIAN);
       while (b.hasRemaining()) {
         if (ch.read(b) < 0) {
           throw new OutputRefused("index file shrank while being read");
         }
       }
-    }
-    b.flip();
-    long previous = b.getLong();
-    if (previous != 0) {
-      throw new OutputRefused("index file does not start at offset 0");
-    }
-    while (b.hasRemaining()) {
-      long next = b.getLong();
-      if (next < previous) {
-        throw new OutputRefused("index offsets decrease (" + previous + " then " + next + ")");
+      b.flip();
+      long previous = b.getLong();
+      if (previous != 0) {
+        throw new OutputRefused("index file does not start at offset 0");
       }
-      previous = next;
-    }
-    if (previous != dataLength) {
-      throw new OutputRefused(
-          "index ends at " + previous + " but the data file has " + dataLength + " bytes");
+      while (b.hasRemaining()) {
+        long next = b.getLong();
+        if (next < previous) {
+          throw new OutputRefused("index offsets decrease (" + previous + " then " + next + ")");
+        }
+        previous = next;
+      }
+      if (previous != dataLength) {
+        throw new OutputRefused(
+            "index ends at " + previous + " but the data file has " + dataLength + " bytes");
+      }
+      return indexLength;
     }
   }
 

@@ -27,6 +27,11 @@ public final class ServiceConfig {
   public static final String TRANSFER_PREFIX = PREFIX + "transfer.";
 
   private static final String V020 = "0.2.0";
+  private static final String V030 = "0.3.0";
+
+  private static String shareOf(String nodeLimit) {
+    return nodeLimit + " with one allowed user, else half of it";
+  }
 
   /** The socket executors and the service meet on when none is configured. */
   public static Path defaultSocket() {
@@ -38,7 +43,11 @@ public final class ServiceConfig {
           .since(V020)
           .doc(
               "Unix domain socket the service listens on for the executors of its node "
-                  + "(spark.shuffle.rdma.service.socket must name the same path).")
+                  + "(spark.shuffle.rdma.service.socket must name the same path). Its directory is "
+                  + "created (0700, or 0755 when other users may connect) or checked at start: it "
+                  + "and every directory above it must belong to root or the service's user and be "
+                  + "writable by no one else (sticky directories such as /tmp excepted), or the "
+                  + "service refuses to start.")
           .text("a file path", (key, s) -> s)
           .optional("(java.io.tmpdir)/memwire-shuffle-service/service.sock");
 
@@ -48,7 +57,9 @@ public final class ServiceConfig {
           .doc(
               "Directory the service keeps the map outputs it owns in (hard links to the "
                   + "executors' files, so it must be on the same filesystem as spark.local.dir). "
-                  + "Emptied at start: a restarted service serves nothing of its previous run.")
+                  + "Created 0700 or checked like the socket's directory at start, then emptied "
+                  + "without following links: a restarted service serves nothing of its previous "
+                  + "run.")
           .text("a directory path", (key, s) -> s)
           .optional("(java.io.tmpdir)/memwire-shuffle-service/outputs");
 
@@ -70,7 +81,8 @@ public final class ServiceConfig {
               "Comma-separated users whose processes may register with the service (checked with "
                   + "the socket's peer credentials); * admits every local user (for multi-user "
                   + "clusters such as secure YARN: each output must still belong to the user that "
-                  + "hands it over, and each application is bound to its token).")
+                  + "hands it over, each application is bound to its user and token, and the "
+                  + "per-user quotas below apply).")
           .text("user names", (key, s) -> s)
           .optional("(the service's own user)");
 
@@ -81,15 +93,124 @@ public final class ServiceConfig {
           .count(1, 4096)
           .withDefault("512");
 
+  public static final Setting<Integer> MAX_CLIENTS_PER_USER =
+      Setting.key("maxClientsPerUser")
+          .since(V030)
+          .doc("Most connections of one local user at once (peer credentials).")
+          .count(1, 4096)
+          .optional(shareOf("maxClients"));
+
+  public static final Setting<Integer> MAX_CLIENTS_PER_APPLICATION =
+      Setting.key("maxClientsPerApplication")
+          .since(V030)
+          .doc("Most registered connections of one application at once.")
+          .count(1, 4096)
+          .optional("half of maxClients");
+
+  public static final Setting<Long> MAX_OUTPUTS =
+      Setting.key("maxOutputs")
+          .since(V030)
+          .doc(
+              "Most map outputs the service holds at once. Each costs two open files and two "
+                  + "memory mappings (one of each without a data file), so at start this is "
+                  + "lowered to what the open-file limit and vm.max_map_count leave room for "
+                  + "(logged).")
+          .longCount(1, 1L << 40)
+          .withDefault("100000");
+
+  public static final Setting<Long> MAX_OUTPUTS_PER_USER =
+      Setting.key("maxOutputsPerUser")
+          .since(V030)
+          .doc("Most map outputs of one local user held at once.")
+          .longCount(1, 1L << 40)
+          .optional(shareOf("maxOutputs"));
+
+  public static final Setting<Long> MAX_OUTPUTS_PER_APPLICATION =
+      Setting.key("maxOutputsPerApplication")
+          .since(V030)
+          .doc(
+              "Most map outputs of one application held at once; an executor whose output is "
+                  + "refused serves it itself.")
+          .longCount(1, 1L << 40)
+          .optional("half of maxOutputs");
+
+  public static final Setting<Long> MAX_BYTES_PER_USER =
+      Setting.key("maxBytesPerUser")
+          .since(V030)
+          .doc(
+              "Most bytes of map output files of one local user held at once, counted at their "
+                  + "full length (a sparse file counts as if written). The node-wide limit is the "
+                  + "transfer node's registrationBudget.")
+          .bytes(1, 1L << 50)
+          .optional(shareOf("registrationBudget"));
+
+  public static final Setting<Long> MAX_BYTES_PER_APPLICATION =
+      Setting.key("maxBytesPerApplication")
+          .since(V030)
+          .doc("Most bytes of map output files of one application held at once.")
+          .bytes(1, 1L << 50)
+          .optional("half of registrationBudget");
+
+  public static final Setting<Integer> MAX_APPLICATIONS_PER_USER =
+      Setting.key("maxApplicationsPerUser")
+          .since(V030)
+          .doc(
+              "Most applications of one local user registered at once (each is a driver the "
+                  + "service probes).")
+          .count(1, 1 << 20)
+          .withDefault("256");
+
+  public static final Setting<Duration> REGISTER_TIMEOUT =
+      Setting.key("registerTimeout")
+          .since(V030)
+          .doc("A connection that has not registered this long after it was accepted is closed.")
+          .duration(100, 600_000)
+          .withDefault("10s");
+
+  public static final Setting<Duration> FRAME_TIMEOUT =
+      Setting.key("frameTimeout")
+          .since(V030)
+          .doc(
+              "A request whose first byte arrived must be complete within this, and an answer "
+                  + "must be taken by the client within this; otherwise the connection is closed.")
+          .duration(100, 600_000)
+          .withDefault("10s");
+
   /** The service's own settings, in documentation order. */
   public static final List<Setting<?>> OWN =
-      List.of(SOCKET, DIR, APP_TIMEOUT, ALLOWED_USERS, MAX_CLIENTS);
+      List.of(
+          SOCKET,
+          DIR,
+          APP_TIMEOUT,
+          ALLOWED_USERS,
+          MAX_CLIENTS,
+          MAX_CLIENTS_PER_USER,
+          MAX_CLIENTS_PER_APPLICATION,
+          MAX_OUTPUTS,
+          MAX_OUTPUTS_PER_USER,
+          MAX_OUTPUTS_PER_APPLICATION,
+          MAX_BYTES_PER_USER,
+          MAX_BYTES_PER_APPLICATION,
+          MAX_APPLICATIONS_PER_USER,
+          REGISTER_TIMEOUT,
+          FRAME_TIMEOUT);
+
+  /**
+   * What one user, one application and the whole node may hold at once; {@link Long#MAX_VALUE}
+   * where the node itself sets no limit of its own (bytes: the transfer node's budget).
+   */
+  public record Quota(int clients, long outputs, long bytes) {}
 
   private final Path socket;
   private final Path dir;
   private final Duration appTimeout;
   private final Set<String> allowedUsers;
-  private final int maxClients;
+  private final Quota node;
+  private final Quota perUser;
+  private final Quota perApplication;
+  private final int maxApplicationsPerUser;
+  private final Duration registerTimeout;
+  private final Duration frameTimeout;
   private final TransferConfig transfer;
 
   private ServiceConfig(
@@ -97,13 +218,23 @@ public final class ServiceConfig {
       Path dir,
       Duration appTimeout,
       Set<String> allowedUsers,
-      int maxClients,
+      Quota node,
+      Quota perUser,
+      Quota perApplication,
+      int maxApplicationsPerUser,
+      Duration registerTimeout,
+      Duration frameTimeout,
       TransferConfig transfer) {
     this.socket = socket;
     this.dir = dir;
     this.appTimeout = appTimeout;
     this.allowedUsers = allowedUsers;
-    this.maxClients = maxClients;
+    this.node = node;
+    this.perUser = perUser;
+    this.perApplication = perApplication;
+    this.maxApplicationsPerUser = maxApplicationsPerUser;
+    this.registerTimeout = registerTimeout;
+    this.frameTimeout = frameTimeout;
     this.transfer = transfer;
   }
 
@@ -118,10 +249,10 @@ public final class ServiceConfig {
       own.add(s.name());
     }
     Map<String, String> mine = new TreeMap<>();
-    Map<String, String> transfer = new TreeMap<>();
+    Map<String, String> transferProps = new TreeMap<>();
     for (Map.Entry<String, String> e : props.entrySet()) {
       if (e.getKey().startsWith(TRANSFER_PREFIX)) {
-        transfer.put(e.getKey(), e.getValue());
+        transferProps.put(e.getKey(), e.getValue());
       } else if (e.getKey().startsWith(PREFIX)) {
         mine.put(e.getKey(), e.getValue());
       }
@@ -150,13 +281,49 @@ public final class ServiceConfig {
             PREFIX + ALLOWED_USERS.name() + " names no user");
       }
     }
+    TransferConfig transfer = TransferConfig.fromProperties(transferProps, TRANSFER_PREFIX);
+    // One user: its share is the node's; several: no user may take more than half.
+    boolean oneUser = allowed.size() == 1 && !allowed.contains("*");
+    int clients = MAX_CLIENTS.valueIn(mine, PREFIX);
+    long outputs = MAX_OUTPUTS.valueIn(mine, PREFIX);
+    long budget = transfer.registrationBudget();
+    Quota node = new Quota(clients, outputs, budget);
+    Quota perUser =
+        new Quota(
+            orDefault(
+                MAX_CLIENTS_PER_USER.valueIn(mine, PREFIX), oneUser ? clients : half(clients)),
+            orDefault(
+                MAX_OUTPUTS_PER_USER.valueIn(mine, PREFIX), oneUser ? outputs : half(outputs)),
+            orDefault(MAX_BYTES_PER_USER.valueIn(mine, PREFIX), oneUser ? budget : half(budget)));
+    Quota perApplication =
+        new Quota(
+            orDefault(MAX_CLIENTS_PER_APPLICATION.valueIn(mine, PREFIX), half(clients)),
+            orDefault(MAX_OUTPUTS_PER_APPLICATION.valueIn(mine, PREFIX), half(outputs)),
+            orDefault(MAX_BYTES_PER_APPLICATION.valueIn(mine, PREFIX), half(budget)));
     return new ServiceConfig(
         socketPath.toAbsolutePath(),
         dirPath.toAbsolutePath(),
         APP_TIMEOUT.valueIn(mine, PREFIX),
         Set.copyOf(allowed),
-        MAX_CLIENTS.valueIn(mine, PREFIX),
-        TransferConfig.fromProperties(transfer, TRANSFER_PREFIX));
+        node,
+        perUser,
+        perApplication,
+        MAX_APPLICATIONS_PER_USER.valueIn(mine, PREFIX),
+        REGISTER_TIMEOUT.valueIn(mine, PREFIX),
+        FRAME_TIMEOUT.valueIn(mine, PREFIX),
+        transfer);
+  }
+
+  private static int half(int n) {
+    return Math.max(1, n / 2);
+  }
+
+  private static long half(long n) {
+    return Math.max(1, n / 2);
+  }
+
+  private static <T> T orDefault(T given, T otherwise) {
+    return given == null ? otherwise : given;
   }
 
   public Path socket() {
@@ -180,8 +347,40 @@ public final class ServiceConfig {
     return allowedUsers.contains("*") || allowedUsers.contains(user);
   }
 
+  /** True when users other than the service's own may connect (the socket is opened to them). */
+  public boolean multiUser() {
+    return !allowedUsers.equals(Set.of(System.getProperty("user.name")));
+  }
+
   public int maxClients() {
-    return maxClients;
+    return node.clients();
+  }
+
+  /** The node's limits: clients, outputs and bytes (the transfer node's budget). */
+  public Quota nodeQuota() {
+    return node;
+  }
+
+  /** What one local user may hold. */
+  public Quota userQuota() {
+    return perUser;
+  }
+
+  /** What one application may hold. */
+  public Quota applicationQuota() {
+    return perApplication;
+  }
+
+  public int maxApplicationsPerUser() {
+    return maxApplicationsPerUser;
+  }
+
+  public Duration registerTimeout() {
+    return registerTimeout;
+  }
+
+  public Duration frameTimeout() {
+    return frameTimeout;
   }
 
   public TransferConfig transfer() {
@@ -206,8 +405,12 @@ public final class ServiceConfig {
         + appTimeout.toMillis()
         + " ms, allowedUsers="
         + allowedUsers
-        + ", maxClients="
-        + maxClients
+        + ", node="
+        + node
+        + ", perUser="
+        + perUser
+        + ", perApplication="
+        + perApplication
         + ", "
         + transfer
         + "}";

@@ -9,18 +9,24 @@ import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,6 +35,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import jdk.net.ExtendedSocketOptions;
 import jdk.net.UnixDomainPrincipal;
@@ -42,30 +49,48 @@ import org.slf4j.LoggerFactory;
  * ShuffleDirectory} per application and executor, so reducers keep reading them one-sided, with no
  * CPU of the service involved over verbs, after the executor that wrote them is gone.
  *
+ * <p>It trusts nothing a client names: its directories are checked or created private at start
+ * ({@link TrustedPaths}); a handed-over file is looked up without following links and the inode it
+ * links is the one it checked ({@link OutputFiles}); applications are keyed by the connecting user
+ * and their id, bound to a token and to the driver address they first registered; connections,
+ * applications, outputs and bytes are held to per-user and per-application quotas ({@link Quotas});
+ * a connection that does not register, or stalls inside a frame, is closed ({@code
+ * registerTimeout}, {@code frameTimeout}).
+ *
  * <p>An application's outputs go when Spark removes a shuffle (any executor of the application
  * forwards {@code unregisterShuffle}), when its driver's RPC port refuses TCP connections for 5 s
  * (application end, driver crash) or does not answer for {@code appTimeout} (host gone), when
- * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. A
- * restarted service starts empty with new keys: readers holding old descriptors get remote-access
- * errors, so Spark reruns the map stage, never reads stale bytes.
+ * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. Drivers
+ * are probed all at once, each probe bounded ({@link DriverProbes}), so no application's end waits
+ * on another's. A restarted service starts empty with new keys: readers holding old descriptors get
+ * remote-access errors, so Spark reruns the map stage, never reads stale bytes.
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
- * memwire-shuffle-service-liveness} probes drivers and ends applications.
+ * memwire-shuffle-service-liveness} probes drivers and ends applications; {@code
+ * memwire-shuffle-service-deadlines} closes connections past their deadlines.
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
   private static final AtomicInteger SESSIONS = new AtomicInteger();
+
+  /** Open files and memory mappings kept free for everything but held outputs. */
+  private static final long RESERVED_FILES = 1024;
+
+  private static final long RESERVED_MAPPINGS = 4096;
 
   private final ServiceConfig config;
   private final TransferNode node;
   private final RegisteredAllocator directories;
   private final ServerSocketChannel server;
   private final Path appsDir;
-  private final Map<String, Application> apps = new ConcurrentHashMap<>();
+  private final Quotas quotas;
+  private final Map<Application.Key, Application> apps = new ConcurrentHashMap<>();
   private final Set<ClientSession> sessions = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private final ScheduledExecutorService liveness;
+  private final ScheduledExecutorService deadlines;
+  private final AtomicLong linkIds = new AtomicLong();
 
   /** How often a driver that answers is probed. */
   private final long probeEveryNanos;
@@ -79,9 +104,12 @@ public final class ShuffleService implements AutoCloseable {
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final LongAdder outputsTaken = new LongAdder();
   private final LongAdder outputsRefused = new LongAdder();
+  private final LongAdder outputsReplaced = new LongAdder();
   private final LongAdder clientsRefused = new LongAdder();
+  private final LongAdder clientsTimedOut = new LongAdder();
   private final LongAdder applicationsEnded = new LongAdder();
   private final LongAdder shufflesRemoved = new LongAdder();
+  private final LongAdder driverProbes = new LongAdder();
   private volatile boolean closed;
 
   /** A request the service refuses, with the protocol's error code. */
@@ -95,12 +123,20 @@ public final class ShuffleService implements AutoCloseable {
     }
   }
 
-  private ShuffleService(ServiceConfig config, TransferNode node, ServerSocketChannel server) {
+  private ShuffleService(
+      ServiceConfig config, TransferNode node, ServerSocketChannel server, long maxOutputs) {
     this.config = config;
     this.node = node;
     this.server = server;
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
     this.appsDir = config.dir().resolve("apps");
+    ServiceConfig.Quota n = config.nodeQuota();
+    this.quotas =
+        new Quotas(
+            new ServiceConfig.Quota(n.clients(), maxOutputs, n.bytes()),
+            config.userQuota(),
+            config.applicationQuota(),
+            config.maxApplicationsPerUser());
     long timeoutMs = config.appTimeout().toMillis();
     this.probeEveryNanos =
         TimeUnit.MILLISECONDS.toNanos(Math.max(250, Math.min(10_000, timeoutMs / 4)));
@@ -111,64 +147,122 @@ public final class ShuffleService implements AutoCloseable {
         Math.min(TimeUnit.MILLISECONDS.toNanos(timeoutMs), TimeUnit.SECONDS.toNanos(5));
     this.acceptor = new Thread(this::acceptLoop, "memwire-shuffle-service-accept");
     this.acceptor.setDaemon(true);
-    this.liveness =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "memwire-shuffle-service-liveness");
-              t.setDaemon(true);
-              return t;
-            });
+    this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
+    this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
+  }
+
+  private static ScheduledExecutorService daemonScheduler(String name) {
+    return Executors.newSingleThreadScheduledExecutor(
+        r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
   }
 
   /**
-   * Starts a service: empties its directory, starts its transfer node and listens on its socket.
+   * Starts a service: checks (or creates) its private directories and empties its output directory,
+   * starts its transfer node and listens on its socket.
    *
    * @throws IllegalStateException when another service already listens on the socket
-   * @throws IOException when the socket or the directory cannot be set up
+   * @throws IOException when the socket or the directory cannot be set up, or cannot be trusted
+   *     (another user owns or may change a directory on the way; the message names it)
    */
   public static ShuffleService start(ServiceConfig config) throws IOException {
     Path socket = config.socket();
-    boolean onlySelf = config.allowedUsers().equals(Set.of(System.getProperty("user.name")));
-    Files.createDirectories(socket.getParent());
-    if (Files.exists(socket)) {
+    // Outputs: only the service. Socket: other users must reach it when they may connect.
+    TrustedPaths.prepareDirectory(
+        config.dir(),
+        PosixFilePermissions.fromString("rwx------"),
+        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
+    TrustedPaths.prepareDirectory(
+        socket.getParent(),
+        PosixFilePermissions.fromString(config.multiUser() ? "rwxr-xr-x" : "rwx------"),
+        ServiceConfig.PREFIX + ServiceConfig.SOCKET.name());
+    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
       if (answers(socket)) {
         throw new IllegalStateException("another shuffle service listens on " + socket);
       }
-      Files.delete(socket); // left by a service that died
+      Files.delete(socket); // left by a service that died; its directory is the service's own
     }
     Path apps = config.dir().resolve("apps");
-    if (Files.exists(apps)) {
-      LOG.info("emptying {}: outputs of a previous run are not served again", apps);
-      Application.deleteTree(apps);
-    }
-    Files.createDirectories(apps);
+    TrustedPaths.prepareDirectory(
+        apps,
+        PosixFilePermissions.fromString("rwx------"),
+        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
+    LOG.info("emptying {}: outputs of a previous run are not served again", apps);
+    TrustedPaths.emptyDirectory(apps);
+    long maxOutputs = fitOutputs(config.nodeQuota().outputs());
     TransferNode node = TransferNode.start(config.transfer());
     ServerSocketChannel server;
     try {
       server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
       server.bind(UnixDomainSocketAddress.of(socket), 128);
       Files.setPosixFilePermissions(
-          socket, PosixFilePermissions.fromString(onlySelf ? "rw-------" : "rw-rw-rw-"));
+          socket, PosixFilePermissions.fromString(config.multiUser() ? "rw-rw-rw-" : "rw-------"));
     } catch (IOException | RuntimeException e) {
       node.close();
       throw e;
     }
-    ShuffleService s = new ShuffleService(config, node, server);
+    ShuffleService s = new ShuffleService(config, node, server, maxOutputs);
     s.acceptor.start();
     long tick = TimeUnit.NANOSECONDS.toMillis(s.tickNanos);
     s.liveness.scheduleWithFixedDelay(s::probeDrivers, tick, tick, TimeUnit.MILLISECONDS);
+    s.deadlines.scheduleWithFixedDelay(s::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
     LOG.info(
         "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
             + "applications end {} ms after their driver stops answering, {} ms after its port "
-            + "starts refusing connections",
+            + "starts refusing connections; at most {} outputs held; per user {}, per "
+            + "application {}",
         socket,
         config.dir(),
         node.provider(),
         node.selectionReason(),
         node.localAddress(),
         config.appTimeout().toMillis(),
-        TimeUnit.NANOSECONDS.toMillis(s.refusedGraceNanos));
+        TimeUnit.NANOSECONDS.toMillis(s.refusedGraceNanos),
+        maxOutputs,
+        config.userQuota(),
+        config.applicationQuota());
     return s;
+  }
+
+  /**
+   * Lowers the configured output limit to what this process's open-file limit and the kernel's
+   * mapping limit leave room for: each held output keeps two files open and two mappings.
+   */
+  static long fitOutputs(long configured) {
+    long fit = configured;
+    String why = null;
+    if (ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.UnixOperatingSystemMXBean os) {
+      long byFiles = (os.getMaxFileDescriptorCount() - RESERVED_FILES) / 2;
+      if (byFiles < fit) {
+        fit = Math.max(1, byFiles);
+        why = "the open-file limit of " + os.getMaxFileDescriptorCount();
+      }
+    }
+    // Not Files.readString: it trusts the size procfs reports and may return part of the line.
+    try (java.io.BufferedReader r =
+        Files.newBufferedReader(Path.of("/proc/sys/vm/max_map_count"))) {
+      long maps = Long.parseLong(String.valueOf(r.readLine()).trim());
+      long byMaps = (maps - RESERVED_MAPPINGS) / 2;
+      if (byMaps < fit) {
+        fit = Math.max(1, byMaps);
+        why = "vm.max_map_count " + maps;
+      }
+    } catch (IOException | NumberFormatException e) {
+      LOG.debug("cannot read vm.max_map_count: {}", e.toString());
+    }
+    if (why != null) {
+      LOG.info(
+          "at most {} map outputs held (not {}): each keeps two files open and two mappings, and "
+              + "{} leaves room for no more; raise it to hold more",
+          fit,
+          configured,
+          why);
+    }
+    return fit;
   }
 
   private static boolean answers(Path socket) {
@@ -188,6 +282,14 @@ public final class ShuffleService implements AutoCloseable {
   /** The transfer node reducers read from. */
   public TransferNode node() {
     return node;
+  }
+
+  ServiceConfig config() {
+    return config;
+  }
+
+  Quotas quotas() {
+    return quotas;
   }
 
   boolean isClosed() {
@@ -221,19 +323,19 @@ public final class ShuffleService implements AutoCloseable {
 
   private void admit(SocketChannel ch) throws IOException {
     UnixDomainPrincipal peer = ch.getOption(ExtendedSocketOptions.SO_PEERCRED);
-    String user = peer.user().getName();
-    String refusal = null;
-    int code = 0;
-    if (!config.allows(user)) {
-      refusal = "user " + user + " may not use this shuffle service";
+    UserPrincipal user = peer.user();
+    String refusal;
+    int code;
+    if (!config.allows(user.getName())) {
+      refusal = "user " + user.getName() + " may not use this shuffle service";
       code = ServiceProtocol.E_DENIED;
-    } else if (sessions.size() >= config.maxClients()) {
-      refusal = "the shuffle service serves " + config.maxClients() + " clients already";
+      LOG.warn("shuffle service: refused a client: {}", refusal);
+    } else {
+      refusal = quotas.takeClient(user);
       code = ServiceProtocol.E_NO_CAPACITY;
     }
     if (refusal != null) {
       clientsRefused.increment();
-      LOG.warn("shuffle service: refused a client: {}", refusal);
       ch.configureBlocking(false); // never block the acceptor on a client that does not read
       ch.write(new ServiceProtocol.Out(ServiceProtocol.ERROR).u8(code).str(refusal).frame());
       // Take what the client sent already: closing with unread bytes would reset the connection
@@ -242,40 +344,102 @@ public final class ShuffleService implements AutoCloseable {
       ch.close();
       return;
     }
-    ClientSession s = new ClientSession(this, ch, user);
+    ClientSession s =
+        new ClientSession(this, ch, user, System.nanoTime() + config.registerTimeout().toNanos());
     sessions.add(s);
     if (closed) {
       sessionEnded(s);
       return;
     }
-    Thread t = new Thread(s, "memwire-shuffle-service-client-" + SESSIONS.incrementAndGet());
-    t.setDaemon(true);
-    t.start();
+    try {
+      Thread t = new Thread(s, "memwire-shuffle-service-client-" + SESSIONS.incrementAndGet());
+      t.setDaemon(true);
+      t.start();
+    } catch (RuntimeException | Error e) {
+      sessionEnded(s); // its slot goes back; the acceptor goes on
+      throw new IllegalStateException("cannot start a client thread: " + e, e);
+    }
   }
 
   void sessionEnded(ClientSession s) {
-    sessions.remove(s);
+    if (sessions.remove(s)) {
+      quotas.returnClient(s.user());
+    }
     closeQuietly(s.channel());
   }
 
-  /** Registers (or re-joins) an application; null when it is registered with another token. */
-  Application register(String application, byte[] token, InetSocketAddress driver) {
+  private void enforceDeadlines() {
     long now = System.nanoTime();
-    Application a =
-        apps.computeIfAbsent(
-            application, k -> new Application(k, token, appsDir.resolve(k), driver, now));
-    if (!a.tokenMatches(token)) {
-      return null;
+    for (ClientSession s : sessions) {
+      String overdue = s.overdue(now);
+      if (overdue != null) {
+        clientsTimedOut.increment();
+        LOG.debug("shuffle service: closed a connection of {}: {}", s.user().getName(), overdue);
+        closeQuietly(s.channel()); // its thread sees the close and ends the session
+      }
     }
-    a.driver(driver);
-    a.alive(now);
+  }
+
+  /**
+   * Registers (or re-joins) an application of {@code user}.
+   *
+   * @throws Refused when the id is registered with another token or driver, the driver's host
+   *     cannot be resolved, or the user holds its quota of applications
+   */
+  Application register(UserPrincipal user, String id, byte[] token, String driverHost, int port)
+      throws Refused {
+    Application.Key key = new Application.Key(user, id);
+    Application a = apps.get(key);
+    if (a == null) {
+      InetSocketAddress driver;
+      try {
+        driver = new InetSocketAddress(InetAddress.getByName(driverHost), port);
+      } catch (UnknownHostException | SecurityException e) {
+        throw new Refused(
+            ServiceProtocol.E_BAD_REQUEST, "cannot resolve the driver's host " + driverHost);
+      }
+      String refusal = quotas.takeApplication(user, id);
+      if (refusal != null) {
+        throw new Refused(ServiceProtocol.E_QUOTA, refusal);
+      }
+      String userName = user.getName();
+      String safeUser = userName.replaceAll("[^A-Za-z0-9._-]", "_");
+      Path dir =
+          appsDir.resolve(
+              id
+                  + "@"
+                  + safeUser
+                  + (safeUser.equals(userName) ? "" : "-" + linkIds.incrementAndGet()));
+      Application created = new Application(key, token, dir, driver, System.nanoTime());
+      a = apps.putIfAbsent(key, created);
+      if (a == null) {
+        a = created;
+        LOG.debug("application {} registered, driver {}", key, driver);
+      } else {
+        quotas.returnApplication(user); // another executor registered it first
+      }
+    }
+    if (!a.tokenMatches(token)) {
+      throw new Refused(
+          ServiceProtocol.E_DENIED, "application " + id + " is registered with another token");
+    }
+    if (!a.driver().getHostString().equals(driverHost) && !sameAddress(a.driver(), driverHost)
+        || a.driver().getPort() != port) {
+      throw new Refused(
+          ServiceProtocol.E_DENIED,
+          "application " + id + " is registered with another driver address (" + driverOf(a) + ")");
+    }
+    a.alive(System.nanoTime());
     return a;
+  }
+
+  private static boolean sameAddress(InetSocketAddress resolved, String host) {
+    return resolved.getAddress() != null && resolved.getAddress().getHostAddress().equals(host);
   }
 
   DirectoryPointer publish(
       Application app,
       String executor,
-      String user,
       int shuffleId,
       int mapIndex,
       long mapId,
@@ -285,12 +449,32 @@ public final class ShuffleService implements AutoCloseable {
     if (closed) {
       throw new Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
     }
+    Application.Held before = app.held(executor, shuffleId, mapIndex);
+    if (before != null && before.mapId() == mapId) {
+      return before.pointer(); // the same task attempt again: nothing new to take
+    }
+    UserPrincipal user = app.key.user();
     OutputFiles.Linked linked;
     try {
-      linked = OutputFiles.take(shuffleId, mapId, index, data, app.dir.resolve(executor), user);
+      linked =
+          OutputFiles.take(
+              shuffleId,
+              mapId,
+              index,
+              data,
+              app.dir.resolve(executor),
+              user,
+              linkIds.incrementAndGet());
     } catch (OutputFiles.OutputRefused e) {
       outputsRefused.increment();
       throw new Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
+    }
+    String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
+    if (overQuota != null) {
+      OutputFiles.deleteQuietly(linked.index());
+      OutputFiles.deleteQuietly(linked.data());
+      outputsRefused.increment();
+      throw new Refused(ServiceProtocol.E_QUOTA, overQuota);
     }
     MemoryRegion indexRegion = null;
     MemoryRegion dataRegion = null;
@@ -314,8 +498,13 @@ public final class ShuffleService implements AutoCloseable {
       indexRegion = null; // the directory owns them from here, even when publish throws
       dataRegion = null;
       DirectoryPointer p = dir.publish(shuffleId, mapIndex, mapId, i, d);
-      if (!app.addFiles(shuffleId, linked)) {
-        throw new IllegalStateException("application " + app.key + " has ended");
+      Application.Held replaced =
+          app.put(executor, shuffleId, mapIndex, new Application.Held(mapId, linked, p));
+      if (replaced != null) {
+        // The directory closed its regions when the slot moved on; its files and quota go now.
+        Application.deleteFiles(List.of(replaced));
+        quotas.returnOutput(user, app.key, replaced.files().bytes());
+        outputsReplaced.increment();
       }
       outputsTaken.increment();
       return p;
@@ -326,8 +515,11 @@ public final class ShuffleService implements AutoCloseable {
       if (indexRegion != null) {
         indexRegion.close();
       }
+      // Not recorded in the application (refused, or it ended meanwhile and its directory closed
+      // the regions): the files and the quota go here.
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
+      quotas.returnOutput(user, app.key, linked.bytes());
       outputsRefused.increment();
       int code =
           e instanceof RegistrationException
@@ -340,21 +532,30 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   void removeShuffle(Application app, int shuffleId) {
-    int n = app.removeShuffle(shuffleId);
-    if (n > 0) {
+    List<Application.Held> gone = app.removeShuffle(shuffleId);
+    release(app, gone);
+    if (!gone.isEmpty()) {
       shufflesRemoved.increment();
-      LOG.debug("shuffle {} of {} removed: {} outputs", shuffleId, app.key, n);
+      LOG.debug("shuffle {} of {} removed: {} outputs", shuffleId, app.key, gone.size());
+    }
+  }
+
+  private void release(Application app, List<Application.Held> gone) {
+    Application.deleteFiles(gone);
+    for (Application.Held h : gone) {
+      quotas.returnOutput(app.key.user(), app.key, h.files().bytes());
     }
   }
 
   /**
-   * Ends every attempt of an application now (as YARN's stopApplication does): outputs deregistered
-   * and deleted. Returns the number of attempts ended.
+   * Ends every attempt of an application now, whichever user registered it (as YARN's
+   * stopApplication does): outputs deregistered and deleted. Returns the number of attempts ended.
    */
   public int endApplication(String applicationId) {
     int n = 0;
     for (Application a : new ArrayList<>(apps.values())) {
-      if (a.key.equals(applicationId) || a.key.startsWith(applicationId + "_")) {
+      String id = a.key.id();
+      if (id.equals(applicationId) || id.startsWith(applicationId + "_")) {
         end(a, "ended by its cluster manager");
         n++;
       }
@@ -364,12 +565,17 @@ public final class ShuffleService implements AutoCloseable {
 
   private void end(Application a, String why) {
     long[] held = a.held();
-    if (!a.end()) {
+    List<Application.Held> gone = a.end();
+    if (gone == null) {
       return; // ended by another thread
     }
     // Only now: a registration meanwhile joined the ended application (and was refused), never a
     // new one whose directory the cleanup above could have deleted.
     apps.remove(a.key, a);
+    for (Application.Held h : gone) {
+      quotas.returnOutput(a.key.user(), a.key, h.files().bytes());
+    }
+    quotas.returnApplication(a.key.user());
     applicationsEnded.increment();
     LOG.info(
         "application {} {}: {} map outputs ({} bytes) deregistered and deleted",
@@ -380,20 +586,38 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   private void probeDrivers() {
-    int timeout = (int) Math.min(2000, Math.max(100, config.appTimeout().toMillis() / 4));
-    for (Application a : new ArrayList<>(apps.values())) {
+    try {
+      probeDriversOnce();
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("shuffle service: driver probes failed this round: {}", e.toString());
+    }
+  }
+
+  private void probeDriversOnce() throws IOException {
+    long start = System.nanoTime();
+    Map<Application, InetSocketAddress> due = new LinkedHashMap<>();
+    for (Application a : apps.values()) {
+      if (start - a.nextProbeNanos() >= 0) {
+        due.put(a, a.driver());
+      }
+    }
+    if (due.isEmpty() || closed) {
+      return;
+    }
+    long timeout = Math.min(2000, Math.max(100, config.appTimeout().toMillis() / 4));
+    Map<Application, DriverProbes.Result> results = DriverProbes.probe(due, timeout);
+    driverProbes.add(results.size());
+    long now = System.nanoTime();
+    for (Map.Entry<Application, DriverProbes.Result> r : results.entrySet()) {
       if (closed) {
         return;
       }
-      if (System.nanoTime() < a.nextProbeNanos()) {
-        continue;
-      }
-      Application.Probe probe = a.probe(timeout);
-      long now = System.nanoTime();
-      if (probe == Application.Probe.ANSWERS) {
+      Application a = r.getKey();
+      DriverProbes.Result probe = r.getValue();
+      if (probe == DriverProbes.Result.ANSWERS) {
         a.alive(now);
       }
-      if (probe != Application.Probe.REFUSED) {
+      if (probe != DriverProbes.Result.REFUSED) {
         a.refusedSince(0);
         a.nextProbe(now + probeEveryNanos);
       } else if (a.refusedSinceNanos() == 0) {
@@ -424,22 +648,20 @@ public final class ShuffleService implements AutoCloseable {
   /** The service's counters and its transfer node's ({@code node.*}). */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>();
-    long outputs = 0;
-    long bytes = 0;
-    for (Application a : apps.values()) {
-      long[] h = a.held();
-      outputs += h[0];
-      bytes += h[1];
-    }
+    long[] held = quotas.held();
     m.put("applications", (long) apps.size());
     m.put("clients", (long) sessions.size());
-    m.put("outputsHeld", outputs);
-    m.put("bytesHeld", bytes);
+    m.put("outputsHeld", held[0]);
+    m.put("bytesHeld", held[1]);
     m.put("outputsTaken", outputsTaken.sum());
     m.put("outputsRefused", outputsRefused.sum());
+    m.put("outputsReplaced", outputsReplaced.sum());
+    m.put("quotaRefusals", quotas.refusals());
     m.put("clientsRefused", clientsRefused.sum());
+    m.put("clientsTimedOut", clientsTimedOut.sum());
     m.put("applicationsEnded", applicationsEnded.sum());
     m.put("shufflesRemoved", shufflesRemoved.sum());
+    m.put("driverProbes", driverProbes.sum());
     m.put("directoryBytes", directories.allocatedBytes());
     node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
     return m;
@@ -468,11 +690,13 @@ public final class ShuffleService implements AutoCloseable {
       for (ClientSession s : new ArrayList<>(sessions)) {
         closeQuietly(s.channel());
       }
-      liveness.shutdownNow();
-      try {
-        liveness.awaitTermination(10, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      for (ScheduledExecutorService e : List.of(liveness, deadlines)) {
+        e.shutdownNow();
+        try {
+          e.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+        }
       }
       for (Application a : new ArrayList<>(apps.values())) {
         end(a, "ended: the shuffle service stops");

@@ -2,7 +2,9 @@ package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.service.protocol.Frames;
 import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;
@@ -125,6 +127,70 @@ final class ServiceFixture {
       return new byte[0];
     }
     return read(reader, slot.data(), start, (int) (end - start));
+  }
+
+  /**
+   * A connection that speaks the protocol directly, without {@link ServiceClient}'s own checks and
+   * path resolution: what a hostile local process can send.
+   */
+  static final class Raw implements AutoCloseable {
+    final java.nio.channels.SocketChannel channel;
+
+    Raw(Path socket) throws IOException {
+      channel = java.nio.channels.SocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+      channel.connect(java.net.UnixDomainSocketAddress.of(socket));
+    }
+
+    /** Sends one frame and reads the answer (null when the service closed the connection). */
+    ServiceProtocol.In call(ServiceProtocol.Out frame) throws IOException {
+      Frames.write(channel, frame);
+      return Frames.read(channel);
+    }
+
+    /** Registers; fails unless the service answers OK. */
+    Raw register(String app, String exec, byte[] token, int driverPort) throws IOException {
+      ServiceProtocol.In r =
+          call(
+              new ServiceProtocol.Out(ServiceProtocol.REGISTER)
+                  .u16(ServiceProtocol.VERSION)
+                  .str(app)
+                  .str(exec)
+                  .bytes(token)
+                  .str("127.0.0.1")
+                  .u16(driverPort));
+      if (r == null || r.type() != ServiceProtocol.OK) {
+        throw new AssertionError("registration refused: " + (r == null ? "closed" : r.u8()));
+      }
+      return this;
+    }
+
+    /** Publishes the paths exactly as given; returns the answer. */
+    ServiceProtocol.In publish(int shuffle, int mapIndex, long mapId, String index, String data)
+        throws IOException {
+      return call(
+          new ServiceProtocol.Out(ServiceProtocol.PUBLISH)
+              .i32(shuffle)
+              .i32(mapIndex)
+              .i64(mapId)
+              .str(index)
+              .str(data == null ? "" : data));
+    }
+
+    @Override
+    public void close() throws IOException {
+      channel.close();
+    }
+  }
+
+  /** The error an answer carries, as "code: message"; fails on an OK answer. */
+  static String error(ServiceProtocol.In answer) throws IOException {
+    if (answer == null) {
+      throw new AssertionError("the service closed the connection instead of answering");
+    }
+    if (answer.type() != ServiceProtocol.ERROR) {
+      throw new AssertionError("expected an error, got frame type " + answer.type());
+    }
+    return answer.u8() + ": " + answer.str();
   }
 
   /** Waits for {@code condition} until the deadline, polling; fails with {@code what}. */

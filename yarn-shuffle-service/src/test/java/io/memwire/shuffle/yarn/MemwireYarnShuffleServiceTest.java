@@ -38,6 +38,9 @@ class MemwireYarnShuffleServiceTest {
   private static final long CLUSTER_TIMESTAMP = 1_700_000_000_000L;
   private static final Duration DEADLINE = Duration.ofSeconds(15);
 
+  /** Application directories are named {@code <id>@<user>}: ids are per user. */
+  private static final String USER = System.getProperty("user.name");
+
   @TempDir Path root;
   private ServerSocket driver;
   private MemwireYarnShuffleService aux;
@@ -120,16 +123,18 @@ class MemwireYarnShuffleServiceTest {
       b1.publish(1, 0, 13, other.index(), other.data());
     }
     assertEquals(3L, service.stats().get("outputsHeld"));
-    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + stopped + "_1")));
-    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + stopped + "_2")));
+    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + stopped + "_1@" + USER)));
+    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + stopped + "_2@" + USER)));
 
     aux.stopApplication(new ApplicationTerminationContext(stopped));
 
     await(() -> service.stats().get("outputsHeld") == 1L, "only the running application held");
     assertEquals(2L, service.stats().get("applicationsEnded"));
-    assertFalse(Files.exists(root.resolve("outputs/apps/" + stopped + "_1")), "attempt 1 deleted");
-    assertFalse(Files.exists(root.resolve("outputs/apps/" + stopped + "_2")), "attempt 2 deleted");
-    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + running + "_1")));
+    assertFalse(
+        Files.exists(root.resolve("outputs/apps/" + stopped + "_1@" + USER)), "attempt 1 deleted");
+    assertFalse(
+        Files.exists(root.resolve("outputs/apps/" + stopped + "_2@" + USER)), "attempt 2 deleted");
+    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + running + "_1@" + USER)));
     await(
         () -> service.node().stats().registeredRegions() == regionsBefore + 3,
         "the stopped application's regions deregistered (the other's index, data, chunk left)");

@@ -120,8 +120,16 @@ class NodeManagerClasspathIT {
                 Duration.ofSeconds(10))) {
           c.publish(0, 0, 7, index, data);
         }
-        Path held = root.resolve("outputs/apps/" + attempt);
-        assertTrue(Files.isDirectory(held), "the service holds the output");
+        Path held = root.resolve("outputs/apps/" + attempt + "@" + System.getProperty("user.name"));
+        assertTrue(
+            Files.isDirectory(held),
+            () -> {
+              try (Stream<Path> l = Files.list(root.resolve("outputs/apps"))) {
+                return "the service holds the output in " + held + "; apps: " + l.toList();
+              } catch (java.io.IOException e) {
+                return e.toString();
+              }
+            });
 
         Class<?> ctxClass =
             nm.loadClass("org.apache.hadoop.yarn.server.api.ApplicationTerminationContext");

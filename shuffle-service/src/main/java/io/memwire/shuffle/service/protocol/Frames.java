@@ -24,10 +24,24 @@ public final class Frames {
    * @throws IOException on a bad length, an end of stream inside the frame, or an I/O error
    */
   public static ServiceProtocol.In read(ByteChannel ch) throws IOException {
+    return read(ch, () -> {});
+  }
+
+  /**
+   * Reads one whole frame, running {@code started} once its first byte is in (a server starts the
+   * frame's deadline there: waiting for a frame may take long, receiving one may not).
+   *
+   * @return the frame, or null on a clean end of stream before its first byte
+   */
+  public static ServiceProtocol.In read(ByteChannel ch, Runnable started) throws IOException {
     ByteBuffer head = ByteBuffer.allocate(5).order(ByteOrder.BIG_ENDIAN);
+    head.limit(1);
     if (!fill(ch, head, true)) {
       return null;
     }
+    started.run();
+    head.limit(5);
+    fill(ch, head, false);
     int length = ServiceProtocol.checkLength(head.getInt(0));
     byte type = head.get(4);
     // The length is checked before anything is allocated from it.

@@ -9,17 +9,25 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import jdk.net.ExtendedSocketOptions;
 
 /**
  * An executor's connection to its node's shuffle service over the local socket. Calls are
  * serialized and each has a deadline: a service that does not answer in time has its connection
  * closed and the call fails with an {@link IOException}. A broken connection is re-opened (and the
  * executor registered again) once per call, so a restarted service is picked up by the next call.
+ *
+ * <p>Before it sends anything on a new connection, the client checks who listens: the socket's peer
+ * credentials must name one of the expected service users ({@link #defaultServiceUsers}: root and
+ * this process's own user, unless given), or it fails with a {@link ServiceIdentityException} and
+ * the token never leaves the executor.
  *
  * <p>Threads: calls run on the caller's thread (map tasks publishing, Spark's block-manager thread
  * removing a shuffle); the deadline is enforced by the client's own daemon timer thread ({@code
@@ -34,14 +42,17 @@ public final class ServiceClient implements AutoCloseable {
   private final Path socket;
   private final Registration registration;
   private final Duration timeout;
+  private final Set<String> serviceUsers;
   private final ScheduledThreadPoolExecutor timer;
   private SocketChannel channel;
   private boolean closed;
 
-  private ServiceClient(Path socket, Registration registration, Duration timeout) {
+  private ServiceClient(
+      Path socket, Registration registration, Duration timeout, Set<String> serviceUsers) {
     this.socket = socket;
     this.registration = registration;
     this.timeout = timeout;
+    this.serviceUsers = Set.copyOf(serviceUsers);
     this.timer =
         new ScheduledThreadPoolExecutor(
             1,
@@ -61,7 +72,33 @@ public final class ServiceClient implements AutoCloseable {
    */
   public static ServiceClient connect(Path socket, Registration registration, Duration timeout)
       throws IOException {
-    ServiceClient c = new ServiceClient(socket, registration, timeout);
+    return connect(socket, registration, timeout, defaultServiceUsers());
+  }
+
+  /**
+   * The users a shuffle service is expected to run as when none are configured: root and this
+   * process's own user.
+   */
+  public static Set<String> defaultServiceUsers() {
+    return new java.util.TreeSet<>(List.of("root", System.getProperty("user.name")));
+  }
+
+  /**
+   * Connects to the service listening on {@code socket}, checks that it runs as one of {@code
+   * serviceUsers}, and registers this executor.
+   *
+   * @throws ServiceIdentityException when the listening process runs as another user (nothing was
+   *     sent to it)
+   * @throws ServiceException when the service refuses the registration
+   * @throws IOException when no service answers on the socket
+   */
+  public static ServiceClient connect(
+      Path socket, Registration registration, Duration timeout, Set<String> serviceUsers)
+      throws IOException {
+    if (serviceUsers.isEmpty()) {
+      throw new IllegalArgumentException("no expected shuffle service user");
+    }
+    ServiceClient c = new ServiceClient(socket, registration, timeout, serviceUsers);
     try {
       synchronized (c) {
         c.open();
@@ -83,6 +120,7 @@ public final class ServiceClient implements AutoCloseable {
     try {
       ch.connect(UnixDomainSocketAddress.of(socket));
       channel = ch;
+      checkPeer(ch);
       ServiceProtocol.Out reg =
           new ServiceProtocol.Out(ServiceProtocol.REGISTER)
               .u16(ServiceProtocol.VERSION)
@@ -95,6 +133,21 @@ public final class ServiceClient implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       dropChannel();
       throw e;
+    }
+  }
+
+  private void checkPeer(SocketChannel ch) throws IOException {
+    String who = ch.getOption(ExtendedSocketOptions.SO_PEERCRED).user().getName();
+    if (!serviceUsers.contains(who)) {
+      throw new ServiceIdentityException(
+          "the process listening on "
+              + socket
+              + " runs as user "
+              + who
+              + ", not as an expected shuffle service user "
+              + new java.util.TreeSet<>(serviceUsers)
+              + "; nothing was sent to it",
+          who);
     }
   }
 
@@ -114,8 +167,8 @@ public final class ServiceClient implements AutoCloseable {
                 .i32(shuffleId)
                 .i32(mapIndex)
                 .i64(mapId)
-                .str(index.toAbsolutePath().toString())
-                .str(data == null ? "" : data.toAbsolutePath().toString()));
+                .str(realPath(index))
+                .str(data == null ? "" : realPath(data)));
     int chunk = r.i32();
     RemoteRegion region;
     try {
@@ -124,6 +177,14 @@ public final class ServiceClient implements AutoCloseable {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }
     return new DirectoryPointer(chunk, region);
+  }
+
+  /**
+   * The path without links: the service refuses a path with a link anywhere (it cannot tell a
+   * legitimate link from a swapped one), so links in a local directory are resolved here.
+   */
+  private static String realPath(Path p) throws IOException {
+    return p.toRealPath().toString();
   }
 
   /** Asks the service to drop one shuffle of this application (every executor's outputs). */
@@ -141,7 +202,7 @@ public final class ServiceClient implements AutoCloseable {
    * tests).
    */
   public static Map<String, Long> stats(Path socket, Duration timeout) throws IOException {
-    ServiceClient c = new ServiceClient(socket, null, timeout);
+    ServiceClient c = new ServiceClient(socket, null, timeout, Set.of());
     synchronized (c) {
       try {
         SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);

@@ -51,6 +51,9 @@ public final class ServiceProtocol {
   public static final int E_NO_CAPACITY = 5;
   public static final int E_CLOSED = 6;
 
+  /** A quota of the user or application (or a node limit) is reached; the message names it. */
+  public static final int E_QUOTA = 7;
+
   private ServiceProtocol() {}
 
   /** A frame being built: type, then body fields. */

@@ -1,0 +1,237 @@
+package io.memwire.shuffle.service;
+
+import java.nio.file.attribute.UserPrincipal;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What each local user and each application holds of the service (connections, applications, map
+ * outputs, bytes), against the node's limits and their shares ({@link ServiceConfig.Quota}). Every
+ * take is all or nothing across node, user and application; a refusal names what was hit and is
+ * logged once per holder and resource (then at DEBUG) and counted.
+ */
+final class Quotas {
+  private static final Logger LOG = LoggerFactory.getLogger(Quotas.class);
+
+  /** One holder's use. */
+  private static final class Use {
+    int clients;
+    int applications;
+    long outputs;
+    long bytes;
+
+    boolean isEmpty() {
+      return clients == 0 && applications == 0 && outputs == 0 && bytes == 0;
+    }
+  }
+
+  private final ServiceConfig.Quota node;
+  private final ServiceConfig.Quota perUser;
+  private final ServiceConfig.Quota perApplication;
+  private final int applicationsPerUser;
+  private final Use total = new Use();
+  private final Map<UserPrincipal, Use> users = new HashMap<>();
+  private final Map<Object, Use> applications = new HashMap<>();
+  private final Set<String> warned = new HashSet<>();
+  private final LongAdder refusals = new LongAdder();
+
+  Quotas(
+      ServiceConfig.Quota node,
+      ServiceConfig.Quota perUser,
+      ServiceConfig.Quota perApplication,
+      int applicationsPerUser) {
+    this.node = node;
+    this.perUser = perUser;
+    this.perApplication = perApplication;
+    this.applicationsPerUser = applicationsPerUser;
+  }
+
+  /** The refusals so far. */
+  long refusals() {
+    return refusals.sum();
+  }
+
+  /** Takes a connection slot for {@code user}; returns null, or why it was refused. */
+  synchronized String takeClient(UserPrincipal user) {
+    Use u = users.computeIfAbsent(user, k -> new Use());
+    String why = null;
+    if (total.clients >= node.clients()) {
+      why = "the shuffle service serves " + node.clients() + " clients already (maxClients)";
+    } else if (u.clients >= perUser.clients()) {
+      why =
+          "user "
+              + user.getName()
+              + " has "
+              + u.clients
+              + " connections open, its quota (maxClientsPerUser)";
+    }
+    if (why != null) {
+      prune(users, user, u);
+      return refused("user " + user.getName(), "clients", why);
+    }
+    total.clients++;
+    u.clients++;
+    return null;
+  }
+
+  synchronized void returnClient(UserPrincipal user) {
+    total.clients--;
+    Use u = users.get(user);
+    u.clients--;
+    prune(users, user, u);
+  }
+
+  /** Takes a registered-connection slot of {@code app}; returns null, or why it was refused. */
+  synchronized String takeApplicationClient(Object app, String appName) {
+    Use a = applications.computeIfAbsent(app, k -> new Use());
+    if (a.clients >= perApplication.clients()) {
+      prune(applications, app, a);
+      return refused(
+          "application " + appName,
+          "clients",
+          "application "
+              + appName
+              + " has "
+              + a.clients
+              + " executors connected, its quota (maxClientsPerApplication)");
+    }
+    a.clients++;
+    return null;
+  }
+
+  synchronized void returnApplicationClient(Object app) {
+    Use a = applications.get(app);
+    a.clients--;
+    prune(applications, app, a);
+  }
+
+  /** Takes an application slot of {@code user}; returns null, or why it was refused. */
+  synchronized String takeApplication(UserPrincipal user, String appName) {
+    Use u = users.computeIfAbsent(user, k -> new Use());
+    if (u.applications >= applicationsPerUser) {
+      prune(users, user, u);
+      return refused(
+          "user " + user.getName(),
+          "applications",
+          "user "
+              + user.getName()
+              + " has "
+              + u.applications
+              + " applications registered, its quota (maxApplicationsPerUser); "
+              + appName
+              + " refused");
+    }
+    u.applications++;
+    return null;
+  }
+
+  synchronized void returnApplication(UserPrincipal user) {
+    Use u = users.get(user);
+    u.applications--;
+    prune(users, user, u);
+  }
+
+  /** Takes one output of {@code bytes} for user and application; null, or why it was refused. */
+  synchronized String takeOutput(UserPrincipal user, Object app, String appName, long bytes) {
+    Use u = users.computeIfAbsent(user, k -> new Use());
+    Use a = applications.computeIfAbsent(app, k -> new Use());
+    String holder = null;
+    String what = null;
+    String why = null;
+    if (total.outputs >= node.outputs()) {
+      holder = "node";
+      what = "outputs";
+      why = "the service holds " + total.outputs + " map outputs, its limit (maxOutputs)";
+    } else if (u.outputs >= perUser.outputs()) {
+      holder = "user " + user.getName();
+      what = "outputs";
+      why = "user " + user.getName() + " holds " + u.outputs + " outputs (maxOutputsPerUser)";
+    } else if (a.outputs >= perApplication.outputs()) {
+      holder = "application " + appName;
+      what = "outputs";
+      why =
+          "application " + appName + " holds " + a.outputs + " outputs (maxOutputsPerApplication)";
+    } else if (bytes > perUser.bytes() - u.bytes) {
+      holder = "user " + user.getName();
+      what = "bytes";
+      why =
+          "user "
+              + user.getName()
+              + " holds "
+              + u.bytes
+              + " bytes; "
+              + bytes
+              + " more would pass its quota of "
+              + perUser.bytes()
+              + " (maxBytesPerUser)";
+    } else if (bytes > perApplication.bytes() - a.bytes) {
+      holder = "application " + appName;
+      what = "bytes";
+      why =
+          "application "
+              + appName
+              + " holds "
+              + a.bytes
+              + " bytes; "
+              + bytes
+              + " more would pass its quota of "
+              + perApplication.bytes()
+              + " (maxBytesPerApplication)";
+    }
+    if (why != null) {
+      prune(users, user, u);
+      prune(applications, app, a);
+      return refused(holder, what, why);
+    }
+    total.outputs++;
+    total.bytes += bytes;
+    u.outputs++;
+    u.bytes += bytes;
+    a.outputs++;
+    a.bytes += bytes;
+    return null;
+  }
+
+  synchronized void returnOutput(UserPrincipal user, Object app, long bytes) {
+    total.outputs--;
+    total.bytes -= bytes;
+    Use u = users.get(user);
+    u.outputs--;
+    u.bytes -= bytes;
+    prune(users, user, u);
+    Use a = applications.get(app);
+    a.outputs--;
+    a.bytes -= bytes;
+    prune(applications, app, a);
+  }
+
+  /** Outputs and bytes held on the whole node. */
+  synchronized long[] held() {
+    return new long[] {total.outputs, total.bytes};
+  }
+
+  private static <K> void prune(Map<K, Use> m, K key, Use u) {
+    if (u.isEmpty()) {
+      m.remove(key);
+    }
+  }
+
+  private String refused(String holder, String what, String why) {
+    refusals.increment();
+    if (warned.size() > 4096) {
+      warned.clear(); // bounded: holders come and go
+    }
+    if (warned.add(holder + "/" + what)) {
+      LOG.warn(
+          "shuffle service quota: {} (further refusals of {} are logged at DEBUG)", why, holder);
+    } else {
+      LOG.debug("shuffle service quota: {}", why);
+    }
+    return why;
+  }
+}
