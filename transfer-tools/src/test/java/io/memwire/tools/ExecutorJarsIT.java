@@ -15,8 +15,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The tools stay off the executors' class path: block-transfer's jar and the shuffle manager's
  * Spark jar (the one {@code --jars} ships to every executor), as this build packaged them, hold no
- * class of the doctor or the benchmark, under their old or their new package, while this module's
- * jar holds them all. Runs after {@code package} (failsafe); the jars' paths come from the pom.
+ * class of the doctor or the transfer benchmark, under their old or their new package, while this
+ * module's jar holds them all; the Flight jar applications load holds no Flight benchmark. Runs
+ * after {@code package} (failsafe); the jars' paths come from the pom.
  */
 class ExecutorJarsIT {
   /** Where tool classes live now and where they lived before they moved here. */
@@ -45,10 +46,11 @@ class ExecutorJarsIT {
     return out;
   }
 
-  private static List<String> toolClasses(List<String> classes) {
+  /** The classes under any of {@code packages} (as entry-name prefixes). */
+  private static List<String> under(List<String> classes, List<String> packages) {
     List<String> out = new ArrayList<>();
     for (String c : classes) {
-      for (String p : TOOL_PACKAGES) {
+      for (String p : packages) {
         if (c.startsWith(p)) {
           out.add(c);
         }
@@ -61,7 +63,7 @@ class ExecutorJarsIT {
     Path jar = jar(property);
     List<String> classes = classes(jar);
     assertTrue(classes.contains(mustHave), jar + " lacks " + mustHave + ": not the jar meant");
-    List<String> tools = toolClasses(classes);
+    List<String> tools = under(classes, TOOL_PACKAGES);
     assertTrue(tools.isEmpty(), jar + " carries tool classes: " + tools);
   }
 
@@ -76,8 +78,17 @@ class ExecutorJarsIT {
   }
 
   @Test
+  void flightJarHoldsNoBenchmark() throws IOException {
+    Path jar = jar("memwire.jar.flight");
+    List<String> classes = classes(jar);
+    assertTrue(classes.contains("io/memwire/flight/RdmaFlightProducer.class"), jar::toString);
+    List<String> bench = under(classes, List.of("io/memwire/flight/bench/"));
+    assertTrue(bench.isEmpty(), jar + " carries benchmark classes: " + bench);
+  }
+
+  @Test
   void toolsJarHoldsTheDoctorAndTheBenchmark() throws IOException {
-    List<String> tools = toolClasses(classes(jar("memwire.jar.tools")));
+    List<String> tools = under(classes(jar("memwire.jar.tools")), TOOL_PACKAGES);
     assertTrue(tools.contains("io/memwire/tools/doctor/Doctor.class"), tools::toString);
     assertTrue(tools.contains("io/memwire/tools/doctor/Firewall.class"), tools::toString);
     assertTrue(tools.contains("io/memwire/tools/bench/TransferBenchmark.class"), tools::toString);
