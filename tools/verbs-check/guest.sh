@@ -140,7 +140,7 @@ if has bench; then
     wait "$spid" 2>/dev/null
   done
   "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED -Djava.library.path="$LIB" \
-    -cp "$(cp_of transport)" io.memwire.transfer.bench.TransferBenchmark --provider verbs \
+    -cp "$(cp_of transport)" io.memwire.tools.bench.TransferBenchmark --provider verbs \
     --bind "$BIND" --sizes 64k,1m,4m --depths 8 --seconds 5 --repeat 1 --no-raw \
     --csv results/transfer-bench.csv >logs/bench.log 2>&1 || ok=FAIL
   put seconds.bench $(( $(now) - t0 ))

@@ -98,6 +98,7 @@ need() { [ -e "$1" ] || { echo "verbs-check: $1 not found; build first: mvn -B -
 V=0.1.0-SNAPSHOT
 BT="$ROOT/block-transfer/target/memwire-block-transfer-$V.jar"
 BT_TESTS="$ROOT/block-transfer/target/memwire-block-transfer-$V-tests.jar"
+TT="$ROOT/transfer-tools/target/memwire-transfer-tools-$V.jar"   # the transfer benchmark
 SM="$ROOT/shuffle-manager/target/memwire-shuffle-manager-$V-spark.jar"
 SS="$ROOT/shuffle-service/target/memwire-shuffle-service-$V.jar"
 SS_TESTS="$ROOT/shuffle-service/target/memwire-shuffle-service-$V-tests.jar"
@@ -105,7 +106,7 @@ LC="$ROOT/local-cluster/target/memwire-local-cluster-$V.jar"
 MJ="$ROOT/main-job/target/memwire-main-job-$V.jar"
 VC="$ROOT/verbs-check/target/memwire-verbs-check-$V.jar"
 SPARK_JARS="$ROOT/main-job/target/spark-home/jars"
-for f in "$BT" "$BT_TESTS" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$SPARK_JARS"; do need "$f"; done
+for f in "$BT" "$BT_TESTS" "$TT" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$SPARK_JARS"; do need "$f"; done
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 M2="${MAVEN_REPO:-$HOME/.m2/repository}"
 
@@ -114,7 +115,7 @@ mkdir -p "$WORK/stage/memwire" "$WORK/stage/spark-jars" "$WORK/stage/m2" "$WORK/
 WORK="$(cd "$WORK" && pwd)"
 rm -f "$WORK"/results/*.txt "$WORK/verdict.txt"
 say "staging into $WORK"
-cp "$BT" "$BT_TESTS" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$WORK/stage/memwire/"
+cp "$BT" "$BT_TESTS" "$TT" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$WORK/stage/memwire/"
 cp -u "$SPARK_JARS"/*.jar "$WORK/stage/spark-jars/"
 cp "$HERE/guest.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
 # The transport tests' classpath: block-transfer's test scope, from Maven, copied out of ~/.m2.
@@ -126,6 +127,8 @@ ENGINE_VER="$(tr ':' '\n' <"$WORK/stage/bt-deps.txt" | sed -n 's|.*/junit-platfo
 LAUNCHER="$M2/org/junit/platform/junit-platform-launcher/$ENGINE_VER/junit-platform-launcher-$ENGINE_VER.jar"
 need "$LAUNCHER"
 CP_T="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$BT_TESTS"):@W@/stage/memwire/$(basename "$BT")"
+# The bench step's transfer benchmark (transfer-tools: block-transfer's dependencies only).
+CP_T="$CP_T:@W@/stage/memwire/$(basename "$TT")"
 # The shuffle service's verbs tests ride in the transport step (same dependencies).
 CP_T="$CP_T:@W@/stage/memwire/$(basename "$SS_TESTS"):@W@/stage/memwire/$(basename "$SS")"
 for j in $(tr ':' '\n' <"$WORK/stage/bt-deps.txt") "$LAUNCHER"; do

@@ -3,4 +3,4 @@
  * memlock, the provider auto would pick) and of the path between two nodes (a real connection and a
  * one-sided read of a test region).
  */
-package io.memwire.transfer.doctor;
+package io.memwire.tools.doctor;

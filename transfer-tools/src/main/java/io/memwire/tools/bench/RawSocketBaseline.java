@@ -1,4 +1,4 @@
-package io.memwire.transfer.bench;
+package io.memwire.tools.bench;
 
 import java.io.IOException;
 import java.net.InetAddress;

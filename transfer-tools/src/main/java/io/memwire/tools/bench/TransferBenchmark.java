@@ -1,4 +1,4 @@
-package io.memwire.transfer.bench;
+package io.memwire.tools.bench;
 
 import io.memwire.transfer.Connection;
 import io.memwire.transfer.MemoryRegion;
@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * plus one-way streaming as the absolute ceiling. Prints a table and writes CSV.
  *
  * <pre>
- * java -cp ... io.memwire.transfer.bench.TransferBenchmark [--provider tcp|verbs|auto]
+ * java -cp ... io.memwire.tools.bench.TransferBenchmark [--provider tcp|verbs|auto]
  *     [--bind 127.0.0.1] [--sizes 4k,64k,256k,1m,4m] [--depths 1,8,64] [--seconds 2]
  *     [--repeat 3] [--region direct|file] [--no-raw] [--csv target/bench/transfer.csv]
  * </pre>

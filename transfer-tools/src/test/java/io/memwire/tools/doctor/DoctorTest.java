@@ -1,4 +1,4 @@
-package io.memwire.transfer.doctor;
+package io.memwire.tools.doctor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package io.memwire.transfer.doctor;
+package io.memwire.tools.doctor;
 
 import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.MemoryRegion;

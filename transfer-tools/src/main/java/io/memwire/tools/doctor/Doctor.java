@@ -1,4 +1,4 @@
-package io.memwire.transfer.doctor;
+package io.memwire.tools.doctor;
 
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RemoteRegion;
@@ -21,7 +21,8 @@ import java.util.Map;
  * FAIL with what to do. Exit code 0 when nothing failed, 1 on any FAIL, 2 on bad arguments.
  *
  * <pre>
- * java -cp memwire.jar io.memwire.transfer.doctor.Doctor [options]
+ * java -cp memwire-transfer-tools.jar:memwire-block-transfer.jar:disni.jar:slf4j-api.jar \
+ *     io.memwire.tools.doctor.Doctor [options]
  *   --provider auto|verbs|tcp  --bind IP  --device NAME  --port N  --budget SIZE  --set KEY=VALUE
  *   --sysfs DIR (default /sys)  --limits FILE (default /proc/self/limits)
  *   --firewall FILE   saved iptables-save or nft list ruleset output (default: run them)

@@ -1,4 +1,4 @@
-package io.memwire.transfer.doctor;
+package io.memwire.tools.doctor;
 
 import java.io.IOException;
 import java.io.InputStream;
