@@ -193,6 +193,44 @@ final class ServiceFixture {
     return answer.u8() + ": " + answer.str();
   }
 
+  /**
+   * A loopback port whose accept queue is full, so new connections to it are dropped: a driver that
+   * does not answer. Null when this kernel accepts past the backlog (no silent port here).
+   */
+  static SilentPort silentPort() throws IOException {
+    java.net.ServerSocket server =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+    java.util.List<java.net.Socket> queued = new java.util.ArrayList<>();
+    SilentPort port = new SilentPort(server, queued);
+    for (int i = 0; i < 16; i++) {
+      java.net.Socket q = new java.net.Socket();
+      queued.add(q);
+      try {
+        q.connect(server.getLocalSocketAddress(), 300);
+      } catch (java.net.SocketTimeoutException e) {
+        return port;
+      }
+    }
+    port.close();
+    return null;
+  }
+
+  /** A port that does not answer, with the connections that fill its queue. */
+  record SilentPort(java.net.ServerSocket server, java.util.List<java.net.Socket> queued)
+      implements AutoCloseable {
+    int port() {
+      return server.getLocalPort();
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (java.net.Socket q : queued) {
+        q.close();
+      }
+      server.close();
+    }
+  }
+
   /** Waits for {@code condition} until the deadline, polling; fails with {@code what}. */
   static void await(Duration deadline, BooleanSupplier condition, String what)
       throws InterruptedException {

@@ -22,8 +22,6 @@ import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -31,8 +29,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.stream.Stream;
@@ -231,43 +227,26 @@ class ShuffleServiceTest {
   @Test
   void aDriverThatDoesNotAnswerKeepsItsApplicationUntilTheTimeout() throws Exception {
     // A port whose accept queue is full drops new connections: the probe hears nothing.
-    try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      List<Socket> queued = new ArrayList<>();
-      try {
-        boolean full = false;
-        for (int i = 0; i < 16 && !full; i++) {
-          Socket q = new Socket();
-          queued.add(q);
-          try {
-            q.connect(silent.getLocalSocketAddress(), 300);
-          } catch (SocketTimeoutException e) {
-            full = true;
-          }
-        }
-        assumeTrue(full, "this kernel accepts past the backlog; no silent port to test with");
-        startService(ServiceConfig.PREFIX + "appTimeout", "8s");
-        ServiceFixture.Output a = write(root.resolve("e1"), 5, 51, 2, 6);
-        try (ServiceClient c =
-            client(service.socket(), "app-5", "1", token(13), silent.getLocalPort())) {
-          c.publish(5, 0, 51, a.index(), a.data());
-        }
-        long t0 = System.nanoTime();
-        long pastGrace = t0 + Duration.ofSeconds(6).toNanos();
-        while (System.nanoTime() < pastGrace) {
-          assertEquals(1L, service.stats().get("applications"), "silence is not a refusal");
-          Thread.sleep(200);
-        }
-        await(
-            Duration.ofSeconds(20),
-            () -> service.stats().get("applications") == 0,
-            "application removed after appTimeout of silence");
-        long tookMs = (System.nanoTime() - t0) / 1_000_000;
-        assertTrue(tookMs >= 7_500, "not before appTimeout: " + tookMs + " ms");
-      } finally {
-        for (Socket q : queued) {
-          q.close();
-        }
+    ServiceFixture.SilentPort silent = ServiceFixture.silentPort();
+    assumeTrue(silent != null, "this kernel accepts past the backlog; no silent port to test with");
+    try (silent) {
+      startService(ServiceConfig.PREFIX + "appTimeout", "8s");
+      ServiceFixture.Output a = write(root.resolve("e1"), 5, 51, 2, 6);
+      try (ServiceClient c = client(service.socket(), "app-5", "1", token(13), silent.port())) {
+        c.publish(5, 0, 51, a.index(), a.data());
       }
+      long t0 = System.nanoTime();
+      long pastGrace = t0 + Duration.ofSeconds(6).toNanos();
+      while (System.nanoTime() < pastGrace) {
+        assertEquals(1L, service.stats().get("applications"), "silence is not a refusal");
+        Thread.sleep(200);
+      }
+      await(
+          Duration.ofSeconds(20),
+          () -> service.stats().get("applications") == 0,
+          "application removed after appTimeout of silence");
+      long tookMs = (System.nanoTime() - t0) / 1_000_000;
+      assertTrue(tookMs >= 7_500, "not before appTimeout: " + tookMs + " ms");
     }
   }
 
