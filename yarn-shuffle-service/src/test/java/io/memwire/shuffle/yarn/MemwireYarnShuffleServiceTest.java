@@ -155,6 +155,22 @@ class MemwireYarnShuffleServiceTest {
   }
 
   @Test
+  void aSocketDirectoryOthersMayWriteToFailsTheStartNamingTheKey() throws Exception {
+    // The NodeManager runs the same start-up checks as the stand-alone service.
+    Path open = Files.createDirectories(socket().getParent());
+    Files.setPosixFilePermissions(
+        open, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    aux = new MemwireYarnShuffleService();
+    aux.init(nodeManagerConf());
+    RuntimeException e = assertThrows(RuntimeException.class, () -> aux.start());
+    String all = e + " " + e.getCause();
+    assertTrue(
+        all.contains("other users may write") && all.contains(ServiceConfig.PREFIX + "socket"),
+        all);
+    assertFalse(Files.exists(socket()), "nothing listened");
+  }
+
+  @Test
   void anUnknownKeyFailsInitNamingIt() {
     Configuration conf = nodeManagerConf();
     String typo = ServiceConfig.PREFIX + "appTimout";
