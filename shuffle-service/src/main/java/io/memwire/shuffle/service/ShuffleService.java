@@ -816,6 +816,8 @@ public final class ShuffleService implements AutoCloseable {
       if (h != null) {
         try {
           h.close(); // its threads joined, its port free
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
         } catch (Exception e) {
           LOG.warn("shuffle service: closing the HTTP endpoint failed: {}", e.toString());
         }
