@@ -39,6 +39,7 @@ final class Quotas {
   private final Map<Object, Use> applications = new HashMap<>();
   private final Set<String> warned = new HashSet<>();
   private final LongAdder refusals = new LongAdder();
+  private final Map<String, LongAdder> byLimit = new java.util.concurrent.ConcurrentHashMap<>();
 
   Quotas(
       ServiceConfig.Quota node,
@@ -56,13 +57,23 @@ final class Quotas {
     return refusals.sum();
   }
 
+  /** The refusals so far by the key of the limit that was hit ({@code maxClients}, ...). */
+  Map<String, Long> refusalsByLimit() {
+    Map<String, Long> m = new java.util.TreeMap<>();
+    byLimit.forEach((k, v) -> m.put(k, v.sum()));
+    return m;
+  }
+
   /** Takes a connection slot for {@code user}; returns null, or why it was refused. */
   synchronized String takeClient(UserPrincipal user) {
     Use u = users.computeIfAbsent(user, k -> new Use());
     String why = null;
+    String limit = null;
     if (total.clients >= node.clients()) {
+      limit = "maxClients";
       why = "the shuffle service serves " + node.clients() + " clients already (maxClients)";
     } else if (u.clients >= perUser.clients()) {
+      limit = "maxClientsPerUser";
       why =
           "user "
               + user.getName()
@@ -72,7 +83,7 @@ final class Quotas {
     }
     if (why != null) {
       prune(users, user, u);
-      return refused("user " + user.getName(), "clients", why);
+      return refused("user " + user.getName(), "clients", limit, why);
     }
     total.clients++;
     u.clients++;
@@ -94,6 +105,7 @@ final class Quotas {
       return refused(
           "application " + appName,
           "clients",
+          "maxClientsPerApplication",
           "application "
               + appName
               + " has "
@@ -118,6 +130,7 @@ final class Quotas {
       return refused(
           "user " + user.getName(),
           "applications",
+          "maxApplicationsPerUser",
           "user "
               + user.getName()
               + " has "
@@ -143,20 +156,25 @@ final class Quotas {
     String holder = null;
     String what = null;
     String why = null;
+    String limit = null;
     if (total.outputs >= node.outputs()) {
+      limit = "maxOutputs";
       holder = "node";
       what = "outputs";
       why = "the service holds " + total.outputs + " map outputs, its limit (maxOutputs)";
     } else if (u.outputs >= perUser.outputs()) {
+      limit = "maxOutputsPerUser";
       holder = "user " + user.getName();
       what = "outputs";
       why = "user " + user.getName() + " holds " + u.outputs + " outputs (maxOutputsPerUser)";
     } else if (a.outputs >= perApplication.outputs()) {
+      limit = "maxOutputsPerApplication";
       holder = "application " + appName;
       what = "outputs";
       why =
           "application " + appName + " holds " + a.outputs + " outputs (maxOutputsPerApplication)";
     } else if (bytes > perUser.bytes() - u.bytes) {
+      limit = "maxBytesPerUser";
       holder = "user " + user.getName();
       what = "bytes";
       why =
@@ -170,6 +188,7 @@ final class Quotas {
               + perUser.bytes()
               + " (maxBytesPerUser)";
     } else if (bytes > perApplication.bytes() - a.bytes) {
+      limit = "maxBytesPerApplication";
       holder = "application " + appName;
       what = "bytes";
       why =
@@ -186,7 +205,7 @@ final class Quotas {
     if (why != null) {
       prune(users, user, u);
       prune(applications, app, a);
-      return refused(holder, what, why);
+      return refused(holder, what, limit, why);
     }
     total.outputs++;
     total.bytes += bytes;
@@ -221,8 +240,9 @@ final class Quotas {
     }
   }
 
-  private String refused(String holder, String what, String why) {
+  private String refused(String holder, String what, String limit, String why) {
     refusals.increment();
+    byLimit.computeIfAbsent(limit, k -> new LongAdder()).increment();
     if (warned.size() > 4096) {
       warned.clear(); // bounded: holders come and go
     }

@@ -4,6 +4,8 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.settings.Setting;
 import io.memwire.transfer.settings.Settings;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,6 +30,7 @@ public final class ServiceConfig {
 
   private static final String V020 = "0.2.0";
   private static final String V030 = "0.3.0";
+  private static final String V040 = "0.4.0";
 
   private static String shareOf(String nodeLimit) {
     return nodeLimit + " with one allowed user, else half of it";
@@ -176,6 +179,44 @@ public final class ServiceConfig {
           .duration(100, 600_000)
           .withDefault("10s");
 
+  public static final Setting<Integer> HTTP_PORT =
+      Setting.key("http.port")
+          .since(V040)
+          .doc(
+              "TCP port of the service's HTTP endpoint: /metrics (Prometheus text format), "
+                  + "/health (liveness) and /health/ready (readiness). Unset: no endpoint, no port "
+                  + "bound. 0: a free port chosen at start (logged). Needs the Prometheus client "
+                  + "jars on the classpath (bin/memwire adds them; the YARN auxiliary service has "
+                  + "none and refuses the key).")
+          .count(0, 65_535)
+          .optional("(off)");
+
+  public static final Setting<String> HTTP_HOST =
+      Setting.key("http.host")
+          .since(V040)
+          .doc(
+              "Address the HTTP endpoint binds to (0.0.0.0: every interface, for a Prometheus "
+                  + "server and the kubelet on other hosts; 127.0.0.1: this node only). Resolved "
+                  + "at start.")
+          .text("a host name or IP address", ServiceConfig::resolveHost)
+          .withDefault("0.0.0.0");
+
+  private static String resolveHost(String key, String host) {
+    if (host.isEmpty()) {
+      throw new TransferConfigException(
+          TransferConfigException.Problem.OUT_OF_RANGE, key, key + " names no host");
+    }
+    try {
+      InetAddress.getByName(host);
+    } catch (UnknownHostException | SecurityException e) {
+      throw new TransferConfigException(
+          TransferConfigException.Problem.OUT_OF_RANGE,
+          key,
+          key + "=" + host + " cannot be resolved: " + e.getMessage());
+    }
+    return host;
+  }
+
   /** The service's own settings, in documentation order. */
   public static final List<Setting<?>> OWN =
       List.of(
@@ -193,7 +234,9 @@ public final class ServiceConfig {
           MAX_BYTES_PER_APPLICATION,
           MAX_APPLICATIONS_PER_USER,
           REGISTER_TIMEOUT,
-          FRAME_TIMEOUT);
+          FRAME_TIMEOUT,
+          HTTP_PORT,
+          HTTP_HOST);
 
   /**
    * What one user, one application and the whole node may hold at once; {@link Long#MAX_VALUE}
@@ -211,6 +254,8 @@ public final class ServiceConfig {
   private final int maxApplicationsPerUser;
   private final Duration registerTimeout;
   private final Duration frameTimeout;
+  private final Integer httpPort;
+  private final String httpHost;
   private final TransferConfig transfer;
 
   private ServiceConfig(
@@ -224,6 +269,8 @@ public final class ServiceConfig {
       int maxApplicationsPerUser,
       Duration registerTimeout,
       Duration frameTimeout,
+      Integer httpPort,
+      String httpHost,
       TransferConfig transfer) {
     this.socket = socket;
     this.dir = dir;
@@ -235,6 +282,8 @@ public final class ServiceConfig {
     this.maxApplicationsPerUser = maxApplicationsPerUser;
     this.registerTimeout = registerTimeout;
     this.frameTimeout = frameTimeout;
+    this.httpPort = httpPort;
+    this.httpHost = httpHost;
     this.transfer = transfer;
   }
 
@@ -311,6 +360,8 @@ public final class ServiceConfig {
         MAX_APPLICATIONS_PER_USER.valueIn(mine, PREFIX),
         REGISTER_TIMEOUT.valueIn(mine, PREFIX),
         FRAME_TIMEOUT.valueIn(mine, PREFIX),
+        HTTP_PORT.valueIn(mine, PREFIX),
+        HTTP_HOST.valueIn(mine, PREFIX),
         transfer);
   }
 
@@ -383,6 +434,16 @@ public final class ServiceConfig {
     return frameTimeout;
   }
 
+  /** The HTTP endpoint's port (0: any free port), or empty when the endpoint is off. */
+  public java.util.OptionalInt httpPort() {
+    return httpPort == null ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(httpPort);
+  }
+
+  /** The address the HTTP endpoint binds to. */
+  public String httpHost() {
+    return httpHost;
+  }
+
   public TransferConfig transfer() {
     return transfer;
   }
@@ -411,6 +472,8 @@ public final class ServiceConfig {
         + perUser
         + ", perApplication="
         + perApplication
+        + ", http="
+        + (httpPort == null ? "off" : httpHost + ":" + httpPort)
         + ", "
         + transfer
         + "}";

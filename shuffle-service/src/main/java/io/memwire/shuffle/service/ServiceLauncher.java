@@ -21,7 +21,8 @@ public final class ServiceLauncher {
   /**
    * Runs a service until the JVM is stopped: {@code [--properties-file FILE] [--conf key=value
    * ...]}; system properties under {@value ServiceConfig#PREFIX} count too, {@code --conf} wins.
-   * Prints one line {@code memwire shuffle service ready: ...} once it serves.
+   * Prints one line {@code memwire shuffle service ready: ...} once it serves (ending in {@code
+   * http=HOST:PORT} when the HTTP endpoint is on).
    */
   public static void main(String[] args) throws Exception {
     Map<String, String> props = new HashMap<>();
@@ -65,7 +66,15 @@ public final class ServiceLauncher {
       System.exit(2);
       return;
     }
-    ShuffleService service = ShuffleService.start(config);
+    ShuffleService service;
+    try {
+      service = ShuffleService.start(config);
+    } catch (IllegalArgumentException e) {
+      // A setting this process cannot honour (the HTTP endpoint without its jars, say).
+      System.err.println("memwire shuffle-service: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
     Runtime.getRuntime()
         .addShutdownHook(new Thread(service::close, "memwire-shuffle-service-shutdown"));
     System.out.println(
@@ -76,7 +85,10 @@ public final class ServiceLauncher {
             + ":"
             + service.node().localAddress().getPort()
             + " provider="
-            + service.node().provider());
+            + service.node().provider()
+            + (service.httpPort() < 0
+                ? ""
+                : " http=" + config.httpHost() + ":" + service.httpPort()));
     System.out.flush();
     service.awaitStop();
   }

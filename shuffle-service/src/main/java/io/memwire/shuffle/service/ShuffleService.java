@@ -6,6 +6,7 @@ import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
@@ -68,7 +69,9 @@ import org.slf4j.LoggerFactory;
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
  * memwire-shuffle-service-liveness} probes drivers and ends applications; {@code
- * memwire-shuffle-service-deadlines} closes connections past their deadlines.
+ * memwire-shuffle-service-deadlines} closes connections past their deadlines; with {@code
+ * http.port} set, {@code memwire-shuffle-service-http-N} answer {@code /metrics} and {@code
+ * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp}).
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
@@ -110,7 +113,28 @@ public final class ShuffleService implements AutoCloseable {
   private final LongAdder applicationsEnded = new LongAdder();
   private final LongAdder shufflesRemoved = new LongAdder();
   private final LongAdder driverProbes = new LongAdder();
+  private final Map<String, LongAdder> refusals = new ConcurrentHashMap<>();
+  private final long maxOutputs;
   private volatile boolean closed;
+
+  /** True once the service accepts outputs, until {@link #close} begins. */
+  private volatile boolean ready;
+
+  /** The HTTP endpoint ({@link ServiceHttp}), or null when {@code http.port} is unset. */
+  private volatile AutoCloseable http;
+
+  private volatile int httpPort = -1;
+
+  /** Runs in {@link #close} once the service is no longer ready (tests observe /health there). */
+  volatile Runnable whileClosing = () -> {};
+
+  /**
+   * Why requests were refused, besides the quota keys {@link Quotas} counts: a user not in
+   * allowedUsers, an output the service would not take, the transfer node's registration budget, a
+   * service that is stopping, a registration with another token or driver (or an unresolvable one).
+   */
+  static final List<String> REFUSAL_REASONS =
+      List.of("userNotAllowed", "badOutput", "registrationBudget", "stopping", "registration");
 
   /** A request the service refuses, with the protocol's error code. */
   static final class Refused extends Exception {
@@ -129,6 +153,10 @@ public final class ShuffleService implements AutoCloseable {
     this.node = node;
     this.server = server;
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
+    this.maxOutputs = maxOutputs;
+    for (String r : REFUSAL_REASONS) {
+      refusals.put(r, new LongAdder());
+    }
     this.appsDir = config.dir().resolve("apps");
     ServiceConfig.Quota n = config.nodeQuota();
     this.quotas =
@@ -209,6 +237,29 @@ public final class ShuffleService implements AutoCloseable {
     long tick = TimeUnit.NANOSECONDS.toMillis(s.tickNanos);
     s.liveness.scheduleWithFixedDelay(s::probeDrivers, tick, tick, TimeUnit.MILLISECONDS);
     s.deadlines.scheduleWithFixedDelay(s::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    if (config.httpPort().isPresent()) {
+      try {
+        ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
+        s.http = h;
+        s.httpPort = h.port();
+      } catch (IOException | RuntimeException e) {
+        s.close();
+        throw e;
+      } catch (LinkageError e) {
+        s.close();
+        String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
+        throw new TransferConfigException(
+            TransferConfigException.Problem.UNUSABLE,
+            key,
+            key
+                + " is set but the Prometheus client is not on the classpath ("
+                + e
+                + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
+                + "*.jar on its classpath, or leave the key unset");
+      }
+    }
+    // Ready from here: recovery of a previous run's outputs (not yet) will run before this.
+    s.ready = true;
     LOG.info(
         "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
             + "applications end {} ms after their driver stops answering, {} ms after its port "
@@ -224,6 +275,12 @@ public final class ShuffleService implements AutoCloseable {
         maxOutputs,
         config.userQuota(),
         config.applicationQuota());
+    if (s.httpPort >= 0) {
+      LOG.info(
+          "shuffle service HTTP endpoint on {}:{}: /metrics, /health, /health/ready",
+          config.httpHost(),
+          s.httpPort);
+    }
     return s;
   }
 
@@ -296,6 +353,28 @@ public final class ShuffleService implements AutoCloseable {
     return closed;
   }
 
+  /** True while the service accepts outputs: started and not stopping (/health/ready). */
+  public boolean isReady() {
+    return ready && !closed;
+  }
+
+  /**
+   * True while the process serves executors: its accept thread runs, or it is starting or stopping
+   * on purpose (/health); false only when the accept thread died while the service should serve.
+   */
+  public boolean isLive() {
+    return closed || !ready || acceptor.isAlive();
+  }
+
+  /** The port of the HTTP endpoint, or -1 when it is off ({@code http.port} unset). */
+  public int httpPort() {
+    return httpPort;
+  }
+
+  private void refused(String reason) {
+    refusals.get(reason).increment();
+  }
+
   private void acceptLoop() {
     long backoff = 100;
     while (!closed) {
@@ -329,6 +408,7 @@ public final class ShuffleService implements AutoCloseable {
     if (!config.allows(user.getName())) {
       refusal = "user " + user.getName() + " may not use this shuffle service";
       code = ServiceProtocol.E_DENIED;
+      refused("userNotAllowed");
       LOG.warn("shuffle service: refused a client: {}", refusal);
     } else {
       refusal = quotas.takeClient(user);
@@ -395,6 +475,7 @@ public final class ShuffleService implements AutoCloseable {
       try {
         driver = new InetSocketAddress(InetAddress.getByName(driverHost), port);
       } catch (UnknownHostException | SecurityException e) {
+        refused("registration");
         throw new Refused(
             ServiceProtocol.E_BAD_REQUEST, "cannot resolve the driver's host " + driverHost);
       }
@@ -420,11 +501,13 @@ public final class ShuffleService implements AutoCloseable {
       }
     }
     if (!a.tokenMatches(token)) {
+      refused("registration");
       throw new Refused(
           ServiceProtocol.E_DENIED, "application " + id + " is registered with another token");
     }
     if (!a.driver().getHostString().equals(driverHost) && !sameAddress(a.driver(), driverHost)
         || a.driver().getPort() != port) {
+      refused("registration");
       throw new Refused(
           ServiceProtocol.E_DENIED,
           "application " + id + " is registered with another driver address (" + driverOf(a) + ")");
@@ -447,6 +530,7 @@ public final class ShuffleService implements AutoCloseable {
       Path data)
       throws Refused {
     if (closed) {
+      refused("stopping");
       throw new Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
     }
     Application.Held before = app.held(executor, shuffleId, mapIndex);
@@ -467,6 +551,7 @@ public final class ShuffleService implements AutoCloseable {
               linkIds.incrementAndGet());
     } catch (OutputFiles.OutputRefused e) {
       outputsRefused.increment();
+      refused("badOutput");
       throw new Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
     }
     String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
@@ -527,6 +612,10 @@ public final class ShuffleService implements AutoCloseable {
               : e instanceof IllegalStateException
                   ? ServiceProtocol.E_CLOSED
                   : ServiceProtocol.E_BAD_OUTPUT;
+      refused(
+          code == ServiceProtocol.E_NO_CAPACITY
+              ? "registrationBudget"
+              : code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
       throw new Refused(code, "cannot register map output " + mapId + ": " + e.getMessage());
     }
   }
@@ -645,10 +734,20 @@ public final class ShuffleService implements AutoCloseable {
     return a.driver().getHostString() + ":" + a.driver().getPort();
   }
 
-  /** The service's counters and its transfer node's ({@code node.*}). */
+  /**
+   * The service's counters and its transfer node's ({@code node.*}); {@code refusals.<reason>}
+   * counts refusals by reason (a quota's key or one of {@link #REFUSAL_REASONS}). {@link
+   * ServiceMetrics} exports them.
+   */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>();
     long[] held = quotas.held();
+    long now = System.nanoTime();
+    long lag = 0;
+    for (Application a : apps.values()) {
+      lag = Math.max(lag, now - a.lastAliveNanos());
+    }
+    m.put("ready", isReady() ? 1L : 0L);
     m.put("applications", (long) apps.size());
     m.put("clients", (long) sessions.size());
     m.put("outputsHeld", held[0]);
@@ -663,6 +762,11 @@ public final class ShuffleService implements AutoCloseable {
     m.put("shufflesRemoved", shufflesRemoved.sum());
     m.put("driverProbes", driverProbes.sum());
     m.put("directoryBytes", directories.allocatedBytes());
+    m.put("maxOutputs", maxOutputs);
+    m.put("registrationBudget", config.transfer().registrationBudget());
+    m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
+    refusals.forEach((k, v) -> m.put("refusals." + k, v.sum()));
+    quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
     return m;
   }
@@ -685,6 +789,11 @@ public final class ShuffleService implements AutoCloseable {
       closed = true;
     }
     try {
+      try {
+        whileClosing.run();
+      } catch (RuntimeException e) {
+        LOG.debug("shuffle service: closing hook failed: {}", e.toString());
+      }
       closeQuietly(server);
       join(acceptor);
       for (ClientSession s : new ArrayList<>(sessions)) {
@@ -703,6 +812,16 @@ public final class ShuffleService implements AutoCloseable {
       }
       directories.close();
       node.close();
+      AutoCloseable h = http;
+      if (h != null) {
+        try {
+          h.close(); // its threads joined, its port free
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } catch (Exception e) {
+          LOG.warn("shuffle service: closing the HTTP endpoint failed: {}", e.toString());
+        }
+      }
       try {
         Files.deleteIfExists(config.socket());
       } catch (IOException ignored) {

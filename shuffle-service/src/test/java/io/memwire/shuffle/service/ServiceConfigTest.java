@@ -45,6 +45,36 @@ class ServiceConfigTest {
   }
 
   @Test
+  void theHttpEndpointIsOffByDefaultAndItsKeysAreChecked() {
+    ServiceConfig off = ServiceConfig.fromProperties(Map.of());
+    assertTrue(off.httpPort().isEmpty());
+    assertEquals("0.0.0.0", off.httpHost());
+    ServiceConfig on =
+        ServiceConfig.fromProperties(Map.of(P + "http.port", "9464", P + "http.host", "127.0.0.1"));
+    assertEquals(9464, on.httpPort().getAsInt());
+    assertEquals("127.0.0.1", on.httpHost());
+    assertEquals(
+        0, ServiceConfig.fromProperties(Map.of(P + "http.port", "0")).httpPort().getAsInt());
+    for (String bad : new String[] {"-1", "65536", "http", "9464x"}) {
+      TransferConfigException e =
+          assertThrows(
+              TransferConfigException.class,
+              () -> ServiceConfig.fromProperties(Map.of(P + "http.port", bad)),
+              bad);
+      assertEquals(P + "http.port", e.key(), e.getMessage());
+    }
+    for (String bad : new String[] {"", "no-such-host.invalid"}) {
+      TransferConfigException e =
+          assertThrows(
+              TransferConfigException.class,
+              () -> ServiceConfig.fromProperties(Map.of(P + "http.host", bad)),
+              bad);
+      assertEquals(P + "http.host", e.key(), e.getMessage());
+      assertTrue(e.getMessage().contains(P + "http.host"), e.getMessage());
+    }
+  }
+
+  @Test
   void defaultsServeThisUserOnASocketInTheTempDirectory() {
     ServiceConfig c = ServiceConfig.fromProperties(Map.of());
     assertEquals(ServiceConfig.defaultSocket(), c.socket());

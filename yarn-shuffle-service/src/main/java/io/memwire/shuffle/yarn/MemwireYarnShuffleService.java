@@ -2,6 +2,7 @@ package io.memwire.shuffle.yarn;
 
 import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.shuffle.service.ShuffleService;
+import io.memwire.transfer.TransferConfigException;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.TreeMap;
@@ -92,6 +93,15 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
     conf.getPropsWithPrefix(ServiceConfig.PREFIX)
         .forEach((k, v) -> props.put(ServiceConfig.PREFIX + k, v.trim()));
     config = ServiceConfig.fromProperties(props);
+    if (config.httpPort().isPresent()) {
+      String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
+      throw new TransferConfigException(
+          TransferConfigException.Problem.UNUSABLE,
+          key,
+          key
+              + " is not available in the YARN auxiliary service: its jar carries no Prometheus "
+              + "client (the NodeManager exports its own metrics); remove the key");
+    }
     LOG.info(
         "{}: {} settings from the NodeManager configuration: {}",
         SERVICE_NAME,

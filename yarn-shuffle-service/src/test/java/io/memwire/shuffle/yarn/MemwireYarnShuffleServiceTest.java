@@ -185,6 +185,19 @@ class MemwireYarnShuffleServiceTest {
   }
 
   @Test
+  void theHttpEndpointIsRefusedNamingItsKey() {
+    Configuration conf = nodeManagerConf();
+    String key = ServiceConfig.PREFIX + "http.port";
+    conf.set(key, "9464");
+    aux = new MemwireYarnShuffleService();
+    RuntimeException e = assertThrows(RuntimeException.class, () -> aux.init(conf));
+    assertTrue(e instanceof TransferConfigException, e.toString());
+    assertEquals(key, ((TransferConfigException) e).key());
+    assertTrue(e.getMessage().contains("YARN"), e.getMessage());
+    assertFalse(Files.exists(socket()), "nothing listened");
+  }
+
+  @Test
   void aBadTransferValueFailsInitNamingIt() {
     Configuration conf = nodeManagerConf();
     String key = ServiceConfig.TRANSFER_PREFIX + "port";
