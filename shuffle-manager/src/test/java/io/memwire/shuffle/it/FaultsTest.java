@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.compat.ScalaCollections;
 import java.io.File;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -90,7 +91,9 @@ class FaultsTest {
     Map<Integer, Long> expected = expectedSums(data, 500);
     assertEquals(expected, new HashMap<>(sums.collectAsMap()));
 
-    int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
+    int shuffleId =
+        ((ShuffleDependency<?, ?, ?>) ScalaCollections.callSeq(sums.rdd(), "dependencies").get(0))
+            .shuffleId();
     Map<String, String> changed =
         Clusters.onEveryExecutor(
             jsc,
