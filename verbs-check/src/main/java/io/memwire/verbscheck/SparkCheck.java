@@ -222,7 +222,12 @@ public final class SparkCheck {
                       2,
                       id -> {
                         RdmaShuffleManager m = RdmaShuffleManager.current();
-                        return m == null ? "no manager" : m.transportDescription();
+                        if (m == null) {
+                          return "no manager";
+                        }
+                        // On Spark 3.5 the transport starts at first use: start it here.
+                        m.startForTesting();
+                        return m.transportDescription();
                       });
               put(mode + ".transportDescription", d);
               boolean ok = d.values().stream().allMatch(s -> s.startsWith(mode + ":"));

@@ -73,8 +73,16 @@ class FaultsTest {
   @Test
   @Order(1)
   void providerAutoFallsBackToTcpOnEveryExecutor() {
+    // startForTesting: what the first shuffle task does (on Spark 3.5 the transport starts there).
     Map<String, String> desc =
-        Clusters.onEveryExecutor(jsc, 2, id -> RdmaShuffleManager.current().transportDescription());
+        Clusters.onEveryExecutor(
+            jsc,
+            2,
+            id -> {
+              RdmaShuffleManager m = RdmaShuffleManager.current();
+              m.startForTesting();
+              return m.transportDescription();
+            });
     for (String d : desc.values()) {
       assertTrue(d.startsWith("tcp: "), desc.toString());
     }
