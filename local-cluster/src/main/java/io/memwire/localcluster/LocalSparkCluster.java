@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
@@ -79,10 +80,21 @@ public final class LocalSparkCluster implements AutoCloseable {
 
   /**
    * The JVM options a driver JVM needs on Java 17+ (Spark's {@code JavaModuleOptions}: {@code
-   * --add-opens} and friends), for surefire argLines and launchers.
+   * --add-opens} and friends), for surefire argLines and launchers. Spark 4 returns them as an
+   * array ({@code defaultModuleOptionArray()}); 3.5 has only {@code defaultModuleOptions()}, one
+   * space-separated string: whichever the running Spark has is used.
    */
   public static List<String> driverJvmOptions() {
-    return List.of(JavaModuleOptions.defaultModuleOptionArray());
+    try {
+      Method array = JavaModuleOptions.class.getMethod("defaultModuleOptionArray");
+      return List.of((String[]) array.invoke(null));
+    } catch (NoSuchMethodException e) {
+      return Arrays.stream(JavaModuleOptions.defaultModuleOptions().trim().split("\\s+"))
+          .filter(s -> !s.isEmpty())
+          .collect(Collectors.toUnmodifiableList());
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot read Spark's JavaModuleOptions", e);
+    }
   }
 
   public SparkSession session() {

@@ -19,7 +19,8 @@ import java.util.regex.Pattern;
 /**
  * Runs the main job end to end, the way a user would: {@link ShuffleApp} submitted with {@code
  * spark-submit} (from the Spark runtime this module assembles out of Maven jars) to a local
- * multi-process cluster with Spark's own shuffle and with Memwire's (passed with {@code --jars}),
+ * multi-process cluster with Spark's own shuffle and with Memwire's (its jar on the driver's class
+ * path and {@code spark.executor.extraClassPath}, the form that works on Spark 3.5 and 4.x alike),
  * alternately for a few rounds; checks that every run produced the reference's results and that
  * Memwire's remote bytes went one-sided, and prints medians, spreads and the fixed costs of a small
  * job.
@@ -192,10 +193,12 @@ public final class MainJob {
       switch (base) {
         case "spark-sort" -> {}
         case "memwire" -> {
+          // Spark 3.5 builds the shuffle manager before it adds --jars to an executor's class
+          // loader: the jar goes on the executors' class path (the driver's: see command()).
           args.addAll(
               List.of(
-                  "--jars",
-                  memwireJar.toAbsolutePath().toString(),
+                  "--conf",
+                  "spark.executor.extraClassPath=" + memwireJar.toAbsolutePath(),
                   "--conf",
                   "spark.shuffle.manager=" + MEMWIRE_MANAGER,
                   "--conf",
@@ -221,6 +224,21 @@ public final class MainJob {
     return out;
   }
 
+  /**
+   * The Scala binary version of the Spark runtime in {@code sparkHome} (its {@code
+   * scala-library-X.Y.Z.jar}); 2.13 when none is found.
+   */
+  static String scalaVersion(Path sparkHome) throws IOException {
+    Pattern lib = Pattern.compile("scala-library-(\\d+\\.\\d+)\\..*\\.jar");
+    try (var jars = Files.list(sparkHome.resolve("jars"))) {
+      return jars.map(p -> lib.matcher(p.getFileName().toString()))
+          .filter(Matcher::matches)
+          .map(m -> m.group(1))
+          .findFirst()
+          .orElse("2.13");
+    }
+  }
+
   /** The spark-submit command of one configuration's application, up to its output options. */
   static List<String> command(
       Path sparkHome,
@@ -243,12 +261,18 @@ public final class MainJob {
                 "--conf",
                 "spark.ui.showConsoleProgress=false"));
     cmd.addAll(c.args());
-    // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB.
-    cmd.addAll(
-        List.of(
-            "--driver-class-path",
-            Paths.get(ExecutorCpu.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-                .toString()));
+    // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB; and Memwire's
+    // jar when the executors have it (the driver builds its shuffle manager too).
+    String driverClassPath =
+        Paths.get(ExecutorCpu.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+            .toString();
+    for (int i = 0; i + 1 < c.args().size(); i++) {
+      String a = c.args().get(i + 1);
+      if (c.args().get(i).equals("--conf") && a.startsWith("spark.executor.extraClassPath=")) {
+        driverClassPath += java.io.File.pathSeparator + a.substring(a.indexOf('=') + 1);
+      }
+    }
+    cmd.addAll(List.of("--driver-class-path", driverClassPath));
     cmd.addAll(
         List.of(
             "--class",
@@ -282,7 +306,7 @@ public final class MainJob {
     static Submission start(List<String> cmd, Path sparkHome, String tag) throws IOException {
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
       pb.environment().put("SPARK_HOME", sparkHome.toAbsolutePath().toString());
-      pb.environment().put("SPARK_SCALA_VERSION", "2.13");
+      pb.environment().put("SPARK_SCALA_VERSION", scalaVersion(sparkHome));
       pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
       Process p = pb.start();
       Thread pump =

@@ -26,6 +26,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.shuffle.BaseShuffleHandle;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleHandle;
 import org.apache.spark.shuffle.ShuffleManager;
@@ -50,7 +51,15 @@ import scala.Tuple2;
  * {@code spark.shuffle.rdma.allowCleartextReads=true}.
  *
  * <p>Enable with {@code --conf spark.shuffle.manager=io.memwire.shuffle.RdmaShuffleManager} and the
- * jar on {@code --jars}. Settings: {@link ShuffleConf} (keys under {@code spark.shuffle.rdma.}).
+ * jar on {@code --jars} (Spark 4) or on {@code spark.driver.extraClassPath} and {@code
+ * spark.executor.extraClassPath} (Spark 3.5, which builds the manager before it adds {@code --jars}
+ * to the executor's class loader). Settings: {@link ShuffleConf} (keys under {@code
+ * spark.shuffle.rdma.}).
+ *
+ * <p>Start-up: Spark 4 builds an executor's manager once {@code SparkEnv} and the block manager
+ * exist, and the transport starts in the constructor. Spark 3.5 builds it before both: then the
+ * transport starts at the manager's first use (a writer, a reader, a migrated output), when Spark's
+ * security secret and the executor's identity are known ({@link SparkCompat#envReady()}).
  */
 public final class RdmaShuffleManager implements ShuffleManager {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
@@ -59,13 +68,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final boolean isDriver;
   private final boolean localMode;
   private final SortShuffleManager sort;
-  private final ShuffleConf shuffleConf;
+  private final SparkConf sparkConf;
+  private final Map<String, String> settings;
+
+  /** Parsed at construction; parsed again at a deferred start, when Spark's secret is known. */
+  private volatile ShuffleConf shuffleConf;
+
   private final ShuffleCounters counters = new ShuffleCounters();
   private final PeerReadLatencies latencies = new PeerReadLatencies();
   private final WireEncryption wire;
 
   /** What Spark gets from {@link #shuffleBlockResolver()}: sort's, plus migrated arrivals. */
-  private final MigrationAwareResolver resolver;
+  private final IndexShuffleBlockResolver resolver;
 
   /** Outputs go to the node's shuffle service ({@link MemwireShuffleDataIO} is Spark's plugin). */
   private final boolean serviceMode;
@@ -75,6 +89,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Reads every block through Spark's client, counted by cause; null unless {@link #wire} says. */
   private final ReadContext delegated;
+
+  /**
+   * True when this executor's manager was built before {@code SparkEnv} (Spark 3.5's start-up
+   * order): the transport starts on first use instead of in the constructor.
+   */
+  private final boolean deferredStart;
 
   private volatile Started started;
   private volatile boolean startDone;
@@ -115,14 +135,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   public RdmaShuffleManager(SparkConf conf, boolean isDriver) {
     this.isDriver = isDriver;
+    this.sparkConf = conf;
     String master = conf.get("spark.master", "");
     this.localMode = master.startsWith("local") && !master.startsWith("local-cluster");
-    Map<String, String> settings = asMap(conf);
+    this.settings = asMap(conf);
     this.shuffleConf = ShuffleConf.parse(settings, authSecret(conf));
-    this.wire = WireEncryption.decide(settings, shuffleConf);
+    this.wire = WireEncryption.decide(settings, shuffleConf, SparkCompat.tlsRpcSupported());
     this.sort = new SortShuffleManager(conf);
     this.resolver =
-        new MigrationAwareResolver(conf, sort.shuffleBlockResolver(), this::migratedOutputArrived);
+        MigrationAwareResolver.create(
+            conf, sort.shuffleBlockResolver(), this::migratedOutputArrived);
     this.oldFetchProtocol = warnAboutSettings(conf);
     this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
     if (serviceMode && isDriver) {
@@ -133,8 +155,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
             ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
             : null;
     current = this;
+    this.deferredStart = !isDriver && !SparkCompat.envReady();
     if (!isDriver) {
-      ensureStarted();
+      LOG.info(
+          "Memwire shuffle on Spark {} ({}): {}",
+          SparkCompat.sparkVersion(),
+          SparkCompat.probes(),
+          deferredStart
+              ? "built before SparkEnv exists, the transport starts at first use"
+              : "SparkEnv exists, the transport starts now");
+      if (!deferredStart) {
+        ensureStarted();
+      }
     }
   }
 
@@ -194,7 +226,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     return delegate;
   }
 
-  /** Starts the transport once (executors at construction, local mode on first use). */
+  /**
+   * Starts the transport once (executors at construction, or at first use when built before
+   * SparkEnv; local mode on first use).
+   */
   private Started ensureStarted() {
     if (startDone) {
       return started;
@@ -214,6 +249,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   private Started start() {
     SparkEnv env = SparkEnv.get();
+    if (deferredStart) {
+      // Built before SparkEnv: Spark's secret (spark.authenticate) is known only now.
+      shuffleConf = ShuffleConf.parse(settings, authSecret(sparkConf));
+    }
     BlockManagerId me =
         env == null || env.blockManager() == null ? null : env.blockManager().blockManagerId();
     String host = me == null ? null : me.host();
@@ -253,7 +292,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
       return null;
     }
     ShuffleDirectory directory = new ShuffleDirectory(node);
-    ServiceLink service = serviceMode ? ServiceMode.link(env, shuffleConf, who) : null;
+    ServiceLink service = null;
+    if (serviceMode && env == null) {
+      LOG.warn("Memwire service mode on {}: no SparkEnv, map outputs are served by this JVM", who);
+    } else if (serviceMode) {
+      service = ServiceMode.link(env, shuffleConf, who);
+    }
     MapOutputPublisher publisher =
         new MapOutputPublisher(
             node,
@@ -402,11 +446,19 @@ public final class RdmaShuffleManager implements ShuffleManager {
       if (isDriver && !localMode) {
         return "none (driver)";
       }
+      if (deferredStart && !startDone && !wire.delegate()) {
+        return "none yet (built before SparkEnv: starts at first use)";
+      }
       return wire.delegate()
           ? "none (" + wire.encryptedBy() + ": reads delegated to Spark)"
           : "none (Spark's own transfer only)";
     }
     return s.node.provider() + ": " + s.node.selectionReason();
+  }
+
+  /** True when this manager was built before SparkEnv and starts its transport at first use. */
+  public boolean isStartDeferred() {
+    return deferredStart;
   }
 
   /** The validated settings. */
@@ -449,6 +501,14 @@ public final class RdmaShuffleManager implements ShuffleManager {
       s.node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
     }
     return m;
+  }
+
+  /**
+   * Test hook: what the first writer, reader or migrated output does before its work, start the
+   * transport if it does not run yet; returns whether it runs.
+   */
+  public boolean startForTesting() {
+    return ensureStarted() != null;
   }
 
   /** Test hook: invalidates this executor's directory slots of a shuffle; returns slots changed. */

@@ -30,12 +30,33 @@ class SparkConfTemplatesTest {
     return conf;
   }
 
+  private static List<Path> templates(Path dir) throws Exception {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.filter(p -> p.toString().endsWith(".conf")).sorted().collect(Collectors.toList());
+    }
+  }
+
+  @Test
+  void spark35TemplatesAreTheSameModesWithTheJarOnBothClassPaths() throws Exception {
+    Path dir = Paths.get("..", "conf-templates", "spark");
+    List<Path> files = templates(dir.resolve("spark-3.5"));
+    assertEquals(2, files.size(), "auto and service templates for Spark 3.5: " + files);
+    for (Path f : files) {
+      Map<String, String> conf = load(f);
+      String jar = conf.get("spark.executor.extraClassPath");
+      assertTrue(jar != null && jar.endsWith("-spark.jar"), f + ": executor class path");
+      assertEquals(jar, conf.get("spark.driver.extraClassPath"), f + ": driver class path");
+      // Apart from the class path, the same settings as the 4.x template of that mode.
+      Map<String, String> spark4 = load(dir.resolve(f.getFileName()));
+      conf.remove("spark.executor.extraClassPath");
+      conf.remove("spark.driver.extraClassPath");
+      assertEquals(spark4, conf, f + " against " + dir.resolve(f.getFileName()));
+    }
+  }
+
   @Test
   void templatesParseWithTheManagersOwnValidation() throws Exception {
-    List<Path> files;
-    try (Stream<Path> s = Files.list(Paths.get("..", "conf-templates", "spark"))) {
-      files = s.filter(p -> p.toString().endsWith(".conf")).sorted().collect(Collectors.toList());
-    }
+    List<Path> files = templates(Paths.get("..", "conf-templates", "spark"));
     assertEquals(4, files.size(), "verbs, tcp, auto and service templates: " + files);
     for (Path f : files) {
       Map<String, String> conf = load(f);

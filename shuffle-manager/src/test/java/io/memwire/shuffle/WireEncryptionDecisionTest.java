@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.transfer.TransferConfigException;
@@ -23,6 +24,35 @@ class WireEncryptionDecisionTest {
       conf.put(kv[i], kv[i + 1]);
     }
     return WireEncryption.decide(conf, ShuffleConf.parse(conf, null));
+  }
+
+  private static WireEncryption decideOnSpark35(String... kv) {
+    Map<String, String> conf = new HashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      conf.put(kv[i], kv[i + 1]);
+    }
+    return WireEncryption.decide(conf, ShuffleConf.parse(conf, null), false);
+  }
+
+  @Test
+  void onSparkWithoutTlsRpcOnlyAesAndSaslEncryptShuffleTraffic() {
+    // Spark 3.5: spark.ssl.* configures the UI and file server, never the block transfer.
+    assertNull(decideOnSpark35("spark.ssl.enabled", "true").encryptedBy());
+    assertFalse(decideOnSpark35("spark.ssl.rpc.enabled", "true").delegate());
+    assertEquals(
+        "spark.network.crypto.enabled=true",
+        decideOnSpark35("spark.ssl.enabled", "true", "spark.network.crypto.enabled", "true")
+            .encryptedBy());
+    assertTrue(decideOnSpark35("spark.network.crypto.enabled", "true").delegate());
+    assertTrue(decideOnSpark35("spark.authenticate.enableSaslEncryption", "true").delegate());
+  }
+
+  @Test
+  void theManagerDecidesWithWhatTheRunningSparkCanEncrypt() {
+    Map<String, String> conf = Map.of("spark.ssl.enabled", "true");
+    WireEncryption w =
+        WireEncryption.decide(conf, ShuffleConf.parse(conf, null), SparkCompat.tlsRpcSupported());
+    assertEquals(SparkCompat.tlsRpcSupported(), w.delegate());
   }
 
   @Test

@@ -3,8 +3,10 @@ package io.memwire.verbscheck;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.mainjob.ShuffleApp;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.compat.ScalaCollections;
 import java.io.File;
 import java.io.IOException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,10 +28,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -39,7 +43,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.storage.BlockManagerId;
 import scala.Tuple2;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
 
 /**
@@ -219,7 +222,12 @@ public final class SparkCheck {
                       2,
                       id -> {
                         RdmaShuffleManager m = RdmaShuffleManager.current();
-                        return m == null ? "no manager" : m.transportDescription();
+                        if (m == null) {
+                          return "no manager";
+                        }
+                        // On Spark 3.5 the transport starts at first use: start it here.
+                        m.startForTesting();
+                        return m.transportDescription();
                       });
               put(mode + ".transportDescription", d);
               boolean ok = d.values().stream().allMatch(s -> s.startsWith(mode + ":"));
@@ -524,7 +532,9 @@ public final class SparkCheck {
     if (total != want) {
       throw new IllegalStateException("round " + round + ": sum " + total + ", expected " + want);
     }
-    int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
+    int shuffleId =
+        ((ShuffleDependency<?, ?, ?>) ScalaCollections.callSeq(sums.rdd(), "dependencies").get(0))
+            .shuffleId();
     jsc.sc().cleaner().get().doCleanupShuffle(shuffleId, true);
   }
 
@@ -633,7 +643,8 @@ public final class SparkCheck {
                 });
     JavaPairRDD<Long, byte[]> shuffled = data.partitionBy(new org.apache.spark.HashPartitioner(4));
     ShuffleDependency<?, ?, ?> dep =
-        (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
+        (ShuffleDependency<?, ?, ?>)
+            ScalaCollections.callSeq(shuffled.rdd(), "dependencies").get(0);
     scala.concurrent.Await.result(
         jsc.sc().submitMapStage(dep),
         scala.concurrent.duration.Duration.create(20, TimeUnit.MINUTES));
@@ -684,23 +695,37 @@ public final class SparkCheck {
   /** {@code n} one-element partitions whose preferred location is executor {@code id}. */
   private static JavaRDD<Integer> pinned(JavaSparkContext jsc, String id, int n) {
     String host =
-        CollectionConverters.asJava(
-                SparkEnv.get().blockManager().master().getMemoryStatus().keySet())
+        ScalaCollections.asJava(SparkEnv.get().blockManager().master().getMemoryStatus().keySet())
             .stream()
             .filter(bm -> bm.executorId().equals(id))
             .map(BlockManagerId::host)
             .findFirst()
             .orElseThrow(() -> new IllegalStateException("no executor " + id));
-    List<Tuple2<Integer, scala.collection.immutable.Seq<String>>> parts = new ArrayList<>();
+    List<Tuple2<Integer, Object>> parts = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       parts.add(
-          new Tuple2<>(
-              i, CollectionConverters.asScala(List.of("executor_" + host + "_" + id)).toList()));
+          new Tuple2<>(i, ScalaCollections.asScalaList(List.of("executor_" + host + "_" + id))));
     }
-    return jsc.sc()
-        .makeRDD(
-            CollectionConverters.asScala(parts).toSeq(), ClassTag$.MODULE$.apply(Integer.class))
-        .toJavaRDD();
+    return makeRddWithLocations(jsc.sc(), ScalaCollections.asScalaList(parts)).toJavaRDD();
+  }
+
+  /**
+   * {@code sc.makeRDD(Seq[(T, Seq[String])])}, found by name: its parameter is {@code
+   * scala.collection.Seq} on Scala 2.12 builds of Spark and {@code scala.collection.immutable.Seq}
+   * on 2.13, and an immutable list is both.
+   */
+  @SuppressWarnings("unchecked")
+  private static RDD<Integer> makeRddWithLocations(SparkContext sc, Object seqOfPairs) {
+    for (Method m : SparkContext.class.getMethods()) {
+      if (m.getName().equals("makeRDD") && m.getParameterCount() == 2) {
+        try {
+          return (RDD<Integer>) m.invoke(sc, seqOfPairs, ClassTag$.MODULE$.apply(Integer.class));
+        } catch (ReflectiveOperationException e) {
+          throw new IllegalStateException("SparkContext.makeRDD failed", e);
+        }
+      }
+    }
+    throw new IllegalStateException("no SparkContext.makeRDD(Seq, ClassTag)");
   }
 
   private static void waitFor(File f, Duration d) throws InterruptedException {

@@ -10,9 +10,10 @@ import java.util.Map;
  *
  * <p>Spark encrypts its block transfers with AES when {@code spark.network.crypto.enabled} (or the
  * older {@code spark.authenticate.enableSaslEncryption}) is true, and with TLS when {@code
- * spark.ssl.rpc.enabled} is true (Spark 4; it inherits {@code spark.ssl.enabled}). One-sided reads
- * carry bytes unencrypted, so with any of these on, reads are delegated to Spark's own transfer
- * unless {@value ShuffleConf#PREFIX}{@value ShuffleConf#ALLOW_CLEARTEXT_READS} is true.
+ * spark.ssl.rpc.enabled} is true (Spark 4 only; it inherits {@code spark.ssl.enabled}; Spark 3.5
+ * has no TLS for RPC, and its {@code spark.ssl.*} settings leave shuffle traffic alone). One-sided
+ * reads carry bytes unencrypted, so with any of these on, reads are delegated to Spark's own
+ * transfer unless {@value ShuffleConf#PREFIX}{@value ShuffleConf#ALLOW_CLEARTEXT_READS} is true.
  *
  * @param encryptedBy the setting that turned Spark's wire encryption on, or null when it is off
  * @param delegate true when every block must go through Spark's own (encrypted) transfer
@@ -22,14 +23,28 @@ import java.util.Map;
 public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEncryption) {
 
   /**
+   * Decides as Spark 4 encrypts ({@code spark.ssl.rpc.*} counts).
+   *
+   * @see #decide(Map, ShuffleConf, boolean)
+   */
+  public static WireEncryption decide(Map<String, String> sparkConf, ShuffleConf conf) {
+    return decide(sparkConf, conf, true);
+  }
+
+  /**
    * Decides from the Spark settings (given as a map) and the parsed Memwire settings.
    *
+   * @param tlsRpc true when the running Spark has TLS for its RPC ({@code spark.ssl.rpc.*}, Spark
+   *     4; {@code SparkCompat.tlsRpcSupported()}): only then do the {@code spark.ssl} settings
+   *     encrypt shuffle traffic
    * @throws TransferConfigException when reads must be delegated to Spark but {@value
    *     ShuffleConf#PREFIX}fallback=false forbids any block going through Spark
    */
-  public static WireEncryption decide(Map<String, String> sparkConf, ShuffleConf conf) {
+  public static WireEncryption decide(
+      Map<String, String> sparkConf, ShuffleConf conf, boolean tlsRpc) {
     String by = null;
-    if (flag(sparkConf, "spark.ssl.rpc.enabled", flag(sparkConf, "spark.ssl.enabled", false))) {
+    if (tlsRpc
+        && flag(sparkConf, "spark.ssl.rpc.enabled", flag(sparkConf, "spark.ssl.enabled", false))) {
       by =
           sparkConf.containsKey("spark.ssl.rpc.enabled")
               ? "spark.ssl.rpc.enabled=true"

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.migration;
 
+import io.memwire.shuffle.compat.SparkCompat;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import org.apache.spark.SparkConf;
@@ -14,7 +15,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The block resolver the shuffle manager gives Spark: Spark's own {@link IndexShuffleBlockResolver}
  * (a subclass, so every cast Spark makes to it holds) that also says when a map output migrated off
- * a decommissioned executor has arrived here.
+ * a decommissioned executor has arrived here. Spark's resolver has different constructors on
+ * different lines, so the subclass is the one {@link SparkCompat#newHookedResolver} picks for the
+ * running Spark; this class is its {@code putShuffleBlockAsStream}.
  *
  * <p>Spark stores a migrated output through this resolver, data file first and index file last. The
  * files are stored by the owning sort-shuffle manager's resolver, so that its record of which
@@ -22,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * Spark has reported its new location to the driver, the {@link ArrivalListener} runs, on the
  * thread of Spark's block-transfer server that received the file.
  */
-public final class MigrationAwareResolver extends IndexShuffleBlockResolver {
+public final class MigrationAwareResolver {
   private static final Logger LOG = LoggerFactory.getLogger(MigrationAwareResolver.class);
 
   /** Told about each migrated output once both its files are stored and reported. */
@@ -37,18 +40,23 @@ public final class MigrationAwareResolver extends IndexShuffleBlockResolver {
   private final IndexShuffleBlockResolver owner;
   private final ArrivalListener listener;
 
-  /**
-   * @param owner the resolver of the sort-shuffle manager that writes this executor's outputs
-   */
-  public MigrationAwareResolver(
-      SparkConf conf, IndexShuffleBlockResolver owner, ArrivalListener listener) {
-    super(conf);
+  private MigrationAwareResolver(IndexShuffleBlockResolver owner, ArrivalListener listener) {
     this.owner = owner;
     this.listener = listener;
   }
 
-  @Override
-  public StreamCallbackWithID putShuffleBlockAsStream(
+  /**
+   * The resolver for Spark.
+   *
+   * @param owner the resolver of the sort-shuffle manager that writes this executor's outputs
+   */
+  public static IndexShuffleBlockResolver create(
+      SparkConf conf, IndexShuffleBlockResolver owner, ArrivalListener listener) {
+    MigrationAwareResolver hook = new MigrationAwareResolver(owner, listener);
+    return SparkCompat.newHookedResolver(conf, hook::putShuffleBlockAsStream);
+  }
+
+  private StreamCallbackWithID putShuffleBlockAsStream(
       BlockId blockId, SerializerManager serializerManager) {
     StreamCallbackWithID stored = owner.putShuffleBlockAsStream(blockId, serializerManager);
     if (!(blockId instanceof ShuffleIndexBlockId index)) {

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.reader;
 
+import io.memwire.shuffle.compat.ScalaCollections;
 import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import java.io.InputStream;
@@ -35,7 +36,6 @@ import scala.Tuple3;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
 import scala.collection.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Reads one reduce task's blocks: the same steps as Spark's BlockStoreShuffleReader (flow control,
@@ -128,7 +128,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
               client,
               blockManager,
               tracker,
-              CollectionConverters.asScala(groups.iterator()),
+              ScalaCollections.asScala(groups.iterator()),
               (BlockId id, InputStream in) -> serializerManager.wrapStream(id, in),
               maxSizeInFlight,
               SparkCompat.<Integer>get(conf, package$.MODULE$.REDUCER_MAX_REQS_IN_FLIGHT()),
@@ -203,7 +203,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     private final Iterator<Tuple2<BlockId, InputStream>> streams;
     private final SerializerInstance serializer;
     private final RdmaBlockStoreClient client;
-    private Iterator<Tuple2<Object, Object>> current = scala.collection.Iterator$.MODULE$.empty();
+    private Iterator<Tuple2<Object, Object>> current; // null before the first block
     private boolean completed;
 
     RecordIterator(
@@ -217,7 +217,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     @Override
     public boolean hasNext() {
-      while (!current.hasNext()) {
+      while (current == null || !current.hasNext()) {
         if (!streams.hasNext()) {
           if (!completed) {
             completed = true;

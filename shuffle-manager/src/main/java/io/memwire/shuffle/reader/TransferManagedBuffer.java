@@ -52,7 +52,11 @@ final class TransferManagedBuffer extends ManagedBuffer {
     return new LeasedByteBuf(buffer);
   }
 
-  @Override
+  /**
+   * Spark 4's TLS path ({@code ManagedBuffer.convertToNettyForSsl}, absent on 3.5, so no
+   * {@code @Override}): the same lease as {@link #convertToNetty()}.
+   */
+  @SuppressWarnings("MissingOverride") // abstract in Spark 4's ManagedBuffer, absent in 3.5's
   public Object convertToNettyForSsl() {
     return new LeasedByteBuf(buffer);
   }

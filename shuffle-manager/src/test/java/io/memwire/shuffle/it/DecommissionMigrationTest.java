@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.compat.ScalaCollections;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import java.time.Duration;
 import java.util.HashMap;
@@ -24,7 +25,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's decommissioning with shuffle migration on (no shuffle service): the outputs of a
@@ -99,7 +99,9 @@ class DecommissionMigrationTest {
   void migratedOutputsGetAPointerAndAreReadOneSided() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums();
     assertEquals(expected(), new HashMap<>(sums.collectAsMap()));
-    int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
+    int shuffleId =
+        ((ShuffleDependency<?, ?, ?>) ScalaCollections.callSeq(sums.rdd(), "dependencies").get(0))
+            .shuffleId();
     MapStatus[] before = statuses(shuffleId);
     Map<String, Integer> outputsBy = new HashMap<>();
     for (MapStatus s : before) {
@@ -131,7 +133,8 @@ class DecommissionMigrationTest {
     Clusters.await(
         Duration.ofSeconds(120),
         () ->
-            !CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).contains(leaving),
+            !ScalaCollections.<String>callSeq(cluster.sparkContext(), "getExecutorIds")
+                .contains(leaving),
         () -> "decommissioned executor " + leaving + " gone");
 
     MapStatus[] after = statuses(shuffleId);
@@ -158,7 +161,7 @@ class DecommissionMigrationTest {
     assertEquals(0, metrics.fetchFailures.get());
     assertTrue(metrics.remoteBytesRead.get() > 0, "Spark counted remote bytes");
     Set<String> live =
-        new TreeSet<>(CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()));
+        new TreeSet<>(ScalaCollections.<String>callSeq(cluster.sparkContext(), "getExecutorIds"));
     Map<String, Map<String, Long>> later = Clusters.executorStats(jsc, live);
     assertTrue(Clusters.sum(later, "rdmaBlocks") > oneSidedBefore, later.toString());
     assertEquals(0, Clusters.sum(later, "fallbackBlocks"), later.toString());

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.compat.ScalaCollections;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -149,7 +150,8 @@ abstract class DifferentialTestBase {
     var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
     assertTrue(Clusters.sum(before, "node.registeredRegions") > 0, before.toString());
     int heldShuffle =
-        ((org.apache.spark.ShuffleDependency<?, ?, ?>) held.rdd().dependencies().head())
+        ((org.apache.spark.ShuffleDependency<?, ?, ?>)
+                ScalaCollections.callSeq(held.rdd(), "dependencies").get(0))
             .shuffleId();
     // Shuffle ids are dense from 0; remove them all (unknown ids are no-ops).
     for (int id = 0; id <= heldShuffle; id++) {

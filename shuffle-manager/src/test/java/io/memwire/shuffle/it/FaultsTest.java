@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.compat.ScalaCollections;
 import java.io.File;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,8 +73,16 @@ class FaultsTest {
   @Test
   @Order(1)
   void providerAutoFallsBackToTcpOnEveryExecutor() {
+    // startForTesting: what the first shuffle task does (on Spark 3.5 the transport starts there).
     Map<String, String> desc =
-        Clusters.onEveryExecutor(jsc, 2, id -> RdmaShuffleManager.current().transportDescription());
+        Clusters.onEveryExecutor(
+            jsc,
+            2,
+            id -> {
+              RdmaShuffleManager m = RdmaShuffleManager.current();
+              m.startForTesting();
+              return m.transportDescription();
+            });
     for (String d : desc.values()) {
       assertTrue(d.startsWith("tcp: "), desc.toString());
     }
@@ -90,7 +99,9 @@ class FaultsTest {
     Map<Integer, Long> expected = expectedSums(data, 500);
     assertEquals(expected, new HashMap<>(sums.collectAsMap()));
 
-    int shuffleId = ((ShuffleDependency<?, ?, ?>) sums.rdd().dependencies().head()).shuffleId();
+    int shuffleId =
+        ((ShuffleDependency<?, ?, ?>) ScalaCollections.callSeq(sums.rdd(), "dependencies").get(0))
+            .shuffleId();
     Map<String, String> changed =
         Clusters.onEveryExecutor(
             jsc,

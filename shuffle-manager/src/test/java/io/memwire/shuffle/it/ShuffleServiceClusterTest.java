@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.compat.ScalaCollections;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
 import java.io.IOException;
@@ -39,7 +40,6 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
 import scala.Tuple2;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Service mode on a real cluster: a Memwire shuffle service in its own JVM, a local-cluster with
@@ -178,7 +178,8 @@ class ShuffleServiceClusterTest {
     JavaPairRDD<Integer, Long> sums = sums(4);
     assertEquals(expected(4), new HashMap<>(sums.collectAsMap()));
     List<String> ids =
-        CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).stream().toList();
+        ScalaCollections.<String>callSeq(cluster.sparkContext(), "getExecutorIds").stream()
+            .toList();
     assertFalse(ids.isEmpty(), "executors of the map stage still up");
     CoarseGrainedSchedulerBackend backend =
         (CoarseGrainedSchedulerBackend) cluster.sparkContext().schedulerBackend();
@@ -189,7 +190,7 @@ class ShuffleServiceClusterTest {
     await(
         Duration.ofSeconds(90),
         () ->
-            CollectionConverters.asJava(cluster.sparkContext().getExecutorIds()).stream()
+            ScalaCollections.<String>callSeq(cluster.sparkContext(), "getExecutorIds").stream()
                 .noneMatch(ids::contains),
         "decommissioned executors " + ids + " gone");
     Map<String, Long> before = appTotals();

@@ -93,9 +93,22 @@ public final class TaskMetricsCollector extends SparkListener {
       sentinel.countDown();
       return;
     }
-    scala.collection.Iterator<Object> ids = jobStart.stageIds().iterator();
+    scala.collection.Iterator<?> ids = stageIds(jobStart).iterator();
     while (ids.hasNext()) {
       stageGroups.put((Integer) ids.next(), group);
+    }
+  }
+
+  /**
+   * {@code jobStart.stageIds()}, called by name: it returns {@code scala.collection.Seq} on Scala
+   * 2.12 builds of Spark and {@code scala.collection.immutable.Seq} on 2.13, two descriptors.
+   */
+  private static scala.collection.Iterable<?> stageIds(SparkListenerJobStart jobStart) {
+    try {
+      return (scala.collection.Iterable<?>)
+          SparkListenerJobStart.class.getMethod("stageIds").invoke(jobStart);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot read the job's stage ids", e);
     }
   }
 
