@@ -14,15 +14,18 @@ import org.apache.spark.sql.Row;
 public final class ChunkGenerator {
   private ChunkGenerator() {}
 
-  /** The chunk's rows, generated while the iterator is consumed. */
-  public static Iterator<Row> rows(Chunk chunk) {
+  /**
+   * The chunk's rows, generated while the iterator is consumed; DATE values as {@link
+   * TpcdsSchema.RowConverter} says for {@code localDates}.
+   */
+  public static Iterator<Row> rows(Chunk chunk, boolean localDates) {
     Table table = TpcdsSchema.table(chunk.table());
     // withTable(...) generates only this table: a sales table skips its returns, a returns table
     // replays its parent's random streams to find the returned line items.
     Session session = Session.getDefaultSession().withScale(chunk.scale()).withTable(table);
     Iterator<List<List<String>>> generated =
         new Results(table, chunk.firstRow(), chunk.lastRow(), session).iterator();
-    TpcdsSchema.RowConverter converter = new TpcdsSchema.RowConverter(table);
+    TpcdsSchema.RowConverter converter = new TpcdsSchema.RowConverter(table, localDates);
     return new Iterator<>() {
       @Override
       public boolean hasNext() {

@@ -154,6 +154,11 @@ public final class TpcdsDataGenerator {
     }
   }
 
+  /** Whether the session's rows carry DATE values as {@code java.time.LocalDate}. */
+  static boolean localDates(SparkSession spark) {
+    return Boolean.parseBoolean(spark.conf().get("spark.sql.datetime.java8API.enabled", "false"));
+  }
+
   /**
    * Writes one table as Parquet, one file per chunk, and returns its row count read back from the
    * files.
@@ -161,8 +166,10 @@ public final class TpcdsDataGenerator {
   public long writeTable(Table table, double scale, Path dir) {
     List<Chunk> chunks = planner.plan(table, scale);
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    boolean localDates = localDates(spark);
     JavaRDD<Row> rows =
-        jsc.parallelize(chunks, Math.max(1, chunks.size())).flatMap(ChunkGenerator::rows);
+        jsc.parallelize(chunks, Math.max(1, chunks.size()))
+            .flatMap(chunk -> ChunkGenerator.rows(chunk, localDates));
     jsc.setJobDescription("generate " + table.getName());
     spark
         .createDataFrame(rows, TpcdsSchema.structType(table))

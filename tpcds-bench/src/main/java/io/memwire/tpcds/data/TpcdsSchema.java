@@ -105,9 +105,16 @@ public final class TpcdsSchema {
    */
   public static final class RowConverter {
     private final ColumnType[] types;
+    private final boolean localDates;
 
-    /** A converter for rows of {@code table}. */
-    public RowConverter(Table table) {
+    /**
+     * A converter for rows of {@code table}. {@code localDates} picks the external type of DATE
+     * values: {@link LocalDate} when the session has {@code spark.sql.datetime.java8API.enabled},
+     * else {@link java.sql.Date}. Spark 4 accepts either; Spark 3.5's row encoder only the one the
+     * setting names.
+     */
+    public RowConverter(Table table, boolean localDates) {
+      this.localDates = localDates;
       Column[] columns = table.getColumns();
       types = new ColumnType[columns.length];
       for (Column column : columns) {
@@ -123,19 +130,20 @@ public final class TpcdsSchema {
       }
       Object[] cells = new Object[types.length];
       for (int i = 0; i < types.length; i++) {
-        cells[i] = convert(values.get(i), types[i]);
+        cells[i] = convert(values.get(i), types[i], localDates);
       }
       return RowFactory.create(cells);
     }
 
-    private static Object convert(String value, ColumnType type) {
+    private static Object convert(String value, ColumnType type, boolean localDates) {
       if (value == null) {
         return null;
       }
       return switch (type.getBase()) {
         case IDENTIFIER -> Long.parseLong(value);
         case INTEGER -> Integer.parseInt(value);
-        case DATE -> LocalDate.parse(value);
+        case DATE ->
+            localDates ? LocalDate.parse(value) : java.sql.Date.valueOf(LocalDate.parse(value));
         // The generator prints exactly the column's scale; setScale only normalises, never rounds.
         case DECIMAL ->
             new BigDecimal(value).setScale(type.getScale().orElseThrow(), RoundingMode.UNNECESSARY);

@@ -34,7 +34,7 @@ class ChunkSplitTest {
       })
   void splitGenerationEqualsUnsplit(Table table) {
     Session session = Session.getDefaultSession().withScale(SCALE).withTable(table);
-    TpcdsSchema.RowConverter converter = new TpcdsSchema.RowConverter(table);
+    TpcdsSchema.RowConverter converter = new TpcdsSchema.RowConverter(table, true);
     List<Row> unsplit = new ArrayList<>();
     for (List<List<String>> rows : Results.constructResults(table, session)) {
       unsplit.add(converter.toRow(rows.get(0)));
@@ -52,7 +52,7 @@ class ChunkSplitTest {
 
     List<Row> split = new ArrayList<>();
     for (Chunk chunk : chunks) {
-      for (Iterator<Row> it = ChunkGenerator.rows(chunk); it.hasNext(); ) {
+      for (Iterator<Row> it = ChunkGenerator.rows(chunk, true); it.hasNext(); ) {
         split.add(it.next());
       }
     }

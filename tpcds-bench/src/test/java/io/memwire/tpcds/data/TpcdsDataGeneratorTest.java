@@ -7,8 +7,12 @@ import io.trino.tpcds.Table;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Stream;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
@@ -75,6 +79,33 @@ class TpcdsDataGeneratorTest {
     // Current rows of a slowly changing dimension have no end date: NULL, not an empty string.
     assertTrue(store.filter("s_rec_end_date IS NULL").count() > 0);
     assertTrue(store.filter("s_rec_start_date >= DATE'1997-01-01'").count() > 0);
+  }
+
+  /**
+   * Spark 3.5 writes rows through a strict encoder that takes only the DATE type the session's
+   * {@code spark.sql.datetime.java8API.enabled} names; {@link Encoders#row} is such an encoder on
+   * every line.
+   */
+  @Test
+  void dateValuesHaveTheTypeTheSessionAsksFor() {
+    StructType schema = TpcdsSchema.structType(Table.STORE);
+    Chunk chunk = new ChunkPlanner(Long.MAX_VALUE / 2).plan(Table.STORE, SCALE).get(0);
+    try {
+      for (boolean java8 : new boolean[] {false, true}) {
+        spark.conf().set("spark.sql.datetime.java8API.enabled", java8);
+        List<Row> rows = new ArrayList<>();
+        ChunkGenerator.rows(chunk, TpcdsDataGenerator.localDates(spark))
+            .forEachRemaining(rows::add);
+        List<Row> back = spark.createDataset(rows, Encoders.row(schema)).collectAsList();
+        assertTrue(back.size() > 0);
+        assertEquals(rows.size(), back.size());
+        Object date = back.get(0).getAs("s_rec_start_date");
+        assertEquals(java8 ? LocalDate.class : java.sql.Date.class, date.getClass());
+        assertEquals(rows.get(0).get(schema.fieldIndex("s_rec_start_date")), date);
+      }
+    } finally {
+      spark.conf().unset("spark.sql.datetime.java8API.enabled");
+    }
   }
 
   private static long parquetFiles(Path dir) throws IOException {
