@@ -41,6 +41,9 @@ final class LeaseWindow {
   private long endingBytes;
   private long nextSeq;
 
+  /** The client half-closed its side: no FREE will come any more. */
+  private boolean clientHalfClosed;
+
   LeaseWindow(Object monitor, int windowBatches, long windowBytes) {
     this.monitor = monitor;
     this.windowBatches = windowBatches;
@@ -107,6 +110,23 @@ final class LeaseWindow {
     assert Thread.holdsLock(monitor);
     Iterator<Lease> it = leases.values().iterator();
     return it.hasNext() ? it.next() : null;
+  }
+
+  /** The client half-closed: it frees nothing more, so no lease waits for a FREE. */
+  void clientHalfClosed() {
+    assert Thread.holdsLock(monitor);
+    clientHalfClosed = true;
+  }
+
+  boolean isClientHalfClosed() {
+    assert Thread.holdsLock(monitor);
+    return clientHalfClosed;
+  }
+
+  /** Some lease is still leased and the client may still free it. */
+  boolean awaitsFrees() {
+    assert Thread.holdsLock(monitor);
+    return !leases.isEmpty() && !clientHalfClosed;
   }
 
   /** No lease is leased (some may still be ending). */

@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
@@ -51,13 +52,17 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   /** Serializes calls of {@link #writer}; see the class comment for the order with the monitor. */
   private final Object writerLock = new Object();
 
-  // Guarded by this object's monitor.
+  /** The leased batches and the client's credit; every call under this object's monitor. */
   private final LeaseWindow window;
-  private volatile SessionState state = SessionState.STREAMING;
-  private Throwable producerError;
 
-  /** The client half-closed: no FREE will come any more. */
-  private boolean clientHalfClosed;
+  /** Written only by {@link #moveTo} under this object's monitor; read anywhere. */
+  private volatile SessionState state = SessionState.STREAMING;
+
+  /**
+   * Why the producer failed, set by {@link #error} with the move to DRAINING; null if it did not.
+   */
+  @GuardedBy("this")
+  private Throwable producerError;
 
   private volatile boolean zeroCopy;
   private volatile Runnable onCancel;
@@ -109,9 +114,10 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     try {
       Throwable outcome;
       synchronized (this) {
-        // An asynchronous producer finishes later: wait for completed(), error() or the end.
+        // An asynchronous producer finishes later: completed(), error() or the end move the
+        // state, and every move notifies.
         while (state == SessionState.STREAMING) {
-          wait(100);
+          wait();
         }
         if (state.isTerminal()) {
           return;
@@ -124,9 +130,10 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       synchronized (this) {
         // Batches already described stay leased until the client has read them, also before a
         // producer error: ending the exchange revokes their guards and the client would drop
-        // them. The lease timer bounds this wait: an overdue lease ends the session.
-        while (!window.isEmpty() && !clientHalfClosed && state == SessionState.DRAINING) {
-          wait(100);
+        // them. The lease timer bounds this wait: an overdue lease ends the session. A released
+        // lease, the client's half-close and every move of the state notify.
+        while (window.awaitsFrees() && state == SessionState.DRAINING) {
+          wait();
         }
         if (state.isTerminal()) {
           return;
@@ -152,6 +159,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       LeaseWindow.Lease l;
       synchronized (ServerSession.this) {
         l = window.remove(seq);
+        ServerSession.this.notifyAll(); // run() may wait for the last lease to be freed
       }
       if (l != null) {
         // The credit comes back only once the guard is revoked and the body released: the
@@ -164,7 +172,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     @Override
     public void halfClosed() {
       synchronized (ServerSession.this) {
-        clientHalfClosed = true;
+        window.clientHalfClosed();
         ServerSession.this.notifyAll();
       }
     }
@@ -287,15 +295,20 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       return;
     }
     LeaseBodies.Prepared lease = bodies.prepare(bufs, layout, bodyLength, zeroCopy);
-    long seq;
+    long seq = -1;
+    long leased = 0;
     synchronized (this) {
-      if (state.isTerminal()) {
-        bodies.end(lease.guard(), lease.body());
-        return;
+      if (!state.isTerminal()) {
+        seq = window.add(bodyLength, lease.guard(), lease.body()).seq;
+        leased = window.leasedBytes();
       }
-      seq = window.add(bodyLength, lease.guard(), lease.body()).seq;
-      owner.serverStats().notePeak(window.leasedBytes());
     }
+    if (seq < 0) {
+      // Ended while the body was prepared: release it here, outside the monitor.
+      bodies.end(lease.guard(), lease.body());
+      return;
+    }
+    owner.serverStats().notePeak(leased);
     owner.serverStats().bodyBytes.add(bodyLength);
     send(
         ServerMessage.batch(
@@ -384,9 +397,10 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       // Leased-in-place buffers belong to the producer's allocator: hold the producer here until
       // the client is done with them, so it does not close that allocator under a lease.
       long deadline = System.nanoTime() + leaseTimeoutNanos;
-      while (!window.isIdle() && !state.isTerminal() && System.nanoTime() < deadline) {
+      long left;
+      while (!window.isIdle() && !state.isTerminal() && (left = deadline - System.nanoTime()) > 0) {
         try {
-          wait(100);
+          wait(Math.max(1, left / 1_000_000)); // a released lease and every move notify
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return;
@@ -493,7 +507,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     Future<?> p = pump;
     boolean halfClosed;
     synchronized (this) {
-      halfClosed = clientHalfClosed;
+      halfClosed = window.isClientHalfClosed();
     }
     if (p != null && !halfClosed) {
       p.cancel(true); // unblocks reader.next() if the client never half-closed
