@@ -4,11 +4,9 @@ import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
 import com.ibm.disni.verbs.IbvQP;
-import com.ibm.disni.verbs.IbvQPInitAttr;
 import com.ibm.disni.verbs.RdmaCm;
 import com.ibm.disni.verbs.RdmaCmEvent;
 import com.ibm.disni.verbs.RdmaCmId;
-import com.ibm.disni.verbs.RdmaConnParam;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.SVCRegMr;
 import io.memwire.transfer.MemoryAccess;
@@ -71,19 +69,12 @@ public final class VerbsProvider implements TransportProvider {
   private static final AtomicInteger IDS = new AtomicInteger();
 
   /**
-   * Entries of a completion queue unless {@code memwire.verbs.cqEntries} says otherwise (and never
-   * more than the device's {@code max_cqe}): 4 MiB of CQEs at most, 4096 queue pairs of depth 16.
-   */
-  static final int DEFAULT_CQ_ENTRIES = 65536;
-
-  /**
    * How long the completion thread keeps polling an empty queue before it arms the channel and
    * sleeps, in microseconds (JVM system property; 0 = sleep at once). Spinning saves a wake-up per
    * completion when reads are in flight back to back, at the cost of CPU on that thread.
    */
   public static final String CQ_SPIN_PROPERTY = TransportSettings.VERBS_CQ_SPIN_MICROS.name();
 
-  private static final int CM_WAIT_MS = 50;
   private static final int EV_ADDR_RESOLVED =
       RdmaCmEvent.EventType.RDMA_CM_EVENT_ADDR_RESOLVED.ordinal();
   private static final int EV_ROUTE_RESOLVED =
@@ -161,17 +152,14 @@ public final class VerbsProvider implements TransportProvider {
     for (FilePath f : FilePath.values()) {
       filePaths.put(f, new LongAdder());
     }
-    this.qpDepth =
-        Math.max(
-            1,
-            Math.min(Math.min(limits.maxQpRdAtom, config.maxOutstandingRequests()), limits.maxCqe));
+    this.qpDepth = QueueSizing.qpDepth(limits, config);
     this.cqEntries =
-        cqEntries(
+        QueueSizing.cqEntries(
             TransportSettings.VERBS_CQ_ENTRIES.fromSystemProperties().orElse(null),
             limits.maxCqe,
             qpDepth);
     int maxQueues =
-        maxQueues(
+        QueueSizing.maxQueues(
             TransportSettings.VERBS_MAX_COMPLETION_QUEUES.fromSystemProperties().orElseThrow(),
             limits.maxCq);
     byte[] secret = config.authSecret().orElse(null);
@@ -254,11 +242,11 @@ public final class VerbsProvider implements TransportProvider {
                 + "to rdma_cm");
       }
       createdPd = context.allocPd();
-      this.compVectors = compVectors(context);
+      this.compVectors = QueueSizing.compVectors(context);
       long spinNanos = TimeUnit.MICROSECONDS.toNanos(cqSpinMicros());
       cq =
           new CompletionQueues<>(
-              queuePairsPerQueue(cqEntries, qpDepth),
+              QueueSizing.queuePairsPerQueue(cqEntries, qpDepth),
               maxQueues,
               index ->
                   new CompletionThread(
@@ -278,8 +266,8 @@ public final class VerbsProvider implements TransportProvider {
       if (cq != null) {
         cq.close();
       }
-      deallocQuietly(createdPd);
-      destroyQuietly(listen);
+      CmSupport.deallocQuietly(createdPd);
+      CmSupport.destroyQuietly(listen);
       try {
         serverChannel.destroyEventChannel();
       } catch (IOException ignored) {
@@ -336,40 +324,6 @@ public final class VerbsProvider implements TransportProvider {
         connectionLimit(),
         cqSpinMicros(),
         limits);
-  }
-
-  /**
-   * Entries per completion queue: {@code configured} ({@code memwire.verbs.cqEntries}) or {@link
-   * #DEFAULT_CQ_ENTRIES}, never more than the device's {@code max_cqe}, never fewer than one queue
-   * pair of {@code qpDepth} needs.
-   */
-  static int cqEntries(Integer configured, int maxCqe, int qpDepth) {
-    int want = configured != null ? configured : DEFAULT_CQ_ENTRIES;
-    return Math.max(qpDepth, Math.min(want, maxCqe));
-  }
-
-  /**
-   * Client queue pairs one queue of {@code entries} holds: as many as fit at {@code qpDepth} each,
-   * less one whose entries stay spare, so the flushed completions of a queue pair destroyed before
-   * they were polled cannot overflow the queue when its place is taken again (at least one).
-   */
-  static int queuePairsPerQueue(int entries, int qpDepth) {
-    int fit = entries / qpDepth;
-    return fit > 1 ? fit - 1 : 1;
-  }
-
-  /** {@code configured} completion queues, or fewer when the device allows fewer. */
-  static int maxQueues(int configured, int deviceMaxCq) {
-    return deviceMaxCq == DeviceLimits.UNKNOWN ? configured : Math.min(configured, deviceMaxCq);
-  }
-
-  private static int compVectors(IbvContext context) {
-    try {
-      return Math.max(1, context.getNumCompVectors());
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("cannot read the number of completion vectors; using vector 0", e);
-      return 1;
-    }
   }
 
   /** Outgoing queue pairs this node may hold at once: its hard connection limit. */
@@ -793,14 +747,11 @@ public final class VerbsProvider implements TransportProvider {
         }
         VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
-      qp = cm.createQP(pd, qpAttributes(qpDepth, slot.queue()));
+      qp = cm.createQP(pd, CmSupport.qpAttributes(qpDepth, slot.queue()));
       if (qp == null) {
         throw new TransferConnectionException("rdma_create_qp failed", peer, null);
       }
-      RdmaConnParam param = new RdmaConnParam();
-      param.setRetry_count((byte) 7);
-      param.setRnr_retry_count((byte) 7);
-      cm.connect(param);
+      cm.connect(CmSupport.connParam());
       await(ch, EV_ESTABLISHED, deadline, timeoutMs, "connection establishment", peer);
       int linkId = nextLinkId.incrementAndGet() & 0x7fffffff;
       QpLink link = new QpLink(linkId, ch, cm, qp, qpDepth, slot);
@@ -834,7 +785,7 @@ public final class VerbsProvider implements TransportProvider {
             "RDMA " + phase + " did not complete within " + timeoutMs + " ms (connectTimeout)",
             peer);
       }
-      RdmaCmEvent ev = ch.getCmEvent((int) Math.min(left, CM_WAIT_MS));
+      RdmaCmEvent ev = ch.getCmEvent((int) Math.min(left, CmSupport.CM_WAIT_MS));
       if (ev == null) {
         continue;
       }
@@ -842,7 +793,7 @@ public final class VerbsProvider implements TransportProvider {
       if (type == expected) {
         return;
       }
-      String name = eventName(type);
+      String name = CmSupport.eventName(type);
       String hint =
           type == RdmaCmEvent.EventType.RDMA_CM_EVENT_REJECTED.ordinal()
               ? ": nothing listens there or the peer refused (is it a Memwire verbs node?)"
@@ -855,23 +806,6 @@ public final class VerbsProvider implements TransportProvider {
     }
   }
 
-  static String eventName(int type) {
-    RdmaCmEvent.EventType[] all = RdmaCmEvent.EventType.values();
-    return type >= 0 && type < all.length ? all[type].name() : "event " + type;
-  }
-
-  private static IbvQPInitAttr qpAttributes(int sendDepth, CompletionThread cq) {
-    IbvQPInitAttr attr = new IbvQPInitAttr();
-    attr.cap().setMax_send_wr(sendDepth);
-    attr.cap().setMax_recv_wr(1);
-    attr.cap().setMax_send_sge(1);
-    attr.cap().setMax_recv_sge(1);
-    attr.setQp_type(IbvQP.IBV_QPT_RC);
-    attr.setSend_cq(cq.cq());
-    attr.setRecv_cq(cq.cq());
-    return attr;
-  }
-
   private static void abandon(RdmaEventChannel ch, RdmaCmId cm, IbvQP qp) {
     if (cm != null) {
       if (qp != null) {
@@ -881,32 +815,12 @@ public final class VerbsProvider implements TransportProvider {
           // best effort on a failed connect
         }
       }
-      destroyQuietly(cm);
+      CmSupport.destroyQuietly(cm);
     }
     try {
       ch.destroyEventChannel();
     } catch (IOException | RuntimeException ignored) {
       // best effort on a failed connect
-    }
-  }
-
-  private static void destroyQuietly(RdmaCmId cm) {
-    if (cm != null) {
-      try {
-        cm.destroyId();
-      } catch (IOException | RuntimeException ignored) {
-        // best effort
-      }
-    }
-  }
-
-  private static void deallocQuietly(IbvPd p) {
-    if (p != null) {
-      try {
-        p.deallocPd();
-      } catch (Exception e) {
-        LOG.warn("ibv_dealloc_pd failed", e);
-      }
     }
   }
 
@@ -963,7 +877,7 @@ public final class VerbsProvider implements TransportProvider {
   private void cmLoop() {
     while (!closed) {
       try {
-        RdmaCmEvent ev = serverChannel.getCmEvent(CM_WAIT_MS);
+        RdmaCmEvent ev = serverChannel.getCmEvent(CmSupport.CM_WAIT_MS);
         if (ev != null) {
           serverEvent(ev);
         }
@@ -991,15 +905,12 @@ public final class VerbsProvider implements TransportProvider {
           throw new IOException("provider closing");
         }
         // The serving side only answers reads in the NIC: a QP with the smallest queues.
-        IbvQP qp = peerId.createQP(pd, qpAttributes(1, queues.first()));
+        IbvQP qp = peerId.createQP(pd, CmSupport.qpAttributes(1, queues.first()));
         if (qp == null) {
           throw new IOException("rdma_create_qp failed");
         }
         accepted.add(peerId);
-        RdmaConnParam param = new RdmaConnParam();
-        param.setRetry_count((byte) 7);
-        param.setRnr_retry_count((byte) 7);
-        peerId.accept(param);
+        peerId.accept(CmSupport.connParam());
         acceptedTotal.increment();
       } catch (IOException | RuntimeException e) {
         LOG.warn("refusing an RDMA connection request on {}: {}", localAddress, e.toString());
@@ -1009,7 +920,8 @@ public final class VerbsProvider implements TransportProvider {
       LOG.debug("accepted an RDMA connection on {}", localAddress);
     } else if (type != EV_TIMEWAIT_EXIT && peerId != null && accepted.contains(peerId)) {
       // DISCONNECTED, CONNECT_ERROR, UNREACHABLE, REJECTED: the peer's QP is gone.
-      LOG.debug("accepted RDMA connection on {} ended: {}", localAddress, eventName(type));
+      LOG.debug(
+          "accepted RDMA connection on {} ended: {}", localAddress, CmSupport.eventName(type));
       dropAccepted(peerId);
     }
   }
@@ -1034,7 +946,7 @@ public final class VerbsProvider implements TransportProvider {
         from,
         localAddress,
         TransferConfig.AUTH_SECRET);
-    destroyQuietly(peerId);
+    CmSupport.destroyQuietly(peerId);
     return false;
   }
 
@@ -1052,7 +964,7 @@ public final class VerbsProvider implements TransportProvider {
         LOG.debug("destroying an accepted QP failed", e);
       }
     }
-    destroyQuietly(peerId);
+    CmSupport.destroyQuietly(peerId);
   }
 
   private void sweepLinks() {
@@ -1068,7 +980,8 @@ public final class VerbsProvider implements TransportProvider {
         continue;
       }
       if (ev != null && (ev.getEvent() == EV_DISCONNECTED || ev.getEvent() == EV_DEVICE_REMOVAL)) {
-        c.linkLost(l, "the peer closed the RDMA connection (" + eventName(ev.getEvent()) + ")");
+        c.linkLost(
+            l, "the peer closed the RDMA connection (" + CmSupport.eventName(ev.getEvent()) + ")");
       }
     }
   }
@@ -1170,7 +1083,7 @@ public final class VerbsProvider implements TransportProvider {
     for (RdmaCmId a : accepted.toArray(new RdmaCmId[0])) {
       dropAccepted(a);
     }
-    destroyQuietly(listenId);
+    CmSupport.destroyQuietly(listenId);
     try {
       serverChannel.destroyEventChannel();
     } catch (IOException | RuntimeException e) {
@@ -1188,7 +1101,7 @@ public final class VerbsProvider implements TransportProvider {
           localAddress,
           leftover);
     }
-    deallocQuietly(pd);
+    CmSupport.deallocQuietly(pd);
     LOG.debug("verbs provider on {} stopped: {}", localAddress, counters());
   }
 
