@@ -13,7 +13,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The provider's completion queues, each with its own completion thread, and which client queue
  * pair sits on which. A queue holds {@code perQueue} queue pairs, as the provider sizes it ({@link
- * VerbsProvider#queuePairsPerQueue}): each may have at most {@code qpDepth} work requests
+ * QueueSizing#queuePairsPerQueue}): each may have at most {@code qpDepth} work requests
  * outstanding, and a queue pair in error flushes every one of them as a completion, so the queue
  * cannot overflow. When every queue is full the next queue pair gets a new queue, up to {@code
  * maxQueues}; beyond that {@link #acquire} refuses with {@link LimitReachedException}. A queue

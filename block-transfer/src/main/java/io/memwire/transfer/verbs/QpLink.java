@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory;
  * completion also completes every unsignaled read before it.
  *
  * <p>State is guarded by the owning {@link VerbsConnection}'s lock; the CM channel and teardown by
- * this object's monitor. The link holds its place on a completion queue ({@link #slot}) until the
- * provider destroys it.
+ * this object's monitor. The link holds its place on a completion queue ({@link #slot}) until
+ * {@link ClientQueuePairs#retire} destroys it.
  */
 final class QpLink {
   private static final Logger LOG = LoggerFactory.getLogger(QpLink.class);
@@ -35,7 +35,7 @@ final class QpLink {
   private final RdmaCmId cmId;
   private final IbvQP qp;
 
-  /** Its place on a completion queue, released by the provider once the QP is destroyed. */
+  /** Its place on a completion queue, released by {@link ClientQueuePairs#retire} with the QP. */
   final CompletionQueues<CompletionThread>.Slot slot;
 
   /**

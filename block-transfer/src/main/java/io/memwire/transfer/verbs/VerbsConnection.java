@@ -32,7 +32,8 @@ final class VerbsConnection extends AbstractProviderConnection {
   private static final int REMOTE_ACCESS = IbvWC.IbvWcStatus.IBV_WC_REM_ACCESS_ERR.ordinal();
   private static final int REMOTE_INVALID = IbvWC.IbvWcStatus.IBV_WC_REM_INV_REQ_ERR.ordinal();
 
-  private final VerbsProvider provider;
+  private final ClientQueuePairs queuePairs;
+  private final VerbsCounters counters;
   private final Object lock = new Object();
   private QpLink link;
 
@@ -58,9 +59,11 @@ final class VerbsConnection extends AbstractProviderConnection {
   /** Posts made by {@link #completer} while it completes reads; only that thread touches it. */
   private List<WireRead> deferred;
 
-  VerbsConnection(VerbsProvider provider, InetSocketAddress peer, QpLink link) {
+  VerbsConnection(
+      ClientQueuePairs queuePairs, VerbsCounters counters, InetSocketAddress peer, QpLink link) {
     super(peer);
-    this.provider = provider;
+    this.queuePairs = queuePairs;
+    this.counters = counters;
     this.link = link;
   }
 
@@ -115,7 +118,7 @@ final class VerbsConnection extends AbstractProviderConnection {
       } else {
         try {
           // The chain is outstanding on the link before the post: a failed post leaves it there.
-          provider.posted(link.post(toPost), toPost.size());
+          counters.posted(link.post(toPost), toPost.size());
         } catch (IOException | RuntimeException e) {
           postFailed =
               new TransferConnectionException(
@@ -225,11 +228,11 @@ final class VerbsConnection extends AbstractProviderConnection {
       }
     }
     if (refused != null) {
-      provider.accessErrors.increment();
+      counters.accessError();
       refused.fail(refusal);
     }
     if (reconnect) {
-      provider.reconnectLater(this, l);
+      queuePairs.reconnectLater(this, l);
     }
     if (fatal != null) {
       fail(fatal);
@@ -239,12 +242,12 @@ final class VerbsConnection extends AbstractProviderConnection {
   /** Runs on the provider's connector thread after a remote access error. */
   void reconnect(QpLink old) {
     long start = System.nanoTime();
-    provider.retire(old);
+    queuePairs.retire(old);
     QpLink fresh;
     try {
-      fresh = provider.openLink(peer());
-      provider.linkOpened(fresh, this);
-      provider.reconnected();
+      fresh = queuePairs.openLink(peer());
+      queuePairs.linkOpened(fresh, this);
+      counters.reconnected();
     } catch (TransferException e) {
       fail(
           new TransferConnectionException(
@@ -265,7 +268,7 @@ final class VerbsConnection extends AbstractProviderConnection {
         pending.clear();
         if (!toPost.isEmpty()) {
           try {
-            provider.posted(fresh.post(toPost), toPost.size());
+            counters.posted(fresh.post(toPost), toPost.size());
           } catch (IOException | RuntimeException e) {
             postFailed =
                 new TransferConnectionException(
@@ -277,7 +280,7 @@ final class VerbsConnection extends AbstractProviderConnection {
       }
     }
     if (toPost == null) {
-      provider.retire(fresh); // failed meanwhile: quiesce already took the pending reads
+      queuePairs.retire(fresh); // failed meanwhile: quiesce already took the pending reads
     } else if (postFailed != null) {
       fail(postFailed);
     } else {
@@ -322,12 +325,12 @@ final class VerbsConnection extends AbstractProviderConnection {
     }
     if (l != null) {
       if (inError) {
-        provider.retireLater(l); // off the completion thread; the QP writes nothing more
+        queuePairs.retireLater(l); // off the completion thread; the QP writes nothing more
       } else {
-        provider.retire(l); // destroys the QP: no write lands in a destination after this
+        queuePairs.retire(l); // destroys the QP: no write lands in a destination after this
       }
     }
-    provider.connectionFailed(this);
+    queuePairs.connectionFailed(this);
   }
 
   static String statusName(int status) {

@@ -11,12 +11,12 @@ import org.slf4j.LoggerFactory;
 /**
  * One memory region registered with the NIC. Served regions are remotely readable, never remotely
  * writable (the descriptor publishes the rkey); read destinations carry local-write access (plus
- * remote write on iWARP, see {@link VerbsProvider#accessFor}) and publish no rkey.
+ * remote write on iWARP, see {@link VerbsRegistrar#accessFor}) and publish no rkey.
  */
 final class VerbsRegistration implements ProviderRegistration {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsRegistration.class);
 
-  private final VerbsProvider provider;
+  private final VerbsRegistrar registrar;
   private final IbvMr mr;
   private final long address;
   private final int length;
@@ -26,14 +26,14 @@ final class VerbsRegistration implements ProviderRegistration {
 
   /** {@code afterRelease} frees provider-owned memory (a private copy), or is null. */
   VerbsRegistration(
-      VerbsProvider provider,
+      VerbsRegistrar registrar,
       IbvMr mr,
       long address,
       int length,
       boolean remote,
       Runnable afterRelease) {
     this.afterRelease = afterRelease;
-    this.provider = provider;
+    this.registrar = registrar;
     this.mr = mr;
     this.address = address;
     this.length = length;
@@ -76,7 +76,7 @@ final class VerbsRegistration implements ProviderRegistration {
 
   /** Deregisters the MR; false (memory must stay) when the NIC refused. */
   boolean release() {
-    provider.registrationReleased(this, length);
+    registrar.registrationReleased(this, length);
     try {
       SVCDeregMr call = mr.deregMr();
       try {
@@ -102,7 +102,7 @@ final class VerbsRegistration implements ProviderRegistration {
     return deregistered.get();
   }
 
-  /** Called by the provider at close for a registration the node did not release. */
+  /** Called by the registrar at close for a registration the node did not release. */
   void forceRelease() {
     if (deregistered.compareAndSet(false, true)) {
       release();

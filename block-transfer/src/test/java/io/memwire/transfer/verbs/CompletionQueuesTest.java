@@ -80,18 +80,17 @@ class CompletionQueuesTest {
 
   @Test
   void entriesComeFromTheDeviceAndAlwaysHoldOneQueuePair() {
-    assertEquals(32767, VerbsProvider.cqEntries(null, 32767, 64), "rxe: its max_cqe");
-    assertEquals(
-        VerbsProvider.DEFAULT_CQ_ENTRIES, VerbsProvider.cqEntries(null, 4194303, 16), "mlx5");
-    assertEquals(1000, VerbsProvider.cqEntries(1000, 4194303, 16), "memwire.verbs.cqEntries");
-    assertEquals(4096, VerbsProvider.cqEntries(1 << 20, 4096, 16), "never above max_cqe");
-    assertEquals(64, VerbsProvider.cqEntries(8, 32767, 64), "one queue pair fits at least");
-    assertEquals(510, VerbsProvider.queuePairsPerQueue(32767, 64), "rxe at depth 64");
-    assertEquals(4095, VerbsProvider.queuePairsPerQueue(65536, 16), "a NIC at depth 16");
-    assertEquals(1, VerbsProvider.queuePairsPerQueue(64, 64), "at least one");
-    assertEquals(1, VerbsProvider.queuePairsPerQueue(127, 64), "at least one");
-    assertEquals(64, VerbsProvider.maxQueues(64, DeviceLimits.UNKNOWN));
-    assertEquals(10, VerbsProvider.maxQueues(64, 10), "the device's max_cq caps it");
+    assertEquals(32767, QueueSizing.cqEntries(null, 32767, 64), "rxe: its max_cqe");
+    assertEquals(QueueSizing.DEFAULT_CQ_ENTRIES, QueueSizing.cqEntries(null, 4194303, 16), "mlx5");
+    assertEquals(1000, QueueSizing.cqEntries(1000, 4194303, 16), "memwire.verbs.cqEntries");
+    assertEquals(4096, QueueSizing.cqEntries(1 << 20, 4096, 16), "never above max_cqe");
+    assertEquals(64, QueueSizing.cqEntries(8, 32767, 64), "one queue pair fits at least");
+    assertEquals(510, QueueSizing.queuePairsPerQueue(32767, 64), "rxe at depth 64");
+    assertEquals(4095, QueueSizing.queuePairsPerQueue(65536, 16), "a NIC at depth 16");
+    assertEquals(1, QueueSizing.queuePairsPerQueue(64, 64), "at least one");
+    assertEquals(1, QueueSizing.queuePairsPerQueue(127, 64), "at least one");
+    assertEquals(64, QueueSizing.maxQueues(64, DeviceLimits.UNKNOWN));
+    assertEquals(10, QueueSizing.maxQueues(64, 10), "the device's max_cq caps it");
   }
 
   @Test

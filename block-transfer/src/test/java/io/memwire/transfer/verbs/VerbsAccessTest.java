@@ -52,14 +52,14 @@ class VerbsAccessTest {
 
   @Test
   void onlyIwarpReadDestinationsAreRemotelyWritable() {
-    int iwarpDest = VerbsProvider.accessFor(VerbsProvider.Use.DESTINATION, true);
+    int iwarpDest = VerbsRegistrar.accessFor(VerbsRegistrar.Use.DESTINATION, true);
     assertEquals(IbvMr.IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE, iwarpDest);
     assertEquals(
         IbvMr.IBV_ACCESS_LOCAL_WRITE,
-        VerbsProvider.accessFor(VerbsProvider.Use.DESTINATION, false));
+        VerbsRegistrar.accessFor(VerbsRegistrar.Use.DESTINATION, false));
     for (boolean iwarp : new boolean[] {false, true}) {
-      int served = VerbsProvider.accessFor(VerbsProvider.Use.SERVED, iwarp);
-      int file = VerbsProvider.accessFor(VerbsProvider.Use.FILE, iwarp);
+      int served = VerbsRegistrar.accessFor(VerbsRegistrar.Use.SERVED, iwarp);
+      int file = VerbsRegistrar.accessFor(VerbsRegistrar.Use.FILE, iwarp);
       assertEquals(0, served & REMOTE_WRITE, "served memory is never remotely writable");
       assertEquals(IbvMr.IBV_ACCESS_REMOTE_READ | IbvMr.IBV_ACCESS_LOCAL_WRITE, served);
       assertEquals(IbvMr.IBV_ACCESS_REMOTE_READ, file, "file regions: remote read only");
