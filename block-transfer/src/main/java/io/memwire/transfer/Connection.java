@@ -65,6 +65,9 @@ public final class Connection {
   private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
   private long inFlightBytes;
 
+  /** The request at the head of the queue while the pool grows for it off this thread, or null. */
+  private Request awaitingMemory;
+
   Connection(
       TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
     this.node = node;
@@ -299,12 +302,18 @@ public final class Connection {
     }
   }
 
-  /** Moves queued pieces into flight while the limits allow, then posts them as one batch. */
+  /**
+   * Moves queued pieces into flight while the limits allow, then posts them as one batch. Runs on
+   * posting threads and on the transport's I/O thread (after a completion), so it takes only
+   * destination memory that is free: when the pool must grow for the head of the queue, the queue
+   * waits while the pool's thread grows it, then pumps again.
+   */
   private void pump() {
     List<WireRead> post = null;
     List<Piece> drained = null;
     List<Piece> noMemory = null;
     RuntimeException noMemoryCause = null;
+    Request needsMemory = null;
     TransferException failed;
     synchronized (lock) {
       failed = transport.failure();
@@ -319,11 +328,11 @@ public final class Connection {
         if (!fits) {
           break;
         }
-        queued.poll();
         Part part;
         try {
           part = p.toPart(node);
         } catch (RuntimeException e) {
+          queued.poll();
           if (noMemory == null) {
             noMemory = new ArrayList<>();
           }
@@ -331,6 +340,14 @@ public final class Connection {
           noMemoryCause = e;
           continue;
         }
+        if (part == null) {
+          if (awaitingMemory == null) {
+            awaitingMemory = p.request;
+            needsMemory = p.request;
+          }
+          break;
+        }
+        queued.poll();
         inFlight.add(part);
         inFlightBytes += p.length;
         if (post == null) {
@@ -362,6 +379,21 @@ public final class Connection {
       for (WireRead w : post) {
         ((Part) w).piece.leftQueue();
       }
+    }
+    if (needsMemory != null) {
+      Request r = needsMemory;
+      node.bufferPool()
+          .growOffIoThread(
+              () -> {
+                try {
+                  r.reserveDestination(node);
+                } finally {
+                  synchronized (lock) {
+                    awaitingMemory = null;
+                  }
+                  pump();
+                }
+              });
     }
   }
 
@@ -463,21 +495,32 @@ public final class Connection {
     private long destinationAddress;
     private long destinationKey;
 
+    /** Why the pool could not give this request memory, or null. */
+    private RuntimeException noDestination;
+
     Request(ReadRequest request) {
       this.request = request;
     }
 
-    /** Takes destination memory on first use, so queued requests pin nothing. */
-    synchronized void ensureDestination(TransferNode node) {
+    /**
+     * Takes destination memory on first use, so queued requests pin nothing: true when it has some,
+     * false when the pool must grow first ({@link #reserveDestination}, off this thread). Never
+     * allocates or registers memory. Throws why the pool could not give any.
+     */
+    synchronized boolean hasDestination(TransferNode node) {
       if (destination != null) {
-        return;
+        return true;
+      }
+      if (noDestination != null) {
+        throw noDestination;
       }
       MemoryRegion dest = request.destination();
       if (dest == null) {
-        slot = node.bufferPool().allocate(request.length());
-        destination = slot.view;
-        destinationAddress = slot.address;
-        destinationKey = slot.localKey;
+        BufferPool.Slot s = node.bufferPool().tryAllocate(request.length());
+        if (s == null) {
+          return false;
+        }
+        use(s);
       } else {
         MemoryRegion.Segment s = dest.segments().get(0);
         int off = (int) request.destinationOffset();
@@ -485,16 +528,56 @@ public final class Connection {
         destinationAddress = s.address + off;
         destinationKey = s.registration.localKey();
       }
+      return true;
+    }
+
+    /**
+     * On the pool's thread: takes destination memory, growing the pool if it must, or records why
+     * there is none. Gives the memory straight back when the request ended meanwhile (failed).
+     */
+    void reserveDestination(TransferNode node) {
+      BufferPool.Slot s = null;
+      RuntimeException failure = null;
+      try {
+        s = node.bufferPool().allocate(request.length());
+      } catch (RuntimeException e) {
+        failure = e;
+      } catch (OutOfMemoryError e) {
+        // Out of direct memory: this read fails, the others (and the pool's thread) go on.
+        failure = new RegistrationException("cannot allocate a read destination: " + e, e);
+      }
+      synchronized (this) {
+        if (ended < parts && destination == null) {
+          if (s != null) {
+            use(s);
+          } else {
+            noDestination = failure;
+          }
+          return;
+        }
+      }
+      if (s != null) {
+        s.unit.release();
+      }
+    }
+
+    private void use(BufferPool.Slot s) {
+      slot = s;
+      destination = s.view;
+      destinationAddress = s.address;
+      destinationKey = s.localKey;
     }
 
     void partDone(TransferException e, TransferNode node) {
       boolean last;
+      BufferPool.Slot slot;
       synchronized (this) {
         if (e != null && error == null) {
           error = e;
         }
         ended++;
         last = ended == parts;
+        slot = this.slot;
       }
       if (!last) {
         return;
@@ -552,8 +635,11 @@ public final class Connection {
       }
     }
 
+    /** The part to post, or null while the pool grows for this piece's request. */
     Part toPart(TransferNode node) {
-      request.ensureDestination(node);
+      if (!request.hasDestination(node)) {
+        return null;
+      }
       ByteBuffer dst =
           request
               .destination
