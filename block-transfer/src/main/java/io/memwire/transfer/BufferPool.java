@@ -1,10 +1,12 @@
 package io.memwire.transfer;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -70,7 +72,9 @@ public final class BufferPool {
   private static final class Slab {
     final ByteBuffer memory;
     final ProviderRegistration registration;
-    boolean quiesced;
+
+    /** The provider let go of the slab (set once, on its thread): freed once no unit is live. */
+    volatile boolean quiesced;
 
     Slab(ByteBuffer memory, ProviderRegistration registration) {
       this.memory = memory;
@@ -86,9 +90,11 @@ public final class BufferPool {
   private final ConcurrentLinkedQueue<Piece>[] free =
       new ConcurrentLinkedQueue[MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1];
 
+  @GuardedBy("this")
   private final List<Slab> slabs = new ArrayList<>();
 
   /** Slabs deregistered at close, freed once no unit is live and the provider let go of them. */
+  @GuardedBy("this")
   private final List<Slab> retired = new ArrayList<>();
 
   private final AtomicLong slabBytes = new AtomicLong();
@@ -297,9 +303,7 @@ public final class BufferPool {
       retired.add(s);
       s.registration.deregister(
           () -> {
-            synchronized (this) {
-              s.quiesced = true;
-            }
+            s.quiesced = true;
             freeRetired();
           });
     }
@@ -316,13 +320,12 @@ public final class BufferPool {
     if (allocator.liveUnits() > 0) {
       return;
     }
-    retired.removeIf(
-        s -> {
-          if (s.quiesced) {
-            MemoryAccess.free(s.memory);
-            return true;
-          }
-          return false;
-        });
+    for (Iterator<Slab> it = retired.iterator(); it.hasNext(); ) {
+      Slab s = it.next();
+      if (s.quiesced) {
+        MemoryAccess.free(s.memory);
+        it.remove();
+      }
+    }
   }
 }

@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.WireRead;
@@ -61,11 +62,18 @@ public final class Connection {
   private volatile boolean reaped;
 
   private final Object lock = new Object();
+
+  @GuardedBy("lock")
   private final ArrayDeque<Piece> queued = new ArrayDeque<>();
+
+  @GuardedBy("lock")
   private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
+
+  @GuardedBy("lock")
   private long inFlightBytes;
 
   /** The request at the head of the queue while the pool grows for it off this thread, or null. */
+  @GuardedBy("lock")
   private Request awaitingMemory;
 
   Connection(
@@ -190,36 +198,42 @@ public final class Connection {
       enqueue(bodyPieces);
     } else {
       enqueue(bodyPieces);
-      bodyDone.whenComplete(
-          (v, e) -> {
-            if (e == null) {
-              enqueue(afterPieces);
-            } else {
-              Throwable c = transferCause(e);
-              failAll(
-                  afterPieces,
-                  c instanceof TransferException
-                      ? (TransferException) c
-                      : new TransferConnectionException("a body read failed: " + c, peer(), c));
-            }
-          });
+      // Fails the after read itself when the body fails; nothing to learn from the returned stage.
+      var unused =
+          bodyDone.whenComplete(
+              (v, e) -> {
+                if (e == null) {
+                  enqueue(afterPieces);
+                } else {
+                  Throwable c = transferCause(e);
+                  failAll(
+                      afterPieces,
+                      c instanceof TransferException
+                          ? (TransferException) c
+                          : new TransferConnectionException("a body read failed: " + c, peer(), c));
+                }
+              });
     }
     CompletableFuture<TransferBuffer> afterResult = new CompletableFuture<>();
-    afterRequest.future.whenComplete(
-        (buf, e) ->
-            bodyDone.whenComplete(
-                (v, bodyError) -> {
-                  if (bodyError != null) {
-                    if (buf != null) {
-                      buf.release();
-                    }
-                    afterResult.completeExceptionally(transferCause(bodyError));
-                  } else if (e != null) {
-                    afterResult.completeExceptionally(transferCause(e));
-                  } else if (!afterResult.complete(buf)) {
-                    buf.release();
-                  }
-                }));
+    // Both callbacks end in afterResult, the future the caller holds.
+    var unused =
+        afterRequest.future.whenComplete(
+            (buf, e) -> {
+              var unusedInner =
+                  bodyDone.whenComplete(
+                      (v, bodyError) -> {
+                        if (bodyError != null) {
+                          if (buf != null) {
+                            buf.release();
+                          }
+                          afterResult.completeExceptionally(transferCause(bodyError));
+                        } else if (e != null) {
+                          afterResult.completeExceptionally(transferCause(e));
+                        } else if (!afterResult.complete(buf)) {
+                          buf.release();
+                        }
+                      });
+            });
     List<CompletableFuture<TransferBuffer>> all = new ArrayList<>(futures);
     all.add(afterResult);
     return new ReadBatch(all);
@@ -397,7 +411,8 @@ public final class Connection {
     }
   }
 
-  /** Empties the queue; caller holds {@link #lock}. */
+  /** Empties the queue. */
+  @GuardedBy("lock")
   private List<Piece> drainQueued() {
     List<Piece> drained = new ArrayList<>(queued);
     queued.clear();
@@ -488,14 +503,20 @@ public final class Connection {
     final ReadRequest request;
     final CompletableFuture<TransferBuffer> future = new CompletableFuture<>();
     int parts;
+
+    @GuardedBy("this")
     private int ended;
+
+    @GuardedBy("this")
     private TransferException error;
+
     private BufferPool.Slot slot;
     private ByteBuffer destination;
     private long destinationAddress;
     private long destinationKey;
 
     /** Why the pool could not give this request memory, or null. */
+    @GuardedBy("this")
     private RuntimeException noDestination;
 
     Request(ReadRequest request) {
@@ -571,6 +592,7 @@ public final class Connection {
     void partDone(TransferException e, TransferNode node) {
       boolean last;
       BufferPool.Slot slot;
+      TransferException failure;
       synchronized (this) {
         if (e != null && error == null) {
           error = e;
@@ -578,17 +600,18 @@ public final class Connection {
         ended++;
         last = ended == parts;
         slot = this.slot;
+        failure = error;
       }
       if (!last) {
         return;
       }
       requestEnded();
-      if (error != null) {
+      if (failure != null) {
         if (slot != null) {
           slot.unit.release();
         }
-        node.counters().requestFailed(error);
-        future.completeExceptionally(error);
+        node.counters().requestFailed(failure);
+        future.completeExceptionally(failure);
       } else {
         TransferBuffer result =
             slot != null
@@ -658,6 +681,8 @@ public final class Connection {
    */
   private final class Gate {
     private final List<Piece> after;
+
+    @GuardedBy("this")
     private int waiting;
 
     Gate(List<Piece> after) {

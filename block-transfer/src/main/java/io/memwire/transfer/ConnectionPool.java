@@ -68,14 +68,33 @@ final class ConnectionPool {
               return t;
             });
     long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
-    timer.scheduleWithFixedDelay(this::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
+    var unusedTimeouts =
+        timer.scheduleWithFixedDelay(
+            guarded("timeout", this::checkTimeouts), tick, tick, TimeUnit.MILLISECONDS);
     this.idleTimeoutNanos = config.connectionIdleTimeout().toNanos();
     if (idleTimeoutNanos > 0) {
       // The same thread: both sweeps are short and never wait on a peer (an idle close has
       // nothing to quiesce).
       long sweep = Math.max(10, Math.min(1000, config.connectionIdleTimeout().toMillis() / 4));
-      timer.scheduleWithFixedDelay(this::reapIdle, sweep, sweep, TimeUnit.MILLISECONDS);
+      var unusedReaper =
+          timer.scheduleWithFixedDelay(
+              guarded("idle", this::reapIdle), sweep, sweep, TimeUnit.MILLISECONDS);
     }
+  }
+
+  /**
+   * A periodic sweep that survives its own failure: an exception escaping a task scheduled with a
+   * fixed delay would end its repetition silently (the returned future, which nobody reads, would
+   * hold it).
+   */
+  private static Runnable guarded(String what, Runnable body) {
+    return () -> {
+      try {
+        body.run();
+      } catch (RuntimeException e) {
+        LOG.warn("{} sweep failed; it runs again at the next tick", what, e);
+      }
+    };
   }
 
   /** See {@link TransferNode#connection}. */
