@@ -29,12 +29,7 @@ class ConnectionPoolTest {
 
   @AfterEach
   void closeAll() {
-    for (TransferNode n : nodes) {
-      n.close();
-    }
-    for (TransferNode n : nodes) {
-      TransferContractTest.assertReleased(n);
-    }
+    TransferContractTest.closeAndCheck(nodes);
     transport.close();
   }
 

@@ -23,12 +23,7 @@ class DestinationMemoryTest {
 
   @AfterEach
   void closeAll() {
-    for (TransferNode n : nodes) {
-      n.close();
-    }
-    for (TransferNode n : nodes) {
-      TransferContractTest.assertReleased(n);
-    }
+    TransferContractTest.closeAndCheck(nodes);
   }
 
   private TransferNode tcpNode(TransferConfig.Builder b) {

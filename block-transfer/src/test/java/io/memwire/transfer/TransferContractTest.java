@@ -60,13 +60,18 @@ public abstract class TransferContractTest {
 
   @AfterEach
   void closeNodes() {
+    closeAndCheck(nodes);
+    nodes.clear();
+  }
+
+  /** Closes every node, then checks that each returned everything it held. */
+  static void closeAndCheck(List<TransferNode> nodes) {
     for (TransferNode n : nodes) {
       n.close();
     }
     for (TransferNode n : nodes) {
       assertReleased(n);
     }
-    nodes.clear();
   }
 
   /** Everything a closed node held is returned. */
