@@ -1,12 +1,18 @@
 package io.memwire.transfer;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -17,11 +23,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * limit, gets a dedicated buffer that is registered for that read and freed on release. Every
  * destination handed out is a {@link MemoryUnit} of the allocator; its last release puts the piece
  * back on its class's free list (or deregisters the dedicated buffer).
+ *
+ * <p>Growing (allocating and registering a slab or a dedicated buffer) is slow and, for verbs, a
+ * system call: it never runs on a transport's I/O or completion thread. Those threads take only
+ * what is free ({@link #tryAllocate}); whatever needs growth runs on the pool's own thread ({@link
+ * #growOffIoThread}).
  */
 public final class BufferPool {
   static final int MIN_CLASS_SHIFT = 12; // 4 KiB
   static final int MAX_CLASS_SHIFT = 24; // 16 MiB
   private static final int MIN_SLAB = 4 << 20;
+  private static final AtomicInteger GROWER_IDS = new AtomicInteger();
 
   /** Registers destination memory with the provider, counting it against the budget. */
   interface Registrar {
@@ -60,7 +72,9 @@ public final class BufferPool {
   private static final class Slab {
     final ByteBuffer memory;
     final ProviderRegistration registration;
-    boolean quiesced;
+
+    /** The provider let go of the slab (set once, on its thread): freed once no unit is live. */
+    volatile boolean quiesced;
 
     Slab(ByteBuffer memory, ProviderRegistration registration) {
       this.memory = memory;
@@ -76,42 +90,89 @@ public final class BufferPool {
   private final ConcurrentLinkedQueue<Piece>[] free =
       new ConcurrentLinkedQueue[MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1];
 
+  @GuardedBy("this")
   private final List<Slab> slabs = new ArrayList<>();
 
   /** Slabs deregistered at close, freed once no unit is live and the provider let go of them. */
+  @GuardedBy("this")
   private final List<Slab> retired = new ArrayList<>();
 
   private final AtomicLong slabBytes = new AtomicLong();
   private final AtomicLong dedicatedAllocations = new AtomicLong();
   private volatile boolean closed;
 
+  /** Where growth runs; one daemon thread, started on first use, ended by {@link #close}. */
+  private final ExecutorService grower;
+
   BufferPool(Registrar registrar, RegisteredAllocator allocator, long maxBytes) {
     this.registrar = registrar;
     this.allocator = allocator;
     this.maxBytes = maxBytes;
+    int id = GROWER_IDS.incrementAndGet();
+    this.grower =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "memwire-read-pool-" + id);
+              t.setDaemon(true);
+              return t;
+            });
     for (int i = 0; i < free.length; i++) {
       free[i] = new ConcurrentLinkedQueue<>();
     }
   }
 
-  /** A slot of exactly {@code length} bytes (position 0, limit length), with a count of 1. */
+  /**
+   * A slot of exactly {@code length} bytes (position 0, limit length), with a count of 1. May grow
+   * the pool: call it off I/O threads (see {@link #growOffIoThread}).
+   */
   Slot allocate(int length) {
-    if (closed) {
-      throw new IllegalStateException("buffer pool is closed");
+    Slot s = tryAllocate(length);
+    if (s != null) {
+      return s;
     }
-    int shift = Math.max(MIN_CLASS_SHIFT, 32 - Integer.numberOfLeadingZeros(length - 1));
+    int shift = shiftOf(length);
     if (shift > MAX_CLASS_SHIFT) {
       return dedicated(length);
     }
+    Piece p = grow(shift - MIN_CLASS_SHIFT, shift);
+    return p != null ? slot(shift - MIN_CLASS_SHIFT, p, length) : dedicated(length);
+  }
+
+  /**
+   * A slot like {@link #allocate} when a pooled piece of the size is free now, else null (the pool
+   * would have to grow, or the read needs a dedicated buffer). Never allocates or registers memory:
+   * safe on an I/O thread.
+   */
+  Slot tryAllocate(int length) {
+    if (closed) {
+      throw new IllegalStateException("buffer pool is closed");
+    }
+    int shift = shiftOf(length);
+    if (shift > MAX_CLASS_SHIFT) {
+      return null;
+    }
     int cls = shift - MIN_CLASS_SHIFT;
     Piece p = free[cls].poll();
-    if (p == null) {
-      p = grow(cls, shift);
+    return p != null ? slot(cls, p, length) : null;
+  }
+
+  /**
+   * Runs {@code task} on the pool's own thread, where {@link #allocate} may grow the pool. After
+   * {@link #close} the task runs on the caller's thread ({@code allocate} then fails at once).
+   */
+  void growOffIoThread(Runnable task) {
+    try {
+      grower.execute(task);
+    } catch (RejectedExecutionException closedPool) {
+      task.run();
     }
-    if (p == null) {
-      return dedicated(length);
-    }
-    Piece piece = p;
+  }
+
+  private static int shiftOf(int length) {
+    return Math.max(MIN_CLASS_SHIFT, 32 - Integer.numberOfLeadingZeros(length - 1));
+  }
+
+  private Slot slot(int cls, Piece piece, int length) {
     MemoryUnit unit;
     try {
       unit = allocator.allocate(length, "read destination", () -> recycle(cls, piece));
@@ -236,14 +297,13 @@ public final class BufferPool {
       return;
     }
     closed = true;
+    grower.shutdown(); // queued growths still run, and fail at once: the pool is closed
     for (Slab s : slabs) {
       registrar.unregister(s.registration, s.memory.capacity());
       retired.add(s);
       s.registration.deregister(
           () -> {
-            synchronized (this) {
-              s.quiesced = true;
-            }
+            s.quiesced = true;
             freeRetired();
           });
     }
@@ -260,13 +320,12 @@ public final class BufferPool {
     if (allocator.liveUnits() > 0) {
       return;
     }
-    retired.removeIf(
-        s -> {
-          if (s.quiesced) {
-            MemoryAccess.free(s.memory);
-            return true;
-          }
-          return false;
-        });
+    for (Iterator<Slab> it = retired.iterator(); it.hasNext(); ) {
+      Slab s = it.next();
+      if (s.quiesced) {
+        MemoryAccess.free(s.memory);
+        it.remove();
+      }
+    }
   }
 }

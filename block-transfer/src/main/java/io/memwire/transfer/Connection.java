@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.WireRead;
@@ -61,9 +62,19 @@ public final class Connection {
   private volatile boolean reaped;
 
   private final Object lock = new Object();
+
+  @GuardedBy("lock")
   private final ArrayDeque<Piece> queued = new ArrayDeque<>();
+
+  @GuardedBy("lock")
   private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
+
+  @GuardedBy("lock")
   private long inFlightBytes;
+
+  /** The request at the head of the queue while the pool grows for it off this thread, or null. */
+  @GuardedBy("lock")
+  private Request awaitingMemory;
 
   Connection(
       TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
@@ -187,36 +198,42 @@ public final class Connection {
       enqueue(bodyPieces);
     } else {
       enqueue(bodyPieces);
-      bodyDone.whenComplete(
-          (v, e) -> {
-            if (e == null) {
-              enqueue(afterPieces);
-            } else {
-              Throwable c = transferCause(e);
-              failAll(
-                  afterPieces,
-                  c instanceof TransferException
-                      ? (TransferException) c
-                      : new TransferConnectionException("a body read failed: " + c, peer(), c));
-            }
-          });
+      // Fails the after read itself when the body fails; nothing to learn from the returned stage.
+      var unused =
+          bodyDone.whenComplete(
+              (v, e) -> {
+                if (e == null) {
+                  enqueue(afterPieces);
+                } else {
+                  Throwable c = transferCause(e);
+                  failAll(
+                      afterPieces,
+                      c instanceof TransferException
+                          ? (TransferException) c
+                          : new TransferConnectionException("a body read failed: " + c, peer(), c));
+                }
+              });
     }
     CompletableFuture<TransferBuffer> afterResult = new CompletableFuture<>();
-    afterRequest.future.whenComplete(
-        (buf, e) ->
-            bodyDone.whenComplete(
-                (v, bodyError) -> {
-                  if (bodyError != null) {
-                    if (buf != null) {
-                      buf.release();
-                    }
-                    afterResult.completeExceptionally(transferCause(bodyError));
-                  } else if (e != null) {
-                    afterResult.completeExceptionally(transferCause(e));
-                  } else if (!afterResult.complete(buf)) {
-                    buf.release();
-                  }
-                }));
+    // Both callbacks end in afterResult, the future the caller holds.
+    var unused =
+        afterRequest.future.whenComplete(
+            (buf, e) -> {
+              var unusedInner =
+                  bodyDone.whenComplete(
+                      (v, bodyError) -> {
+                        if (bodyError != null) {
+                          if (buf != null) {
+                            buf.release();
+                          }
+                          afterResult.completeExceptionally(transferCause(bodyError));
+                        } else if (e != null) {
+                          afterResult.completeExceptionally(transferCause(e));
+                        } else if (!afterResult.complete(buf)) {
+                          buf.release();
+                        }
+                      });
+            });
     List<CompletableFuture<TransferBuffer>> all = new ArrayList<>(futures);
     all.add(afterResult);
     return new ReadBatch(all);
@@ -299,12 +316,18 @@ public final class Connection {
     }
   }
 
-  /** Moves queued pieces into flight while the limits allow, then posts them as one batch. */
+  /**
+   * Moves queued pieces into flight while the limits allow, then posts them as one batch. Runs on
+   * posting threads and on the transport's I/O thread (after a completion), so it takes only
+   * destination memory that is free: when the pool must grow for the head of the queue, the queue
+   * waits while the pool's thread grows it, then pumps again.
+   */
   private void pump() {
     List<WireRead> post = null;
     List<Piece> drained = null;
     List<Piece> noMemory = null;
     RuntimeException noMemoryCause = null;
+    Request needsMemory = null;
     TransferException failed;
     synchronized (lock) {
       failed = transport.failure();
@@ -319,11 +342,11 @@ public final class Connection {
         if (!fits) {
           break;
         }
-        queued.poll();
         Part part;
         try {
           part = p.toPart(node);
         } catch (RuntimeException e) {
+          queued.poll();
           if (noMemory == null) {
             noMemory = new ArrayList<>();
           }
@@ -331,6 +354,14 @@ public final class Connection {
           noMemoryCause = e;
           continue;
         }
+        if (part == null) {
+          if (awaitingMemory == null) {
+            awaitingMemory = p.request;
+            needsMemory = p.request;
+          }
+          break;
+        }
+        queued.poll();
         inFlight.add(part);
         inFlightBytes += p.length;
         if (post == null) {
@@ -363,9 +394,25 @@ public final class Connection {
         ((Part) w).piece.leftQueue();
       }
     }
+    if (needsMemory != null) {
+      Request r = needsMemory;
+      node.bufferPool()
+          .growOffIoThread(
+              () -> {
+                try {
+                  r.reserveDestination(node);
+                } finally {
+                  synchronized (lock) {
+                    awaitingMemory = null;
+                  }
+                  pump();
+                }
+              });
+    }
   }
 
-  /** Empties the queue; caller holds {@link #lock}. */
+  /** Empties the queue. */
+  @GuardedBy("lock")
   private List<Piece> drainQueued() {
     List<Piece> drained = new ArrayList<>(queued);
     queued.clear();
@@ -456,28 +503,45 @@ public final class Connection {
     final ReadRequest request;
     final CompletableFuture<TransferBuffer> future = new CompletableFuture<>();
     int parts;
+
+    @GuardedBy("this")
     private int ended;
+
+    @GuardedBy("this")
     private TransferException error;
+
     private BufferPool.Slot slot;
     private ByteBuffer destination;
     private long destinationAddress;
     private long destinationKey;
 
+    /** Why the pool could not give this request memory, or null. */
+    @GuardedBy("this")
+    private RuntimeException noDestination;
+
     Request(ReadRequest request) {
       this.request = request;
     }
 
-    /** Takes destination memory on first use, so queued requests pin nothing. */
-    synchronized void ensureDestination(TransferNode node) {
+    /**
+     * Takes destination memory on first use, so queued requests pin nothing: true when it has some,
+     * false when the pool must grow first ({@link #reserveDestination}, off this thread). Never
+     * allocates or registers memory. Throws why the pool could not give any.
+     */
+    synchronized boolean hasDestination(TransferNode node) {
       if (destination != null) {
-        return;
+        return true;
+      }
+      if (noDestination != null) {
+        throw noDestination;
       }
       MemoryRegion dest = request.destination();
       if (dest == null) {
-        slot = node.bufferPool().allocate(request.length());
-        destination = slot.view;
-        destinationAddress = slot.address;
-        destinationKey = slot.localKey;
+        BufferPool.Slot s = node.bufferPool().tryAllocate(request.length());
+        if (s == null) {
+          return false;
+        }
+        use(s);
       } else {
         MemoryRegion.Segment s = dest.segments().get(0);
         int off = (int) request.destinationOffset();
@@ -485,27 +549,69 @@ public final class Connection {
         destinationAddress = s.address + off;
         destinationKey = s.registration.localKey();
       }
+      return true;
+    }
+
+    /**
+     * On the pool's thread: takes destination memory, growing the pool if it must, or records why
+     * there is none. Gives the memory straight back when the request ended meanwhile (failed).
+     */
+    void reserveDestination(TransferNode node) {
+      BufferPool.Slot s = null;
+      RuntimeException failure = null;
+      try {
+        s = node.bufferPool().allocate(request.length());
+      } catch (RuntimeException e) {
+        failure = e;
+      } catch (OutOfMemoryError e) {
+        // Out of direct memory: this read fails, the others (and the pool's thread) go on.
+        failure = new RegistrationException("cannot allocate a read destination: " + e, e);
+      }
+      synchronized (this) {
+        if (ended < parts && destination == null) {
+          if (s != null) {
+            use(s);
+          } else {
+            noDestination = failure;
+          }
+          return;
+        }
+      }
+      if (s != null) {
+        s.unit.release();
+      }
+    }
+
+    private void use(BufferPool.Slot s) {
+      slot = s;
+      destination = s.view;
+      destinationAddress = s.address;
+      destinationKey = s.localKey;
     }
 
     void partDone(TransferException e, TransferNode node) {
       boolean last;
+      BufferPool.Slot slot;
+      TransferException failure;
       synchronized (this) {
         if (e != null && error == null) {
           error = e;
         }
         ended++;
         last = ended == parts;
+        slot = this.slot;
+        failure = error;
       }
       if (!last) {
         return;
       }
       requestEnded();
-      if (error != null) {
+      if (failure != null) {
         if (slot != null) {
           slot.unit.release();
         }
-        node.counters().requestFailed(error);
-        future.completeExceptionally(error);
+        node.counters().requestFailed(failure);
+        future.completeExceptionally(failure);
       } else {
         TransferBuffer result =
             slot != null
@@ -552,8 +658,11 @@ public final class Connection {
       }
     }
 
+    /** The part to post, or null while the pool grows for this piece's request. */
     Part toPart(TransferNode node) {
-      request.ensureDestination(node);
+      if (!request.hasDestination(node)) {
+        return null;
+      }
       ByteBuffer dst =
           request
               .destination
@@ -572,6 +681,8 @@ public final class Connection {
    */
   private final class Gate {
     private final List<Piece> after;
+
+    @GuardedBy("this")
     private int waiting;
 
     Gate(List<Piece> after) {

@@ -1,7 +1,6 @@
 package io.memwire.transfer;
 
 import io.memwire.transfer.memory.RegisteredAllocator;
-import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
@@ -17,12 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,14 +34,14 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>Outgoing connections are cached per peer. With {@link TransferConfig#connectionIdleTimeout()}
- * set, the node's timer thread also closes connections that had no read and were not handed out for
- * that long (counted as {@code connectionsReaped}); see {@link Connection} for why that never fails
- * a read, and {@link ConnectionReapedException} for a caller that kept a reaped connection.
+ * <p>Outgoing connections are cached per peer by the node's {@link ConnectionPool}. With {@link
+ * TransferConfig#connectionIdleTimeout()} set, the node's timer thread also closes connections that
+ * had no read and were not handed out for that long (counted as {@code connectionsReaped}); see
+ * {@link Connection} for why that never fails a read, and {@link ConnectionReapedException} for a
+ * caller that kept a reaped connection.
  */
 public final class TransferNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
-  private static final AtomicInteger TIMER_IDS = new AtomicInteger();
 
   /** Name of the read pool's child allocator. */
   public static final String READ_POOL = "read-pool";
@@ -59,21 +53,7 @@ public final class TransferNode implements AutoCloseable {
   private final RegisteredAllocator memory;
   private final BufferPool pool;
   private final Set<MemoryRegion> regions = ConcurrentHashMap.newKeySet();
-  private final Map<InetSocketAddress, Connection> connections = new ConcurrentHashMap<>();
-  private final Map<InetSocketAddress, Object> connectLocks = new ConcurrentHashMap<>();
-  private final Map<InetSocketAddress, PeerDown> downPeers = new ConcurrentHashMap<>();
-  private final ScheduledExecutorService timer;
-  private final long idleTimeoutNanos;
-
-  /**
-   * Sweeps of the idle reaper finished so far, and when the last finished one began ({@link
-   * System#nanoTime}).
-   */
-  private final AtomicLong reaperSweeps = new AtomicLong();
-
-  private volatile long lastSweepStartNanos;
-  private final AtomicBoolean reapLogged = new AtomicBoolean();
-  private final AtomicBoolean reapedReadLogged = new AtomicBoolean();
+  private final ConnectionPool connections;
   private volatile boolean closed;
 
   private TransferNode(TransferConfig config, TransportProvider provider, String reason) {
@@ -107,22 +87,7 @@ public final class TransferNode implements AutoCloseable {
             },
             memory.newChild(READ_POOL),
             config.poolMaxBytes());
-    this.timer =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
-    long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
-    timer.scheduleWithFixedDelay(this::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
-    this.idleTimeoutNanos = config.connectionIdleTimeout().toNanos();
-    if (idleTimeoutNanos > 0) {
-      // The same thread: both sweeps are short and never wait on a peer (an idle close has
-      // nothing to quiesce).
-      long sweep = Math.max(10, Math.min(1000, config.connectionIdleTimeout().toMillis() / 4));
-      timer.scheduleWithFixedDelay(this::reapIdle, sweep, sweep, TimeUnit.MILLISECONDS);
-    }
+    this.connections = new ConnectionPool(this, provider, config, counters);
   }
 
   /**
@@ -385,136 +350,22 @@ public final class TransferNode implements AutoCloseable {
    */
   public Connection connection(InetSocketAddress peer) throws TransferException {
     ensureOpen();
-    Connection c = connections.get(peer);
-    // A claim marks it used now: the reaper leaves it alone for connectionIdleTimeout.
-    if (c != null && c.claim(System.nanoTime())) {
-      return c;
-    }
-    checkBackoff(peer);
-    synchronized (connectLocks.computeIfAbsent(peer, p -> new Object())) {
-      c = connections.get(peer);
-      if (c != null && c.claim(System.nanoTime())) {
-        return c;
-      }
-      if (c != null) {
-        c.close();
-      }
-      // Callers that waited for the lock while an attempt failed fail at once too.
-      checkBackoff(peer);
-      ProviderConnection pc;
-      try {
-        pc = provider.connect(peer);
-      } catch (TransferException e) {
-        counters.connectFailures.increment();
-        if (!config.peerBackoff().isZero()) {
-          downPeers.put(peer, new PeerDown(System.nanoTime() + config.peerBackoff().toNanos(), e));
-          LOG.info(
-              "cannot connect to {} ({}); further attempts fail at once for {} ms",
-              peer,
-              e.getMessage(),
-              config.peerBackoff().toMillis());
-        }
-        throw e;
-      }
-      downPeers.remove(peer);
-      c = new Connection(this, pc, config, provider.maxReadsInFlightPerConnection());
-      connections.put(peer, c);
-      if (closed) {
-        c.close();
-        throw new TransferConnectionException("transfer node closed", peer, null);
-      }
-      LOG.debug("connected to {} over {}", peer, provider.kind());
-      return c;
-    }
+    return connections.get(peer);
   }
-
-  private void checkBackoff(InetSocketAddress peer) throws TransferConnectionException {
-    PeerDown down = downPeers.get(peer);
-    if (down == null) {
-      return;
-    }
-    long left = down.untilNanos - System.nanoTime();
-    if (left <= 0) {
-      downPeers.remove(peer, down);
-      return;
-    }
-    counters.peerBackoffRejects.increment();
-    throw new TransferConnectionException(
-        "not connecting: the last attempt failed ("
-            + down.cause.getMessage()
-            + "); next attempt allowed in "
-            + TimeUnit.NANOSECONDS.toMillis(left)
-            + " ms",
-        peer,
-        down.cause);
-  }
-
-  /** A peer an attempt to connect to failed, until when attempts fail at once, and why. */
-  private record PeerDown(long untilNanos, TransferException cause) {}
 
   /** Closes the cached connection to {@code peer}, if any; its outstanding reads fail. */
   public void disconnect(InetSocketAddress peer) {
-    Connection c = connections.remove(peer);
-    if (c != null) {
-      c.close();
-    }
-  }
-
-  /**
-   * The idle reaper, on the timer thread: closes every cached connection that {@linkplain
-   * Connection#retireIfIdle retires} as idle and drops failed ones whose reads have all ended from
-   * the cache.
-   */
-  private void reapIdle() {
-    long now = System.nanoTime();
-    int reaped = 0;
-    for (Map.Entry<InetSocketAddress, Connection> e : connections.entrySet()) {
-      Connection c = e.getValue();
-      try {
-        if (c.retireIfIdle(now, idleTimeoutNanos)) {
-          connections.remove(e.getKey(), c);
-          c.close(); // nothing is outstanding: no read sees this close
-          counters.connectionsReaped.increment();
-          reaped++;
-          if (reapLogged.compareAndSet(false, true)) {
-            LOG.info(
-                "closed the idle connection from {} to {}: no reads for {} ms ({}); later idle "
-                    + "closes are logged at DEBUG and counted as connectionsReaped",
-                localAddress(),
-                e.getKey(),
-                config.connectionIdleTimeout().toMillis(),
-                TransferConfig.CONNECTION_IDLE_TIMEOUT);
-          } else {
-            LOG.debug("closed the idle connection to {}", e.getKey());
-          }
-        } else if (c.isDone()) {
-          connections.remove(e.getKey(), c); // failed earlier; keeps the cache to live peers
-        }
-      } catch (RuntimeException ex) {
-        LOG.warn("idle check failed for {}", e.getKey(), ex);
-      }
-    }
-    if (reaped > 0) {
-      LOG.debug("{} idle connections closed; {} cached", reaped, connections.size());
-    }
-    lastSweepStartNanos = now;
-    reaperSweeps.incrementAndGet();
+    connections.disconnect(peer);
   }
 
   /** Called by a connection when a read arrived after the reaper retired it. */
   void readOnReapedConnection(Connection c) {
-    if (reapedReadLogged.compareAndSet(false, true)) {
-      LOG.info(
-          "a read on the connection to {} arrived after it was closed as idle; it failed unsent "
-              + "with ConnectionReapedException. Callers should take connections from "
-              + "connection(peer) per batch instead of keeping them (logged once)",
-          c.peer());
-    }
+    connections.readOnReapedConnection(c);
   }
 
   /** Sweeps the idle reaper has finished (a test hook). */
   long reaperSweeps() {
-    return reaperSweeps.get();
+    return connections.reaperSweeps();
   }
 
   /**
@@ -522,18 +373,12 @@ public final class TransferNode implements AutoCloseable {
    * then has been closed (a test hook).
    */
   long lastReaperSweepStartNanos() {
-    return lastSweepStartNanos;
+    return connections.lastReaperSweepStartNanos();
   }
 
-  private void checkTimeouts() {
-    long now = System.nanoTime();
-    for (Connection c : connections.values()) {
-      try {
-        c.checkTimeout(now);
-      } catch (RuntimeException e) {
-        LOG.warn("timeout check failed for {}", c.peer(), e);
-      }
-    }
+  /** The outgoing connections (a test hook). */
+  ConnectionPool connectionPool() {
+    return connections;
   }
 
   /** A snapshot of the counters. */
@@ -564,7 +409,7 @@ public final class TransferNode implements AutoCloseable {
       m.merge(k + ".peakBytes", child.peakBytes(), Math::max);
       m.merge(k + ".units", child.liveUnits(), Long::sum);
     }
-    m.put("openConnections", connections.values().stream().filter(Connection::isOpen).count());
+    m.put("openConnections", connections.openConnections());
     m.putAll(provider.counters());
     return new TransferStats(m);
   }
@@ -590,11 +435,7 @@ public final class TransferNode implements AutoCloseable {
       return;
     }
     closed = true;
-    timer.shutdownNow();
-    for (Connection c : connections.values()) {
-      c.close();
-    }
-    connections.clear();
+    connections.close();
     for (MemoryRegion r : new ArrayList<>(regions)) {
       r.close();
     }
@@ -602,11 +443,7 @@ public final class TransferNode implements AutoCloseable {
     provider.close();
     // Last: consumers close their children before the node; what is still open is reported.
     memory.close();
-    try {
-      timer.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    connections.awaitTimer();
     LOG.debug("transfer node on {} closed: {}", localAddress(), stats());
   }
 

@@ -34,12 +34,7 @@ class ConnectionReaperTest {
 
   @AfterEach
   void closeAll() {
-    for (TransferNode n : nodes) {
-      n.close();
-    }
-    for (TransferNode n : nodes) {
-      TransferContractTest.assertReleased(n);
-    }
+    TransferContractTest.closeAndCheck(nodes);
     for (InMemoryTransport t : transports) {
       t.close();
     }

@@ -471,7 +471,7 @@ public final class InMemoryTransport implements AutoCloseable {
             io.execute(() -> serve(p));
             break;
           case DELAY:
-            io.schedule(() -> serve(p), a.delay.toNanos(), TimeUnit.NANOSECONDS);
+            var unused = io.schedule(() -> serve(p), a.delay.toNanos(), TimeUnit.NANOSECONDS);
             break;
           case FAIL:
             io.execute(() -> end(p, a.error));

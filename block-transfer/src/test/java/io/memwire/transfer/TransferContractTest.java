@@ -60,13 +60,18 @@ public abstract class TransferContractTest {
 
   @AfterEach
   void closeNodes() {
+    closeAndCheck(nodes);
+    nodes.clear();
+  }
+
+  /** Closes every node, then checks that each returned everything it held. */
+  static void closeAndCheck(List<TransferNode> nodes) {
     for (TransferNode n : nodes) {
       n.close();
     }
     for (TransferNode n : nodes) {
       assertReleased(n);
     }
-    nodes.clear();
   }
 
   /** Everything a closed node held is returned. */
@@ -355,20 +360,23 @@ public abstract class TransferContractTest {
       // that went out with the body, ahead of that completion, would still see 0. (Run on this
       // thread, the callback came too late to tell anything: try again.)
       AtomicBoolean inCompletion = new AtomicBoolean();
-      batch
-          .result(0)
-          .whenComplete(
-              (b, e) -> {
-                if (Thread.currentThread() != test) {
-                  inCompletion.set(true);
-                  wordMemory.putLong(0, changed);
-                }
-              });
+      var unusedWriter =
+          batch
+              .result(0)
+              .whenComplete(
+                  (b, e) -> {
+                    if (Thread.currentThread() != test) {
+                      inCompletion.set(true);
+                      wordMemory.putLong(0, changed);
+                    }
+                  });
       List<Boolean> bodyDoneFirst = new ArrayList<>();
-      batch
-          .result(2)
-          .whenComplete(
-              (b, e) -> bodyDoneFirst.add(batch.result(0).isDone() && batch.result(1).isDone()));
+      var unusedOrder =
+          batch
+              .result(2)
+              .whenComplete(
+                  (b, e) ->
+                      bodyDoneFirst.add(batch.result(0).isDone() && batch.result(1).isDone()));
       long seen;
       TransferBuffer after = await(batch.result(2));
       try {

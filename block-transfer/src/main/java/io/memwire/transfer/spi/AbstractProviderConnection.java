@@ -5,6 +5,7 @@ import io.memwire.transfer.TransferException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -73,10 +74,11 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
   }
 
   /**
-   * Fails the connection with {@code cause} (the first cause wins): the provider quiesces, then
-   * every read it held fails, each once, on this thread. A later caller waits (bounded) until that
-   * has happened, unless it runs on the provider's own thread, which the first caller may be
-   * waiting for.
+   * Fails the connection with {@code cause} (the first cause wins): the provider stops, then every
+   * read it held fails, each once, on the thread that stopped it ({@link #stop}: this thread, or
+   * the provider's own thread when it stops there). A later caller waits (bounded) until that has
+   * happened, unless it runs on the provider's own thread, which the first caller may be waiting
+   * for.
    */
   @Override
   public final void fail(TransferException cause) {
@@ -87,22 +89,45 @@ public abstract class AbstractProviderConnection implements ProviderConnection {
       return;
     }
     failing = Thread.currentThread();
+    CompletableFuture<List<WireRead>> stopped;
+    try {
+      stopped = stop(cause);
+    } catch (RuntimeException e) {
+      LOG.warn("quiescing the connection to {} failed; failing its reads anyway", peer, e);
+      stopped = CompletableFuture.completedFuture(List.of());
+    }
+    var unused =
+        stopped.whenComplete(
+            (held, e) -> {
+              if (e != null) {
+                LOG.warn("quiescing the connection to {} failed", peer, e);
+              }
+              try {
+                for (WireRead r : held != null ? held : List.<WireRead>of()) {
+                  assert !r.isEnded() : "quiesce handed back a read that had already ended: " + r;
+                  r.fail(cause);
+                }
+              } finally {
+                failing = null;
+                failed.countDown();
+              }
+            });
+  }
+
+  /**
+   * Stops the transport, now or later: the future completes with every read still held once nothing
+   * writes into their destinations. By default runs {@link #quiesce} on this thread; a provider
+   * whose state lives on its own thread stops there instead and completes the future there, so the
+   * failing thread never waits for it.
+   */
+  protected CompletableFuture<List<WireRead>> stop(TransferException cause) {
     List<WireRead> held = new ArrayList<>();
     try {
       quiesce(cause, held);
     } catch (RuntimeException e) {
       LOG.warn("quiescing the connection to {} failed; failing its reads anyway", peer, e);
-    } finally {
-      try {
-        for (WireRead r : held) {
-          assert !r.isEnded() : "quiesce handed back a read that had already ended: " + r;
-          r.fail(cause);
-        }
-      } finally {
-        failing = null;
-        failed.countDown();
-      }
     }
+    return CompletableFuture.completedFuture(held);
   }
 
   /** Closes the connection; outstanding reads fail with a connection error. */

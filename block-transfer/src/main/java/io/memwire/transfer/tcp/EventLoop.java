@@ -45,6 +45,9 @@ final class EventLoop implements Runnable {
   private final AtomicBoolean errorLogged = new AtomicBoolean();
   private volatile boolean running = true;
 
+  /** Set once the thread ran its last tasks: later tasks run on the thread that hands them over. */
+  private volatile boolean ended;
+
   /**
    * @param loopErrors counts failures the loop survived that were not the channel's own I/O errors:
    *     {@link Error}s and unexpected exceptions
@@ -64,10 +67,16 @@ final class EventLoop implements Runnable {
     return Thread.currentThread() == thread;
   }
 
-  /** Runs {@code task} on the loop thread (soon; in order with other tasks). */
+  /**
+   * Runs {@code task} on the loop thread (soon; in order with other tasks), or on this thread when
+   * the loop has ended (its channels are closed and nothing else touches them), so a task such as a
+   * connection's stop is never lost.
+   */
   void execute(Runnable task) {
     tasks.add(task);
-    if (!inLoop() && wakeupPending.compareAndSet(false, true)) {
+    if (ended) {
+      runTasks();
+    } else if (!inLoop() && wakeupPending.compareAndSet(false, true)) {
       selector.wakeup();
     }
   }
@@ -130,6 +139,8 @@ final class EventLoop implements Runnable {
     } catch (IOException e) {
       LOG.debug("closing selector", e);
     }
+    ended = true;
+    runTasks(); // handed over while the loop was ending
   }
 
   private void runTasks() {

@@ -17,17 +17,15 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.ReentrantLock;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The reading side of one tcp connection. Requests are pipelined: every posted read goes out as a
@@ -35,12 +33,12 @@ import org.slf4j.LoggerFactory;
  * in the read's destination (large bodies are read from the socket straight into it, small ones are
  * copied out of a receive buffer so one system call can carry many).
  *
- * <p>All socket and destination access happens on the connection's event-loop thread; quiescing on
- * failure happens there too (see {@link AbstractProviderConnection}), so once a read has failed
- * nothing writes into its destination.
+ * <p>All socket and destination access happens on the connection's event-loop thread: a posting
+ * thread only queues its reads and wakes the loop, which writes everything queued by then in one
+ * go. Stopping on failure happens there too ({@link #stop}, a future the loop completes), so once a
+ * read has failed nothing writes into its destination, and the failing thread never waits.
  */
 final class TcpConnection extends AbstractProviderConnection implements EventLoop.Handler {
-  private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
   private static final int DIRECT_READ_MIN = 32 << 10;
 
   /**
@@ -53,21 +51,18 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
   private final TcpProvider provider;
   private final SocketChannel channel;
   private final EventLoop loop;
+
+  /** Reads posted and not yet written: posting threads add, the loop takes. */
   private final Queue<WireRead> submitted = new ConcurrentLinkedQueue<>();
+
+  /** A flush is queued on the loop: reads posted before it runs go out with it. */
   private final AtomicBoolean flushScheduled = new AtomicBoolean();
 
-  /**
-   * Guards the send side ({@link #send}, {@link #nextId}, adding to {@link #inFlight}): a posting
-   * thread that finds it free writes its requests itself, saving a hand-over to the loop.
-   */
-  private final ReentrantLock sendLock = new ReentrantLock();
-
+  // Loop-confined state: only the loop thread touches it (or any one thread once the loop ended).
   private final ByteBuffer send = ByteBuffer.allocateDirect(Wire.REQUEST_SIZE * 256);
   private long nextId = 1;
-  private final Map<Long, WireRead> inFlight = new ConcurrentHashMap<>();
-
-  // Loop-confined state.
-  private volatile SelectionKey key;
+  private final Map<Long, WireRead> inFlight = new HashMap<>();
+  private SelectionKey key;
   private final ByteBuffer recv = ByteBuffer.allocateDirect(RECV_BUFFER);
   private WireRead current;
   private ByteBuffer currentDst;
@@ -230,21 +225,12 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
       fail(new TransferConnectionException("transport stopped", peer(), null));
     }
     if (!isOpen()) {
-      // The failure's quiesce may already have drained the queue: whatever is left is ours.
+      // The failure's stop may already have drained the queue: whatever is left is ours.
       reject(drainSubmitted());
       return;
     }
-    if (!loop.inLoop() && key != null && sendLock.tryLock()) {
-      try {
-        if (send.position() == 0 && trySend()) {
-          return; // everything written from this thread
-        }
-      } catch (IOException | RuntimeException e) {
-        // the loop notices the broken socket and fails the connection
-      } finally {
-        sendLock.unlock();
-      }
-    }
+    // Only the loop writes the socket. One flush per wake-up: reads posted while one is queued
+    // (a whole batch of completions on the loop, or many posting threads) share its write.
     if (flushScheduled.compareAndSet(false, true)) {
       loop.execute(this::flushTask);
     }
@@ -252,18 +238,20 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
 
   private void flushTask() {
     flushScheduled.set(false);
-    sendLock.lock();
+    flush();
+  }
+
+  private void flush() {
     try {
       interest(!trySend());
     } catch (IOException | RuntimeException e) {
       fail(new TransferConnectionException("send failed: " + e.getMessage(), peer(), e));
-    } finally {
-      sendLock.unlock();
     }
   }
 
-  /** Writes queued requests; true when nothing is left to write. Holds {@link #sendLock}. */
+  /** Writes queued requests; true when nothing is left to write. On the loop. */
   private boolean trySend() throws IOException {
+    assert loop.inLoop() || !loop.isAlive() : "tcp socket written off its loop";
     while (true) {
       WireRead r;
       while (send.remaining() >= Wire.REQUEST_SIZE && (r = submitted.poll()) != null) {
@@ -303,7 +291,7 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
   @Override
   public void ready(SelectionKey k) throws IOException {
     if (k.isWritable()) {
-      flushTask();
+      flush();
     }
     if (k.isReadable()) {
       receive();
@@ -422,54 +410,29 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     return loop.inLoop();
   }
 
-  /** Stops the socket on the loop thread, where every destination write happens. */
+  /**
+   * Stops the socket on the loop thread, where every destination write happens: the future
+   * completes there (at once when called there) with the reads to fail. The failing thread does not
+   * wait; a loop that has ended runs the stop on the caller ({@link EventLoop#execute}).
+   */
   @Override
-  protected void quiesce(TransferException cause, List<WireRead> held) {
-    if (loop.inLoop() || !loop.isAlive()) {
-      quiesceOnLoop(held);
-      return;
-    }
-    List<WireRead> fromLoop = new ArrayList<>();
-    CountDownLatch done = new CountDownLatch(1);
-    Object handOver = new Object();
-    boolean[] ranAbandoned = new boolean[2];
-    loop.execute(
+  protected CompletableFuture<List<WireRead>> stop(TransferException cause) {
+    CompletableFuture<List<WireRead>> stopped = new CompletableFuture<>();
+    Runnable task =
         () -> {
-          boolean failHere;
+          List<WireRead> held = new ArrayList<>();
           try {
-            quiesceOnLoop(fromLoop);
+            quiesce(cause, held);
           } finally {
-            synchronized (handOver) {
-              ranAbandoned[0] = true;
-              failHere = ranAbandoned[1];
-            }
-            done.countDown();
+            stopped.complete(held);
           }
-          if (failHere) {
-            fromLoop.forEach(r -> r.fail(cause)); // the failing thread gave up waiting
-          }
-        });
-    try {
-      // Wait so that no destination is written once this returns (buffers may be freed next).
-      done.await(10, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    synchronized (handOver) {
-      if (ranAbandoned[0]) {
-        held.addAll(fromLoop);
-        return;
-      }
-      ranAbandoned[1] = true;
-    }
-    if (!loop.isAlive()) {
-      quiesceOnLoop(held); // the loop ended before running the task: nothing else touches them
+        };
+    if (loop.inLoop() || !loop.isAlive()) {
+      task.run();
     } else {
-      LOG.warn(
-          "I/O thread did not stop the connection to {} within 10 s; its reads fail when it "
-              + "does",
-          peer());
+      loop.execute(task);
     }
+    return stopped;
   }
 
   @Override
@@ -483,11 +446,10 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
                 cause));
   }
 
-  private void quiesceOnLoop(List<WireRead> held) {
+  /** Closes the socket and hands back every read it held; on the loop, through {@link #stop}. */
+  @Override
+  protected void quiesce(TransferException cause, List<WireRead> held) {
     assert loop.inLoop() || !loop.isAlive() : "tcp connection quiesced off its loop";
-    // A posting thread holding the lock finishes first; later ones see the state is not open.
-    sendLock.lock();
-    sendLock.unlock();
     if (key != null) {
       key.cancel();
     }

@@ -398,7 +398,18 @@ public final class TcpProvider implements TransportProvider {
     if (closed) {
       throw new IllegalStateException("tcp provider is closed");
     }
+    // Registering may allocate and pin; the I/O threads must stay free to serve the sockets.
+    assert !onIoThread() : "memory registered on the I/O thread " + Thread.currentThread();
     return table.register(buffer, address, remoteReadable, file, fileOffset);
+  }
+
+  private boolean onIoThread() {
+    for (EventLoop l : loops) {
+      if (l.inLoop()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   @Override

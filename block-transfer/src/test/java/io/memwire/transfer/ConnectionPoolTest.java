@@ -1,0 +1,97 @@
+package io.memwire.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The node's connection pool keeps per-peer state only for peers it still has a connection to, is
+ * connecting to, or is backing off from: a long-lived reader of many short-lived peers does not
+ * grow.
+ */
+class ConnectionPoolTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+
+  private final InMemoryTransport transport = new InMemoryTransport();
+  private final List<TransferNode> nodes = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    TransferContractTest.closeAndCheck(nodes);
+    transport.close();
+  }
+
+  private TransferNode node(TransferConfig.Builder b) {
+    TransferNode n = transport.start(b.build());
+    nodes.add(n);
+    return n;
+  }
+
+  @Test
+  void connectingToAndClosingManyPeersLeavesNoPerPeerState() throws Exception {
+    TransferNode client = node(TransferConfig.builder());
+    int peers = 40;
+    for (int i = 0; i < peers; i++) {
+      TransferNode server = node(TransferConfig.builder());
+      InetSocketAddress peer = server.localAddress();
+      Connection c = client.connection(peer);
+      assertSame(c, client.connection(peer), "cached while open");
+      client.disconnect(peer);
+    }
+    assertEquals(peers, transport.connects());
+    assertEquals(0, client.connectionPool().peersTracked(), "per-peer state left behind");
+  }
+
+  @Test
+  void concurrentConnectsShareOneConnectionAndLeaveNoLock() throws Exception {
+    TransferNode client = node(TransferConfig.builder());
+    TransferNode server = node(TransferConfig.builder());
+    InetSocketAddress peer = server.localAddress();
+    int threads = 8;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Callable<Connection>> tasks = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        tasks.add(() -> client.connection(peer));
+      }
+      List<Future<Connection>> got = pool.invokeAll(tasks, WAIT.toSeconds(), TimeUnit.SECONDS);
+      Connection first = got.get(0).get();
+      for (Future<Connection> f : got) {
+        assertSame(first, f.get(), "one connection per peer");
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(1, transport.connects());
+    assertEquals(1, client.connectionPool().peersTracked(), "only the cached connection");
+    client.disconnect(peer);
+    assertEquals(0, client.connectionPool().peersTracked());
+  }
+
+  @Test
+  void anExpiredBackoffIsForgotten() throws Exception {
+    TransferNode client =
+        node(TransferConfig.builder().peerBackoff(Duration.ofMillis(50)).readTimeout(WAIT));
+    TransferNode server = node(TransferConfig.builder());
+    InetSocketAddress peer = server.localAddress();
+    transport.refuseConnections(peer, true);
+    assertThrows(TransferConnectionException.class, () -> client.connection(peer));
+    assertEquals(1, client.connectionPool().peersTracked(), "backing off from the peer");
+    InMemoryTransport.awaitCondition(
+        () -> client.connectionPool().peersTracked() == 0,
+        WAIT,
+        () -> "the back-off was not forgotten once it ran out");
+  }
+}

@@ -1,0 +1,73 @@
+package io.memwire.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Destination memory is never allocated or registered on a transport's I/O thread, even when the
+ * read pool must grow for a read that the I/O thread moves into flight after a completion. The tcp
+ * provider asserts that no registration runs on its I/O threads (tests run with assertions on): a
+ * registration there fails the read and counts a loop error.
+ */
+class DestinationMemoryTest {
+  private final List<TransferNode> nodes = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    TransferContractTest.closeAndCheck(nodes);
+  }
+
+  private TransferNode tcpNode(TransferConfig.Builder b) {
+    TransferNode n =
+        TransferNode.start(b.provider(ProviderKind.TCP).bindAddress("127.0.0.1").build());
+    nodes.add(n);
+    return n;
+  }
+
+  @Test
+  void thePoolGrowsOffTheIoThreadWhileReadsComplete() throws Exception {
+    TransferNode server = tcpNode(TransferConfig.builder());
+    // One read in flight: every read after the first is moved into flight by the I/O thread when
+    // the one before it completes. Each needs a size class the pool has no slab for yet; past
+    // 16 MiB of slabs they need dedicated (one-off) registrations.
+    TransferNode client =
+        tcpNode(TransferConfig.builder().maxOutstandingRequests(1).poolMaxBytes(16 << 20));
+    byte[] data = new byte[1 << 20];
+    new Random(7).nextBytes(data);
+    ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
+    memory.put(data).flip();
+    MemoryRegion region = server.register(memory);
+
+    List<ReadRequest> requests = new ArrayList<>();
+    for (int shift = 12; shift <= 20; shift++) {
+      int length = (1 << shift) - 100; // odd sizes: the class, not the exact length, matters
+      requests.add(ReadRequest.of(region.remote(), 100, length));
+    }
+    ReadBatch batch = client.connection(server.localAddress()).read(requests);
+    for (int i = 0; i < requests.size(); i++) {
+      TransferBuffer b = batch.result(i).get(30, TimeUnit.SECONDS);
+      try {
+        byte[] got = new byte[requests.get(i).length()];
+        b.nioBuffer().get(got);
+        byte[] want = new byte[got.length];
+        System.arraycopy(data, 100, want, 0, want.length);
+        assertArrayEquals(want, got, "bytes of read " + i);
+      } finally {
+        b.release();
+      }
+    }
+    assertEquals(0, client.stats().asMap().get("loopErrors"), "I/O thread failures");
+    assertEquals(4L << 20 << 2, client.bufferPool().slabBytes(), "four classes got slabs");
+    assertTrue(client.bufferPool().dedicatedAllocations() > 0, "the rest got dedicated buffers");
+    region.close();
+  }
+}
