@@ -63,7 +63,6 @@ import scala.Tuple2;
  */
 public final class RdmaShuffleManager implements ShuffleManager {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
-  private static volatile RdmaShuffleManager current;
 
   private final boolean isDriver;
   private final boolean localMode;
@@ -96,9 +95,38 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   private final boolean deferredStart;
 
-  private volatile Started started;
-  private volatile boolean startDone;
-  private volatile boolean stopped;
+  /**
+   * Where this manager is. It moves STARTING -> STARTED or DELEGATING, and from any phase to
+   * STOPPED; only under this object's monitor. Read without it.
+   */
+  private volatile Lifecycle lifecycle;
+
+  /** The phases of {@link #lifecycle}. */
+  private enum Phase {
+    /** The transport starts at first use (built before SparkEnv, or the local-mode driver). */
+    STARTING,
+    /** The transport runs: map outputs are registered and read one-sided. */
+    STARTED,
+    /** No transport in this JVM: Spark's sort shuffle does everything (the reason says why). */
+    DELEGATING,
+    /** {@link #stop()} ran. */
+    STOPPED
+  }
+
+  /**
+   * A phase, the transport (running when STARTED, closed when STOPPED after a start: its counters
+   * stay readable) and why no transport runs (for {@link #transportDescription()}).
+   */
+  private record Lifecycle(Phase phase, Started started, String why) {
+    static Lifecycle delegating(String why) {
+      return new Lifecycle(Phase.DELEGATING, null, why);
+    }
+
+    /** The transport if it runs, else null. */
+    Started running() {
+      return phase == Phase.STARTED ? started : null;
+    }
+  }
 
   /** The transport and what depends on it; absent while RDMA is off in this JVM. */
   private static final class Started {
@@ -154,8 +182,22 @@ public final class RdmaShuffleManager implements ShuffleManager {
         wire.delegate() && (!isDriver || localMode)
             ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
             : null;
-    current = this;
     this.deferredStart = !isDriver && !SparkCompat.envReady();
+    if (isDriver && !localMode) {
+      this.lifecycle = Lifecycle.delegating("none (driver)");
+    } else if (wire.delegate()) {
+      // Delegated reads: nothing is registered or read one-sided, so no listener is opened.
+      this.lifecycle =
+          Lifecycle.delegating("none (" + wire.encryptedBy() + ": reads delegated to Spark)");
+    } else {
+      this.lifecycle =
+          new Lifecycle(
+              Phase.STARTING,
+              null,
+              deferredStart
+                  ? "none yet (built before SparkEnv: starts at first use)"
+                  : "none yet (starts at first use)");
+    }
     if (!isDriver) {
       LOG.info(
           "Memwire shuffle on Spark {} ({}): {}",
@@ -170,9 +212,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
   }
 
-  /** The manager of this JVM (an executor's, or the driver's in local mode), or null. */
+  /**
+   * The manager of this JVM's {@code SparkEnv} (an executor's, or the driver's in local mode), or
+   * null when Spark runs another shuffle manager or no SparkEnv exists (yet, or any more).
+   */
   public static RdmaShuffleManager current() {
-    return current;
+    SparkEnv env = SparkEnv.get();
+    return env != null && env.shuffleManager() instanceof RdmaShuffleManager m ? m : null;
   }
 
   private static Map<String, String> asMap(SparkConf conf) {
@@ -231,19 +277,21 @@ public final class RdmaShuffleManager implements ShuffleManager {
    * SparkEnv; local mode on first use).
    */
   private Started ensureStarted() {
-    if (startDone) {
-      return started;
-    }
-    if ((isDriver && !localMode) || wire.delegate()) {
-      // Delegated reads: nothing is registered or read one-sided, so no listener is opened.
-      return null;
+    Lifecycle l = lifecycle;
+    if (l.phase() != Phase.STARTING) {
+      return l.running();
     }
     synchronized (this) {
-      if (!startDone && !stopped) {
-        started = start();
-        startDone = true;
+      if (lifecycle.phase() == Phase.STARTING) {
+        // A start that throws (verbs asked for, or fallback=false) leaves STARTING: the next use
+        // tries again and fails the same way, as Spark retries the task.
+        Started s = start();
+        lifecycle =
+            s != null
+                ? new Lifecycle(Phase.STARTED, s, null)
+                : Lifecycle.delegating("none (Spark's own transfer only)");
       }
-      return started;
+      return lifecycle.running();
     }
   }
 
@@ -379,7 +427,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   @Override
   public boolean unregisterShuffle(int shuffleId) {
-    Started s = started;
+    Started s = lifecycle.running();
     if (s != null) {
       s.directory.unregister(shuffleId);
       s.readContext.forget(shuffleId);
@@ -407,11 +455,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
   public void stop() {
     Started s;
     synchronized (this) {
-      if (stopped) {
+      if (lifecycle.phase() == Phase.STOPPED) {
         return;
       }
-      stopped = true;
-      s = started;
+      s = lifecycle.running();
+      lifecycle = new Lifecycle(Phase.STOPPED, s, "none (stopped)");
     }
     try {
       sort.stop();
@@ -427,33 +475,20 @@ public final class RdmaShuffleManager implements ShuffleManager {
         s.directory.close();
         s.node.close();
       }
-      if (current == this) {
-        current = null;
-      }
     }
   }
 
   /** True once the transport runs in this JVM. */
   public boolean isTransportActive() {
-    Started s = started;
+    Started s = lifecycle.running();
     return s != null && !s.node.isClosed();
   }
 
   /** "provider: reason" of the running transport, or why none runs. */
   public String transportDescription() {
-    Started s = started;
-    if (s == null) {
-      if (isDriver && !localMode) {
-        return "none (driver)";
-      }
-      if (deferredStart && !startDone && !wire.delegate()) {
-        return "none yet (built before SparkEnv: starts at first use)";
-      }
-      return wire.delegate()
-          ? "none (" + wire.encryptedBy() + ": reads delegated to Spark)"
-          : "none (Spark's own transfer only)";
-    }
-    return s.node.provider() + ": " + s.node.selectionReason();
+    Lifecycle l = lifecycle;
+    Started s = l.running();
+    return s == null ? l.why() : s.node.provider() + ": " + s.node.selectionReason();
   }
 
   /** True when this manager was built before SparkEnv and starts its transport at first use. */
@@ -483,7 +518,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** The transport's counters, or null when it does not run here. */
   public TransferStats transferStats() {
-    Started s = started;
+    Started s = lifecycle.started();
     return s == null ? null : s.node.stats();
   }
 
@@ -493,7 +528,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
-    Started s = started;
+    Started s = lifecycle.started();
     m.put("transportActive", s != null && !s.node.isClosed() ? 1L : 0L);
     m.put("serviceConnected", s != null && s.service != null && s.service.isConnected() ? 1L : 0L);
     if (s != null) {
@@ -513,7 +548,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Test hook: invalidates this executor's directory slots of a shuffle; returns slots changed. */
   public int invalidateDirectoryForTesting(int shuffleId) {
-    Started s = started;
+    Started s = lifecycle.running();
     if (s == null) {
       return 0;
     }

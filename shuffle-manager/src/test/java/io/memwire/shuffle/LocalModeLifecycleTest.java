@@ -67,6 +67,10 @@ class LocalModeLifecycleTest {
     }
     assertFalse(manager.isTransportActive());
     assertNull(RdmaShuffleManager.current());
+    // A stopped manager starts nothing again: a late task of this application gets Spark's own
+    // writer and reader, not the closed transport's.
+    assertFalse(manager.startForTesting());
+    assertEquals("none (stopped)", manager.transportDescription());
     TransferStats s = manager.transferStats();
     assertEquals(0, s.registeredRegions(), s.toString());
     assertEquals(0, s.mappedSegments(), s.toString());
