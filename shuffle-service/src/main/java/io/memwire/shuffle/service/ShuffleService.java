@@ -1,23 +1,14 @@
 package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
-import io.memwire.transfer.MemoryRegion;
-import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.net.UnknownHostException;
-import java.nio.ByteBuffer;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
@@ -25,21 +16,14 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
-import jdk.net.ExtendedSocketOptions;
-import jdk.net.UnixDomainPrincipal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -75,7 +59,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
-  private static final AtomicInteger SESSIONS = new AtomicInteger();
 
   /** Open files and memory mappings kept free for everything but held outputs. */
   private static final long RESERVED_FILES = 1024;
@@ -88,32 +71,16 @@ public final class ShuffleService implements AutoCloseable {
   private final ServerSocketChannel server;
   private final Path appsDir;
   private final Quotas quotas;
-  private final Map<Application.Key, Application> apps = new ConcurrentHashMap<>();
-  private final Set<ClientSession> sessions = ConcurrentHashMap.newKeySet();
-  private final Thread acceptor;
+  private final ClientAcceptor clients;
   private final ScheduledExecutorService liveness;
   private final ScheduledExecutorService deadlines;
   private final AtomicLong linkIds = new AtomicLong();
 
-  /** How often a driver that answers is probed. */
-  private final long probeEveryNanos;
-
-  /** The liveness thread's period; also how soon a refused probe is repeated. */
-  private final long tickNanos;
-
-  /** How long a driver's port must refuse every probe before its application ends. */
-  private final long refusedGraceNanos;
-
+  private final ServiceCounters counters = new ServiceCounters();
+  private final Applications applications;
+  private final DriverLiveness drivers;
+  private final OutputIntake intake;
   private final CountDownLatch stopped = new CountDownLatch(1);
-  private final LongAdder outputsTaken = new LongAdder();
-  private final LongAdder outputsRefused = new LongAdder();
-  private final LongAdder outputsReplaced = new LongAdder();
-  private final LongAdder clientsRefused = new LongAdder();
-  private final LongAdder clientsTimedOut = new LongAdder();
-  private final LongAdder applicationsEnded = new LongAdder();
-  private final LongAdder shufflesRemoved = new LongAdder();
-  private final LongAdder driverProbes = new LongAdder();
-  private final Map<String, LongAdder> refusals = new ConcurrentHashMap<>();
   private final long maxOutputs;
   private volatile boolean closed;
 
@@ -127,14 +94,6 @@ public final class ShuffleService implements AutoCloseable {
 
   /** Runs in {@link #close} once the service is no longer ready (tests observe /health there). */
   volatile Runnable whileClosing = () -> {};
-
-  /**
-   * Why requests were refused, besides the quota keys {@link Quotas} counts: a user not in
-   * allowedUsers, an output the service would not take, the transfer node's registration budget, a
-   * service that is stopping, a registration with another token or driver (or an unresolvable one).
-   */
-  static final List<String> REFUSAL_REASONS =
-      List.of("userNotAllowed", "badOutput", "registrationBudget", "stopping", "registration");
 
   /** A request the service refuses, with the protocol's error code. */
   static final class Refused extends Exception {
@@ -154,9 +113,6 @@ public final class ShuffleService implements AutoCloseable {
     this.server = server;
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
     this.maxOutputs = maxOutputs;
-    for (String r : REFUSAL_REASONS) {
-      refusals.put(r, new LongAdder());
-    }
     this.appsDir = config.dir().resolve("apps");
     ServiceConfig.Quota n = config.nodeQuota();
     this.quotas =
@@ -165,16 +121,10 @@ public final class ShuffleService implements AutoCloseable {
             config.userQuota(),
             config.applicationQuota(),
             config.maxApplicationsPerUser());
-    long timeoutMs = config.appTimeout().toMillis();
-    this.probeEveryNanos =
-        TimeUnit.MILLISECONDS.toNanos(Math.max(250, Math.min(10_000, timeoutMs / 4)));
-    this.tickNanos = Math.min(probeEveryNanos, TimeUnit.SECONDS.toNanos(1));
-    // A driver's RPC port listens for the whole life of its SparkContext, so refusals that last
-    // across a few probes mean the driver stopped (or crashed); a silent host waits appTimeout.
-    this.refusedGraceNanos =
-        Math.min(TimeUnit.MILLISECONDS.toNanos(timeoutMs), TimeUnit.SECONDS.toNanos(5));
-    this.acceptor = new Thread(this::acceptLoop, "memwire-shuffle-service-accept");
-    this.acceptor.setDaemon(true);
+    this.applications = new Applications(appsDir, quotas, counters, linkIds);
+    this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
+    this.intake = new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed);
+    this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
     this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
     this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
   }
@@ -233,10 +183,11 @@ public final class ShuffleService implements AutoCloseable {
       throw e;
     }
     ShuffleService s = new ShuffleService(config, node, server, maxOutputs);
-    s.acceptor.start();
-    long tick = TimeUnit.NANOSECONDS.toMillis(s.tickNanos);
-    s.liveness.scheduleWithFixedDelay(s::probeDrivers, tick, tick, TimeUnit.MILLISECONDS);
-    s.deadlines.scheduleWithFixedDelay(s::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    s.clients.start();
+    long tick = TimeUnit.NANOSECONDS.toMillis(s.drivers.tickNanos());
+    s.liveness.scheduleWithFixedDelay(s.drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
+    s.deadlines.scheduleWithFixedDelay(
+        s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
     if (config.httpPort().isPresent()) {
       try {
         ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
@@ -271,7 +222,7 @@ public final class ShuffleService implements AutoCloseable {
         node.selectionReason(),
         node.localAddress(),
         config.appTimeout().toMillis(),
-        TimeUnit.NANOSECONDS.toMillis(s.refusedGraceNanos),
+        TimeUnit.NANOSECONDS.toMillis(s.drivers.refusedGraceNanos()),
         maxOutputs,
         config.userQuota(),
         config.applicationQuota());
@@ -363,7 +314,7 @@ public final class ShuffleService implements AutoCloseable {
    * on purpose (/health); false only when the accept thread died while the service should serve.
    */
   public boolean isLive() {
-    return closed || !ready || acceptor.isAlive();
+    return closed || !ready || clients.isAlive();
   }
 
   /** The port of the HTTP endpoint, or -1 when it is off ({@code http.port} unset). */
@@ -371,155 +322,17 @@ public final class ShuffleService implements AutoCloseable {
     return httpPort;
   }
 
-  private void refused(String reason) {
-    refusals.get(reason).increment();
-  }
-
-  private void acceptLoop() {
-    long backoff = 100;
-    while (!closed) {
-      SocketChannel ch;
-      try {
-        ch = server.accept();
-        backoff = 100;
-      } catch (ClosedChannelException e) {
-        return;
-      } catch (IOException e) {
-        // Out of descriptors, say: keep the listener, try again later.
-        LOG.warn("shuffle service: accept failed ({}); retrying in {} ms", e.toString(), backoff);
-        sleepQuietly(backoff);
-        backoff = Math.min(2000, backoff * 2);
-        continue;
-      }
-      try {
-        admit(ch);
-      } catch (IOException | RuntimeException e) {
-        LOG.debug("shuffle service: client dropped at admission: {}", e.toString());
-        closeQuietly(ch);
-      }
-    }
-  }
-
-  private void admit(SocketChannel ch) throws IOException {
-    UnixDomainPrincipal peer = ch.getOption(ExtendedSocketOptions.SO_PEERCRED);
-    UserPrincipal user = peer.user();
-    String refusal;
-    int code;
-    if (!config.allows(user.getName())) {
-      refusal = "user " + user.getName() + " may not use this shuffle service";
-      code = ServiceProtocol.E_DENIED;
-      refused("userNotAllowed");
-      LOG.warn("shuffle service: refused a client: {}", refusal);
-    } else {
-      refusal = quotas.takeClient(user);
-      code = ServiceProtocol.E_NO_CAPACITY;
-    }
-    if (refusal != null) {
-      clientsRefused.increment();
-      ch.configureBlocking(false); // never block the acceptor on a client that does not read
-      ch.write(new ServiceProtocol.Out(ServiceProtocol.ERROR).u8(code).str(refusal).frame());
-      // Take what the client sent already: closing with unread bytes would reset the connection
-      // before the client reads the refusal.
-      ch.read(ByteBuffer.allocate(ServiceProtocol.MAX_FRAME));
-      ch.close();
-      return;
-    }
-    ClientSession s =
-        new ClientSession(this, ch, user, System.nanoTime() + config.registerTimeout().toNanos());
-    sessions.add(s);
-    if (closed) {
-      sessionEnded(s);
-      return;
-    }
-    try {
-      Thread t = new Thread(s, "memwire-shuffle-service-client-" + SESSIONS.incrementAndGet());
-      t.setDaemon(true);
-      t.start();
-    } catch (RuntimeException | Error e) {
-      sessionEnded(s); // its slot goes back; the acceptor goes on
-      throw new IllegalStateException("cannot start a client thread: " + e, e);
-    }
-  }
-
   void sessionEnded(ClientSession s) {
-    if (sessions.remove(s)) {
-      quotas.returnClient(s.user());
-    }
-    closeQuietly(s.channel());
+    clients.sessionEnded(s);
   }
 
-  private void enforceDeadlines() {
-    long now = System.nanoTime();
-    for (ClientSession s : sessions) {
-      String overdue = s.overdue(now);
-      if (overdue != null) {
-        clientsTimedOut.increment();
-        LOG.debug("shuffle service: closed a connection of {}: {}", s.user().getName(), overdue);
-        closeQuietly(s.channel()); // its thread sees the close and ends the session
-      }
-    }
-  }
-
-  /**
-   * Registers (or re-joins) an application of {@code user}.
-   *
-   * @throws Refused when the id is registered with another token or driver, the driver's host
-   *     cannot be resolved, or the user holds its quota of applications
-   */
+  /** See {@link Applications#register}. */
   Application register(UserPrincipal user, String id, byte[] token, String driverHost, int port)
       throws Refused {
-    Application.Key key = new Application.Key(user, id);
-    Application a = apps.get(key);
-    if (a == null) {
-      InetSocketAddress driver;
-      try {
-        driver = new InetSocketAddress(InetAddress.getByName(driverHost), port);
-      } catch (UnknownHostException | SecurityException e) {
-        refused("registration");
-        throw new Refused(
-            ServiceProtocol.E_BAD_REQUEST, "cannot resolve the driver's host " + driverHost);
-      }
-      String refusal = quotas.takeApplication(user, id);
-      if (refusal != null) {
-        throw new Refused(ServiceProtocol.E_QUOTA, refusal);
-      }
-      String userName = user.getName();
-      String safeUser = userName.replaceAll("[^A-Za-z0-9._-]", "_");
-      Path dir =
-          appsDir.resolve(
-              id
-                  + "@"
-                  + safeUser
-                  + (safeUser.equals(userName) ? "" : "-" + linkIds.incrementAndGet()));
-      Application created = new Application(key, token, dir, driver, System.nanoTime());
-      a = apps.putIfAbsent(key, created);
-      if (a == null) {
-        a = created;
-        LOG.debug("application {} registered, driver {}", key, driver);
-      } else {
-        quotas.returnApplication(user); // another executor registered it first
-      }
-    }
-    if (!a.tokenMatches(token)) {
-      refused("registration");
-      throw new Refused(
-          ServiceProtocol.E_DENIED, "application " + id + " is registered with another token");
-    }
-    if (!a.driver().getHostString().equals(driverHost) && !sameAddress(a.driver(), driverHost)
-        || a.driver().getPort() != port) {
-      refused("registration");
-      throw new Refused(
-          ServiceProtocol.E_DENIED,
-          "application " + id + " is registered with another driver address (" + driverOf(a) + ")");
-    }
-    a.alive(System.nanoTime());
-    return a;
+    return applications.register(user, id, token, driverHost, port);
   }
 
-  private static boolean sameAddress(InetSocketAddress resolved, String host) {
-    return resolved.getAddress() != null && resolved.getAddress().getHostAddress().equals(host);
-  }
-
+  /** See {@link OutputIntake#publish}. */
   DirectoryPointer publish(
       Application app,
       String executor,
@@ -529,111 +342,11 @@ public final class ShuffleService implements AutoCloseable {
       Path index,
       Path data)
       throws Refused {
-    if (closed) {
-      refused("stopping");
-      throw new Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
-    }
-    Application.Held before = app.held(executor, shuffleId, mapIndex);
-    if (before != null && before.mapId() == mapId) {
-      return before.pointer(); // the same task attempt again: nothing new to take
-    }
-    UserPrincipal user = app.key.user();
-    OutputFiles.Linked linked;
-    try {
-      linked =
-          OutputFiles.take(
-              shuffleId,
-              mapId,
-              index,
-              data,
-              app.dir.resolve(executor),
-              user,
-              linkIds.incrementAndGet());
-    } catch (OutputFiles.OutputRefused e) {
-      outputsRefused.increment();
-      refused("badOutput");
-      throw new Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
-    }
-    String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
-    if (overQuota != null) {
-      OutputFiles.deleteQuietly(linked.index());
-      OutputFiles.deleteQuietly(linked.data());
-      outputsRefused.increment();
-      throw new Refused(ServiceProtocol.E_QUOTA, overQuota);
-    }
-    MemoryRegion indexRegion = null;
-    MemoryRegion dataRegion = null;
-    try {
-      indexRegion = node.register(linked.index(), 0, linked.indexLength());
-      if (linked.dataLength() > 0) {
-        dataRegion = node.register(linked.data(), 0, linked.dataLength());
-      }
-      if (!DirectorySlot.fits(
-          indexRegion.remote(), dataRegion == null ? null : dataRegion.remote())) {
-        throw new RegistrationException(
-            "data file of "
-                + linked.dataLength()
-                + " bytes needs more segments than a directory slot holds; raise "
-                + ServiceConfig.TRANSFER_PREFIX
-                + "maxSegmentSize");
-      }
-      ShuffleDirectory dir = app.directory(executor, node, directories);
-      MemoryRegion i = indexRegion;
-      MemoryRegion d = dataRegion;
-      indexRegion = null; // the directory owns them from here, even when publish throws
-      dataRegion = null;
-      DirectoryPointer p = dir.publish(shuffleId, mapIndex, mapId, i, d);
-      Application.Held replaced =
-          app.put(executor, shuffleId, mapIndex, new Application.Held(mapId, linked, p));
-      if (replaced != null) {
-        // The directory closed its regions when the slot moved on; its files and quota go now.
-        Application.deleteFiles(List.of(replaced));
-        quotas.returnOutput(user, app.key, replaced.files().bytes());
-        outputsReplaced.increment();
-      }
-      outputsTaken.increment();
-      return p;
-    } catch (IOException | RuntimeException e) {
-      if (dataRegion != null) {
-        dataRegion.close();
-      }
-      if (indexRegion != null) {
-        indexRegion.close();
-      }
-      // Not recorded in the application (refused, or it ended meanwhile and its directory closed
-      // the regions): the files and the quota go here.
-      OutputFiles.deleteQuietly(linked.index());
-      OutputFiles.deleteQuietly(linked.data());
-      quotas.returnOutput(user, app.key, linked.bytes());
-      outputsRefused.increment();
-      int code =
-          e instanceof RegistrationException
-              ? ServiceProtocol.E_NO_CAPACITY
-              : e instanceof IllegalStateException
-                  ? ServiceProtocol.E_CLOSED
-                  : ServiceProtocol.E_BAD_OUTPUT;
-      refused(
-          code == ServiceProtocol.E_NO_CAPACITY
-              ? "registrationBudget"
-              : code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
-      throw new Refused(code, "cannot register map output " + mapId + ": " + e.getMessage());
-    }
+    return intake.publish(app, executor, shuffleId, mapIndex, mapId, index, data);
   }
 
   void removeShuffle(Application app, int shuffleId) {
-    List<Application.Held> gone = app.removeShuffle(shuffleId);
-    release(app, gone);
-    if (!gone.isEmpty()) {
-      shufflesRemoved.increment();
-      LOG.debug("shuffle {} of {} removed: {} outputs", shuffleId, app.key, gone.size());
-    }
-  }
-
-  private void release(Application app, List<Application.Held> gone) {
-    Application.deleteFiles(gone);
-    for (Application.Held h : gone) {
-      quotas.returnOutput(app.key.user(), app.key, h.files().bytes());
-    }
+    applications.removeShuffle(app, shuffleId);
   }
 
   /**
@@ -641,131 +354,37 @@ public final class ShuffleService implements AutoCloseable {
    * stopApplication does): outputs deregistered and deleted. Returns the number of attempts ended.
    */
   public int endApplication(String applicationId) {
-    int n = 0;
-    for (Application a : new ArrayList<>(apps.values())) {
-      String id = a.key.id();
-      if (id.equals(applicationId) || id.startsWith(applicationId + "_")) {
-        end(a, "ended by its cluster manager");
-        n++;
-      }
-    }
-    return n;
-  }
-
-  private void end(Application a, String why) {
-    long[] held = a.held();
-    List<Application.Held> gone = a.end();
-    if (gone == null) {
-      return; // ended by another thread
-    }
-    // Only now: a registration meanwhile joined the ended application (and was refused), never a
-    // new one whose directory the cleanup above could have deleted.
-    apps.remove(a.key, a);
-    for (Application.Held h : gone) {
-      quotas.returnOutput(a.key.user(), a.key, h.files().bytes());
-    }
-    quotas.returnApplication(a.key.user());
-    applicationsEnded.increment();
-    LOG.info(
-        "application {} {}: {} map outputs ({} bytes) deregistered and deleted",
-        a.key,
-        why,
-        held[0],
-        held[1]);
-  }
-
-  private void probeDrivers() {
-    try {
-      probeDriversOnce();
-    } catch (IOException | RuntimeException e) {
-      LOG.warn("shuffle service: driver probes failed this round: {}", e.toString());
-    }
-  }
-
-  private void probeDriversOnce() throws IOException {
-    long start = System.nanoTime();
-    Map<Application, InetSocketAddress> due = new LinkedHashMap<>();
-    for (Application a : apps.values()) {
-      if (start - a.nextProbeNanos() >= 0) {
-        due.put(a, a.driver());
-      }
-    }
-    if (due.isEmpty() || closed) {
-      return;
-    }
-    long timeout = Math.min(2000, Math.max(100, config.appTimeout().toMillis() / 4));
-    Map<Application, DriverProbes.Result> results = DriverProbes.probe(due, timeout);
-    driverProbes.add(results.size());
-    long now = System.nanoTime();
-    for (Map.Entry<Application, DriverProbes.Result> r : results.entrySet()) {
-      if (closed) {
-        return;
-      }
-      Application a = r.getKey();
-      DriverProbes.Result probe = r.getValue();
-      if (probe == DriverProbes.Result.ANSWERS) {
-        a.alive(now);
-      }
-      if (probe != DriverProbes.Result.REFUSED) {
-        a.refusedSince(0);
-        a.nextProbe(now + probeEveryNanos);
-      } else if (a.refusedSinceNanos() == 0) {
-        a.refusedSince(now);
-        a.nextProbe(now + tickNanos); // confirm soon: a refused port is a driver that is gone
-      } else if (now - a.refusedSinceNanos() >= refusedGraceNanos) {
-        end(a, "is over: its driver's RPC port " + driverOf(a) + " refuses connections");
-        continue;
-      } else {
-        a.nextProbe(now + tickNanos);
-      }
-      if (now - a.lastAliveNanos() > config.appTimeout().toNanos()) {
-        end(
-            a,
-            "is over: its driver at "
-                + driverOf(a)
-                + " has not accepted a connection for "
-                + config.appTimeout().toMillis()
-                + " ms");
-      }
-    }
-  }
-
-  private static String driverOf(Application a) {
-    return a.driver().getHostString() + ":" + a.driver().getPort();
+    return applications.endApplication(applicationId);
   }
 
   /**
    * The service's counters and its transfer node's ({@code node.*}); {@code refusals.<reason>}
-   * counts refusals by reason (a quota's key or one of {@link #REFUSAL_REASONS}). {@link
-   * ServiceMetrics} exports them.
+   * counts refusals by reason (a quota's key or one of {@link ServiceCounters#REFUSAL_REASONS}).
+   * {@link ServiceMetrics} exports them.
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>();
     long[] held = quotas.held();
-    long now = System.nanoTime();
-    long lag = 0;
-    for (Application a : apps.values()) {
-      lag = Math.max(lag, now - a.lastAliveNanos());
-    }
+    long lag = applications.cleanupLagNanos(System.nanoTime());
     m.put("ready", isReady() ? 1L : 0L);
-    m.put("applications", (long) apps.size());
-    m.put("clients", (long) sessions.size());
+    m.put("applications", (long) applications.size());
+    m.put("clients", (long) clients.sessions());
     m.put("outputsHeld", held[0]);
     m.put("bytesHeld", held[1]);
-    m.put("outputsTaken", outputsTaken.sum());
-    m.put("outputsRefused", outputsRefused.sum());
-    m.put("outputsReplaced", outputsReplaced.sum());
+    m.put("outputsTaken", counters.outputsTaken.sum());
+    m.put("outputsRefused", counters.outputsRefused.sum());
+    m.put("outputsReplaced", counters.outputsReplaced.sum());
     m.put("quotaRefusals", quotas.refusals());
-    m.put("clientsRefused", clientsRefused.sum());
-    m.put("clientsTimedOut", clientsTimedOut.sum());
-    m.put("applicationsEnded", applicationsEnded.sum());
-    m.put("shufflesRemoved", shufflesRemoved.sum());
-    m.put("driverProbes", driverProbes.sum());
+    m.put("clientsRefused", counters.clientsRefused.sum());
+    m.put("clientsTimedOut", counters.clientsTimedOut.sum());
+    m.put("applicationsEnded", counters.applicationsEnded.sum());
+    m.put("shufflesRemoved", counters.shufflesRemoved.sum());
+    m.put("driverProbes", counters.driverProbes.sum());
     m.put("directoryBytes", directories.allocatedBytes());
     m.put("maxOutputs", maxOutputs);
     m.put("registrationBudget", config.transfer().registrationBudget());
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
-    refusals.forEach((k, v) -> m.put("refusals." + k, v.sum()));
+    counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
     return m;
@@ -795,10 +414,7 @@ public final class ShuffleService implements AutoCloseable {
         LOG.debug("shuffle service: closing hook failed: {}", e.toString());
       }
       closeQuietly(server);
-      join(acceptor);
-      for (ClientSession s : new ArrayList<>(sessions)) {
-        closeQuietly(s.channel());
-      }
+      clients.stop();
       for (ScheduledExecutorService e : List.of(liveness, deadlines)) {
         e.shutdownNow();
         try {
@@ -807,9 +423,7 @@ public final class ShuffleService implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
-      for (Application a : new ArrayList<>(apps.values())) {
-        end(a, "ended: the shuffle service stops");
-      }
+      applications.endAll("ended: the shuffle service stops");
       directories.close();
       node.close();
       AutoCloseable h = http;
@@ -829,22 +443,6 @@ public final class ShuffleService implements AutoCloseable {
       }
     } finally {
       stopped.countDown();
-    }
-  }
-
-  private static void join(Thread t) {
-    try {
-      t.join(10_000);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  private static void sleepQuietly(long ms) {
-    try {
-      Thread.sleep(ms);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 

@@ -1,0 +1,154 @@
+package io.memwire.shuffle.service;
+
+import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.ShuffleDirectory;
+import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.RegisteredAllocator;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+
+/**
+ * How the service takes over a map output from an executor. Called by client threads, any number at
+ * once; what it touches is thread-safe (quotas, the application's held outputs, the node).
+ */
+final class OutputIntake {
+  private final TransferNode node;
+  private final RegisteredAllocator directories;
+  private final Quotas quotas;
+  private final ServiceCounters counters;
+  private final AtomicLong linkIds;
+  private final BooleanSupplier closed;
+
+  OutputIntake(
+      TransferNode node,
+      RegisteredAllocator directories,
+      Quotas quotas,
+      ServiceCounters counters,
+      AtomicLong linkIds,
+      BooleanSupplier closed) {
+    this.node = node;
+    this.directories = directories;
+    this.quotas = quotas;
+    this.counters = counters;
+    this.linkIds = linkIds;
+    this.closed = closed;
+  }
+
+  /**
+   * Takes a finished map output of {@code app}'s {@code executor}: links the files the executor
+   * names into the service's directory after checking them ({@link OutputFiles}), charges the
+   * quotas, registers the links and publishes them in the executor's directory, replacing an
+   * earlier attempt of the same map index. All or nothing: a refusal leaves no link, region or
+   * quota behind.
+   *
+   * @throws ShuffleService.Refused with the protocol's code when the output is not taken
+   */
+  DirectoryPointer publish(
+      Application app,
+      String executor,
+      int shuffleId,
+      int mapIndex,
+      long mapId,
+      Path index,
+      Path data)
+      throws ShuffleService.Refused {
+    if (closed.getAsBoolean()) {
+      counters.refused("stopping");
+      throw new ShuffleService.Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
+    }
+    Application.Held before = app.held(executor, shuffleId, mapIndex);
+    if (before != null && before.mapId() == mapId) {
+      return before.pointer(); // the same task attempt again: nothing new to take
+    }
+    UserPrincipal user = app.key.user();
+    OutputFiles.Linked linked;
+    try {
+      linked =
+          OutputFiles.take(
+              shuffleId,
+              mapId,
+              index,
+              data,
+              app.dir.resolve(executor),
+              user,
+              linkIds.incrementAndGet());
+    } catch (OutputFiles.OutputRefused e) {
+      counters.outputsRefused.increment();
+      counters.refused("badOutput");
+      throw new ShuffleService.Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
+    }
+    String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
+    if (overQuota != null) {
+      OutputFiles.deleteQuietly(linked.index());
+      OutputFiles.deleteQuietly(linked.data());
+      counters.outputsRefused.increment();
+      throw new ShuffleService.Refused(ServiceProtocol.E_QUOTA, overQuota);
+    }
+    MemoryRegion indexRegion = null;
+    MemoryRegion dataRegion = null;
+    try {
+      indexRegion = node.register(linked.index(), 0, linked.indexLength());
+      if (linked.dataLength() > 0) {
+        dataRegion = node.register(linked.data(), 0, linked.dataLength());
+      }
+      if (!DirectorySlot.fits(
+          indexRegion.remote(), dataRegion == null ? null : dataRegion.remote())) {
+        throw new RegistrationException(
+            "data file of "
+                + linked.dataLength()
+                + " bytes needs more segments than a directory slot holds; raise "
+                + ServiceConfig.TRANSFER_PREFIX
+                + "maxSegmentSize");
+      }
+      ShuffleDirectory dir = app.directory(executor, node, directories);
+      MemoryRegion i = indexRegion;
+      MemoryRegion d = dataRegion;
+      indexRegion = null; // the directory owns them from here, even when publish throws
+      dataRegion = null;
+      DirectoryPointer p = dir.publish(shuffleId, mapIndex, mapId, i, d);
+      Application.Held replaced =
+          app.put(executor, shuffleId, mapIndex, new Application.Held(mapId, linked, p));
+      if (replaced != null) {
+        // The directory closed its regions when the slot moved on; its files and quota go now.
+        Application.deleteFiles(List.of(replaced));
+        quotas.returnOutput(user, app.key, replaced.files().bytes());
+        counters.outputsReplaced.increment();
+      }
+      counters.outputsTaken.increment();
+      return p;
+    } catch (IOException | RuntimeException e) {
+      if (dataRegion != null) {
+        dataRegion.close();
+      }
+      if (indexRegion != null) {
+        indexRegion.close();
+      }
+      // Not recorded in the application (refused, or it ended meanwhile and its directory closed
+      // the regions): the files and the quota go here.
+      OutputFiles.deleteQuietly(linked.index());
+      OutputFiles.deleteQuietly(linked.data());
+      quotas.returnOutput(user, app.key, linked.bytes());
+      counters.outputsRefused.increment();
+      int code =
+          e instanceof RegistrationException
+              ? ServiceProtocol.E_NO_CAPACITY
+              : e instanceof IllegalStateException
+                  ? ServiceProtocol.E_CLOSED
+                  : ServiceProtocol.E_BAD_OUTPUT;
+      counters.refused(
+          code == ServiceProtocol.E_NO_CAPACITY
+              ? "registrationBudget"
+              : code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
+      throw new ShuffleService.Refused(
+          code, "cannot register map output " + mapId + ": " + e.getMessage());
+    }
+  }
+}

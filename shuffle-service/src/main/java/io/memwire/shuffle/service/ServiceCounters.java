@@ -1,0 +1,46 @@
+package io.memwire.shuffle.service;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The shuffle service's own counters (its transfer node keeps its own), updated by any thread;
+ * {@link ShuffleService#stats()} reports them and {@link ServiceMetrics} exports them.
+ */
+final class ServiceCounters {
+  /**
+   * Why requests were refused, besides the quota keys {@link Quotas} counts: a user not in
+   * allowedUsers, an output the service would not take, the transfer node's registration budget, a
+   * service that is stopping, a registration with another token or driver (or an unresolvable one).
+   */
+  static final List<String> REFUSAL_REASONS =
+      List.of("userNotAllowed", "badOutput", "registrationBudget", "stopping", "registration");
+
+  final LongAdder outputsTaken = new LongAdder();
+  final LongAdder outputsRefused = new LongAdder();
+  final LongAdder outputsReplaced = new LongAdder();
+  final LongAdder clientsRefused = new LongAdder();
+  final LongAdder clientsTimedOut = new LongAdder();
+  final LongAdder applicationsEnded = new LongAdder();
+  final LongAdder shufflesRemoved = new LongAdder();
+  final LongAdder driverProbes = new LongAdder();
+  private final Map<String, LongAdder> refusals = new LinkedHashMap<>();
+
+  ServiceCounters() {
+    for (String r : REFUSAL_REASONS) {
+      refusals.put(r, new LongAdder());
+    }
+  }
+
+  /** Counts a refusal; {@code reason} is one of {@link #REFUSAL_REASONS}. */
+  void refused(String reason) {
+    refusals.get(reason).increment();
+  }
+
+  /** {@code refusals.<reason>} for each of {@link #REFUSAL_REASONS}. */
+  void putRefusals(Map<String, Long> into) {
+    refusals.forEach((k, v) -> into.put("refusals." + k, v.sum()));
+  }
+}
