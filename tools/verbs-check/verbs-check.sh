@@ -101,12 +101,13 @@ BT_TESTS="$ROOT/block-transfer/target/memwire-block-transfer-$V-tests.jar"
 TT="$ROOT/transfer-tools/target/memwire-transfer-tools-$V.jar"   # the transfer benchmark
 SM="$ROOT/shuffle-manager/target/memwire-shuffle-manager-$V-spark.jar"
 SS="$ROOT/shuffle-service/target/memwire-shuffle-service-$V.jar"
+SC="$ROOT/shuffle-service-client/target/memwire-shuffle-service-client-$V.jar"
 SS_TESTS="$ROOT/shuffle-service/target/memwire-shuffle-service-$V-tests.jar"
 LC="$ROOT/local-cluster/target/memwire-local-cluster-$V.jar"
 MJ="$ROOT/main-job/target/memwire-main-job-$V.jar"
 VC="$ROOT/verbs-check/target/memwire-verbs-check-$V.jar"
 SPARK_JARS="$ROOT/main-job/target/spark-home/jars"
-for f in "$BT" "$BT_TESTS" "$TT" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$SPARK_JARS"; do need "$f"; done
+for f in "$BT" "$BT_TESTS" "$TT" "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$SPARK_JARS"; do need "$f"; done
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 M2="${MAVEN_REPO:-$HOME/.m2/repository}"
 
@@ -115,7 +116,7 @@ mkdir -p "$WORK/stage/memwire" "$WORK/stage/spark-jars" "$WORK/stage/m2" "$WORK/
 WORK="$(cd "$WORK" && pwd)"
 rm -f "$WORK"/results/*.txt "$WORK/verdict.txt"
 say "staging into $WORK"
-cp "$BT" "$BT_TESTS" "$TT" "$SS" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$WORK/stage/memwire/"
+cp "$BT" "$BT_TESTS" "$TT" "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$WORK/stage/memwire/"
 cp -u "$SPARK_JARS"/*.jar "$WORK/stage/spark-jars/"
 cp "$HERE/guest.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
 # The transport tests' classpath: block-transfer's test scope, from Maven, copied out of ~/.m2.
@@ -130,7 +131,7 @@ CP_T="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$BT_TEST
 # The bench step's transfer benchmark (transfer-tools: block-transfer's dependencies only).
 CP_T="$CP_T:@W@/stage/memwire/$(basename "$TT")"
 # The shuffle service's verbs tests ride in the transport step (same dependencies).
-CP_T="$CP_T:@W@/stage/memwire/$(basename "$SS_TESTS"):@W@/stage/memwire/$(basename "$SS")"
+CP_T="$CP_T:@W@/stage/memwire/$(basename "$SS_TESTS"):@W@/stage/memwire/$(basename "$SS"):@W@/stage/memwire/$(basename "$SC")"
 for j in $(tr ':' '\n' <"$WORK/stage/bt-deps.txt") "$LAUNCHER"; do
   rel="${j#"$M2"/}"
   mkdir -p "$WORK/stage/m2/$(dirname "$rel")"

@@ -1,5 +1,6 @@
 package io.memwire.mainjob;
 
+import io.memwire.shuffle.metrics.ManagerCounters;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -398,7 +399,7 @@ public final class ShuffleApp {
   static Phase phase(SparkSession spark, ShuffleMetrics metrics, Shape shape, int times)
       throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
+    Map<String, Long> before = managerCounters(jsc);
     spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
     Map<String, Long> sparkBefore = metrics.snapshot();
     Object cpuBefore = ExecutorCpuProbe.take();
@@ -411,15 +412,29 @@ public final class ShuffleApp {
     Map<String, Long> cpu = ExecutorCpuProbe.since(cpuBefore);
     spark.sparkContext().listenerBus().waitUntilEmpty(COUNTERS_TIMEOUT_MS);
     Map<String, Long> sparkAfter = metrics.snapshot();
-    Map<String, Long> after = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT_MS);
+    Map<String, Long> after = managerCounters(jsc);
     Map<String, Long> sparkDelta = new java.util.HashMap<>();
     sparkAfter.forEach((k, v) -> sparkDelta.put(k, v - sparkBefore.getOrDefault(k, 0L)));
     Map<String, Long> managerDelta = new java.util.HashMap<>();
     after.forEach(
         (k, v) ->
-            managerDelta.put(
-                k, k.startsWith("node.open") ? v : ManagerCounters.delta(before, after, k)));
+            managerDelta.put(k, k.startsWith("node.open") ? v : v - before.getOrDefault(k, 0L)));
     return new Phase(seconds, results, sparkDelta, managerDelta, cpu);
+  }
+
+  /**
+   * Memwire's shuffle manager counters summed over the executors ({@link ManagerCounters}), or none
+   * when Memwire's jar is not on this driver's class path (Spark's own manager is measured). Either
+   * way a tiny job of a few tasks per executor runs, so both configurations' phases start alike.
+   */
+  private static Map<String, Long> managerCounters(JavaSparkContext jsc) {
+    try {
+      return ManagerCounters.sum(jsc, java.time.Duration.ofMillis(COUNTERS_TIMEOUT_MS));
+    } catch (NoClassDefFoundError noMemwire) {
+      int tasks = 4 * Math.max(1, jsc.sc().statusTracker().getExecutorInfos().length - 1);
+      jsc.parallelize(java.util.stream.IntStream.range(0, tasks).boxed().toList(), tasks).count();
+      return new java.util.HashMap<>();
+    }
   }
 
   /** The three shuffles over {@code shape}'s records: reduceByKey, groupByKey, DataFrame agg. */

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
  * The tools stay off the executors' class path: block-transfer's jar and the shuffle manager's
  * Spark jar (the one {@code --jars} ships to every executor), as this build packaged them, hold no
  * class of the doctor or the transfer benchmark, under their old or their new package, while this
- * module's jar holds them all; the Flight jar applications load holds no Flight benchmark. Runs
- * after {@code package} (failsafe); the jars' paths come from the pom.
+ * module's jar holds them all; the Spark jar carries the shuffle service's client but not the
+ * service; the Flight jar applications load holds no Flight benchmark. Runs after {@code package}
+ * (failsafe); the jars' paths come from the pom.
  */
 class ExecutorJarsIT {
   /** Where tool classes live now and where they lived before they moved here. */
@@ -75,6 +76,23 @@ class ExecutorJarsIT {
   @Test
   void sparkJarHoldsNoTool() throws IOException {
     assertNoTools("memwire.jar.spark", "io/memwire/shuffle/RdmaShuffleManager.class");
+  }
+
+  @Test
+  void sparkJarHoldsTheServiceClientNotTheService() throws IOException {
+    List<String> classes = classes(jar("memwire.jar.spark"));
+    assertTrue(
+        classes.contains("io/memwire/shuffle/service/protocol/ServiceClient.class"),
+        "the Spark jar lacks the shuffle service's client");
+    assertTrue(
+        classes.contains("io/memwire/shuffle/directory/ShuffleDirectory.class"),
+        "the Spark jar lacks the shuffle directory format");
+    List<String> daemon =
+        classes.stream()
+            .filter(c -> c.startsWith("io/memwire/shuffle/service/"))
+            .filter(c -> !c.startsWith("io/memwire/shuffle/service/protocol/"))
+            .toList();
+    assertTrue(daemon.isEmpty(), "the Spark jar carries the shuffle service: " + daemon);
   }
 
   @Test

@@ -4,6 +4,8 @@ import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.mainjob.ShuffleApp;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.compat.ScalaCollections;
+import io.memwire.shuffle.metrics.EveryExecutor;
+import io.memwire.shuffle.metrics.ManagerCounters;
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Method;
@@ -16,7 +18,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -206,7 +207,11 @@ public final class SparkCheck {
           mode + ".pids",
           () ->
               pids.putAll(
-                  onEveryExecutor(jsc, 2, id -> String.valueOf(ProcessHandle.current().pid()))
+                  EveryExecutor.run(
+                          jsc,
+                          2,
+                          EXECUTOR_WAIT,
+                          id -> String.valueOf(ProcessHandle.current().pid()))
                       .entrySet()
                       .stream()
                       .collect(
@@ -217,9 +222,10 @@ public final class SparkCheck {
             mode + ".transport",
             () -> {
               Map<String, String> d =
-                  onEveryExecutor(
+                  EveryExecutor.run(
                       jsc,
                       2,
+                      EXECUTOR_WAIT,
                       id -> {
                         RdmaShuffleManager m = RdmaShuffleManager.current();
                         if (m == null) {
@@ -822,33 +828,11 @@ public final class SparkCheck {
 
   // ------------------------------------------------------------------ executors
 
+  /** How long a check waits for every executor to answer a small job. */
+  private static final Duration EXECUTOR_WAIT = Duration.ofMinutes(10);
+
   private static Map<String, Map<String, Long>> stats(JavaSparkContext jsc) {
-    Map<String, String> raw =
-        onEveryExecutor(
-            jsc,
-            2,
-            id -> {
-              RdmaShuffleManager m = RdmaShuffleManager.current();
-              return m == null
-                  ? ""
-                  : m.stats().entrySet().stream()
-                      .map(e -> e.getKey() + "=" + e.getValue())
-                      .collect(Collectors.joining(","));
-            });
-    Map<String, Map<String, Long>> m = new TreeMap<>();
-    raw.forEach(
-        (id, s) -> {
-          Map<String, Long> v = new LinkedHashMap<>();
-          for (String kv : s.split(",")) {
-            if (kv.contains("=")) {
-              v.put(
-                  kv.substring(0, kv.indexOf('=')),
-                  Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
-            }
-          }
-          m.put(id, v);
-        });
-    return m;
+    return ManagerCounters.byExecutor(jsc, 2, EXECUTOR_WAIT);
   }
 
   private static long sum(Map<String, Map<String, Long>> stats, String key) {
@@ -864,33 +848,5 @@ public final class SparkCheck {
           }
         });
     return m;
-  }
-
-  /** Runs {@code task} on every executor (small jobs until each answered; deadline 10 min). */
-  private static Map<String, String> onEveryExecutor(
-      JavaSparkContext jsc,
-      int executors,
-      org.apache.spark.api.java.function.Function<String, String> task) {
-    Map<String, String> seen = new TreeMap<>();
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
-    while (seen.size() < executors) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("only executors " + seen.keySet() + " answered");
-      }
-      List<Tuple2<String, String>> got =
-          jsc.parallelize(
-                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-                  4 * executors)
-              .mapPartitions(
-                  (Iterator<Integer> it) -> {
-                    String id = SparkEnv.get().executorId();
-                    return List.of(new Tuple2<>(id, task.call(id))).iterator();
-                  })
-              .collect();
-      for (Tuple2<String, String> t : got) {
-        seen.putIfAbsent(t._1(), t._2());
-      }
-    }
-    return seen;
   }
 }

@@ -1,6 +1,5 @@
 package io.memwire.shuffle.conf;
 
-import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
@@ -322,7 +321,7 @@ public final class ShuffleConf {
   }
 
   private static Path serviceSocket(String given) {
-    return given == null ? ServiceConfig.defaultSocket() : Path.of(given).toAbsolutePath();
+    return given == null ? ServiceClient.defaultSocket() : Path.of(given).toAbsolutePath();
   }
 
   /** The transport settings; the bind address is the executor's host unless given explicitly. */

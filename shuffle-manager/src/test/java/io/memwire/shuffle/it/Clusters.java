@@ -2,21 +2,14 @@ package io.memwire.shuffle.it;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.metrics.EveryExecutor;
+import io.memwire.shuffle.metrics.ManagerCounters;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.Iterator;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
-import java.util.function.Predicate;
 import java.util.function.Supplier;
-import java.util.stream.Collectors;
-import java.util.stream.IntStream;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
-import scala.Tuple2;
 
 /** Starting test clusters and reading the executors' shuffle counters. */
 final class Clusters {
@@ -78,45 +71,20 @@ final class Clusters {
         .start();
   }
 
+  /** How long reading every executor may take. */
+  private static final Duration EXECUTOR_WAIT = Duration.ofSeconds(60);
+
   /**
-   * Each executor's {@link RdmaShuffleManager#stats()}, by executor id. Runs small jobs until every
-   * registered executor has answered (deadline 60 s).
+   * Each executor's {@link RdmaShuffleManager#stats()}, by executor id, once every registered
+   * executor has answered (deadline 60 s).
    */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, int executors) {
-    return executorStats(jsc, seen -> seen.size() >= executors, executors);
+    return ManagerCounters.byExecutor(jsc, executors, EXECUTOR_WAIT);
   }
 
   /** The same, until each of {@code ids} has answered. */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, Set<String> ids) {
-    return executorStats(jsc, seen -> seen.containsAll(ids), ids.size());
-  }
-
-  private static Map<String, Map<String, Long>> executorStats(
-      JavaSparkContext jsc, Predicate<Set<String>> done, int executors) {
-    Map<String, Map<String, Long>> seen = new HashMap<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (!done.test(seen.keySet())) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("only executors " + seen.keySet() + " answered");
-      }
-      List<Tuple2<String, Map<String, Long>>> got =
-          jsc.parallelize(
-                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-                  4 * executors)
-              .mapPartitions(
-                  (Iterator<Integer> it) -> {
-                    RdmaShuffleManager m = RdmaShuffleManager.current();
-                    Map<String, Long> stats = m == null ? Map.of() : new HashMap<>(m.stats());
-                    List<Tuple2<String, Map<String, Long>>> out = new ArrayList<>();
-                    out.add(new Tuple2<>(SparkEnv.get().executorId(), stats));
-                    return out.iterator();
-                  })
-              .collect();
-      for (Tuple2<String, Map<String, Long>> t : got) {
-        seen.put(t._1(), t._2());
-      }
-    }
-    return seen;
+    return ManagerCounters.byExecutor(jsc, ids, EXECUTOR_WAIT);
   }
 
   /** Sum of one counter over executors. */
@@ -124,33 +92,11 @@ final class Clusters {
     return stats.values().stream().mapToLong(m -> m.getOrDefault(key, 0L)).sum();
   }
 
-  /** Runs {@code task} once on every executor (same coverage rule as {@link #executorStats}). */
+  /** Runs {@code task} on every executor (same coverage rule as {@link #executorStats}). */
   static Map<String, String> onEveryExecutor(
       JavaSparkContext jsc,
       int executors,
       org.apache.spark.api.java.function.Function<String, String> task) {
-    Map<String, String> seen = new HashMap<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (seen.size() < executors) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("only executors " + seen.keySet() + " answered");
-      }
-      List<Tuple2<String, String>> got =
-          jsc.parallelize(
-                  IntStream.range(0, 4 * executors).boxed().collect(Collectors.toList()),
-                  4 * executors)
-              .mapPartitions(
-                  (Iterator<Integer> it) -> {
-                    String id = SparkEnv.get().executorId();
-                    List<Tuple2<String, String>> out = new ArrayList<>();
-                    out.add(new Tuple2<>(id, task.call(id)));
-                    return out.iterator();
-                  })
-              .collect();
-      for (Tuple2<String, String> t : got) {
-        seen.putIfAbsent(t._1(), t._2());
-      }
-    }
-    return seen;
+    return EveryExecutor.run(jsc, executors, EXECUTOR_WAIT, task);
   }
 }

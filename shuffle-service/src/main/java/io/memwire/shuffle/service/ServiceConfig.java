@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.settings.Setting;
@@ -34,11 +35,6 @@ public final class ServiceConfig {
 
   private static String shareOf(String nodeLimit) {
     return nodeLimit + " with one allowed user, else half of it";
-  }
-
-  /** The socket executors and the service meet on when none is configured. */
-  public static Path defaultSocket() {
-    return Path.of(System.getProperty("java.io.tmpdir"), "memwire-shuffle-service", "service.sock");
   }
 
   public static final Setting<String> SOCKET =
@@ -309,7 +305,7 @@ public final class ServiceConfig {
     Settings.refuseUnknown(mine, PREFIX, own);
     String socket = SOCKET.valueIn(mine, PREFIX);
     String dir = DIR.valueIn(mine, PREFIX);
-    Path socketPath = socket == null ? defaultSocket() : Path.of(socket);
+    Path socketPath = socket == null ? ServiceClient.defaultSocket() : Path.of(socket);
     Path dirPath =
         dir == null
             ? Path.of(System.getProperty("java.io.tmpdir"), "memwire-shuffle-service", "outputs")

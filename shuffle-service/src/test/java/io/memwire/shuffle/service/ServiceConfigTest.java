@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfigException;
 import java.io.InputStream;
@@ -77,7 +78,7 @@ class ServiceConfigTest {
   @Test
   void defaultsServeThisUserOnASocketInTheTempDirectory() {
     ServiceConfig c = ServiceConfig.fromProperties(Map.of());
-    assertEquals(ServiceConfig.defaultSocket(), c.socket());
+    assertEquals(ServiceClient.defaultSocket(), c.socket());
     assertEquals(java.util.Set.of(System.getProperty("user.name")), c.allowedUsers());
     assertEquals(512, c.maxClients());
   }

@@ -4,8 +4,8 @@ import java.util.Map;
 
 /**
  * Which path moved a query's shuffle bytes, from the shuffle manager's own counters (differences of
- * {@link io.memwire.mainjob.ManagerCounters} sums taken before and after the query, over all
- * executors).
+ * {@link io.memwire.shuffle.metrics.ManagerCounters} sums taken before and after the query, over
+ * all executors).
  *
  * @param oneSidedBytes block bytes Memwire delivered to Spark by one-sided reads
  * @param oneSidedBlocks blocks delivered that way
@@ -21,8 +21,8 @@ public record PathCounters(
     long failedBlocks,
     long fallbackOutputs) {
   /**
-   * The counters between two {@link io.memwire.mainjob.ManagerCounters#sum} snapshots, or null when
-   * the manager keeps none.
+   * The counters between two {@link io.memwire.shuffle.metrics.ManagerCounters#sum} snapshots, or
+   * null when the manager keeps none.
    */
   public static PathCounters between(Map<String, Long> before, Map<String, Long> after) {
     if (!after.containsKey("rdmaBytes")) {

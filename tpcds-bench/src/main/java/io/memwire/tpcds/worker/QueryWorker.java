@@ -1,7 +1,7 @@
 package io.memwire.tpcds.worker;
 
 import io.memwire.localcluster.LocalSparkCluster;
-import io.memwire.mainjob.ManagerCounters;
+import io.memwire.shuffle.metrics.ManagerCounters;
 import io.memwire.tpcds.data.ChunkPlanner;
 import io.memwire.tpcds.data.DataSetInfo;
 import io.memwire.tpcds.data.TpcdsDataGenerator;
@@ -184,7 +184,7 @@ public final class QueryWorker implements AutoCloseable {
   private QueryRun run(String query, String sql) throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // Read outside the timed region: a tiny job per executor before and after the query.
-    Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT.toMillis());
+    Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT);
     TaskMetricsCollector.Measured<Timed> measured =
         collector.measure(
             spark.sparkContext(),
@@ -197,8 +197,7 @@ public final class QueryWorker implements AutoCloseable {
               return new Timed(wall, Answer.of(df.schema(), rows));
             },
             LISTENER_TIMEOUT_MS);
-    PathCounters path =
-        PathCounters.between(before, ManagerCounters.sum(jsc, COUNTERS_TIMEOUT.toMillis()));
+    PathCounters path = PathCounters.between(before, ManagerCounters.sum(jsc, COUNTERS_TIMEOUT));
     return new QueryRun(
         query, measured.value().wallNanos(), measured.metrics(), path, measured.value().answer());
   }

@@ -51,6 +51,8 @@ class NodeManagerClasspathIT {
     }
     assertTrue(classes.contains("io/memwire/shuffle/yarn/MemwireYarnShuffleService.class"));
     assertTrue(classes.contains("io/memwire/shuffle/service/ShuffleService.class"));
+    assertTrue(classes.contains("io/memwire/shuffle/service/protocol/ServiceProtocol.class"));
+    assertTrue(classes.contains("io/memwire/shuffle/directory/ShuffleDirectory.class"));
     assertTrue(classes.contains("io/memwire/transfer/TransferNode.class"));
     assertTrue(classes.contains("com/ibm/disni/RdmaEndpoint.class"));
     List<String> foreign =

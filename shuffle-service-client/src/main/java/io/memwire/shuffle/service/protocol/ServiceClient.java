@@ -75,6 +75,11 @@ public final class ServiceClient implements AutoCloseable {
     return connect(socket, registration, timeout, defaultServiceUsers());
   }
 
+  /** The socket executors and the service meet on when none is configured. */
+  public static Path defaultSocket() {
+    return Path.of(System.getProperty("java.io.tmpdir"), "memwire-shuffle-service", "service.sock");
+  }
+
   /**
    * The users a shuffle service is expected to run as when none are configured: root and this
    * process's own user.
