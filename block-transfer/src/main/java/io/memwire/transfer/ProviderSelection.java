@@ -1,17 +1,51 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.spi.ProviderFactory;
 import io.memwire.transfer.spi.TransportProvider;
-import io.memwire.transfer.tcp.TcpProvider;
-import io.memwire.transfer.verbs.VerbsProbe;
-import io.memwire.transfer.verbs.VerbsProvider;
+import java.util.EnumMap;
+import java.util.Map;
 import java.util.Optional;
+import java.util.ServiceLoader;
 
 /**
  * Decides between verbs and tcp. {@code auto} runs the verbs probe (libdisni loadable, an RDMA
  * device owning the bind address, memlock limit) and falls back to tcp with the probe's reason;
- * {@code verbs} turns a failed probe into a start-up error.
+ * {@code verbs} turns a failed probe into a start-up error. The providers are found as {@link
+ * ProviderFactory} services, so this package does not depend on theirs.
  */
 public final class ProviderSelection {
+  /** The factories on this class loader's path, by kind; loaded once. */
+  private static final Map<ProviderKind, ProviderFactory> FACTORIES = loadFactories();
+
+  private static Map<ProviderKind, ProviderFactory> loadFactories() {
+    Map<ProviderKind, ProviderFactory> m = new EnumMap<>(ProviderKind.class);
+    // This class's own loader: under Spark or YARN the jar may sit in a child class loader.
+    for (ProviderFactory f :
+        ServiceLoader.load(ProviderFactory.class, ProviderSelection.class.getClassLoader())) {
+      m.putIfAbsent(f.kind(), f);
+    }
+    return m;
+  }
+
+  private static ProviderFactory factory(ProviderKind kind) {
+    ProviderFactory f = FACTORIES.get(kind);
+    if (f == null) {
+      throw new IllegalStateException(
+          "no "
+              + kind
+              + " provider on the class path (META-INF/services/"
+              + ProviderFactory.class.getName()
+              + " of the block-transfer jar is missing: a repackaged jar must keep it)");
+    }
+    return f;
+  }
+
+  private static Optional<String> verbsUnavailable(TransferConfig config) {
+    ProviderFactory verbs = FACTORIES.get(ProviderKind.VERBS);
+    return verbs == null
+        ? Optional.of("the verbs provider is not on the class path")
+        : verbs.unavailableReason(config);
+  }
 
   /** The decision and the sentence explaining it. */
   public static final class Decision {
@@ -68,7 +102,7 @@ public final class ProviderSelection {
         return new Decision(ProviderKind.TCP, "tcp requested by configuration");
       case VERBS:
         {
-          Optional<String> why = VerbsProbe.unavailableReason(config);
+          Optional<String> why = verbsUnavailable(config);
           if (why.isPresent()) {
             throw new TransferConfigException(
                 "provider=verbs was requested but verbs cannot be used: "
@@ -79,7 +113,7 @@ public final class ProviderSelection {
         }
       default:
         {
-          Optional<String> why = VerbsProbe.unavailableReason(config);
+          Optional<String> why = verbsUnavailable(config);
           return why.map(w -> new Decision(ProviderKind.TCP, "auto: verbs not used because " + w))
               .orElseGet(() -> new Decision(ProviderKind.VERBS, "auto: verbs probe passed"));
         }
@@ -88,9 +122,6 @@ public final class ProviderSelection {
 
   static Result open(TransferConfig config) {
     Decision d = decide(config);
-    if (d.kind() == ProviderKind.VERBS) {
-      return new Result(VerbsProvider.open(config), d.reason());
-    }
-    return new Result(TcpProvider.open(config), d.reason());
+    return new Result(factory(d.kind()).open(config), d.reason());
   }
 }
