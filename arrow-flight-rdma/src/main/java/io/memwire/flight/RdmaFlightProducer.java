@@ -161,7 +161,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   static String refusal(ProviderKind provider, boolean trustedFabric) {
     if (provider == ProviderKind.VERBS && !trustedFabric) {
       return "provider verbs cannot keep one client from reading another's leased batches "
-          + "(set memwire.flight.server.trustedFabric=true if every peer on the fabric is trusted)";
+          + "(set "
+          + FlightSettings.TRUSTED_FABRIC.name(FlightSettings.SERVER_PREFIX)
+          + "=true if every peer on the fabric is trusted)";
     }
     return null;
   }
@@ -325,7 +327,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           FallbackReason.AT_CAPACITY.error(
               CallStatus.RESOURCE_EXHAUSTED,
               "the server "
-                  + "runs its most RDMA exchanges at once (memwire.flight.server.maxExchanges="
+                  + "runs its most RDMA exchanges at once ("
+                  + FlightSettings.MAX_EXCHANGES.name(FlightSettings.SERVER_PREFIX)
+                  + "="
                   + maxExchanges
                   + "); use DoGet or retry later",
               null));

@@ -13,7 +13,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.BiConsumer;
 
 /**
  * Validated settings of a {@link TransferNode}. Each key is declared once, as a {@link Setting} in
@@ -56,33 +55,19 @@ public final class TransferConfig {
     }
   }
 
+  // Key names other classes put in their messages; the rest are reached through their Setting.
   public static final String PROVIDER = TransportSettings.PROVIDER.name();
   public static final String BIND_ADDRESS = TransportSettings.BIND_ADDRESS.name();
   public static final String DEVICE = TransportSettings.DEVICE.name();
   public static final String PORT = TransportSettings.PORT.name();
-  public static final String CONNECT_TIMEOUT = TransportSettings.CONNECT_TIMEOUT.name();
-  public static final String READ_TIMEOUT = TransportSettings.READ_TIMEOUT.name();
-  public static final String PEER_BACKOFF = TransportSettings.PEER_BACKOFF.name();
   public static final String CONNECTION_IDLE_TIMEOUT =
       TransportSettings.CONNECTION_IDLE_TIMEOUT.name();
-  public static final String MAX_OUTSTANDING_REQUESTS =
-      TransportSettings.MAX_OUTSTANDING_REQUESTS.name();
-  public static final String MAX_OUTSTANDING_BYTES = TransportSettings.MAX_OUTSTANDING_BYTES.name();
-  public static final String MAX_TRANSFER_SIZE = TransportSettings.MAX_TRANSFER_SIZE.name();
-  public static final String MAX_SEGMENT_SIZE = TransportSettings.MAX_SEGMENT_SIZE.name();
   public static final String REGISTRATION_BUDGET = TransportSettings.REGISTRATION_BUDGET.name();
-  public static final String POOL_MAX_BYTES = TransportSettings.POOL_MAX_BYTES.name();
-  public static final String IO_THREADS = TransportSettings.IO_THREADS.name();
   public static final String AUTH_SECRET = TransportSettings.AUTH_SECRET.name();
   public static final String MAX_CONNECTIONS = TransportSettings.MAX_CONNECTIONS.name();
-  public static final String IDLE_TIMEOUT = TransportSettings.IDLE_TIMEOUT.name();
-  public static final String WRITE_TIMEOUT = TransportSettings.WRITE_TIMEOUT.name();
 
   /** Every key, in documentation order. */
   public static final Map<String, Key> KEYS;
-
-  /** How a parsed value of each key reaches the builder. */
-  private static final Map<String, BiConsumer<Builder, Object>> BINDINGS;
 
   static {
     Map<String, Key> k = new LinkedHashMap<>();
@@ -90,78 +75,20 @@ public final class TransferConfig {
       k.put(s.name(), new Key(s));
     }
     KEYS = Collections.unmodifiableMap(k);
-    Map<String, BiConsumer<Builder, Object>> b = new HashMap<>();
-    bind(b, TransportSettings.PROVIDER, Builder::provider);
-    bind(b, TransportSettings.BIND_ADDRESS, Builder::bindAddress);
-    bind(b, TransportSettings.DEVICE, Builder::device);
-    bind(b, TransportSettings.PORT, Builder::port);
-    bind(b, TransportSettings.CONNECT_TIMEOUT, Builder::connectTimeout);
-    bind(b, TransportSettings.READ_TIMEOUT, Builder::readTimeout);
-    bind(b, TransportSettings.PEER_BACKOFF, Builder::peerBackoff);
-    bind(b, TransportSettings.CONNECTION_IDLE_TIMEOUT, Builder::connectionIdleTimeout);
-    bind(b, TransportSettings.MAX_OUTSTANDING_REQUESTS, Builder::maxOutstandingRequests);
-    bind(b, TransportSettings.MAX_OUTSTANDING_BYTES, Builder::maxOutstandingBytes);
-    bind(b, TransportSettings.MAX_TRANSFER_SIZE, (x, v) -> x.maxTransferSize(Math.toIntExact(v)));
-    bind(b, TransportSettings.MAX_SEGMENT_SIZE, (x, v) -> x.maxSegmentSize(Math.toIntExact(v)));
-    bind(b, TransportSettings.REGISTRATION_BUDGET, Builder::registrationBudget);
-    bind(b, TransportSettings.POOL_MAX_BYTES, Builder::poolMaxBytes);
-    bind(b, TransportSettings.IO_THREADS, Builder::ioThreads);
-    bind(b, TransportSettings.AUTH_SECRET, (Builder x, String v) -> x.authSecret(v));
-    bind(b, TransportSettings.MAX_CONNECTIONS, Builder::maxConnections);
-    bind(b, TransportSettings.IDLE_TIMEOUT, Builder::idleTimeout);
-    bind(b, TransportSettings.WRITE_TIMEOUT, Builder::writeTimeout);
-    if (!b.keySet().equals(KEYS.keySet())) {
-      throw new IllegalStateException("every transport setting needs a builder binding");
-    }
-    BINDINGS = b;
   }
 
-  @SuppressWarnings("unchecked")
-  private static <T> void bind(
-      Map<String, BiConsumer<Builder, Object>> m, Setting<T> s, BiConsumer<Builder, T> setter) {
-    m.put(s.name(), (builder, v) -> setter.accept(builder, (T) v));
-  }
+  /** The checked value of each setting that has one; an unset optional setting is absent. */
+  private final Map<Setting<?>, Object> values;
 
-  private final ProviderKind provider;
-  private final String bindAddress;
-  private final String device;
-  private final int port;
-  private final Duration connectTimeout;
-  private final Duration readTimeout;
-  private final Duration peerBackoff;
-  private final Duration connectionIdleTimeout;
-  private final int maxOutstandingRequests;
-  private final long maxOutstandingBytes;
-  private final int maxTransferSize;
-  private final int maxSegmentSize;
-  private final long registrationBudget;
-  private final long poolMaxBytes;
-  private final int ioThreads;
+  /**
+   * Held apart from {@link #values}: a secret given as bytes need not be text, while its {@link
+   * TransportSettings#AUTH_SECRET} is declared as text for the properties form.
+   */
   private final byte[] authSecret;
-  private final int maxConnections;
-  private final Duration idleTimeout;
-  private final Duration writeTimeout;
 
   private TransferConfig(Builder b) {
-    this.provider = b.provider;
-    this.bindAddress = b.bindAddress;
-    this.device = b.device;
-    this.port = b.port;
-    this.connectTimeout = b.connectTimeout;
-    this.readTimeout = b.readTimeout;
-    this.peerBackoff = b.peerBackoff;
-    this.connectionIdleTimeout = b.connectionIdleTimeout;
-    this.maxOutstandingRequests = b.maxOutstandingRequests;
-    this.maxOutstandingBytes = b.maxOutstandingBytes;
-    this.maxTransferSize = b.maxTransferSize;
-    this.maxSegmentSize = b.maxSegmentSize;
-    this.registrationBudget = b.registrationBudget;
-    this.poolMaxBytes = b.poolMaxBytes;
-    this.ioThreads = b.ioThreads;
+    this.values = Map.copyOf(b.values);
     this.authSecret = b.authSecret;
-    this.maxConnections = b.maxConnections;
-    this.idleTimeout = b.idleTimeout;
-    this.writeTimeout = b.writeTimeout;
   }
 
   public static Builder builder() {
@@ -192,56 +119,49 @@ public final class TransferConfig {
 
   public Builder toBuilder() {
     Builder b = new Builder();
-    b.provider = provider;
-    b.bindAddress = bindAddress;
-    b.device = device;
-    b.port = port;
-    b.connectTimeout = connectTimeout;
-    b.readTimeout = readTimeout;
-    b.peerBackoff = peerBackoff;
-    b.connectionIdleTimeout = connectionIdleTimeout;
-    b.maxOutstandingRequests = maxOutstandingRequests;
-    b.maxOutstandingBytes = maxOutstandingBytes;
-    b.maxTransferSize = maxTransferSize;
-    b.maxSegmentSize = maxSegmentSize;
-    b.registrationBudget = registrationBudget;
-    b.poolMaxBytes = poolMaxBytes;
-    b.ioThreads = ioThreads;
+    b.values.clear();
+    b.values.putAll(values);
     b.authSecret = authSecret;
-    b.maxConnections = maxConnections;
-    b.idleTimeout = idleTimeout;
-    b.writeTimeout = writeTimeout;
     return b;
   }
 
+  /**
+   * The value of {@code setting}, one of {@link TransportSettings#ALL}; null for an unset optional
+   * setting. The auth secret is read with {@link #authSecret()}.
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T get(Setting<T> setting) {
+    return (T) values.get(setting);
+  }
+
   public ProviderKind provider() {
-    return provider;
+    return get(TransportSettings.PROVIDER);
   }
 
   public String bindAddress() {
-    return bindAddress;
+    return get(TransportSettings.BIND_ADDRESS);
   }
 
   /** The RDMA device name to bind to (verbs), if one was given. */
   public Optional<String> device() {
-    return Optional.ofNullable(device);
+    return Optional.ofNullable(get(TransportSettings.DEVICE));
   }
 
   public int port() {
-    return port;
+    return get(TransportSettings.PORT);
   }
 
   public Duration connectTimeout() {
-    return connectTimeout;
+    return get(TransportSettings.CONNECT_TIMEOUT);
   }
 
   public Duration readTimeout() {
-    return readTimeout;
+    return get(TransportSettings.READ_TIMEOUT);
   }
 
   /** How long a peer that could not be connected to is refused at once; zero: never. */
   public Duration peerBackoff() {
-    return peerBackoff;
+    return get(TransportSettings.PEER_BACKOFF);
   }
 
   /**
@@ -249,50 +169,52 @@ public final class TransferConfig {
    * node closes it; zero: never.
    */
   public Duration connectionIdleTimeout() {
-    return connectionIdleTimeout;
+    return get(TransportSettings.CONNECTION_IDLE_TIMEOUT);
   }
 
   public int maxOutstandingRequests() {
-    return maxOutstandingRequests;
+    return get(TransportSettings.MAX_OUTSTANDING_REQUESTS);
   }
 
   public long maxOutstandingBytes() {
-    return maxOutstandingBytes;
+    return get(TransportSettings.MAX_OUTSTANDING_BYTES);
   }
 
+  /** Fits an int: the setting's upper bound is 64m. */
   public int maxTransferSize() {
-    return maxTransferSize;
+    return Math.toIntExact(get(TransportSettings.MAX_TRANSFER_SIZE));
   }
 
+  /** Fits an int: the setting's upper bound is Integer.MAX_VALUE. */
   public int maxSegmentSize() {
-    return maxSegmentSize;
+    return Math.toIntExact(get(TransportSettings.MAX_SEGMENT_SIZE));
   }
 
   public long registrationBudget() {
-    return registrationBudget;
+    return get(TransportSettings.REGISTRATION_BUDGET);
   }
 
   public long poolMaxBytes() {
-    return poolMaxBytes;
+    return get(TransportSettings.POOL_MAX_BYTES);
   }
 
   public int ioThreads() {
-    return ioThreads;
+    return get(TransportSettings.IO_THREADS);
   }
 
   /** tcp: most connections served at once. */
   public int maxConnections() {
-    return maxConnections;
+    return get(TransportSettings.MAX_CONNECTIONS);
   }
 
   /** tcp: how long a served connection may stay idle before it is closed. */
   public Duration idleTimeout() {
-    return idleTimeout;
+    return get(TransportSettings.IDLE_TIMEOUT);
   }
 
   /** tcp: how long a served connection may make no write progress before it is closed. */
   public Duration writeTimeout() {
-    return writeTimeout;
+    return get(TransportSettings.WRITE_TIMEOUT);
   }
 
   /** The shared secret, if any (a copy). */
@@ -302,6 +224,7 @@ public final class TransferConfig {
 
   /** The bind address resolved to an IP; a wildcard address is refused. */
   public InetAddress resolveBindAddress() {
+    String bindAddress = bindAddress();
     try {
       InetAddress a = InetAddress.getByName(bindAddress);
       if (a.isAnyLocalAddress()) {
@@ -317,71 +240,60 @@ public final class TransferConfig {
   @Override
   public String toString() {
     return "TransferConfig{provider="
-        + provider
+        + provider()
         + ", bind="
-        + bindAddress
+        + bindAddress()
         + ":"
-        + port
-        + (device != null ? ", device=" + device : "")
+        + port()
+        + device().map(d -> ", device=" + d).orElse("")
         + ", connectTimeout="
-        + connectTimeout.toMillis()
+        + connectTimeout().toMillis()
         + "ms, readTimeout="
-        + readTimeout.toMillis()
+        + readTimeout().toMillis()
         + "ms, peerBackoff="
-        + peerBackoff.toMillis()
+        + peerBackoff().toMillis()
         + "ms, connectionIdleTimeout="
-        + connectionIdleTimeout.toMillis()
+        + connectionIdleTimeout().toMillis()
         + "ms, maxOutstanding="
-        + maxOutstandingRequests
+        + maxOutstandingRequests()
         + "/"
-        + maxOutstandingBytes
+        + maxOutstandingBytes()
         + "B, maxTransfer="
-        + maxTransferSize
+        + maxTransferSize()
         + ", maxSegment="
-        + maxSegmentSize
+        + maxSegmentSize()
         + ", budget="
-        + registrationBudget
+        + registrationBudget()
         + ", pool="
-        + poolMaxBytes
+        + poolMaxBytes()
         + ", ioThreads="
-        + ioThreads
+        + ioThreads()
         + ", auth="
         + (authSecret != null)
         + ", maxConnections="
-        + maxConnections
+        + maxConnections()
         + ", idleTimeout="
-        + idleTimeout.toMillis()
+        + idleTimeout().toMillis()
         + "ms, writeTimeout="
-        + writeTimeout.toMillis()
+        + writeTimeout().toMillis()
         + "ms}";
   }
 
-  /** Builder; every setter validates and names the key in its error. */
+  /**
+   * Builder; every setter checks its value with its {@link Setting} and names the key in its error.
+   */
   public static final class Builder {
     private String prefix = "";
-    private ProviderKind provider = TransportSettings.PROVIDER.defaultValue();
-    private String bindAddress = TransportSettings.BIND_ADDRESS.defaultValue();
-    private String device = TransportSettings.DEVICE.defaultValue();
-    private int port = TransportSettings.PORT.defaultValue();
-    private Duration connectTimeout = TransportSettings.CONNECT_TIMEOUT.defaultValue();
-    private Duration readTimeout = TransportSettings.READ_TIMEOUT.defaultValue();
-    private Duration peerBackoff = TransportSettings.PEER_BACKOFF.defaultValue();
-    private Duration connectionIdleTimeout =
-        TransportSettings.CONNECTION_IDLE_TIMEOUT.defaultValue();
-    private int maxOutstandingRequests = TransportSettings.MAX_OUTSTANDING_REQUESTS.defaultValue();
-    private long maxOutstandingBytes = TransportSettings.MAX_OUTSTANDING_BYTES.defaultValue();
-    private int maxTransferSize =
-        Math.toIntExact(TransportSettings.MAX_TRANSFER_SIZE.defaultValue());
-    private int maxSegmentSize = Math.toIntExact(TransportSettings.MAX_SEGMENT_SIZE.defaultValue());
-    private long registrationBudget = TransportSettings.REGISTRATION_BUDGET.defaultValue();
-    private long poolMaxBytes = TransportSettings.POOL_MAX_BYTES.defaultValue();
-    private int ioThreads = TransportSettings.IO_THREADS.defaultValue();
+    private final Map<Setting<?>, Object> values = new HashMap<>();
     private byte[] authSecret;
-    private int maxConnections = TransportSettings.MAX_CONNECTIONS.defaultValue();
-    private Duration idleTimeout = TransportSettings.IDLE_TIMEOUT.defaultValue();
-    private Duration writeTimeout = TransportSettings.WRITE_TIMEOUT.defaultValue();
 
-    private Builder() {}
+    private Builder() {
+      for (Setting<?> s : TransportSettings.ALL) {
+        if (s.defaultValue() != null) {
+          values.put(s, s.defaultValue());
+        }
+      }
+    }
 
     /** Prefix shown in error messages (for example {@code spark.shuffle.rdma.}). */
     public Builder prefix(String p) {
@@ -391,156 +303,157 @@ public final class TransferConfig {
 
     /** Sets a key by name from its string form, as in a properties file. */
     public Builder set(String name, String value) {
-      BiConsumer<Builder, Object> binding = BINDINGS.get(name);
-      if (binding == null) {
+      Key key = KEYS.get(name);
+      if (key == null) {
         throw new TransferConfigException(
             TransferConfigException.Problem.UNKNOWN_KEY,
             prefix + name,
             "unknown configuration key " + prefix + name + "; known keys: " + KEYS.keySet());
       }
-      binding.accept(this, KEYS.get(name).setting().parse(prefix, value));
+      Setting<?> s = key.setting();
+      Object parsed = s.parse(prefix, value);
+      if (s == TransportSettings.AUTH_SECRET) {
+        return authSecret((String) parsed);
+      }
+      return put(s, parsed);
+    }
+
+    /**
+     * Sets {@code setting}, one of {@link TransportSettings#ALL} other than the auth secret (see
+     * {@link #authSecret(String)}), after checking {@code value} against its range.
+     */
+    public <T> Builder set(Setting<T> setting, T value) {
+      if (setting == TransportSettings.AUTH_SECRET
+          || KEYS.get(setting.name()) == null
+          || KEYS.get(setting.name()).setting() != setting) {
+        throw new IllegalArgumentException(setting.name() + " is not a transfer node setting");
+      }
+      return put(setting, setting.check(prefix, value));
+    }
+
+    private Builder put(Setting<?> s, Object value) {
+      if (value == null) {
+        values.remove(s);
+      } else {
+        values.put(s, value);
+      }
       return this;
+    }
+
+    private <T> T value(Setting<T> s) {
+      @SuppressWarnings("unchecked")
+      T v = (T) values.get(s);
+      return v;
     }
 
     public Builder provider(ProviderKind p) {
-      this.provider = TransportSettings.PROVIDER.check(prefix, p);
-      return this;
+      return set(TransportSettings.PROVIDER, p);
     }
 
     public Builder bindAddress(String a) {
-      this.bindAddress = TransportSettings.BIND_ADDRESS.parse(prefix, a);
-      return this;
+      return put(TransportSettings.BIND_ADDRESS, TransportSettings.BIND_ADDRESS.parse(prefix, a));
     }
 
+    /** The RDMA device to bind to; null or blank: none. */
     public Builder device(String d) {
-      this.device = d == null || d.isBlank() ? null : d.trim();
-      return this;
+      return put(
+          TransportSettings.DEVICE, d == null ? null : TransportSettings.DEVICE.parse(prefix, d));
     }
 
     public Builder port(int p) {
-      this.port = TransportSettings.PORT.check(prefix, p);
-      return this;
+      return set(TransportSettings.PORT, p);
     }
 
     public Builder connectTimeout(Duration d) {
-      this.connectTimeout = TransportSettings.CONNECT_TIMEOUT.check(prefix, d);
-      return this;
+      return set(TransportSettings.CONNECT_TIMEOUT, d);
     }
 
     public Builder readTimeout(Duration d) {
-      this.readTimeout = TransportSettings.READ_TIMEOUT.check(prefix, d);
-      return this;
+      return set(TransportSettings.READ_TIMEOUT, d);
     }
 
     public Builder peerBackoff(Duration d) {
-      this.peerBackoff = TransportSettings.PEER_BACKOFF.check(prefix, d);
-      return this;
+      return set(TransportSettings.PEER_BACKOFF, d);
     }
 
     /** Idle outgoing connections are closed after {@code d}; zero keeps them. */
     public Builder connectionIdleTimeout(Duration d) {
-      this.connectionIdleTimeout = TransportSettings.CONNECTION_IDLE_TIMEOUT.check(prefix, d);
-      return this;
+      return set(TransportSettings.CONNECTION_IDLE_TIMEOUT, d);
     }
 
     public Builder maxOutstandingRequests(int n) {
-      this.maxOutstandingRequests = TransportSettings.MAX_OUTSTANDING_REQUESTS.check(prefix, n);
-      return this;
+      return set(TransportSettings.MAX_OUTSTANDING_REQUESTS, n);
     }
 
     public Builder maxOutstandingBytes(long n) {
-      this.maxOutstandingBytes = TransportSettings.MAX_OUTSTANDING_BYTES.check(prefix, n);
-      return this;
+      return set(TransportSettings.MAX_OUTSTANDING_BYTES, n);
     }
 
     public Builder maxTransferSize(int n) {
-      TransportSettings.MAX_TRANSFER_SIZE.check(prefix, (long) n);
-      this.maxTransferSize = n;
-      return this;
+      return set(TransportSettings.MAX_TRANSFER_SIZE, (long) n);
     }
 
     public Builder maxSegmentSize(int n) {
-      TransportSettings.MAX_SEGMENT_SIZE.check(prefix, (long) n);
-      this.maxSegmentSize = n;
-      return this;
+      return set(TransportSettings.MAX_SEGMENT_SIZE, (long) n);
     }
 
     public Builder registrationBudget(long n) {
-      this.registrationBudget = TransportSettings.REGISTRATION_BUDGET.check(prefix, n);
-      return this;
+      return set(TransportSettings.REGISTRATION_BUDGET, n);
     }
 
     public Builder poolMaxBytes(long n) {
-      this.poolMaxBytes = TransportSettings.POOL_MAX_BYTES.check(prefix, n);
-      return this;
+      return set(TransportSettings.POOL_MAX_BYTES, n);
     }
 
     public Builder ioThreads(int n) {
-      this.ioThreads = TransportSettings.IO_THREADS.check(prefix, n);
-      return this;
+      return set(TransportSettings.IO_THREADS, n);
     }
 
     public Builder maxConnections(int n) {
-      this.maxConnections = TransportSettings.MAX_CONNECTIONS.check(prefix, n);
-      return this;
+      return set(TransportSettings.MAX_CONNECTIONS, n);
     }
 
     public Builder idleTimeout(Duration d) {
-      this.idleTimeout = TransportSettings.IDLE_TIMEOUT.check(prefix, d);
-      return this;
+      return set(TransportSettings.IDLE_TIMEOUT, d);
     }
 
     public Builder writeTimeout(Duration d) {
-      this.writeTimeout = TransportSettings.WRITE_TIMEOUT.check(prefix, d);
-      return this;
+      return set(TransportSettings.WRITE_TIMEOUT, d);
     }
 
+    /** The shared secret as text (UTF-8); null: none. Not trimmed. */
     public Builder authSecret(String secret) {
-      if (secret == null) {
-        this.authSecret = null;
-        return this;
-      }
-      if (secret.isEmpty()) {
-        throw new TransferConfigException(prefix + AUTH_SECRET + " must not be empty when set");
-      }
-      this.authSecret = secret.getBytes(StandardCharsets.UTF_8);
-      return this;
+      return authSecret(secret == null ? null : secret.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** The shared secret; null: none. */
     public Builder authSecret(byte[] secret) {
       if (secret != null && secret.length == 0) {
-        throw new TransferConfigException(prefix + AUTH_SECRET + " must not be empty when set");
+        throw new TransferConfigException(
+            TransportSettings.AUTH_SECRET.name(prefix) + " must not be empty when set");
       }
       this.authSecret = secret == null ? null : secret.clone();
       return this;
     }
 
     public TransferConfig build() {
-      if (maxTransferSize > maxOutstandingBytes) {
-        throw new TransferConfigException(
-            prefix
-                + MAX_TRANSFER_SIZE
-                + "="
-                + maxTransferSize
-                + " exceeds "
-                + prefix
-                + MAX_OUTSTANDING_BYTES
-                + "="
-                + maxOutstandingBytes);
-      }
-      if (poolMaxBytes > registrationBudget) {
-        throw new TransferConfigException(
-            prefix
-                + POOL_MAX_BYTES
-                + "="
-                + poolMaxBytes
-                + " exceeds "
-                + prefix
-                + REGISTRATION_BUDGET
-                + "="
-                + registrationBudget);
-      }
+      refuseAbove(TransportSettings.MAX_TRANSFER_SIZE, TransportSettings.MAX_OUTSTANDING_BYTES);
+      refuseAbove(TransportSettings.POOL_MAX_BYTES, TransportSettings.REGISTRATION_BUDGET);
       return new TransferConfig(this);
+    }
+
+    /** Refuses a value of {@code part} larger than that of {@code whole}, naming both keys. */
+    private void refuseAbove(Setting<Long> part, Setting<Long> whole) {
+      if (value(part) > value(whole)) {
+        throw new TransferConfigException(
+            part.name(prefix)
+                + "="
+                + value(part)
+                + " exceeds "
+                + whole.name(prefix)
+                + "="
+                + value(whole));
+      }
     }
   }
 

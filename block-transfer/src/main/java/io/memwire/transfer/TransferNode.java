@@ -1,6 +1,7 @@
 package io.memwire.transfer;
 
 import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
@@ -291,7 +292,9 @@ public final class TransferNode implements AutoCloseable {
                 + now
                 + " bytes registered + "
                 + bytes
-                + " requested > registrationBudget="
+                + " requested > "
+                + TransportSettings.REGISTRATION_BUDGET.name()
+                + "="
                 + config.registrationBudget()
                 + "; raise the budget (and ulimit -l for verbs) or "
                 + "close regions");

@@ -2,15 +2,19 @@ package io.memwire.transfer;
 
 import static io.memwire.transfer.ConfigErrors.assertConfigError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.memwire.transfer.TransferConfigException.Problem;
 import io.memwire.transfer.settings.Setting;
+import io.memwire.transfer.settings.TransportSettings;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class TransferConfigTest {
@@ -82,6 +86,48 @@ class TransferConfigTest {
         error(Map.of(P + "readTimout", "5s"))
             .contains("unknown configuration key " + P + "readTimout"),
         "a misspelt key is refused, not ignored");
+  }
+
+  @Test
+  void valuesAreReadAndSetThroughTheirSettings() {
+    TransferConfig c =
+        TransferConfig.builder()
+            .set(TransportSettings.PORT, 7077)
+            .device(" mlx5_0 ")
+            .authSecret(" s ")
+            .maxTransferSize(256 << 10)
+            .build();
+    assertEquals(7077, c.get(TransportSettings.PORT));
+    assertEquals(256L << 10, c.get(TransportSettings.MAX_TRANSFER_SIZE));
+    assertEquals("mlx5_0", c.get(TransportSettings.DEVICE));
+    assertEquals(" s ", new String(c.authSecret().orElseThrow(), StandardCharsets.UTF_8));
+    assertNull(TransferConfig.defaults().get(TransportSettings.DEVICE));
+    assertEquals(Optional.empty(), c.toBuilder().device("  ").build().device());
+
+    TransferConfig copy = c.toBuilder().build();
+    for (Setting<?> s : TransportSettings.ALL) {
+      assertEquals(c.get(s), copy.get(s), s.name());
+    }
+    assertEquals(c.toString(), copy.toString());
+    assertTrue(copy.authSecret().isPresent());
+
+    assertEquals(
+        P + "maxTransferSize=2097152 exceeds " + P + "maxOutstandingBytes=1048576",
+        assertThrows(
+                TransferConfigException.class,
+                () ->
+                    TransferConfig.builder()
+                        .prefix(P)
+                        .maxOutstandingBytes(1 << 20)
+                        .maxTransferSize(2 << 20)
+                        .build())
+            .getMessage());
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> TransferConfig.builder().set(TransportSettings.VERBS_CQ_SPIN_MICROS, 1L));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> TransferConfig.builder().set(TransportSettings.AUTH_SECRET, "s"));
   }
 
   /**

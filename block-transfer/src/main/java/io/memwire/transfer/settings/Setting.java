@@ -50,6 +50,11 @@ public final class Setting<T> {
     return name;
   }
 
+  /** The full key as a consumer spells it: {@code prefix} followed by the name. */
+  public String name(String prefix) {
+    return prefix + name;
+  }
+
   /** What the setting does (one Markdown paragraph). */
   public String doc() {
     return doc;

@@ -1,5 +1,6 @@
 package io.memwire.transfer.tcp;
 
+import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -451,7 +452,9 @@ final class ResponderSession implements EventLoop.Handler {
         String what =
             "closing tcp transfer connection from {}: it took no response bytes for "
                 + provider.config().writeTimeout().toMillis()
-                + " ms (writeTimeout), "
+                + " ms ("
+                + TransportSettings.WRITE_TIMEOUT.name()
+                + "), "
                 + out.size()
                 + " responses queued";
         if (provider.writeTimeoutLogged.compareAndSet(false, true)) {
@@ -467,7 +470,9 @@ final class ResponderSession implements EventLoop.Handler {
       String what =
           "closing tcp transfer connection from {}: idle for "
               + provider.config().idleTimeout().toMillis()
-              + " ms (idleTimeout)";
+              + " ms ("
+              + TransportSettings.IDLE_TIMEOUT.name()
+              + ")";
       if (provider.idleLogged.compareAndSet(false, true)) {
         LOG.info(what + "; further ones are counted as idleClosed and logged at DEBUG", remote);
       } else {

@@ -4,6 +4,7 @@ import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.io.DataInputStream;
@@ -161,13 +162,19 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     }
     if (authRequired && secret == null) {
       throw new TransferConnectionException(
-          "peer requires authentication and this node has no shared secret (authSecret)",
+          "peer requires authentication and this node has no shared secret ("
+              + TransportSettings.AUTH_SECRET.name()
+              + ")",
           peer,
           null);
     }
     if (!authRequired && secret != null) {
       throw new TransferConnectionException(
-          "peer does not authenticate but this node requires it (authSecret is set)", peer, null);
+          "peer does not authenticate but this node requires it ("
+              + TransportSettings.AUTH_SECRET.name()
+              + " is set)",
+          peer,
+          null);
     }
     if (authRequired) {
       if (!Handshake.same(serverProof, Handshake.serverProof(secret, clientNonce, serverNonce))) {
@@ -193,7 +200,9 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
 
   private static TransferConnectionException busy(InetSocketAddress peer) {
     return new TransferConnectionException(
-        "peer refused the connection: it serves its limit of connections (maxConnections), or "
+        "peer refused the connection: it serves its limit of connections ("
+            + TransportSettings.MAX_CONNECTIONS.name()
+            + "), or "
             + "of connections still in their handshake",
         peer,
         null);

@@ -255,7 +255,13 @@ final class ClientQueuePairs {
       long left = remainingMs(deadline);
       if (left <= 0) {
         throw new TransferTimeoutException(
-            "RDMA " + phase + " did not complete within " + timeoutMs + " ms (connectTimeout)",
+            "RDMA "
+                + phase
+                + " did not complete within "
+                + timeoutMs
+                + " ms ("
+                + TransportSettings.CONNECT_TIMEOUT.name()
+                + ")",
             peer);
       }
       RdmaCmEvent ev = ch.getCmEvent((int) Math.min(left, CmSupport.CM_WAIT_MS));

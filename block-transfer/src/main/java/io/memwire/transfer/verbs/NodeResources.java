@@ -7,6 +7,7 @@ import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -96,7 +97,12 @@ final class NodeResources {
                 + port
                 + " ("
                 + e.getMessage()
-                + "); check bindAddress, device and port",
+                + "); check "
+                + TransportSettings.BIND_ADDRESS.name()
+                + ", "
+                + TransportSettings.DEVICE.name()
+                + " and "
+                + TransportSettings.PORT.name(),
             e);
       }
       SocketAddress bound = listen.getSource();

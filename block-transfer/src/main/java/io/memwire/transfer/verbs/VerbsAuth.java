@@ -3,6 +3,7 @@ package io.memwire.transfer.verbs;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.settings.TransportSettings;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -194,8 +195,9 @@ final class VerbsAuth implements AutoCloseable {
       status = AUTH_FAILED;
       proofsRejected.increment();
       LOG.warn(
-          "verbs authentication from {} failed: wrong proof (a different authSecret?)",
-          tcpPeer.getHostAddress());
+          "verbs authentication from {} failed: wrong proof (a different {}?)",
+          tcpPeer.getHostAddress(),
+          TransportSettings.AUTH_SECRET.name());
     } else if (!server.equals(self)
         || client == null
         || !client.getAddress().equals(tcpPeer)
@@ -281,7 +283,8 @@ final class VerbsAuth implements AutoCloseable {
       if (!MessageDigest.isEqual(
           serverProof, proof(secret, "memwire-verbs-server", hello, serverNonce))) {
         throw new TransferConnectionException(
-            "verbs authentication failed: the peer could " + "not prove it knows authSecret",
+            "verbs authentication failed: the peer could not prove it knows "
+                + TransportSettings.AUTH_SECRET.name(),
             server,
             null);
       }
@@ -297,7 +300,9 @@ final class VerbsAuth implements AutoCloseable {
       if (result == AUTH_FAILED) {
         throw new TransferConnectionException(
             "verbs authentication failed: the peer rejected "
-                + "this node's proof (authSecret differs)",
+                + "this node's proof ("
+                + TransportSettings.AUTH_SECRET.name()
+                + " differs)",
             server,
             null);
       }
@@ -318,8 +323,9 @@ final class VerbsAuth implements AutoCloseable {
               + server.getPort()
               + " failed: "
               + e.getMessage()
-              + " (does the peer have authSecret "
-              + "set? a verbs node with a secret listens for it on its port)",
+              + " (does the peer have "
+              + TransportSettings.AUTH_SECRET.name()
+              + " set? a verbs node with a secret listens for it on its port)",
           server,
           e);
     }
