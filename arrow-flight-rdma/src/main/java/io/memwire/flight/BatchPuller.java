@@ -182,25 +182,27 @@ final class BatchPuller implements Runnable {
     }
     // all() completes once every read has ended, so no read still lands in the block when a
     // failure frees it.
-    rb.all()
-        .whenComplete(
-            (v, err) -> {
-              List<CompletableFuture<TransferBuffer>> results = rb.results();
-              for (CompletableFuture<TransferBuffer> f : results.subList(0, results.size() - 1)) {
-                if (!f.isCompletedExceptionally()) {
-                  f.join().release();
-                }
-              }
-              CompletableFuture<TransferBuffer> guardResult = results.get(results.size() - 1);
-              if (err != null) {
-                if (!guardResult.isCompletedExceptionally()) {
-                  guardResult.join().release();
-                }
-                readFailed(p, err instanceof CompletionException ? err.getCause() : err);
-              } else {
-                checkGuard(p, guardResult.join(), generation);
-              }
-            });
+    var unused =
+        rb.all()
+            .whenComplete(
+                (v, err) -> {
+                  List<CompletableFuture<TransferBuffer>> results = rb.results();
+                  for (CompletableFuture<TransferBuffer> f :
+                      results.subList(0, results.size() - 1)) {
+                    if (!f.isCompletedExceptionally()) {
+                      f.join().release();
+                    }
+                  }
+                  CompletableFuture<TransferBuffer> guardResult = results.get(results.size() - 1);
+                  if (err != null) {
+                    if (!guardResult.isCompletedExceptionally()) {
+                      guardResult.join().release();
+                    }
+                    readFailed(p, err instanceof CompletionException ? err.getCause() : err);
+                  } else {
+                    checkGuard(p, guardResult.join(), generation);
+                  }
+                });
     return p;
   }
 

@@ -91,7 +91,7 @@ final class LeaseBodies {
                   guard.generation);
       return new Prepared(body, guard, regions, indexed, guardRef);
     } catch (RuntimeException e) {
-      end(guard, body);
+      var unused = end(guard, body); // releases the body once its regions are released
       throw cannotRegister("a lease", e);
     }
   }

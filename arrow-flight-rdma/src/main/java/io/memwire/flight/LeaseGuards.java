@@ -132,7 +132,7 @@ final class LeaseGuards implements AutoCloseable {
     // The 0 must be visible to the NIC (or the tcp responder) before any store reusing the body.
     VarHandle.fullFence();
     g.region.close();
-    g.region.released().whenComplete((v, e) -> g.unit.release());
+    g.region.whenReleased(g.unit::release);
   }
 
   /** The free action of a guard's unit: its region is released, the slot may be reused. */
@@ -203,7 +203,7 @@ final class LeaseGuards implements AutoCloseable {
     // The last guard's release (recycle) frees the pages and closes the books.
     for (Guard g : ending) {
       g.region.close();
-      g.region.released().whenComplete((v, e) -> g.unit.release());
+      g.region.whenReleased(g.unit::release);
     }
   }
 }

@@ -138,7 +138,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
               return t;
             });
     long tick = Math.max(10, Math.min(1000, leaseTimeout.toMillis() / 4));
-    timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
+    var unused = timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {

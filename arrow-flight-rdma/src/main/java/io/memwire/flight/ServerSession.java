@@ -190,29 +190,30 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
   /** Ends a lease taken out of the window: its guard, regions, then body. */
   private void endLease(LeaseWindow.Lease l, boolean freedByClient) {
-    bodies
-        .end(l.guard, l.body)
-        .whenComplete(
-            (v, e) -> {
-              if (e != null) {
-                LOG.warn("releasing the body of lease {} failed", l.seq, e);
-              }
-              boolean ready;
-              synchronized (this) {
-                window.released(l);
-                ready = window.hasCredit(0);
-                notifyAll();
-              }
-              if (freedByClient) {
-                owner.serverStats().leasesFreed.increment();
-                Runnable r = onReady;
-                if (ready && r != null) {
-                  r.run();
-                }
-              } else {
-                owner.serverStats().leasesReleasedUnfreed.increment();
-              }
-            });
+    var unused =
+        bodies
+            .end(l.guard, l.body)
+            .whenComplete(
+                (v, e) -> {
+                  if (e != null) {
+                    LOG.warn("releasing the body of lease {} failed", l.seq, e);
+                  }
+                  boolean ready;
+                  synchronized (this) {
+                    window.released(l);
+                    ready = window.hasCredit(0);
+                    notifyAll();
+                  }
+                  if (freedByClient) {
+                    owner.serverStats().leasesFreed.increment();
+                    Runnable r = onReady;
+                    if (ready && r != null) {
+                      r.run();
+                    }
+                  } else {
+                    owner.serverStats().leasesReleasedUnfreed.increment();
+                  }
+                });
   }
 
   // ---- ServerStreamListener seen by the wrapped producer ----------------------------------
@@ -305,7 +306,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     }
     if (seq < 0) {
       // Ended while the body was prepared: release it here, outside the monitor.
-      bodies.end(lease.guard(), lease.body());
+      var unused = bodies.end(lease.guard(), lease.body());
       return;
     }
     owner.serverStats().notePeak(leased);

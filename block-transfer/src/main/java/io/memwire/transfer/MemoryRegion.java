@@ -9,6 +9,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.LoggerFactory;
 
 /**
  * Memory registered for one-sided remote reads: a caller's direct buffer, or a read-only mapping of
@@ -96,6 +97,24 @@ public final class MemoryRegion implements AutoCloseable {
    */
   public CompletableFuture<Void> released() {
     return released;
+  }
+
+  /**
+   * Runs {@code action} once the region is {@link #released()} (at once if it is), on the thread
+   * that releases it: where a caller frees memory it registered. A failure of the action is logged,
+   * never lost in an unobserved future.
+   */
+  public void whenReleased(Runnable action) {
+    var unused = released.thenRun(() -> runLogged(action)); // released never fails
+  }
+
+  private static void runLogged(Runnable action) {
+    try {
+      action.run();
+    } catch (RuntimeException e) {
+      LoggerFactory.getLogger(MemoryRegion.class)
+          .warn("an action after a region's release failed", e);
+    }
   }
 
   void markReleased() {

@@ -266,7 +266,7 @@ public final class RegisteredMemory implements AutoCloseable {
     }
     a.region.close();
     // A read the transport is still serving may touch the memory until the region is released.
-    a.region.released().whenComplete((v, e) -> MemoryAccess.free(a.allocation));
+    a.region.whenReleased(() -> MemoryAccess.free(a.allocation));
   }
 
   /**

@@ -98,7 +98,7 @@ public final class SparkShuffleServiceProcess implements AutoCloseable {
     pb.environment().remove("SPARK_CONF_DIR");
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
     Process p = pb.start();
-    ChildJvm.drainTo(p, log, null, "Spark's shuffle service");
+    var unused = ChildJvm.drainTo(p, log, null, "Spark's shuffle service"); // no ready line
     SparkShuffleServiceProcess ess = new SparkShuffleServiceProcess(p, port, log, metricsDir);
     try {
       ess.awaitListening(Duration.ofSeconds(60));

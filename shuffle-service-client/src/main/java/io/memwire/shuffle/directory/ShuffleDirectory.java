@@ -141,7 +141,7 @@ public final class ShuffleDirectory implements AutoCloseable {
             "chunk " + chunkIndex + " of shuffle " + shuffleId,
             () -> {
               region.close();
-              region.released().whenComplete((v, e) -> MemoryAccess.free(memory));
+              region.whenReleased(() -> MemoryAccess.free(memory));
             });
     return new Chunk(memory, region, new DirectoryPointer(chunkIndex, region.remote()), unit);
   }

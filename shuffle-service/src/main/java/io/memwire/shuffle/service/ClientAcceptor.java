@@ -157,14 +157,18 @@ final class ClientAcceptor {
 
   /** Closes connections past their deadline (the deadlines thread, every 100 ms). */
   void enforceDeadlines() {
-    long now = System.nanoTime();
-    for (ClientSession s : sessions) {
-      String overdue = s.overdue(now);
-      if (overdue != null) {
-        counters.clientsTimedOut.increment();
-        LOG.debug("shuffle service: closed a connection of {}: {}", s.user().getName(), overdue);
-        closeQuietly(s.channel()); // its thread sees the close and ends the session
+    try {
+      long now = System.nanoTime();
+      for (ClientSession s : sessions) {
+        String overdue = s.overdue(now);
+        if (overdue != null) {
+          counters.clientsTimedOut.increment();
+          LOG.debug("shuffle service: closed a connection of {}: {}", s.user().getName(), overdue);
+          closeQuietly(s.channel()); // its thread sees the close and ends the session
+        }
       }
+    } catch (RuntimeException e) {
+      LOG.warn("shuffle service: deadline check failed this round: {}", e.toString());
     }
   }
 

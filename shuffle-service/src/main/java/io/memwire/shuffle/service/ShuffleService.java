@@ -185,9 +185,12 @@ public final class ShuffleService implements AutoCloseable {
     ShuffleService s = new ShuffleService(config, node, server, maxOutputs);
     s.clients.start();
     long tick = TimeUnit.NANOSECONDS.toMillis(s.drivers.tickNanos());
-    s.liveness.scheduleWithFixedDelay(s.drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
-    s.deadlines.scheduleWithFixedDelay(
-        s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
+    var unusedProbes =
+        s.liveness.scheduleWithFixedDelay(s.drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
+    var unusedDeadlines =
+        s.deadlines.scheduleWithFixedDelay(
+            s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
     if (config.httpPort().isPresent()) {
       try {
         ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
