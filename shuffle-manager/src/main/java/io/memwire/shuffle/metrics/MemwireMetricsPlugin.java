@@ -288,7 +288,8 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
                 return t;
               });
       long every = REPORT_INTERVAL.toMillis();
-      reporter.scheduleWithFixedDelay(() -> report(false), every, every, TimeUnit.MILLISECONDS);
+      var unused =
+          reporter.scheduleWithFixedDelay(() -> report(false), every, every, TimeUnit.MILLISECONDS);
     }
 
     /**

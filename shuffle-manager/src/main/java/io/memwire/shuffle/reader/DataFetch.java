@@ -66,21 +66,22 @@ final class DataFetch {
     for (int k = 0; k < batchBlocks.size(); k++) {
       Wanted w = batchBlocks.get(k);
       CompletableFuture<TransferBuffer> f = batch.result(k);
-      f.whenComplete(
-          (buf, err) -> {
-            if (err != null) {
-              r.ctx.drop(r.shuffleId, w.slotKey());
-              r.fallbackAll(
-                  List.of(w),
-                  FallbackCause.READ,
-                  "data read failed: " + FetchRequest.rootMessage(err));
-            } else {
-              r.deliver(w, new TransferManagedBuffer(buf), w.length);
-            }
-          });
+      var unused =
+          f.whenComplete(
+              (buf, err) -> {
+                if (err != null) {
+                  r.ctx.drop(r.shuffleId, w.slotKey());
+                  r.fallbackAll(
+                      List.of(w),
+                      FallbackCause.READ,
+                      "data read failed: " + FetchRequest.rootMessage(err));
+                } else {
+                  r.deliver(w, new TransferManagedBuffer(buf), w.length);
+                }
+              });
     }
     if (next < blocks.size()) {
-      batch.all().whenComplete((ok, err) -> post(next));
+      var unused = batch.all().whenComplete((ok, err) -> post(next));
     }
   }
 }

@@ -106,18 +106,19 @@ final class FetchRequest {
 
   /** Records the batch's latency (post to completion) in this peer's histogram. */
   ReadBatch timed(ReadBatch batch) {
-    timed(batch.all());
+    var unused = timed(batch.all());
     return batch;
   }
 
   <T> CompletableFuture<T> timed(CompletableFuture<T> read) {
     long posted = System.nanoTime();
-    read.whenComplete(
-        (ok, err) -> {
-          if (err == null) {
-            ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
-          }
-        });
+    var unused =
+        read.whenComplete(
+            (ok, err) -> {
+              if (err == null) {
+                ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
+              }
+            });
     return read;
   }
 

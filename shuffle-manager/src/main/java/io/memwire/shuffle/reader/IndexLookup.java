@@ -82,7 +82,7 @@ final class IndexLookup {
         } else {
           // Another task of this executor is reading this index: use its result.
           ctx.counters.indexCacheHits.add(pending.size());
-          other.whenComplete((offsets, err) -> afterSharedLoad(pending, offsets, err));
+          var unused = other.whenComplete((offsets, err) -> afterSharedLoad(pending, offsets, err));
         }
       } else {
         for (Wanted w : pending) {
@@ -115,18 +115,19 @@ final class IndexLookup {
       r.fallbackAll(reading, FallbackCause.READ, "index read failed: " + ex);
       return;
     }
-    batch
-        .all()
-        .whenComplete(
-            (ok, err) -> {
-              try {
-                onIndexes(reads, batch);
-              } catch (RuntimeException ex) {
-                LOG.warn("reading index entries from {} failed", r.peer, ex);
-                endLoads(reads, ex);
-                r.fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
-              }
-            });
+    var unused =
+        batch
+            .all()
+            .whenComplete(
+                (ok, err) -> {
+                  try {
+                    onIndexes(reads, batch);
+                  } catch (RuntimeException ex) {
+                    LOG.warn("reading index entries from {} failed", r.peer, ex);
+                    endLoads(reads, ex);
+                    r.fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
+                  }
+                });
   }
 
   private void onIndexes(List<IndexRead> reads, ReadBatch batch) {

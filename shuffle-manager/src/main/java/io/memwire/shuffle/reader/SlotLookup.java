@@ -75,17 +75,18 @@ final class SlotLookup {
       return;
     }
     ctx.counters.slotReads.add(keys.size());
-    batch
-        .all()
-        .whenComplete(
-            (ok, err) -> {
-              try {
-                onSlots(keys, batch, reread);
-              } catch (RuntimeException e) {
-                LOG.warn("reading directory slots from {} failed", r.peer, e);
-                r.fallbackAll(r.all(), FallbackCause.INTERNAL, "internal error: " + e);
-              }
-            });
+    var unused =
+        batch
+            .all()
+            .whenComplete(
+                (ok, err) -> {
+                  try {
+                    onSlots(keys, batch, reread);
+                  } catch (RuntimeException e) {
+                    LOG.warn("reading directory slots from {} failed", r.peer, e);
+                    r.fallbackAll(r.all(), FallbackCause.INTERNAL, "internal error: " + e);
+                  }
+                });
   }
 
   private void onSlots(List<ReadContext.SlotKey> keys, ReadBatch batch, boolean reread) {

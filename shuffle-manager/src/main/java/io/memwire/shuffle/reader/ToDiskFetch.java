@@ -73,37 +73,38 @@ final class ToDiskFetch {
       r.fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ, "data read failed: " + e);
       return;
     }
-    f.whenCompleteAsync(
-        (buf, err) -> {
-          if (err != null) {
-            discard(file, channel);
-            r.ctx.drop(r.shuffleId, w.slotKey());
-            r.fallbackAll(
-                blocks.subList(i, blocks.size()),
-                FallbackCause.READ,
-                "data read failed: " + FetchRequest.rootMessage(err));
-            return;
-          }
-          try {
-            ByteBuffer b = buf.nioBuffer();
-            while (b.hasRemaining()) {
-              channel.write(b);
-            }
-          } catch (IOException | RuntimeException e) {
-            discard(file, channel);
-            r.fail(w, e);
-            next(i + 1);
-            return;
-          } finally {
-            buf.release();
-          }
-          if (done + n < w.length) {
-            readPiece(i, file, channel, done + n);
-          } else {
-            finishFile(i, file, channel);
-          }
-        },
-        r.ctx.fallbackThreads);
+    var unused =
+        f.whenCompleteAsync(
+            (buf, err) -> {
+              if (err != null) {
+                discard(file, channel);
+                r.ctx.drop(r.shuffleId, w.slotKey());
+                r.fallbackAll(
+                    blocks.subList(i, blocks.size()),
+                    FallbackCause.READ,
+                    "data read failed: " + FetchRequest.rootMessage(err));
+                return;
+              }
+              try {
+                ByteBuffer b = buf.nioBuffer();
+                while (b.hasRemaining()) {
+                  channel.write(b);
+                }
+              } catch (IOException | RuntimeException e) {
+                discard(file, channel);
+                r.fail(w, e);
+                next(i + 1);
+                return;
+              } finally {
+                buf.release();
+              }
+              if (done + n < w.length) {
+                readPiece(i, file, channel, done + n);
+              } else {
+                finishFile(i, file, channel);
+              }
+            },
+            r.ctx.fallbackThreads);
   }
 
   private void finishFile(int i, DownloadFile file, DownloadFileWritableChannel channel) {

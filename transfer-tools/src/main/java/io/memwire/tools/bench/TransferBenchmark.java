@@ -206,17 +206,18 @@ public final class TransferBenchmark {
         continue;
       }
       long offset = (i++ % slotsInRegion) * size;
-      c.read(ReadRequest.of(region, offset, size))
-          .whenComplete(
-              (b, e) -> {
-                if (e != null) {
-                  error.compareAndSet(null, e);
-                } else {
-                  bytes.addAndGet(b.length());
-                  b.release();
-                }
-                slots.release();
-              });
+      var unused =
+          c.read(ReadRequest.of(region, offset, size))
+              .whenComplete(
+                  (b, e) -> {
+                    if (e != null) {
+                      error.compareAndSet(null, e);
+                    } else {
+                      bytes.addAndGet(b.length());
+                      b.release();
+                    }
+                    slots.release();
+                  });
     }
     if (!slots.tryAcquire(depth, 60, TimeUnit.SECONDS)) {
       throw new IllegalStateException("reads did not drain within 60 s");
