@@ -339,8 +339,8 @@ public final class Connection {
         boolean fits =
             inFlight.size() < maxReads
                 && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
-        if (!fits) {
-          break;
+        if (!fits || awaitingMemory == p.request) {
+          break; // the pool's thread is taking this request's memory, and pumps when it has
         }
         Part part;
         try {

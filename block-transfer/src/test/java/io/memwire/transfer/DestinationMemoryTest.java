@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -69,5 +70,50 @@ class DestinationMemoryTest {
     assertEquals(4L << 20 << 2, client.bufferPool().slabBytes(), "four classes got slabs");
     assertTrue(client.bufferPool().dedicatedAllocations() > 0, "the rest got dedicated buffers");
     region.close();
+  }
+
+  @Test
+  void memoryFreedWhileThePoolGrowsIsNotTakenTwiceForTheSameRead() throws Exception {
+    TransferNode server = tcpNode(TransferConfig.builder());
+    TransferNode client = tcpNode(TransferConfig.builder().poolMaxBytes(64 << 20));
+    int size = (4 << 20) - 100; // the 4 MiB class: one piece per slab
+    ByteBuffer memory = ByteBuffer.allocateDirect(size);
+    MemoryRegion region = server.register(memory);
+    Connection c = client.connection(server.localAddress());
+    TransferBuffer held =
+        c.read(ReadRequest.of(region.remote(), 0, size)).get(30, TimeUnit.SECONDS);
+
+    // Park the pool's thread, so the next read of the class waits for growth...
+    CountDownLatch parked = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    client
+        .bufferPool()
+        .growOffIoThread(
+            () -> {
+              parked.countDown();
+              awaitUninterruptibly(resume);
+            });
+    assertTrue(parked.await(30, TimeUnit.SECONDS));
+    var waiting = c.read(ReadRequest.of(region.remote(), 0, size));
+    // ...then free the only piece and pump again (a second read): the waiting read must not take
+    // the freed piece while the pool's thread is about to give it memory too.
+    held.release();
+    var next = c.read(ReadRequest.of(region.remote(), 0, 100));
+    resume.countDown();
+    waiting.get(30, TimeUnit.SECONDS).release();
+    next.get(30, TimeUnit.SECONDS).release();
+
+    long peak = client.stats().memoryPeakBytes(TransferNode.READ_POOL);
+    assertTrue(peak <= size + 100, "one destination per read at a time, peak " + peak);
+    assertEquals(8L << 20, client.bufferPool().slabBytes(), "one slab for each of the two classes");
+    region.close();
+  }
+
+  private static void awaitUninterruptibly(CountDownLatch latch) {
+    try {
+      latch.await(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }
