@@ -60,39 +60,14 @@ public final class RdmaInventory {
     return sysfs;
   }
 
-  /** One entry of a port's GID table. */
-  public static final class Gid {
-    private final int index;
-    private final String value;
-    private final String type;
-    private final String netdev;
-
-    Gid(int index, String value, String type, String netdev) {
-      this.index = index;
-      this.value = value;
-      this.type = type;
-      this.netdev = netdev;
-    }
-
-    public int index() {
-      return index;
-    }
-
-    /** As sysfs prints it, e.g. {@code 0000:0000:0000:0000:0000:ffff:c612:0001}. */
-    public String value() {
-      return value;
-    }
-
-    /** {@code RoCE v2}, {@code IB/RoCE v1}, or empty when sysfs does not say. */
-    public String type() {
-      return type;
-    }
-
-    /** The network interface this GID belongs to (RoCE), or empty. */
-    public String netdev() {
-      return netdev;
-    }
-
+  /**
+   * One entry of a port's GID table.
+   *
+   * @param value as sysfs prints it, e.g. {@code 0000:0000:0000:0000:0000:ffff:c612:0001}
+   * @param type {@code RoCE v2}, {@code IB/RoCE v1}, or empty when sysfs does not say
+   * @param netdev the network interface this GID belongs to (RoCE), or empty
+   */
+  public record Gid(int index, String value, String type, String netdev) {
     public boolean isRoceV2() {
       return type.toLowerCase(Locale.ROOT).contains("v2");
     }
@@ -125,59 +100,24 @@ public final class RdmaInventory {
     }
   }
 
-  /** One port of a device. */
-  public static final class Port {
-    private final String device;
-    private final int number;
-    private final String state;
-    private final String physState;
-    private final String linkLayer;
-    private final OptionalInt activeMtu;
-    private final String mtuSource;
-    private final List<Gid> gids;
-
-    Port(
-        String device,
-        int number,
-        String state,
-        String physState,
-        String linkLayer,
-        OptionalInt activeMtu,
-        String mtuSource,
-        List<Gid> gids) {
-      this.device = device;
-      this.number = number;
-      this.state = state;
-      this.physState = physState;
-      this.linkLayer = linkLayer;
-      this.activeMtu = activeMtu;
-      this.mtuSource = mtuSource;
-      this.gids = gids;
-    }
-
-    public String device() {
-      return device;
-    }
-
-    public int number() {
-      return number;
-    }
-
-    /** As sysfs prints it, e.g. {@code 4: ACTIVE}. */
-    public String state() {
-      return state;
-    }
-
-    /** e.g. {@code 5: LinkUp}. */
-    public String physState() {
-      return physState;
-    }
-
-    /** {@code Ethernet} (RoCE), {@code InfiniBand}, or empty. */
-    public String linkLayer() {
-      return linkLayer;
-    }
-
+  /**
+   * One port of a device.
+   *
+   * @param state as sysfs prints it, e.g. {@code 4: ACTIVE}
+   * @param physState e.g. {@code 5: LinkUp}
+   * @param linkLayer {@code Ethernet} (RoCE), {@code InfiniBand}, or empty
+   * @param activeMtu the active RDMA MTU in bytes (256 to 4096), when known
+   * @param mtuSource where {@code activeMtu} came from (a sysfs file, or the netdev's MTU)
+   */
+  public record Port(
+      String device,
+      int number,
+      String state,
+      String physState,
+      String linkLayer,
+      OptionalInt activeMtu,
+      String mtuSource,
+      List<Gid> gids) {
     public boolean isActive() {
       return state.toUpperCase(Locale.ROOT).contains("ACTIVE");
     }
@@ -190,48 +130,20 @@ public final class RdmaInventory {
       return linkLayer.equalsIgnoreCase("Ethernet");
     }
 
-    /** The active RDMA MTU in bytes (256 to 4096), when known. */
-    public OptionalInt activeMtu() {
-      return activeMtu;
-    }
-
-    /** Where {@link #activeMtu()} came from (a sysfs file, or the netdev's MTU). */
-    public String mtuSource() {
-      return mtuSource;
-    }
-
-    public List<Gid> gids() {
-      return gids;
-    }
-
     @Override
     public String toString() {
       return device + " port " + number;
     }
   }
 
-  /** One RDMA device. */
-  public static final class Device {
-    private final String name;
-    private final List<Port> ports;
-    private final List<String> netdevs;
-    private final String nodeType;
-
-    Device(String name, List<Port> ports, List<String> netdevs, String nodeType) {
-      this.name = name;
-      this.ports = ports;
-      this.netdevs = netdevs;
-      this.nodeType = nodeType;
-    }
-
-    /**
-     * sysfs {@code node_type}, e.g. {@code 1: CA} (InfiniBand, RoCE) or {@code 4: RNIC}; may be
-     * empty.
-     */
-    public String nodeType() {
-      return nodeType;
-    }
-
+  /**
+   * One RDMA device.
+   *
+   * @param netdevs network interfaces of this device (from GID netdevs and {@code device/net})
+   * @param nodeType sysfs {@code node_type}, e.g. {@code 1: CA} (InfiniBand, RoCE) or {@code 4:
+   *     RNIC}; may be empty
+   */
+  public record Device(String name, List<Port> ports, List<String> netdevs, String nodeType) {
     /**
      * Whether the device's transport is iWARP: the kernel gives every iWARP device the node type
      * RNIC (4), and no other transport uses it.
@@ -241,55 +153,22 @@ public final class RdmaInventory {
       return t.startsWith("4:") || t.toUpperCase(Locale.ROOT).endsWith("RNIC");
     }
 
-    public String name() {
-      return name;
-    }
-
-    public List<Port> ports() {
-      return ports;
-    }
-
-    /** Network interfaces of this device (from GID netdevs and {@code device/net}). */
-    public List<String> netdevs() {
-      return netdevs;
-    }
-
     @Override
     public String toString() {
       return name;
     }
   }
 
-  /** Which port of which device serves an address, and how that was found. */
-  public static final class Owner {
-    private final Device device;
-    private final Port port;
-    private final Gid gid;
-    private final String how;
-
-    Owner(Device device, Port port, Gid gid, String how) {
-      this.device = device;
-      this.port = port;
-      this.gid = gid;
-      this.how = how;
-    }
-
-    public Device device() {
-      return device;
-    }
-
-    public Port port() {
-      return port;
-    }
-
+  /**
+   * Which port of which device serves an address, and how that was found.
+   *
+   * @param carrier the GID entry carrying the address (RoCE), or null
+   * @param how e.g. "RoCE v2 GID 1" or "interface ib0"
+   */
+  public record Owner(Device device, Port port, Gid carrier, String how) {
     /** The GID entry carrying the address (RoCE), if any. */
     public Optional<Gid> gid() {
-      return Optional.ofNullable(gid);
-    }
-
-    /** e.g. "RoCE v2 GID 1" or "interface ib0". */
-    public String how() {
-      return how;
+      return Optional.ofNullable(carrier);
     }
   }
 
