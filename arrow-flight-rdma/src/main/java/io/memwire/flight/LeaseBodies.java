@@ -38,10 +38,10 @@ final class LeaseBodies {
       List<ServerMessage.BufferRef> refs,
       ServerMessage.Guard guardRef) {}
 
-  private final RdmaFlightProducer owner;
+  private final ServerResources resources;
 
-  LeaseBodies(RdmaFlightProducer owner) {
-    this.owner = owner;
+  LeaseBodies(ServerResources resources) {
+    this.resources = resources;
   }
 
   /**
@@ -70,7 +70,7 @@ final class LeaseBodies {
     LeaseGuards.Guard guard = null;
     try {
       if (bodyLength > 0) {
-        guard = owner.guards().issue();
+        guard = resources.guards().issue();
       }
       for (ServerMessage.BufferRef r : refs) {
         indexed.add(
@@ -102,7 +102,7 @@ final class LeaseBodies {
    */
   CompletableFuture<Void> end(LeaseGuards.Guard guard, Body body) {
     if (guard != null) {
-      owner.guards().revoke(guard);
+      resources.guards().revoke(guard);
     }
     CompletableFuture<?>[] released = new CompletableFuture<?>[body.regions().size()];
     for (int i = 0; i < released.length; i++) {
@@ -120,7 +120,7 @@ final class LeaseBodies {
    * name regions by their index in the returned body's list.
    */
   Body inPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout, List<ServerMessage.BufferRef> refs) {
-    RegisteredMemory memory = owner.memory();
+    RegisteredMemory memory = resources.memory();
     Integer[] order = new Integer[bufs.size()];
     for (int i = 0; i < order.length; i++) {
       order[i] = i;
@@ -154,7 +154,7 @@ final class LeaseBodies {
     List<MemoryRegion> regions = new ArrayList<>(runs.size());
     try {
       for (long[] r : runs) {
-        regions.add(owner.node().register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
+        regions.add(resources.node().register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
       }
     } catch (RuntimeException e) {
       regions.forEach(MemoryRegion::close);
@@ -176,7 +176,7 @@ final class LeaseBodies {
           new ServerMessage.BufferRef(
               runOf[i], b.memoryAddress() - runs.get(runOf[i])[0], layout.get(i).getOffset(), n));
     }
-    owner.serverStats().batchesInPlace.increment();
+    resources.stats().batchesInPlace.increment();
     return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()));
   }
 
@@ -192,7 +192,7 @@ final class LeaseBodies {
       List<ServerMessage.BufferRef> refs) {
     RegisteredMemory.Block block;
     try {
-      block = owner.memory().allocate(bodyLength, owner.leaseTimeout());
+      block = resources.memory().allocate(bodyLength, resources.leaseTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw CallStatus.CANCELLED
@@ -230,12 +230,12 @@ final class LeaseBodies {
     }
     MemoryRegion region;
     try {
-      region = owner.node().register(block.slice(0, bodyLength));
+      region = resources.node().register(block.slice(0, bodyLength));
     } catch (RuntimeException e) {
       block.release();
       throw cannotRegister("a body of " + bodyLength + " bytes", e);
     }
-    owner.serverStats().batchesCopied.increment();
+    resources.stats().batchesCopied.increment();
     return new Body(List.of(region), block::release);
   }
 

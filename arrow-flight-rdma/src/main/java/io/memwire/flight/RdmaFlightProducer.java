@@ -2,31 +2,17 @@ package io.memwire.flight;
 
 import io.memwire.flight.memory.RegisteredMemory;
 import io.memwire.flight.wire.ExchangeRequest;
-import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
-import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.Criteria;
 import org.apache.arrow.flight.FlightDescriptor;
-import org.apache.arrow.flight.FlightEndpoint;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightProducer;
 import org.apache.arrow.flight.FlightStream;
@@ -40,7 +26,6 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.compression.CompressionCodec;
 import org.apache.arrow.vector.compression.CompressionUtil;
 import org.apache.arrow.vector.compression.NoCompressionCodec;
-import org.apache.arrow.vector.ipc.message.IpcOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,41 +49,28 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private static final AtomicInteger IDS = new AtomicInteger();
 
   private final FlightProducer delegate;
-  private final TransferNode node;
   private final BufferAllocator allocator;
   private final Location rdmaLocation;
-  private final Location grpcLocation;
-  private final CompressionCodec codec;
-  private final Duration leaseTimeout;
-  private final int maxWindowBatches;
-  private final long maxWindowBytes;
   private final RegisteredMemory memory;
   private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
-  private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
-  private final ExecutorService executor;
-  private final ScheduledExecutorService timer;
-  private final int maxExchanges;
-  private final Semaphore exchangeSlots;
+  private final ServerResources resources;
+  private final RdmaExchanges exchanges;
 
-  /** Why the data plane is off (verbs on an untrusted fabric), or null when it serves. */
-  private final String refusal;
+  /** Adds the data-plane location to FlightInfo; null when the data plane is off. */
+  private final FlightInfoDecorator decorator;
 
   private volatile boolean closed;
 
   private RdmaFlightProducer(Builder b) {
     this.delegate = b.delegate;
-    this.node = b.node;
+    TransferNode node = b.node;
     this.allocator = b.allocator.newChildAllocator("memwire-flight-producer", 0, Long.MAX_VALUE);
     this.rdmaLocation = RdmaLocations.of(node.provider(), node.localAddress());
-    this.grpcLocation = b.grpcLocation;
-    this.codec =
+    CompressionCodec codec =
         b.compression == CompressionUtil.CodecType.NO_COMPRESSION
             ? NoCompressionCodec.INSTANCE
             : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
-    this.leaseTimeout = b.leaseTimeout;
-    this.maxWindowBatches = b.maxWindowBatches;
-    this.maxWindowBytes = b.maxWindowBytes;
     // Arenas are not remotely readable: each lease registers only its own bytes.
     this.memory =
         new RegisteredMemory(
@@ -108,37 +80,22 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             "flight producer memory on " + node.localAddress(),
             false);
     this.guards = new LeaseGuards(node);
-    this.maxExchanges = b.maxExchanges;
-    this.exchangeSlots = new Semaphore(b.maxExchanges);
-    this.refusal =
+    String refusal =
         refusal(b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
-    int id = IDS.incrementAndGet();
-    AtomicInteger threads = new AtomicInteger();
-    // One client-message pump per exchange; at most maxExchanges exchanges run at once.
-    ThreadPoolExecutor pool =
-        new ThreadPoolExecutor(
-            b.maxExchanges,
-            b.maxExchanges,
-            30,
-            TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(),
-            r -> {
-              Thread t =
-                  new Thread(r, "memwire-flight-" + id + "-exchange-" + threads.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
-    pool.allowCoreThreadTimeOut(true);
-    this.executor = pool;
-    this.timer =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "memwire-flight-" + id + "-leases");
-              t.setDaemon(true);
-              return t;
-            });
-    long tick = Math.max(10, Math.min(1000, leaseTimeout.toMillis() / 4));
-    var unused = timer.scheduleWithFixedDelay(this::checkLeases, tick, tick, TimeUnit.MILLISECONDS);
+    this.decorator = refusal != null ? null : new FlightInfoDecorator(rdmaLocation, b.grpcLocation);
+    this.resources =
+        new ServerResources(
+            delegate,
+            node,
+            allocator,
+            memory,
+            guards,
+            stats,
+            codec,
+            b.leaseTimeout,
+            b.maxWindowBatches,
+            b.maxWindowBytes);
+    this.exchanges = new RdmaExchanges(resources, b.maxExchanges, refusal, IDS.incrementAndGet());
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
@@ -147,8 +104,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
               + "exchanges)",
           rdmaLocation,
           b.compression,
-          leaseTimeout.toMillis(),
-          maxExchanges);
+          b.leaseTimeout.toMillis(),
+          b.maxExchanges);
     }
   }
 
@@ -204,77 +161,20 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = stats.snapshot();
-    long batches = 0;
-    long bytes = 0;
-    for (ServerSession s : sessions) {
-      batches += s.leasedBatches();
-      bytes += s.leasedBytes();
-    }
-    m.put("activeSessions", (long) sessions.size());
-    m.put("leasedBatches", batches);
-    m.put("leasedBytes", bytes);
+    exchanges.putCurrent(m);
     m.put("registeredBlocks", memory.outstandingBlocks());
     m.put("registeredBlockBytes", memory.allocatedBytesNow());
     return m;
   }
 
-  TransferNode node() {
-    return node;
+  /** What its exchanges share (a test hook). */
+  ServerResources resources() {
+    return resources;
   }
 
-  LeaseGuards guards() {
-    return guards;
-  }
-
-  ServerStats serverStats() {
-    return stats;
-  }
-
-  FlightProducer delegate() {
-    return delegate;
-  }
-
-  BufferAllocator allocator() {
-    return allocator;
-  }
-
-  CompressionCodec codec() {
-    return codec;
-  }
-
-  Duration leaseTimeout() {
-    return leaseTimeout;
-  }
-
-  int maxWindowBatches() {
-    return maxWindowBatches;
-  }
-
+  /** Most exchanges served at once (a test hook). */
   int maxExchanges() {
-    return maxExchanges;
-  }
-
-  long maxWindowBytes() {
-    return maxWindowBytes;
-  }
-
-  ExecutorService executor() {
-    return executor;
-  }
-
-  void sessionEnded(ServerSession s) {
-    sessions.remove(s);
-  }
-
-  private void checkLeases() {
-    long now = System.nanoTime();
-    for (ServerSession s : sessions) {
-      try {
-        s.checkLeases(now);
-      } catch (RuntimeException e) {
-        LOG.warn("lease check failed", e);
-      }
-    }
+    return exchanges.maxExchanges();
   }
 
   // ---- FlightProducer ---------------------------------------------------------------------
@@ -288,65 +188,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       delegate.doExchange(context, reader, writer);
       return;
     }
-    ExchangeRequest request;
-    try {
-      request = ExchangeRequest.fromBytes(descriptor.getCommand());
-    } catch (WireException e) {
-      writer.error(
-          FallbackReason.NOT_SERVED.error(CallStatus.INVALID_ARGUMENT, e.getMessage(), null));
-      return;
-    }
-    if (request.provider() != node.provider()) {
-      writer.error(
-          FallbackReason.NOT_SERVED.error(
-              CallStatus.INVALID_ARGUMENT,
-              "this server's "
-                  + "data plane uses the "
-                  + node.provider()
-                  + " provider, the client asked for "
-                  + request.provider(),
-              null));
-      return;
-    }
-    if (closed) {
-      writer.error(
-          FallbackReason.NOT_SERVED.error(
-              CallStatus.UNAVAILABLE, "RDMA data plane is closed", null));
-      return;
-    }
-    if (refusal != null) {
-      writer.error(
-          FallbackReason.NOT_SERVED.error(
-              CallStatus.UNAVAILABLE, "RDMA data plane is off: " + refusal, null));
-      return;
-    }
-    if (!exchangeSlots.tryAcquire()) {
-      // The typed reason lets an auto client take plain DoGet instead.
-      stats.sessionsRefused.increment();
-      writer.error(
-          FallbackReason.AT_CAPACITY.error(
-              CallStatus.RESOURCE_EXHAUSTED,
-              "the server "
-                  + "runs its most RDMA exchanges at once ("
-                  + FlightSettings.MAX_EXCHANGES.name(FlightSettings.SERVER_PREFIX)
-                  + "="
-                  + maxExchanges
-                  + "); use DoGet or retry later",
-              null));
-      return;
-    }
-    try {
-      ServerSession session = new ServerSession(this, context, reader, writer, request);
-      sessions.add(session);
-      stats.sessionsStarted.increment();
-      try {
-        session.run();
-      } finally {
-        sessions.remove(session);
-      }
-    } finally {
-      exchangeSlots.release();
-    }
+    exchanges.serve(context, descriptor.getCommand(), reader, writer);
   }
 
   @Override
@@ -419,38 +261,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
   /** The same info with the data-plane location after each endpoint's own locations. */
   FlightInfo decorate(FlightInfo info) {
-    if (info == null || refusal != null) {
-      return info;
-    }
-    List<FlightEndpoint> endpoints = new ArrayList<>(info.getEndpoints().size());
-    for (FlightEndpoint e : info.getEndpoints()) {
-      List<Location> locs = new ArrayList<>(e.getLocations());
-      if (locs.contains(rdmaLocation)) {
-        endpoints.add(e);
-        continue;
-      }
-      if (locs.isEmpty()) {
-        // "Same service" was implicit: make it explicit so the data plane is not taken as first.
-        locs.add(grpcLocation != null ? grpcLocation : Location.reuseConnection());
-      }
-      locs.add(rdmaLocation);
-      FlightEndpoint.Builder eb =
-          FlightEndpoint.builder(e.getTicket(), locs.toArray(new Location[0]));
-      e.getExpirationTime().ifPresent(eb::setExpirationTime);
-      if (e.getAppMetadata() != null) {
-        eb.setAppMetadata(e.getAppMetadata());
-      }
-      endpoints.add(eb.build());
-    }
-    return new FlightInfo(
-        info.getSchemaOptional().orElse(null),
-        info.getDescriptor(),
-        endpoints,
-        info.getBytes(),
-        info.getRecords(),
-        info.getOrdered(),
-        IpcOption.DEFAULT,
-        info.getAppMetadata());
+    return decorator == null ? info : decorator.decorate(info);
   }
 
   /**
@@ -463,17 +274,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       return;
     }
     closed = true;
-    for (ServerSession s : new ArrayList<>(sessions)) {
-      s.cancel("producer closed");
-    }
-    timer.shutdownNow();
-    executor.shutdownNow();
-    try {
-      executor.awaitTermination(5, TimeUnit.SECONDS);
-      timer.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    exchanges.close();
     guards.close();
     memory.close();
     allocator.close();

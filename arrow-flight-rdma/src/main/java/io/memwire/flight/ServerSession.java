@@ -1,145 +1,111 @@
 package io.memwire.flight;
 
-import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
-import java.nio.ByteBuffer;
-import java.util.List;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
+import java.util.function.Consumer;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightProducer;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.Ticket;
-import org.apache.arrow.memory.ArrowBuf;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.VectorUnloader;
-import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.apache.arrow.vector.ipc.message.ArrowBuffer;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.ipc.message.IpcOption;
-import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One RDMA data-plane exchange on the server. To the wrapped producer it is the stream listener of
- * a DoGet; to the client it sends one descriptor per batch and keeps each batch's body leased
- * (alive, in regions registered for that lease alone) until the client's FREE, the end of the
- * exchange, a cancellation or the lease timeout. The client's credit window ({@link LeaseWindow})
- * bounds the leased batches and bytes: {@code putNext} waits while the window is full.
+ * One RDMA data-plane exchange on the server, from its DoExchange to its end. It runs the wrapped
+ * producer's stream into a {@link LeasingListener}, keeps each batch's body leased (alive, in
+ * regions registered for that lease alone) until the client's FREE, the end of the exchange, a
+ * cancellation or the lease timeout, and ends the exchange once. The client's credit window bounds
+ * the leased batches and bytes: {@code putNext} waits while it is full.
  *
- * <p>State: one {@link SessionState}, moved only by {@link #moveTo} under this object's monitor,
- * which also guards the window and the producer's outcome. Threads: the DoExchange handler runs
+ * <p>State: the {@link SessionMonitor} holds the {@link SessionState}, the window and the
+ * producer's outcome and does every wait; this class acts on what it returns, outside its monitor
+ * (ending leases, writing, running the producer's handlers). Threads: the DoExchange handler runs
  * {@link #run} (and, for a synchronous producer, {@code putNext} and the rest of the listener); a
- * pump thread of the producer's executor reads the client's FREEs and half-close; the producer's
- * lease timer calls {@link #checkLeases}; gRPC calls the cancel handler; a lease's body is released
- * on the transport thread that finishes its last read. Writes to the gRPC listener are serialized
- * by {@link #writerLock}, taken before the monitor, never inside it, so nothing is written once the
+ * pump thread reads the client's FREEs and half-close ({@link FreeReader}); the lease timer calls
+ * {@link #checkLeases}; gRPC calls the cancel handler; a lease's body is released on the transport
+ * thread that finishes its last read. Writes to the client go through the {@link ExchangeWriter},
+ * whose lock is taken before the session's monitor, never inside it, so nothing is written once the
  * session has ENDED (the move to ENDED happens under both).
  */
-final class ServerSession implements FlightProducer.ServerStreamListener {
+final class ServerSession {
   private static final Logger LOG = LoggerFactory.getLogger(ServerSession.class);
 
-  private final RdmaFlightProducer owner;
+  private final ServerResources resources;
+  private final ExecutorService pumps;
+  private final Consumer<ServerSession> onEnded;
   private final LeaseBodies bodies;
   private final FlightProducer.CallContext context;
   private final FlightStream reader;
-  private final FlightProducer.ServerStreamListener writer;
+  private final ExchangeWriter writer;
   private final ExchangeRequest request;
   private final long leaseTimeoutNanos;
+  private final SessionMonitor monitor;
 
-  /** Serializes calls of {@link #writer}; see the class comment for the order with the monitor. */
-  private final Object writerLock = new Object();
-
-  /** The leased batches and the client's credit; every call under this object's monitor. */
-  private final LeaseWindow window;
-
-  /** Written only by {@link #moveTo} under this object's monitor; read anywhere. */
-  private volatile SessionState state = SessionState.STREAMING;
-
-  /**
-   * Why the producer failed, set by {@link #error} with the move to DRAINING; null if it did not.
-   */
-  @GuardedBy("this")
-  private Throwable producerError;
-
-  private volatile boolean zeroCopy;
   private volatile Runnable onCancel;
   private volatile Runnable onReady;
-  private VectorUnloader unloader;
-  private IpcOption option = IpcOption.DEFAULT;
   private Future<?> pump;
 
+  /**
+   * @param resources what the producer's exchanges share
+   * @param pumps where the pump reading the client's messages runs
+   * @param onEnded told once the session has ended (cancelled or ended), to stop tracking it
+   */
   ServerSession(
-      RdmaFlightProducer owner,
+      ServerResources resources,
+      ExecutorService pumps,
+      Consumer<ServerSession> onEnded,
       FlightProducer.CallContext context,
       FlightStream reader,
       FlightProducer.ServerStreamListener writer,
       ExchangeRequest request) {
-    this.owner = owner;
-    this.bodies = new LeaseBodies(owner);
+    this.resources = resources;
+    this.pumps = pumps;
+    this.onEnded = onEnded;
+    this.bodies = new LeaseBodies(resources);
     this.context = context;
     this.reader = reader;
-    this.writer = writer;
     this.request = request;
-    this.window =
-        new LeaseWindow(
-            this,
-            Math.min(request.windowBatches(), owner.maxWindowBatches()),
-            Math.min(request.windowBytes(), owner.maxWindowBytes()));
-    this.leaseTimeoutNanos = owner.leaseTimeout().toNanos();
-  }
-
-  /**
-   * Moves to {@code to}; the caller holds the monitor and has checked the state is not terminal.
-   */
-  private void moveTo(SessionState to) {
-    assert Thread.holdsLock(this);
-    SessionState from = state;
-    state = from.moveTo(to);
-    LOG.debug("RDMA exchange with {}: {} -> {}", context.peerIdentity(), from, to);
-    notifyAll();
+    this.leaseTimeoutNanos = resources.leaseTimeout().toNanos();
+    this.monitor =
+        new SessionMonitor(
+            context.peerIdentity(),
+            resources.stats(),
+            Math.min(request.windowBatches(), resources.maxWindowBatches()),
+            Math.min(request.windowBytes(), resources.maxWindowBytes()));
+    this.writer = new ExchangeWriter(writer, resources.allocator(), monitor::isEnded);
   }
 
   /** Runs the exchange on the calling (DoExchange handler) thread until it ends. */
   void run() {
     writer.setOnCancelHandler(() -> cancel("client cancelled the exchange"));
-    pump = owner.executor().submit(new FreeReader(reader, owner.serverStats(), new ClientEvents()));
+    pump = pumps.submit(new FreeReader(reader, resources.stats(), new ClientEvents()));
     try {
-      owner.delegate().getStream(context, new Ticket(request.ticket()), this);
+      resources
+          .delegate()
+          .getStream(
+              context,
+              new Ticket(request.ticket()),
+              new LeasingListener(this, monitor, writer, bodies, resources));
     } catch (Throwable t) {
-      error(t);
+      monitor.producerFailed(t);
     }
     try {
-      Throwable outcome;
-      synchronized (this) {
-        // An asynchronous producer finishes later: completed(), error() or the end move the
-        // state, and every move notifies.
-        while (state == SessionState.STREAMING) {
-          wait();
-        }
-        if (state.isTerminal()) {
-          return;
-        }
-        outcome = producerError;
-      }
+      SessionMonitor.ProducerOutcome outcome = monitor.awaitProducer();
       if (outcome == null) {
-        send(ServerMessage.end(nextSeq()));
+        return;
       }
-      synchronized (this) {
-        // Batches already described stay leased until the client has read them, also before a
-        // producer error: ending the exchange revokes their guards and the client would drop
-        // them. The lease timer bounds this wait: an overdue lease ends the session. A released
-        // lease, the client's half-close and every move of the state notify.
-        while (window.awaitsFrees() && state == SessionState.DRAINING) {
-          wait();
-        }
-        if (state.isTerminal()) {
-          return;
-        }
+      if (outcome.error() == null) {
+        writer.send(ServerMessage.end(monitor.nextSeq()));
       }
-      finish(outcome);
+      // Batches already described stay leased until the client has read them, also before a
+      // producer error: ending the exchange revokes their guards and the client would drop them.
+      if (!monitor.awaitDrained()) {
+        return;
+      }
+      finish(outcome.error());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       finish(CallStatus.CANCELLED.withDescription("server shutting down").toRuntimeException());
@@ -150,17 +116,11 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
     }
   }
 
-  // ---- client messages (pump thread, through FreeReader) --------------------------------
-
-  /** What the client's messages do to this session. */
+  /** What the client's messages (read on the pump thread by {@link FreeReader}) do. */
   private final class ClientEvents implements FreeReader.Session {
     @Override
     public void freed(long seq) {
-      LeaseWindow.Lease l;
-      synchronized (ServerSession.this) {
-        l = window.remove(seq);
-        ServerSession.this.notifyAll(); // run() may wait for the last lease to be freed
-      }
+      LeaseWindow.Lease l = monitor.freed(seq);
       if (l != null) {
         // The credit comes back only once the guard is revoked and the body released: the
         // window bounds what is pinned, and the producer's next block can reuse this one. Null:
@@ -171,10 +131,7 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
 
     @Override
     public void halfClosed() {
-      synchronized (ServerSession.this) {
-        window.clientHalfClosed();
-        ServerSession.this.notifyAll();
-      }
+      monitor.clientHalfClosed();
     }
 
     @Override
@@ -198,273 +155,88 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
                   if (e != null) {
                     LOG.warn("releasing the body of lease {} failed", l.seq, e);
                   }
-                  boolean ready;
-                  synchronized (this) {
-                    window.released(l);
-                    ready = window.hasCredit(0);
-                    notifyAll();
-                  }
+                  boolean ready = monitor.released(l);
                   if (freedByClient) {
-                    owner.serverStats().leasesFreed.increment();
+                    resources.stats().leasesFreed.increment();
                     Runnable r = onReady;
                     if (ready && r != null) {
                       r.run();
                     }
                   } else {
-                    owner.serverStats().leasesReleasedUnfreed.increment();
+                    resources.stats().leasesReleasedUnfreed.increment();
                   }
                 });
   }
 
-  // ---- ServerStreamListener seen by the wrapped producer ----------------------------------
-
-  @Override
-  public boolean isCancelled() {
-    return state.isTerminal() || writer.isCancelled();
-  }
-
-  @Override
-  public void setOnCancelHandler(Runnable handler) {
+  /** The producer's cancel handler, run once when the exchange is cancelled. */
+  void setOnCancel(Runnable handler) {
     this.onCancel = handler;
   }
 
-  @Override
-  public boolean isReady() {
-    synchronized (this) {
-      if (!window.hasCredit(0)) {
-        return false;
-      }
-    }
-    return writer.isReady();
-  }
-
-  @Override
-  public void setOnReadyHandler(Runnable handler) {
+  /** The producer's ready handler, run when a FREE gives credit back. */
+  void setOnReady(Runnable handler) {
     this.onReady = handler;
-    writer.setOnReadyHandler(handler);
   }
 
-  @Override
-  public void setUseZeroCopy(boolean enabled) {
-    this.zeroCopy = enabled;
-  }
-
-  @Override
-  public void start(VectorSchemaRoot root, DictionaryProvider dictionaries, IpcOption option) {
-    synchronized (writerLock) {
-      writer.start(root, dictionaries, option);
-    }
-    this.option = option;
-    this.unloader = new VectorUnloader(root, true, owner.codec(), true);
-  }
-
-  @Override
-  public void putNext() {
-    putNext(null);
-  }
-
-  @Override
-  public void putNext(ArrowBuf metadata) {
+  /**
+   * Waits until the window has room for {@code bytes}; false when the session ended meanwhile or
+   * the lease timeout passed first (then the exchange ends with TIMED_OUT).
+   */
+  boolean awaitCredit(long bytes) {
+    SessionMonitor.Credit credit;
     try {
-      if (unloader == null) {
-        throw CallStatus.INTERNAL
-            .withDescription("Stream was not started, call start()")
-            .toRuntimeException();
-      }
-      if (isCancelled()) {
-        return;
-      }
-      byte[] appMetadata = bytesOf(metadata);
-      try (ArrowRecordBatch batch = unloader.getRecordBatch()) {
-        lease(batch, appMetadata);
-      }
-    } finally {
-      if (metadata != null) {
-        metadata.close();
-      }
+      credit = monitor.awaitCredit(bytes, leaseTimeoutNanos);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
+    if (credit == SessionMonitor.Credit.TIMED_OUT) {
+      expire(
+          "the client freed no lease within the lease timeout of "
+              + leaseTimeoutNanos / 1_000_000
+              + " ms while its window was full");
+    }
+    return credit == SessionMonitor.Credit.GRANTED;
   }
 
-  private void lease(ArrowRecordBatch batch, byte[] appMetadata) {
-    ByteBuffer fb = MessageSerializer.serializeMetadata(batch, option);
-    byte[] header = new byte[fb.remaining()];
-    fb.get(header);
-    long bodyLength = batch.computeBodyLength();
-    List<ArrowBuf> bufs = batch.getBuffers();
-    List<ArrowBuffer> layout = batch.getBuffersLayout();
-    if (!awaitCredit(bodyLength)) {
-      return;
-    }
-    LeaseBodies.Prepared lease = bodies.prepare(bufs, layout, bodyLength, zeroCopy);
-    long seq = -1;
-    long leased = 0;
-    synchronized (this) {
-      if (!state.isTerminal()) {
-        seq = window.add(bodyLength, lease.guard(), lease.body()).seq;
-        leased = window.leasedBytes();
-      }
-    }
-    if (seq < 0) {
-      // Ended while the body was prepared: release it here, outside the monitor.
-      var unused = bodies.end(lease.guard(), lease.body());
-      return;
-    }
-    owner.serverStats().notePeak(leased);
-    owner.serverStats().bodyBytes.add(bodyLength);
-    send(
-        ServerMessage.batch(
-            seq,
-            (int) Math.min(Integer.MAX_VALUE, leaseTimeoutNanos / 1_000_000),
-            header,
-            bodyLength,
-            lease.regions(),
-            lease.refs(),
-            appMetadata,
-            lease.guardRef()));
-  }
-
-  /** Waits until the window has room for {@code bytes}; false when the session ended meanwhile. */
-  private boolean awaitCredit(long bytes) {
-    long deadline = System.nanoTime() + leaseTimeoutNanos;
-    synchronized (this) {
-      boolean waited = false;
-      while (!state.isTerminal() && !window.hasCredit(bytes)) {
-        if (!waited) {
-          owner.serverStats().creditWaits.increment();
-          waited = true;
-        }
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          break;
-        }
-        try {
-          wait(Math.max(1, left / 1_000_000));
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return false;
-        }
-      }
-      if (state.isTerminal()) {
-        return false;
-      }
-      if (window.hasCredit(bytes)) {
-        return true;
-      }
-    }
-    expire(
-        "the client freed no lease within the lease timeout of "
-            + leaseTimeoutNanos / 1_000_000
-            + " ms while its window was full");
-    return false;
-  }
-
-  private synchronized long nextSeq() {
-    return window.nextSeq();
-  }
-
-  @Override
-  public void putMetadata(ArrowBuf metadata) {
+  /**
+   * The producer completed. A zero-copy producer is held here until the client is done with its
+   * leased-in-place buffers, which belong to the producer's allocator: it must not close that
+   * allocator under a lease (bounded by the lease timeout).
+   */
+  void producerCompleted(boolean zeroCopy) {
     try {
-      if (isCancelled()) {
-        return;
-      }
-      send(ServerMessage.metadata(nextSeq(), bytesOf(metadata)));
-    } finally {
-      if (metadata != null) {
-        metadata.close();
-      }
-    }
-  }
-
-  @Override
-  public synchronized void error(Throwable ex) {
-    if (producerError == null) {
-      producerError = ex;
-    }
-    if (state == SessionState.STREAMING) {
-      moveTo(SessionState.DRAINING); // run() ends the exchange once the sent batches are read
-    }
-  }
-
-  @Override
-  public void completed() {
-    synchronized (this) {
-      if (state == SessionState.STREAMING) {
-        moveTo(SessionState.DRAINING);
-      }
-      if (!zeroCopy) {
-        return;
-      }
-      // Leased-in-place buffers belong to the producer's allocator: hold the producer here until
-      // the client is done with them, so it does not close that allocator under a lease.
-      long deadline = System.nanoTime() + leaseTimeoutNanos;
-      long left;
-      while (!window.isIdle() && !state.isTerminal() && (left = deadline - System.nanoTime()) > 0) {
-        try {
-          wait(Math.max(1, left / 1_000_000)); // a released lease and every move notify
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
-      }
-    }
-  }
-
-  // ---- sending and ending -----------------------------------------------------------------
-
-  private void send(ServerMessage m) {
-    ArrowBuf buf = owner.allocator().buffer(m.encodedSize());
-    try {
-      m.encode(buf.nioBuffer(0, m.encodedSize()));
-      buf.writerIndex(m.encodedSize());
-      synchronized (writerLock) {
-        if (state.isTerminal()) {
-          buf.close();
-          return;
-        }
-        writer.putMetadata(buf); // Flight takes ownership of buf
-      }
-    } catch (RuntimeException e) {
-      if (buf.getReferenceManager().getRefCount() > 0) {
-        buf.close();
-      }
-      throw e;
+      monitor.producerCompleted(zeroCopy, leaseTimeoutNanos);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
   /** Called by the producer's lease timer. */
   void checkLeases(long nowNanos) {
-    long oldest;
-    synchronized (this) {
-      LeaseWindow.Lease l = window.oldest();
-      if (l == null || nowNanos - l.sentNanos <= leaseTimeoutNanos) {
-        return;
-      }
-      oldest = l.seq;
+    LeaseWindow.Lease l = monitor.overdue(nowNanos, leaseTimeoutNanos);
+    if (l != null) {
+      expire(
+          "lease "
+              + l.seq
+              + " was not freed within the lease timeout of "
+              + leaseTimeoutNanos / 1_000_000
+              + " ms");
     }
-    expire(
-        "lease "
-            + oldest
-            + " was not freed within the lease timeout of "
-            + leaseTimeoutNanos / 1_000_000
-            + " ms");
   }
 
   private void expire(String why) {
-    owner.serverStats().leasesExpired.increment();
+    resources.stats().leasesExpired.increment();
     LOG.warn("RDMA Flight exchange with {}: {}; ending it", context.peerIdentity(), why);
     finish(CallStatus.TIMED_OUT.withDescription(why).toRuntimeException());
   }
 
   /** A cancellation or crash of the client, or the producer closing: release, tell the producer. */
   void cancel(String why) {
-    synchronized (this) {
-      if (state.isTerminal()) {
-        return;
-      }
-      moveTo(SessionState.CANCELLED);
+    if (!monitor.moveToCancelled()) {
+      return;
     }
-    owner.serverStats().sessionsCancelled.increment();
+    resources.stats().sessionsCancelled.increment();
     LOG.debug("RDMA Flight exchange cancelled: {}", why);
     releaseAll();
     Runnable h = onCancel;
@@ -482,22 +254,8 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
       cancel("client cancelled the exchange");
       return;
     }
-    synchronized (writerLock) {
-      synchronized (this) {
-        if (state.isTerminal()) {
-          return;
-        }
-        moveTo(SessionState.ENDED);
-      }
-      try {
-        if (error == null) {
-          writer.completed();
-        } else {
-          writer.error(error);
-        }
-      } catch (RuntimeException e) {
-        LOG.debug("ending the exchange failed", e);
-      }
+    if (!writer.end(error, monitor::moveToEnded)) {
+      return;
     }
     releaseAll();
     end();
@@ -506,41 +264,23 @@ final class ServerSession implements FlightProducer.ServerStreamListener {
   /** After the move to a terminal state: stops the pump and tells the producer. */
   private void end() {
     Future<?> p = pump;
-    boolean halfClosed;
-    synchronized (this) {
-      halfClosed = window.isClientHalfClosed();
-    }
-    if (p != null && !halfClosed) {
+    if (p != null && !monitor.isClientHalfClosed()) {
       p.cancel(true); // unblocks reader.next() if the client never half-closed
     }
-    owner.sessionEnded(this);
+    onEnded.accept(this);
   }
 
   private void releaseAll() {
-    List<LeaseWindow.Lease> left;
-    synchronized (this) {
-      left = window.removeAll();
-      notifyAll();
-    }
-    for (LeaseWindow.Lease l : left) {
+    for (LeaseWindow.Lease l : monitor.removeAll()) {
       endLease(l, false);
     }
   }
 
-  synchronized int leasedBatches() {
-    return window.leasedBatches();
+  int leasedBatches() {
+    return monitor.leasedBatches();
   }
 
-  synchronized long leasedBytes() {
-    return window.leasedBytes();
-  }
-
-  private static byte[] bytesOf(ArrowBuf b) {
-    if (b == null || b.readableBytes() == 0) {
-      return null;
-    }
-    byte[] out = new byte[(int) b.readableBytes()];
-    b.getBytes(b.readerIndex(), out);
-    return out;
+  long leasedBytes() {
+    return monitor.leasedBytes();
   }
 }

@@ -213,11 +213,11 @@ class FlightSettingsTest {
             "memwire.flight.server.trustedFabric",
             "TRUE"));
     try (RdmaFlightProducer p = b.build()) {
-      assertEquals(Duration.ofSeconds(2), p.leaseTimeout());
+      assertEquals(Duration.ofSeconds(2), p.resources().leaseTimeout());
       assertEquals(3, p.maxExchanges());
-      assertEquals(5, p.maxWindowBatches());
-      assertEquals(256L << 20, p.maxWindowBytes());
-      assertTrue(p.codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
+      assertEquals(5, p.resources().maxWindowBatches());
+      assertEquals(256L << 20, p.resources().maxWindowBytes());
+      assertTrue(p.resources().codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
     }
     assertEquals(
         CompressionUtil.CodecType.NO_COMPRESSION, FlightSettings.COMPRESSION.defaultValue());

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,11 +42,12 @@ final class ConnectionPool {
 
   private final Map<InetSocketAddress, PeerDown> downPeers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
+  private final LongSupplier clock;
   private final long idleTimeoutNanos;
 
   /**
    * Sweeps of the idle reaper finished so far, and when the last finished one began ({@link
-   * System#nanoTime}).
+   * #clock}).
    */
   private final AtomicLong reaperSweeps = new AtomicLong();
 
@@ -54,19 +56,23 @@ final class ConnectionPool {
   private final AtomicBoolean reapedReadLogged = new AtomicBoolean();
   private volatile boolean closed;
 
+  /**
+   * A pool on {@code clock} ({@link System#nanoTime}, or a test's that never runs behind it) whose
+   * sweeps run on {@code timer} ({@link #newTimer}, or a test's that runs them when told).
+   */
   ConnectionPool(
-      TransferNode node, TransportProvider provider, TransferConfig config, Counters counters) {
+      TransferNode node,
+      TransportProvider provider,
+      TransferConfig config,
+      Counters counters,
+      LongSupplier clock,
+      ScheduledExecutorService timer) {
     this.node = node;
     this.provider = provider;
     this.config = config;
     this.counters = counters;
-    this.timer =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
+    this.clock = clock;
+    this.timer = timer;
     long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
     var unusedTimeouts =
         timer.scheduleWithFixedDelay(
@@ -80,6 +86,16 @@ final class ConnectionPool {
           timer.scheduleWithFixedDelay(
               guarded("idle", this::reapIdle), sweep, sweep, TimeUnit.MILLISECONDS);
     }
+  }
+
+  /** The timer thread of a node's pool. */
+  static ScheduledExecutorService newTimer() {
+    return Executors.newSingleThreadScheduledExecutor(
+        r -> {
+          Thread t = new Thread(r, "memwire-read-timeouts-" + TIMER_IDS.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
   }
 
   /**
@@ -101,7 +117,7 @@ final class ConnectionPool {
   Connection get(InetSocketAddress peer) throws TransferException {
     Connection c = connections.get(peer);
     // A claim marks it used now: the reaper leaves it alone for connectionIdleTimeout.
-    if (c != null && c.claim(System.nanoTime())) {
+    if (c != null && c.claim(clock.getAsLong())) {
       return c;
     }
     checkBackoff(peer);
@@ -133,7 +149,7 @@ final class ConnectionPool {
 
   private Connection connectHoldingLock(InetSocketAddress peer) throws TransferException {
     Connection c = connections.get(peer);
-    if (c != null && c.claim(System.nanoTime())) {
+    if (c != null && c.claim(clock.getAsLong())) {
       return c;
     }
     if (c != null) {
@@ -147,7 +163,7 @@ final class ConnectionPool {
     } catch (TransferException e) {
       counters.connectFailures.increment();
       if (!config.peerBackoff().isZero()) {
-        downPeers.put(peer, new PeerDown(System.nanoTime() + config.peerBackoff().toNanos(), e));
+        downPeers.put(peer, new PeerDown(clock.getAsLong() + config.peerBackoff().toNanos(), e));
         LOG.info(
             "cannot connect to {} ({}); further attempts fail at once for {} ms",
             peer,
@@ -172,7 +188,7 @@ final class ConnectionPool {
     if (down == null) {
       return;
     }
-    long left = down.untilNanos - System.nanoTime();
+    long left = down.untilNanos - clock.getAsLong();
     if (left <= 0) {
       downPeers.remove(peer, down);
       return;
@@ -210,7 +226,7 @@ final class ConnectionPool {
    * the cache.
    */
   private void reapIdle() {
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     int reaped = 0;
     for (Map.Entry<InetSocketAddress, Connection> e : connections.entrySet()) {
       Connection c = e.getValue();
@@ -261,7 +277,7 @@ final class ConnectionPool {
     return reaperSweeps.get();
   }
 
-  /** When the last finished reaper sweep began, {@link System#nanoTime} (a test hook). */
+  /** When the last finished reaper sweep began, on the pool's clock (a test hook). */
   long lastReaperSweepStartNanos() {
     return lastSweepStartNanos;
   }
@@ -279,7 +295,7 @@ final class ConnectionPool {
 
   /** The timer's other sweep: fails overdue reads and forgets back-offs that have run out. */
   private void checkTimeouts() {
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     for (Connection c : connections.values()) {
       try {
         c.checkTimeout(now);

@@ -17,7 +17,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,7 +59,12 @@ public final class TransferNode implements AutoCloseable {
   private final ConnectionPool connections;
   private volatile boolean closed;
 
-  private TransferNode(TransferConfig config, TransportProvider provider, String reason) {
+  private TransferNode(
+      TransferConfig config,
+      TransportProvider provider,
+      String reason,
+      LongSupplier clock,
+      ScheduledExecutorService timer) {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
@@ -88,7 +95,7 @@ public final class TransferNode implements AutoCloseable {
             },
             memory.newChild(READ_POOL),
             config.poolMaxBytes());
-    this.connections = new ConnectionPool(this, provider, config, counters);
+    this.connections = new ConnectionPool(this, provider, config, counters, clock, timer);
   }
 
   /**
@@ -100,7 +107,13 @@ public final class TransferNode implements AutoCloseable {
    */
   public static TransferNode start(TransferConfig config) {
     ProviderSelection.Result chosen = ProviderSelection.open(config);
-    TransferNode node = new TransferNode(config, chosen.provider(), chosen.reason());
+    TransferNode node =
+        new TransferNode(
+            config,
+            chosen.provider(),
+            chosen.reason(),
+            System::nanoTime,
+            ConnectionPool.newTimer());
     LOG.info(
         "Memwire transfer node on {}: provider {} ({})",
         node.localAddress(),
@@ -114,7 +127,20 @@ public final class TransferNode implements AutoCloseable {
    * in-memory provider uses it); applications use {@link #start}.
    */
   static TransferNode startWith(TransferConfig config, TransportProvider provider, String reason) {
-    return new TransferNode(config, provider, reason);
+    return startWith(config, provider, reason, System::nanoTime, ConnectionPool.newTimer());
+  }
+
+  /**
+   * As {@link #startWith(TransferConfig, TransportProvider, String)}, with the connection pool's
+   * clock and timer given: a test hook for timing tests that drive both themselves.
+   */
+  static TransferNode startWith(
+      TransferConfig config,
+      TransportProvider provider,
+      String reason,
+      LongSupplier clock,
+      ScheduledExecutorService timer) {
+    return new TransferNode(config, provider, reason, clock, timer);
   }
 
   public TransferConfig config() {
@@ -372,8 +398,8 @@ public final class TransferNode implements AutoCloseable {
   }
 
   /**
-   * When the last finished reaper sweep began, {@link System#nanoTime}: every connection idle by
-   * then has been closed (a test hook).
+   * When the last finished reaper sweep began, on the pool's clock: every connection idle by then
+   * has been closed (a test hook).
    */
   long lastReaperSweepStartNanos() {
     return connections.lastReaperSweepStartNanos();

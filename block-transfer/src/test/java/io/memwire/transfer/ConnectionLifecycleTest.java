@@ -225,9 +225,13 @@ class ConnectionLifecycleTest {
 
   @Test
   void anOverdueReadFailsTheConnectionAndEverythingQueuedBehindIt() throws Exception {
+    Duration readTimeout = Duration.ofSeconds(10);
+    ManualTime time = new ManualTime();
     TransferNode client =
-        node(
-            TransferConfig.builder().maxOutstandingRequests(1).readTimeout(Duration.ofMillis(200)));
+        transport.start(
+            TransferConfig.builder().maxOutstandingRequests(1).readTimeout(readTimeout).build(),
+            time);
+    nodes.add(client);
     transport.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
     ReadBatch batch =
@@ -238,10 +242,17 @@ class ConnectionLifecycleTest {
                 ReadRequest.of(region.remote(), 8192, 4096)));
     PostedRead stuck = transport.awaitHeld(1, WAIT).get(0);
 
+    // The timeout sweep runs, but the read is not overdue yet.
+    time.advance(readTimeout.dividedBy(2));
+    assertTrue(c.isOpen(), "failed before the read timeout");
+    assertEquals(3, c.outstanding());
+    assertEquals(0, client.stats().timeouts());
+
+    time.advance(readTimeout.dividedBy(2).plusMillis(1));
     TransferException timeout = failureOf(batch.result(0));
     assertInstanceOf(TransferTimeoutException.class, timeout);
     assertTrue(
-        timeout.getMessage().contains("did not complete within 200 ms"), timeout.getMessage());
+        timeout.getMessage().contains("did not complete within 10000 ms"), timeout.getMessage());
     assertSame(timeout, failureOf(batch.result(1)), "queued reads fail with the same cause");
     assertSame(timeout, failureOf(batch.result(2)));
     assertEquals(1, transport.posted());

@@ -59,6 +59,13 @@ class ConnectionReaperTest {
     return n;
   }
 
+  /** A node whose reaper sweeps only when {@code time} is advanced. */
+  private TransferNode node(InMemoryTransport t, TransferConfig.Builder b, ManualTime time) {
+    TransferNode n = t.start(b.build(), time);
+    nodes.add(n);
+    return n;
+  }
+
   private static byte[] bytes(TransferBuffer b) {
     ByteBuffer v = b.nioBuffer();
     byte[] out = new byte[v.remaining()];
@@ -90,7 +97,8 @@ class ConnectionReaperTest {
   @Test
   void oneNodeReadsFromThreeHundredPeersAndIdleConnectionsCloseToNone() throws Exception {
     int peers = 300;
-    Duration idle = Duration.ofSeconds(1);
+    // Long, on a clock the test advances: "not before the timeout" holds however slow the reads.
+    Duration idle = Duration.ofMinutes(5);
     Random random = new Random(300);
     List<TransferNode> servers = new ArrayList<>();
     List<RemoteRegion> regions = new ArrayList<>();
@@ -109,17 +117,22 @@ class ConnectionReaperTest {
       contents.add(data);
       servers.add(peer);
     }
-    TransferNode reader = tcpNode(TransferConfig.builder().connectionIdleTimeout(idle));
+    ManualTime time = new ManualTime();
+    TransferNode reader =
+        time.start(
+            TransferConfig.builder()
+                .connectionIdleTimeout(idle)
+                .provider(ProviderKind.TCP)
+                .bindAddress("127.0.0.1")
+                .build());
+    nodes.add(reader);
 
-    // One read per peer, all posted before any is awaited. Taking every earlier peer's connection
-    // again as each new one opens keeps them all in use, so all 300 are open at once.
+    // One read per peer, all posted before any is awaited. The reaper sweeps only when the test
+    // advances its clock, so all 300 are open at once.
     List<CompletableFuture<TransferBuffer>> reads = new ArrayList<>();
     for (int i = 0; i < peers; i++) {
       RemoteRegion r = regions.get(i);
       reads.add(reader.connection(r.node()).read(ReadRequest.of(r, 0, contents.get(i).length)));
-      for (int j = 0; j < i; j++) {
-        reader.connection(regions.get(j).node());
-      }
     }
     assertEquals(peers, reader.stats().openConnections(), "no cap: " + reader.stats());
     for (int i = 0; i < peers; i++) {
@@ -138,13 +151,11 @@ class ConnectionReaperTest {
       assertEquals(1, peer.stats().servedReads(), "each peer served its read: " + peer);
     }
 
-    // Idle now: every connection closes, on both ends.
-    awaitCondition(
-        () -> {
-          TransferStats now = reader.stats();
-          return now.openConnections() == 0 && now.connectionsReaped() >= peers;
-        },
-        () -> "connections still open after the idle timeout: " + reader.stats());
+    // Idle now: the first sweep past the timeout closes every connection, on both ends.
+    time.advance(idle.dividedBy(2));
+    assertEquals(peers, reader.stats().openConnections(), "reaped before the idle timeout");
+    time.advance(idle);
+    assertEquals(0, reader.stats().openConnections(), "open after the idle timeout");
     assertEquals(peers, reader.stats().connectionsReaped(), "each reaped once: " + reader.stats());
     awaitCondition(
         () -> servers.stream().allMatch(p -> p.stats().asMap().get("servingSessions") == 0),
@@ -167,17 +178,18 @@ class ConnectionReaperTest {
     byte[] data = TransferContractTest.random(new Random(1), 64 << 10);
     MemoryRegion region = server.register(TransferContractTest.direct(data));
     Duration idle = Duration.ofMillis(100);
-    TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle));
+    ManualTime time = new ManualTime();
+    TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle), time);
     t.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
     CompletableFuture<TransferBuffer> read = c.read(ReadRequest.of(region.remote(), 0, 4096));
     PostedRead held = t.awaitHeld(1, WAIT).get(0);
-    long heldAt = System.nanoTime();
 
-    // Sweeps that began well past the idle timeout have finished: the connection stays.
-    awaitCondition(
-        () -> client.lastReaperSweepStartNanos() - heldAt > 3 * idle.toNanos(),
-        () -> "the reaper did not sweep: " + client.reaperSweeps() + " sweeps");
+    // Sweeps well past the idle timeout: the connection stays.
+    long sweeps = client.reaperSweeps();
+    time.advance(idle.multipliedBy(3));
+    time.advance(idle.multipliedBy(3));
+    assertEquals(sweeps + 2, client.reaperSweeps(), "one sweep per advance");
     assertTrue(c.isOpen(), "a connection with a read in flight was reaped");
     assertEquals(0, client.stats().connectionsReaped());
     assertEquals(1, client.stats().openConnections());
@@ -188,10 +200,11 @@ class ConnectionReaperTest {
     assertArrayEquals(java.util.Arrays.copyOf(data, 4096), bytes(b));
     b.release();
 
-    // Idle from now on: reaped, and the next connection(peer) opens a fresh one.
-    awaitCondition(
-        () -> client.stats().connectionsReaped() == 1 && client.stats().openConnections() == 0,
-        () -> "the idle connection was not reaped: " + client.stats());
+    // Idle from now on: the next sweep past the timeout reaps it, and the next connection(peer)
+    // opens a fresh one.
+    time.advance(idle);
+    assertEquals(1, client.stats().connectionsReaped(), client.stats().toString());
+    assertEquals(0, client.stats().openConnections(), client.stats().toString());
     assertFalse(c.isOpen());
     t.script(r -> Action.serve());
     Connection fresh = client.connection(server.localAddress());

@@ -77,12 +77,21 @@ public final class InMemoryTransport implements AutoCloseable {
    * is configured (so a node can come back at the address of one that closed).
    */
   public TransferNode start(TransferConfig config) {
+    return TransferNode.startWith(config, provider(config), "in-memory test transport");
+  }
+
+  /** As {@link #start(TransferConfig)}, with the node's connection pool on {@code time}. */
+  public TransferNode start(TransferConfig config, ManualTime time) {
+    return time.start(config, provider(config), "in-memory test transport");
+  }
+
+  private Provider provider(TransferConfig config) {
     int port = config.port() != 0 ? config.port() : PORTS.incrementAndGet();
     Provider p = new Provider(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
     if (nodes.putIfAbsent(p.address, p) != null) {
       throw new TransferConfigException("an in-memory node already listens on " + p.address);
     }
-    return TransferNode.startWith(config, p, "in-memory test transport");
+    return p;
   }
 
   /** Starts a node with the default configuration. */

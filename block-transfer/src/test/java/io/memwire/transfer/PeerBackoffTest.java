@@ -100,14 +100,16 @@ class PeerBackoffTest {
     }
   }
 
+  private static TransferConfig config(Duration backoff) {
+    return TransferConfig.builder()
+        .provider(ProviderKind.TCP)
+        .connectTimeout(Duration.ofMillis(300))
+        .peerBackoff(backoff)
+        .build();
+  }
+
   private TransferNode node(Duration backoff) {
-    TransferNode n =
-        TransferNode.start(
-            TransferConfig.builder()
-                .provider(ProviderKind.TCP)
-                .connectTimeout(Duration.ofMillis(300))
-                .peerBackoff(backoff)
-                .build());
+    TransferNode n = TransferNode.start(config(backoff));
     open.add(n);
     return n;
   }
@@ -136,16 +138,20 @@ class PeerBackoffTest {
   void aRefusingPeerIsRetriedOnceTheBackoffHasPassed() throws Exception {
     SilentPeer peer = new SilentPeer();
     open.add(peer);
-    TransferNode node = node(Duration.ofMillis(200));
+    Duration backoff = Duration.ofMinutes(1);
+    ManualTime time = new ManualTime();
+    TransferNode node = time.start(config(backoff));
+    open.add(node);
     assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    time.advance(backoff.dividedBy(2));
+    assertThrows(TransferConnectionException.class, () -> node.connection(peer.address()));
+    assertEquals(1, peer.attemptsSoFar(), "tried again within the back-off");
     // Once the back-off is over the next call really tries again (and times out again).
-    while (peer.accepted.get() < 2) {
-      assertTrue(System.nanoTime() < deadline, "no second attempt within 30 s");
-      assertThrows(TransferException.class, () -> node.connection(peer.address()));
-      Thread.sleep(10);
-    }
+    time.advance(backoff.dividedBy(2));
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    assertEquals(2, peer.attemptsSoFar(), "no second attempt after the back-off");
     assertEquals(2L, node.stats().asMap().get("connectFailures"));
+    assertEquals(1L, node.stats().asMap().get("peerBackoffRejects"));
   }
 
   @Test

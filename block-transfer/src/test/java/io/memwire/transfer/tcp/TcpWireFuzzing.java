@@ -26,7 +26,9 @@ import java.util.concurrent.TimeUnit;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
+import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AfterContainer;
 
 /**
  * Property-based fuzzing of the tcp wire as the responder decodes it: a model predicts, for any
@@ -74,6 +76,16 @@ abstract class TcpWireFuzzing {
                   .connectTimeout(Duration.ofSeconds(10))
                   .peerBackoff(Duration.ZERO)
                   .build());
+    }
+  }
+
+  /** After each run's properties: the node still serves a reader, then the servers stop. */
+  @AfterContainer
+  static void nodeStillServesAReader() throws Exception {
+    try {
+      assertServesAReader();
+    } finally {
+      stop();
     }
   }
 
@@ -194,6 +206,43 @@ abstract class TcpWireFuzzing {
             Arbitraries.frequency(Tuple.of(9, 0), Tuple.of(1, 1)),
             address)
         .as(Frame::new);
+  }
+
+  // ---------------------------------------------------------------- providers of both runs
+
+  /** A handshake left alone five times in six, else flipped. */
+  @Provide
+  Arbitrary<List<long[]>> rareFlips() {
+    return Arbitraries.frequencyOf(
+        Tuple.of(5, Arbitraries.just(List.of())), Tuple.of(1, mutations()));
+  }
+
+  /** A bad magic one stream in sixteen. */
+  @Provide
+  Arbitrary<Boolean> magic() {
+    return Arbitraries.frequency(Tuple.of(1, true), Tuple.of(15, false));
+  }
+
+  /** The wire version 1 fifteen streams in sixteen, else any. */
+  @Provide
+  Arbitrary<Short> version() {
+    return Arbitraries.frequencyOf(
+        Tuple.of(15, Arbitraries.just((short) 1)), Tuple.of(1, Arbitraries.shorts()));
+  }
+
+  @Provide
+  Arbitrary<List<Frame>> frameLists() {
+    return frames().list().ofMaxSize(24);
+  }
+
+  @Provide
+  Arbitrary<List<long[]>> flips() {
+    return mutations();
+  }
+
+  @Provide
+  Arbitrary<Long> splits() {
+    return Arbitraries.longs().between(0, Long.MAX_VALUE);
   }
 
   /** A byte flip of the encoded stream: (position as a fraction, xor mask). */
