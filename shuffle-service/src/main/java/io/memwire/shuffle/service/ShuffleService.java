@@ -48,7 +48,10 @@ import org.slf4j.LoggerFactory;
  * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. Drivers
  * are probed all at once, each probe bounded ({@link DriverProbes}), so no application's end waits
  * on another's. A restarted service starts empty with new keys: readers holding old descriptors get
- * remote-access errors, so Spark reruns the map stage, never reads stale bytes.
+ * remote-access errors, so Spark reruns the map stage, never reads stale bytes. With {@code
+ * recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps it when it stops,
+ * and at start takes back, under new keys, what still passes its checks ({@link Recovery}) before
+ * it serves anyone.
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
