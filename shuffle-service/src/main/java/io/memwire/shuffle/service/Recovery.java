@@ -157,7 +157,8 @@ final class Recovery {
         || r.indexCheck() == null) {
       return "corrupt";
     }
-    Path dir = app.dir.resolve(r.executor());
+    // Normalized: the walk without links takes only normalized paths, and so does the cleanup.
+    Path dir = app.dir.resolve(r.executor()).toAbsolutePath().normalize();
     Path indexPath = dir.resolve(r.indexName());
     Path dataPath = hasData ? dir.resolve(r.dataName()) : null;
     String why = check(indexPath, r.indexCheck(), r.indexLength(), app.key.user());

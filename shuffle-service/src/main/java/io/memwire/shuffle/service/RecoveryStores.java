@@ -1,6 +1,5 @@
 package io.memwire.shuffle.service;
 
-import io.memwire.transfer.TransferConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,32 +39,27 @@ final class RecoveryStores {
     String key = ServiceConfig.PREFIX + ServiceConfig.RECOVERY_PATH.name();
     TrustedPaths.prepareDirectory(path, PosixFilePermissions.fromString("rwx------"), key);
     List<String> lost = new ArrayList<>();
-    if (RocksRecoveryStore.isEmpty(path) && !isEmpty(apps)) {
+    // No CURRENT file: no database there (RocksDB's own marker), so not RocksRecoveryStore's to
+    // say: that class is loaded only once RocksDB is known to be on the classpath.
+    if (!Files.exists(path.resolve("CURRENT")) && !isEmpty(apps)) {
       lost.add(startEmpty(path, apps, "it is gone (deleted since the last run?)"));
     }
     RocksRecoveryStore store;
     try {
-      store = openStore(path, key);
+      store = openStore(path);
     } catch (IOException e) {
       lost.add(startEmpty(path, apps, e.getMessage()));
       TrustedPaths.emptyDirectory(path);
-      store = openStore(path, key);
+      store = openStore(path);
     }
     return new Opened(store, store, lost);
   }
 
-  private static RocksRecoveryStore openStore(Path path, String key) throws IOException {
+  private static RocksRecoveryStore openStore(Path path) throws IOException {
     try {
       return RocksRecoveryStore.open(path);
     } catch (LinkageError e) {
-      throw new TransferConfigException(
-          TransferConfigException.Problem.UNUSABLE,
-          key,
-          key
-              + " is set but RocksDB cannot be loaded ("
-              + e
-              + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
-              + "*.jar on its classpath, or leave the key unset");
+      throw ShuffleService.missingJars(ServiceConfig.RECOVERY_PATH, "RocksDB", e);
     }
   }
 

@@ -4,7 +4,6 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.shuffle.service.RecoveryRecords.AppRecord;
 import io.memwire.shuffle.service.RecoveryRecords.OutputRecord;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,11 +47,6 @@ final class RocksRecoveryStore implements RecoveryLog {
     this.db = db;
     this.options = options;
     this.writes = new WriteOptions();
-  }
-
-  /** True when {@code dir} holds no database (new, or deleted since the last run). */
-  static boolean isEmpty(Path dir) {
-    return !Files.exists(dir.resolve("CURRENT"));
   }
 
   /**

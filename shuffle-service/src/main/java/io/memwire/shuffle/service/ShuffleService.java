@@ -261,15 +261,7 @@ public final class ShuffleService implements AutoCloseable {
         throw e;
       } catch (LinkageError e) {
         s.close();
-        String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
-        throw new TransferConfigException(
-            TransferConfigException.Problem.UNUSABLE,
-            key,
-            key
-                + " is set but the Prometheus client is not on the classpath ("
-                + e
-                + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
-                + "*.jar on its classpath, or leave the key unset");
+        throw missingJars(ServiceConfig.HTTP_PORT, "the Prometheus client", e);
       }
     }
   }
@@ -303,6 +295,25 @@ public final class ShuffleService implements AutoCloseable {
     } finally {
       recovering = false;
     }
+  }
+
+  /**
+   * The error of a setting that needs jars of target/service-lib/ ({@code what}) which this process
+   * cannot load.
+   */
+  static TransferConfigException missingJars(
+      io.memwire.transfer.settings.Setting<?> setting, String what, LinkageError e) {
+    String key = ServiceConfig.PREFIX + setting.name();
+    return new TransferConfigException(
+        TransferConfigException.Problem.UNUSABLE,
+        key,
+        key
+            + " is set but "
+            + what
+            + " cannot be loaded ("
+            + e
+            + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
+            + "*.jar on its classpath, or leave the key unset");
   }
 
   /**

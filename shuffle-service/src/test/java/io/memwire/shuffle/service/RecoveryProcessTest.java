@@ -15,6 +15,7 @@ import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -128,6 +129,30 @@ class RecoveryProcessTest {
   @Test
   void sigtermThenRestartServesTheSameBytes() throws Exception {
     servedAgainAfter(Process::destroy);
+  }
+
+  @Test
+  void withoutTheRocksDbJarTheStartFailsNamingTheKey() throws Exception {
+    Process p =
+        new ProcessBuilder(
+                ServiceProcess.command(
+                    false,
+                    List.of(
+                        "socket=" + socket(),
+                        "dir=" + root.resolve("outputs"),
+                        "recoveryPath=" + root.resolve("recovery"),
+                        "transfer.provider=tcp")))
+            .redirectErrorStream(true)
+            .start();
+    try {
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(2, p.exitValue(), out);
+      assertTrue(out.contains(ServiceConfig.PREFIX + "recoveryPath"), out);
+      assertTrue(out.contains("RocksDB"), out);
+    } finally {
+      p.destroyForcibly();
+    }
   }
 
   @Test
