@@ -42,6 +42,7 @@ final class Application {
   final Path dir;
   private final byte[] token;
   private final InetSocketAddress driver;
+  private final String driverHost;
   private volatile long lastAliveNanos;
   private volatile long refusedSinceNanos;
   private volatile long nextProbeNanos;
@@ -49,12 +50,28 @@ final class Application {
   private final Map<Slot, Held> outputs = new HashMap<>();
   private boolean ended;
 
-  Application(Key key, byte[] token, Path dir, InetSocketAddress driver, long nowNanos) {
+  /**
+   * @param driver the driver's address, resolved from {@code driverHost} as registered
+   */
+  Application(
+      Key key, byte[] token, Path dir, InetSocketAddress driver, String driverHost, long nowNanos) {
     this.key = key;
     this.token = token.clone();
     this.dir = dir;
     this.driver = driver;
+    this.driverHost = driverHost;
     this.lastAliveNanos = nowNanos;
+  }
+
+  /** What the recovery store keeps of this application. */
+  RecoveryRecords.AppRecord record() {
+    return new RecoveryRecords.AppRecord(
+        key.user().getName(),
+        key.id(),
+        token.clone(),
+        driverHost,
+        driver.getPort(),
+        dir.getFileName().toString());
   }
 
   boolean tokenMatches(byte[] presented) {
@@ -157,6 +174,15 @@ final class Application {
    * quotas), or null when another call ended it already.
    */
   List<Held> end() {
+    return end(true);
+  }
+
+  /**
+   * Ends the application in this process: every directory closed (its regions deregistered), and
+   * its files deleted when {@code deleteFiles}, else kept for the next run to recover. Returns what
+   * it held, or null when another call ended it already.
+   */
+  List<Held> end(boolean deleteFiles) {
     List<ShuffleDirectory> dirs;
     List<Held> gone;
     synchronized (this) {
@@ -171,6 +197,9 @@ final class Application {
     }
     for (ShuffleDirectory d : dirs) {
       d.close();
+    }
+    if (!deleteFiles) {
+      return gone;
     }
     try {
       TrustedPaths.deleteTree(dir);

@@ -29,12 +29,15 @@ final class Applications {
   private final Quotas quotas;
   private final ServiceCounters counters;
   private final AtomicLong linkIds;
+  private final RecoveryLog log;
 
-  Applications(Path appsDir, Quotas quotas, ServiceCounters counters, AtomicLong linkIds) {
+  Applications(
+      Path appsDir, Quotas quotas, ServiceCounters counters, AtomicLong linkIds, RecoveryLog log) {
     this.appsDir = appsDir;
     this.quotas = quotas;
     this.counters = counters;
     this.linkIds = linkIds;
+    this.log = log;
   }
 
   /**
@@ -68,7 +71,7 @@ final class Applications {
                   + "@"
                   + safeUser
                   + (safeUser.equals(userName) ? "" : "-" + linkIds.incrementAndGet()));
-      Application created = new Application(key, token, dir, driver, System.nanoTime());
+      Application created = new Application(key, token, dir, driver, driverHost, System.nanoTime());
       a = apps.putIfAbsent(key, created);
       if (a == null) {
         a = created;
@@ -97,8 +100,44 @@ final class Applications {
     return resolved.getAddress() != null && resolved.getAddress().getHostAddress().equals(host);
   }
 
+  /**
+   * Takes back an application a previous run recorded (before the service serves anyone): its
+   * token, driver address and directory as they were, within its user's quota of applications.
+   *
+   * @return the application, or null when it cannot be taken back (the log says why)
+   */
+  Application adopt(UserPrincipal user, RecoveryRecords.AppRecord r) {
+    Application.Key key = new Application.Key(user, r.id());
+    InetSocketAddress driver;
+    try {
+      driver = new InetSocketAddress(InetAddress.getByName(r.driverHost()), r.driverPort());
+    } catch (UnknownHostException | SecurityException e) {
+      LOG.warn("not recovering {}: its driver's host {} does not resolve", key, r.driverHost());
+      return null;
+    }
+    String refusal = quotas.takeApplication(user, r.id());
+    if (refusal != null) {
+      LOG.warn("not recovering {}: {}", key, refusal);
+      return null;
+    }
+    Application a =
+        new Application(
+            key,
+            r.token(),
+            appsDir.resolve(r.dirName()),
+            driver,
+            r.driverHost(),
+            System.nanoTime());
+    if (apps.putIfAbsent(key, a) != null) {
+      quotas.returnApplication(user);
+      return null; // recorded twice: the first one stands
+    }
+    return a;
+  }
+
   /** Spark removed a shuffle: its outputs of this application go. */
   void removeShuffle(Application app, int shuffleId) {
+    log.shuffleRemoved(app.key.user().getName(), app.key.id(), shuffleId);
     List<Application.Held> gone = app.removeShuffle(shuffleId);
     Application.deleteFiles(gone);
     for (Application.Held h : gone) {
@@ -133,6 +172,22 @@ final class Applications {
     }
   }
 
+  /**
+   * The service stops with recovery on: every application's regions are deregistered, its files and
+   * its records kept for the next run.
+   */
+  void detachAll() {
+    long outputs = 0;
+    for (Application a : new ArrayList<>(apps.values())) {
+      List<Application.Held> held = a.end(false);
+      if (held != null) {
+        apps.remove(a.key, a);
+        outputs += held.size();
+      }
+    }
+    LOG.info("shuffle service stops: {} map outputs kept for the next run to recover", outputs);
+  }
+
   /** Ends an application: outputs deregistered and deleted, its quotas returned; once. */
   void end(Application a, String why) {
     long[] held = a.held();
@@ -140,6 +195,7 @@ final class Applications {
     if (gone == null) {
       return; // ended by another thread
     }
+    log.applicationEnded(a.key.user().getName(), a.key.id());
     // Only now: a registration meanwhile joined the ended application (and was refused), never a
     // new one whose directory the cleanup above could have deleted.
     apps.remove(a.key, a);

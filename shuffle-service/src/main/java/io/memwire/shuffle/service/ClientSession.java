@@ -28,7 +28,7 @@ final class ClientSession implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
 
   /** Application and executor ids become directory names: nothing that could leave the tree. */
-  private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
 
   private final ShuffleService service;
   private final SocketChannel channel;

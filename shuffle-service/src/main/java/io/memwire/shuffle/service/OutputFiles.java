@@ -37,8 +37,17 @@ final class OutputFiles {
   /** Largest index accepted (a million partitions). */
   static final long MAX_INDEX_BYTES = 8L * (1 << 20) + 8;
 
-  /** The linked files: the index, and the data file or null when there is none. */
-  record Linked(Path index, Path data, long indexLength, long dataLength) {
+  /**
+   * The linked files: the index, and the data file or null when there is none, with what the
+   * service saw of each once it had checked them (the data's check is null without a data file).
+   */
+  record Linked(
+      Path index,
+      Path data,
+      long indexLength,
+      long dataLength,
+      FileCheck indexCheck,
+      FileCheck dataCheck) {
     long bytes() {
       return indexLength + dataLength;
     }
@@ -83,7 +92,13 @@ final class OutputFiles {
         }
       }
       long indexLength = checkIndex(linkedIndex, dataLength);
-      return new Linked(linkedIndex, linkedData, indexLength, dataLength);
+      return new Linked(
+          linkedIndex,
+          linkedData,
+          indexLength,
+          dataLength,
+          FileCheck.of(attributes(linkedIndex)),
+          data == null ? null : FileCheck.of(attributes(linkedData)));
     } catch (IOException | OutputRefused e) {
       deleteQuietly(linkedIndex);
       deleteQuietly(linkedData);
@@ -148,9 +163,14 @@ final class OutputFiles {
     }
   }
 
+  private static PosixFileAttributes attributes(Path link) throws IOException {
+    return Files.readAttributes(link, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+  }
+
   /** Reads the index through the service's link and checks it; returns its length. */
-  private static long checkIndex(Path index, long dataLength) throws IOException, OutputRefused {
-    try (FileChannel ch = FileChannel.open(index, StandardOpenOption.READ)) {
+  static long checkIndex(Path index, long dataLength) throws IOException, OutputRefused {
+    try (FileChannel ch =
+        FileChannel.open(index, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
       long indexLength = ch.size();
       if (indexLength < 16 || indexLength % 8 != 0 || indexLength > MAX_INDEX_BYTES) {
         throw new OutputRefused(

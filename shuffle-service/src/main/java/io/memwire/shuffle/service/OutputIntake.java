@@ -26,6 +26,7 @@ final class OutputIntake {
   private final ServiceCounters counters;
   private final AtomicLong linkIds;
   private final BooleanSupplier closed;
+  private final RecoveryLog log;
 
   OutputIntake(
       TransferNode node,
@@ -33,7 +34,9 @@ final class OutputIntake {
       Quotas quotas,
       ServiceCounters counters,
       AtomicLong linkIds,
-      BooleanSupplier closed) {
+      BooleanSupplier closed,
+      RecoveryLog log) {
+    this.log = log;
     this.node = node;
     this.directories = directories;
     this.quotas = quotas;
@@ -92,6 +95,85 @@ final class OutputIntake {
       counters.outputsRefused.increment();
       throw new ShuffleService.Refused(ServiceProtocol.E_QUOTA, overQuota);
     }
+    try {
+      DirectoryPointer p = install(app, executor, shuffleId, mapIndex, mapId, linked);
+      log.outputTaken(app.record(), record(app, executor, shuffleId, mapIndex, mapId, linked));
+      counters.outputsTaken.increment();
+      return p;
+    } catch (ShuffleService.Refused e) {
+      counters.outputsRefused.increment();
+      counters.refused(
+          e.code == ServiceProtocol.E_NO_CAPACITY
+              ? "registrationBudget"
+              : e.code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
+      throw e;
+    }
+  }
+
+  /**
+   * Takes back an output a previous run held, whose files {@link Recovery} has checked again: the
+   * quotas charged, the files registered (new keys) and published in the executor's directory. On a
+   * refusal nothing of it is left (its files deleted).
+   *
+   * @return why it was not taken back (a reason of {@link ServiceCounters#RECOVERY_DROPS}), or null
+   */
+  String adopt(
+      Application app,
+      String executor,
+      int shuffleId,
+      int mapIndex,
+      long mapId,
+      OutputFiles.Linked linked) {
+    String overQuota = quotas.takeOutput(app.key.user(), app.key, app.key.id(), linked.bytes());
+    if (overQuota != null) {
+      OutputFiles.deleteQuietly(linked.index());
+      OutputFiles.deleteQuietly(linked.data());
+      return "quota";
+    }
+    try {
+      install(app, executor, shuffleId, mapIndex, mapId, linked);
+      return null;
+    } catch (ShuffleService.Refused e) {
+      return e.code == ServiceProtocol.E_NO_CAPACITY ? "registrationBudget" : "changed";
+    }
+  }
+
+  /** What the recovery store keeps of a held output. */
+  static RecoveryRecords.OutputRecord record(
+      Application app,
+      String executor,
+      int shuffleId,
+      int mapIndex,
+      long mapId,
+      OutputFiles.Linked linked) {
+    return new RecoveryRecords.OutputRecord(
+        app.key.user().getName(),
+        app.key.id(),
+        executor,
+        shuffleId,
+        mapIndex,
+        mapId,
+        linked.index().getFileName().toString(),
+        linked.data() == null ? "" : linked.data().getFileName().toString(),
+        linked.indexLength(),
+        linked.dataLength(),
+        linked.indexCheck(),
+        linked.dataCheck());
+  }
+
+  /**
+   * Registers linked files whose quota is charged and publishes them in the executor's directory,
+   * replacing what the slot held. On a refusal the files are deleted and the quota returned.
+   */
+  private DirectoryPointer install(
+      Application app,
+      String executor,
+      int shuffleId,
+      int mapIndex,
+      long mapId,
+      OutputFiles.Linked linked)
+      throws ShuffleService.Refused {
+    UserPrincipal user = app.key.user();
     MemoryRegion indexRegion = null;
     MemoryRegion dataRegion = null;
     try {
@@ -122,7 +204,6 @@ final class OutputIntake {
         quotas.returnOutput(user, app.key, replaced.files().bytes());
         counters.outputsReplaced.increment();
       }
-      counters.outputsTaken.increment();
       return p;
     } catch (IOException | RuntimeException e) {
       if (dataRegion != null) {
@@ -136,17 +217,12 @@ final class OutputIntake {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
       quotas.returnOutput(user, app.key, linked.bytes());
-      counters.outputsRefused.increment();
       int code =
           e instanceof RegistrationException
               ? ServiceProtocol.E_NO_CAPACITY
               : e instanceof IllegalStateException
                   ? ServiceProtocol.E_CLOSED
                   : ServiceProtocol.E_BAD_OUTPUT;
-      counters.refused(
-          code == ServiceProtocol.E_NO_CAPACITY
-              ? "registrationBudget"
-              : code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
       throw new ShuffleService.Refused(
           code, "cannot register map output " + mapId + ": " + e.getMessage());
     }

@@ -32,6 +32,7 @@ public final class ServiceConfig {
   private static final String V020 = "0.2.0";
   private static final String V030 = "0.3.0";
   private static final String V040 = "0.4.0";
+  private static final String V050 = "0.5.0";
 
   private static String shareOf(String nodeLimit) {
     return nodeLimit + " with one allowed user, else half of it";
@@ -58,7 +59,8 @@ public final class ServiceConfig {
                   + "executors' files, so it must be on the same filesystem as spark.local.dir). "
                   + "Created 0700 or checked like the socket's directory at start, then emptied "
                   + "without following links: a restarted service serves nothing of its previous "
-                  + "run.")
+                  + "run, unless recoveryPath is set (then it takes back what its store records "
+                  + "and deletes the rest).")
           .text("a directory path", (key, s) -> s)
           .optional("(java.io.tmpdir)/memwire-shuffle-service/outputs");
 
@@ -197,6 +199,19 @@ public final class ServiceConfig {
           .text("a host name or IP address", ServiceConfig::resolveHost)
           .withDefault("0.0.0.0");
 
+  public static final Setting<String> RECOVERY_PATH =
+      Setting.key("recoveryPath")
+          .since(V050)
+          .doc(
+              "Directory of the service's recovery store (RocksDB): what it owns (applications, "
+                  + "their tokens, outputs and the checks their files passed) is recorded there, "
+                  + "so a restarted service takes its outputs back instead of emptying dir, and "
+                  + "a stop (SIGTERM) keeps them. Unset: off, a restarted service starts empty. "
+                  + "Created 0700 or checked like dir at start (no shared, predictable path); not "
+                  + "inside dir. Needs the RocksDB jar on the classpath (bin/memwire adds it).")
+          .text("a directory path", (key, s) -> s)
+          .optional("(off)");
+
   private static String resolveHost(String key, String host) {
     if (host.isEmpty()) {
       throw new TransferConfigException(
@@ -232,7 +247,8 @@ public final class ServiceConfig {
           REGISTER_TIMEOUT,
           FRAME_TIMEOUT,
           HTTP_PORT,
-          HTTP_HOST);
+          HTTP_HOST,
+          RECOVERY_PATH);
 
   /**
    * What one user, one application and the whole node may hold at once; {@link Long#MAX_VALUE}
@@ -252,6 +268,7 @@ public final class ServiceConfig {
   private final Duration frameTimeout;
   private final Integer httpPort;
   private final String httpHost;
+  private final Path recoveryPath;
   private final TransferConfig transfer;
 
   private ServiceConfig(
@@ -267,7 +284,9 @@ public final class ServiceConfig {
       Duration frameTimeout,
       Integer httpPort,
       String httpHost,
+      Path recoveryPath,
       TransferConfig transfer) {
+    this.recoveryPath = recoveryPath;
     this.socket = socket;
     this.dir = dir;
     this.appTimeout = appTimeout;
@@ -327,6 +346,25 @@ public final class ServiceConfig {
       }
     }
     TransferConfig transfer = TransferConfig.fromProperties(transferProps, TRANSFER_PREFIX);
+    String recovery = RECOVERY_PATH.valueIn(mine, PREFIX);
+    if (recovery != null
+        && Path.of(recovery)
+            .toAbsolutePath()
+            .normalize()
+            .startsWith(dirPath.toAbsolutePath().normalize())) {
+      throw new TransferConfigException(
+          TransferConfigException.Problem.OUT_OF_RANGE,
+          PREFIX + RECOVERY_PATH.name(),
+          PREFIX
+              + RECOVERY_PATH.name()
+              + "="
+              + recovery
+              + " is inside "
+              + PREFIX
+              + DIR.name()
+              + ", which the service empties of what it does not recover: choose another "
+              + "directory");
+    }
     // One user: its share is the node's; several: no user may take more than half.
     boolean oneUser = allowed.size() == 1 && !allowed.contains("*");
     int clients = MAX_CLIENTS.valueIn(mine, PREFIX);
@@ -358,6 +396,7 @@ public final class ServiceConfig {
         FRAME_TIMEOUT.valueIn(mine, PREFIX),
         HTTP_PORT.valueIn(mine, PREFIX),
         HTTP_HOST.valueIn(mine, PREFIX),
+        recovery == null ? null : Path.of(recovery).toAbsolutePath().normalize(),
         transfer);
   }
 
@@ -444,6 +483,30 @@ public final class ServiceConfig {
     return transfer;
   }
 
+  /** The recovery store's directory, or empty when recovery is off. */
+  public java.util.Optional<Path> recoveryPath() {
+    return java.util.Optional.ofNullable(recoveryPath);
+  }
+
+  /** This configuration with the recovery store in {@code path} (YARN's recovery path). */
+  public ServiceConfig withRecoveryPath(Path path) {
+    return new ServiceConfig(
+        socket,
+        dir,
+        appTimeout,
+        allowedUsers,
+        node,
+        perUser,
+        perApplication,
+        maxApplicationsPerUser,
+        registerTimeout,
+        frameTimeout,
+        httpPort,
+        httpHost,
+        path.toAbsolutePath().normalize(),
+        transfer);
+  }
+
   /** The Markdown table of the service's own keys (docs/SHUFFLE-SERVICE.md shows it). */
   public static String markdownTable() {
     return Settings.markdownTable(
@@ -470,6 +533,8 @@ public final class ServiceConfig {
         + perApplication
         + ", http="
         + (httpPort == null ? "off" : httpHost + ":" + httpPort)
+        + ", recovery="
+        + (recoveryPath == null ? "off" : recoveryPath)
         + ", "
         + transfer
         + "}";

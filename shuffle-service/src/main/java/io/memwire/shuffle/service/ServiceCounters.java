@@ -18,6 +18,19 @@ final class ServiceCounters {
   static final List<String> REFUSAL_REASONS =
       List.of("userNotAllowed", "badOutput", "registrationBudget", "stopping", "registration");
 
+  /**
+   * Why a recorded output was not taken back at start: its record could not be read (corrupt), its
+   * application could not (application: unknown user, unresolvable driver, over its user's quota),
+   * a file is gone (missing) or is not the one recorded (changed: another inode, size or time,
+   * owner or kind, or an index that no longer fits its data), a quota (quota) or the transfer
+   * node's budget (registrationBudget) is full.
+   */
+  static final List<String> RECOVERY_DROPS =
+      List.of("corrupt", "application", "missing", "changed", "quota", "registrationBudget");
+
+  final LongAdder outputsRecovered = new LongAdder();
+  final LongAdder recoveryStoreLost = new LongAdder();
+  private final Map<String, LongAdder> recoveryDrops = new LinkedHashMap<>();
   final LongAdder outputsTaken = new LongAdder();
   final LongAdder outputsRefused = new LongAdder();
   final LongAdder outputsReplaced = new LongAdder();
@@ -32,6 +45,19 @@ final class ServiceCounters {
     for (String r : REFUSAL_REASONS) {
       refusals.put(r, new LongAdder());
     }
+    for (String r : RECOVERY_DROPS) {
+      recoveryDrops.put(r, new LongAdder());
+    }
+  }
+
+  /** Counts a recorded output not taken back; {@code reason} is one of {@link #RECOVERY_DROPS}. */
+  void dropped(String reason) {
+    recoveryDrops.get(reason).increment();
+  }
+
+  /** {@code recoveryDropped.<reason>} for each of {@link #RECOVERY_DROPS}. */
+  void putRecoveryDrops(Map<String, Long> into) {
+    recoveryDrops.forEach((k, v) -> into.put("recoveryDropped." + k, v.sum()));
   }
 
   /** Counts a refusal; {@code reason} is one of {@link #REFUSAL_REASONS}. */

@@ -141,7 +141,37 @@ public final class ServiceMetrics {
                   + "its driver's port starts refusing (or appTimeout, if shorter) and appTimeout "
                   + "after its host went silent. 0 with no application.",
               m -> Map.of("", m.getOrDefault("cleanupLagMillis", 0L) / 1000.0)),
+          gauge(
+              "recovering",
+              null,
+              "1 while the service takes back the outputs a previous run recorded (before it is "
+                  + "ready; recoveryPath set), else 0.",
+              "recovering"),
           counter("outputs_taken", null, "Map outputs taken over and published.", "outputsTaken"),
+          counter(
+              "outputs_recovered",
+              null,
+              "Map outputs of a previous run taken back at start (files checked again, registered "
+                  + "under new keys).",
+              "outputsRecovered"),
+          new Metric(
+              "recovery_dropped",
+              Kind.COUNTER,
+              null,
+              "reason",
+              "Recorded map outputs not taken back at start, by reason: corrupt (a record that "
+                  + "does not read), application (its application could not be: unknown user, "
+                  + "driver host that does not resolve, over maxApplicationsPerUser), missing (a "
+                  + "file is gone), changed (another inode, size, time, owner or kind, or an "
+                  + "index that no longer fits its data), quota, registrationBudget. Their readers "
+                  + "get fetch failures.",
+              m -> labelled(m, "recoveryDropped.")),
+          counter(
+              "recovery_store_lost",
+              null,
+              "Starts whose recovery store was gone (while outputs remained) or could not be read: "
+                  + "the service started empty.",
+              "recoveryStoreLost"),
           counter(
               "outputs_refused",
               null,
@@ -164,7 +194,7 @@ public final class ServiceMetrics {
                   + "file the service would not take), registrationBudget (the transfer node's "
                   + "budget is full), stopping, registration (another token or driver address, or "
                   + "a driver host that does not resolve).",
-              ServiceMetrics::refusals),
+              m -> labelled(m, "refusals.")),
           counter(
               "clients_refused",
               null,
@@ -209,12 +239,13 @@ public final class ServiceMetrics {
               "Reader connections the transfer node refused (over its connection caps).",
               "node.connectionsRefused"));
 
-  private static Map<String, Double> refusals(Map<String, Long> stats) {
+  /** The stats named {@code prefix + label value}, keyed by the label value. */
+  private static Map<String, Double> labelled(Map<String, Long> stats, String prefix) {
     Map<String, Double> m = new LinkedHashMap<>();
     stats.forEach(
         (k, v) -> {
-          if (k.startsWith("refusals.")) {
-            m.put(k.substring("refusals.".length()), (double) v);
+          if (k.startsWith(prefix)) {
+            m.put(k.substring(prefix.length()), (double) v);
           }
         });
     return m;

@@ -48,7 +48,10 @@ import org.slf4j.LoggerFactory;
  * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. Drivers
  * are probed all at once, each probe bounded ({@link DriverProbes}), so no application's end waits
  * on another's. A restarted service starts empty with new keys: readers holding old descriptors get
- * remote-access errors, so Spark reruns the map stage, never reads stale bytes.
+ * remote-access errors, so Spark reruns the map stage, never reads stale bytes. With {@code
+ * recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps it when it stops,
+ * and at start takes back, under new keys, what still passes its checks ({@link Recovery}) before
+ * it serves anyone.
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
@@ -64,6 +67,12 @@ public final class ShuffleService implements AutoCloseable {
   private static final long RESERVED_FILES = 1024;
 
   private static final long RESERVED_MAPPINGS = 4096;
+
+  /** Longest a stop with recovery on waits for reads under way. */
+  private static final long DRAIN_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+  /** A stop with recovery on goes on once no read was served for this long. */
+  private static final long DRAIN_QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
   private final ServiceConfig config;
   private final TransferNode node;
@@ -106,9 +115,23 @@ public final class ShuffleService implements AutoCloseable {
     }
   }
 
+  /** Where what the service owns is recorded ({@link RecoveryLog#NONE} with recovery off). */
+  private final RecoveryLog log;
+
+  /** True while the outputs of a previous run are being taken back (/health/ready: 503). */
+  private volatile boolean recovering;
+
+  /** Runs while the service recovers, before it is ready (tests observe /health there). */
+  static volatile java.util.function.Consumer<ShuffleService> whileRecovering = s -> {};
+
   private ShuffleService(
-      ServiceConfig config, TransferNode node, ServerSocketChannel server, long maxOutputs) {
+      ServiceConfig config,
+      TransferNode node,
+      ServerSocketChannel server,
+      long maxOutputs,
+      RecoveryLog log) {
     this.config = config;
+    this.log = log;
     this.node = node;
     this.server = server;
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
@@ -121,9 +144,9 @@ public final class ShuffleService implements AutoCloseable {
             config.userQuota(),
             config.applicationQuota(),
             config.maxApplicationsPerUser());
-    this.applications = new Applications(appsDir, quotas, counters, linkIds);
+    this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
     this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
-    this.intake = new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed);
+    this.intake = new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
     this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
     this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
@@ -168,21 +191,31 @@ public final class ShuffleService implements AutoCloseable {
         apps,
         PosixFilePermissions.fromString("rwx------"),
         ServiceConfig.PREFIX + ServiceConfig.DIR.name());
-    LOG.info("emptying {}: outputs of a previous run are not served again", apps);
-    TrustedPaths.emptyDirectory(apps);
+    RecoveryStores.Opened store = RecoveryStores.open(config, apps);
     long maxOutputs = fitOutputs(config.nodeQuota().outputs());
-    TransferNode node = TransferNode.start(config.transfer());
+    TransferNode node;
     ServerSocketChannel server;
     try {
+      node = TransferNode.start(config.transfer());
+    } catch (RuntimeException e) {
+      store.log().close();
+      throw e;
+    }
+    try {
+      // Bound now, served once recovered: executors that connect meanwhile wait in the backlog.
       server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
       server.bind(UnixDomainSocketAddress.of(socket), 128);
       Files.setPosixFilePermissions(
           socket, PosixFilePermissions.fromString(config.multiUser() ? "rw-rw-rw-" : "rw-------"));
     } catch (IOException | RuntimeException e) {
       node.close();
+      store.log().close();
       throw e;
     }
-    ShuffleService s = new ShuffleService(config, node, server, maxOutputs);
+    ShuffleService s = new ShuffleService(config, node, server, maxOutputs, store.log());
+    store.lost().forEach(why -> s.counters.recoveryStoreLost.increment());
+    startHttp(s, config);
+    s.recover(store);
     s.clients.start();
     long tick = TimeUnit.NANOSECONDS.toMillis(s.drivers.tickNanos());
     // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
@@ -191,29 +224,7 @@ public final class ShuffleService implements AutoCloseable {
     var unusedDeadlines =
         s.deadlines.scheduleWithFixedDelay(
             s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
-    if (config.httpPort().isPresent()) {
-      try {
-        ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
-        s.http = h;
-        s.httpPort = h.port();
-      } catch (IOException | RuntimeException e) {
-        s.close();
-        throw e;
-      } catch (LinkageError e) {
-        s.close();
-        String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
-        throw new TransferConfigException(
-            TransferConfigException.Problem.UNUSABLE,
-            key,
-            key
-                + " is set but the Prometheus client is not on the classpath ("
-                + e
-                + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
-                + "*.jar on its classpath, or leave the key unset");
-      }
-    }
-    // Ready from here: recovery of a previous run's outputs (not yet) will run before this.
-    s.ready = true;
+    s.ready = true; // after recovery: /health/ready answers 200 from here
     LOG.info(
         "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
             + "applications end {} ms after their driver stops answering, {} ms after its port "
@@ -236,6 +247,73 @@ public final class ShuffleService implements AutoCloseable {
           s.httpPort);
     }
     return s;
+  }
+
+  /** Starts the HTTP endpoint when {@code http.port} is set (before recovery: it shows it). */
+  private static void startHttp(ShuffleService s, ServiceConfig config) throws IOException {
+    if (config.httpPort().isPresent()) {
+      try {
+        ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
+        s.http = h;
+        s.httpPort = h.port();
+      } catch (IOException | RuntimeException e) {
+        s.close();
+        throw e;
+      } catch (LinkageError e) {
+        s.close();
+        throw missingJars(ServiceConfig.HTTP_PORT, "the Prometheus client", e);
+      }
+    }
+  }
+
+  /**
+   * Takes back what a previous run recorded ({@link Recovery}); not ready meanwhile. A store that
+   * cannot be read through is counted as lost: the service then starts empty.
+   */
+  private void recover(RecoveryStores.Opened store) throws IOException {
+    if (store.store() == null) {
+      return;
+    }
+    recovering = true;
+    try {
+      whileRecovering.accept(this);
+      try {
+        new Recovery(store.store(), appsDir, applications, intake, counters, linkIds).run();
+      } catch (IOException e) {
+        LOG.warn(
+            "recovery store in {} cannot be read ({}): starting empty; readers of the previous "
+                + "run's outputs get fetch failures and Spark reruns those map stages",
+            config.recoveryPath().orElseThrow(),
+            e.getMessage());
+        counters.recoveryStoreLost.increment();
+        applications.endAll("not recovered: the recovery store cannot be read");
+        TrustedPaths.emptyDirectory(appsDir);
+      }
+    } catch (IOException | RuntimeException e) {
+      close();
+      throw e;
+    } finally {
+      recovering = false;
+    }
+  }
+
+  /**
+   * The error of a setting that needs jars of target/service-lib/ ({@code what}) which this process
+   * cannot load.
+   */
+  static TransferConfigException missingJars(
+      io.memwire.transfer.settings.Setting<?> setting, String what, LinkageError e) {
+    String key = ServiceConfig.PREFIX + setting.name();
+    return new TransferConfigException(
+        TransferConfigException.Problem.UNUSABLE,
+        key,
+        key
+            + " is set but "
+            + what
+            + " cannot be loaded ("
+            + e
+            + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
+            + "*.jar on its classpath, or leave the key unset");
   }
 
   /**
@@ -387,6 +465,10 @@ public final class ShuffleService implements AutoCloseable {
     m.put("maxOutputs", maxOutputs);
     m.put("registrationBudget", config.transfer().registrationBudget());
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
+    m.put("recovering", recovering ? 1L : 0L);
+    m.put("outputsRecovered", counters.outputsRecovered.sum());
+    m.put("recoveryStoreLost", counters.recoveryStoreLost.sum());
+    counters.putRecoveryDrops(m);
     counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
@@ -399,8 +481,33 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   /**
-   * Stops accepting, closes every client, ends every application (its files deleted), closes the
-   * transfer node and removes the socket. Idempotent.
+   * Waits, at most {@link #DRAIN_NANOS}, until the transfer node has served no read for {@link
+   * #DRAIN_QUIET_NANOS}: reads reducers have under way finish before the regions go. (Over verbs
+   * the service does not see reads; the wait is then the quiet period alone.)
+   */
+  private void drainReads() {
+    long end = System.nanoTime() + DRAIN_NANOS;
+    long served = node.stats().servedReads();
+    long quietSince = System.nanoTime();
+    try {
+      while (System.nanoTime() - end < 0 && System.nanoTime() - quietSince < DRAIN_QUIET_NANOS) {
+        Thread.sleep(20);
+        long now = node.stats().servedReads();
+        if (now != served) {
+          served = now;
+          quietSince = System.nanoTime();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Stops accepting, closes every client, and, with recovery off, ends every application (its files
+   * deleted); with recovery on, lets reads under way finish (bounded), deregisters the outputs and
+   * keeps their files and records for the next run. Closes the transfer node and removes the
+   * socket. Idempotent.
    */
   @Override
   public void close() {
@@ -426,9 +533,15 @@ public final class ShuffleService implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
-      applications.endAll("ended: the shuffle service stops");
+      if (log.enabled()) {
+        drainReads();
+        applications.detachAll(); // files and records stay for the next run
+      } else {
+        applications.endAll("ended: the shuffle service stops");
+      }
       directories.close();
       node.close();
+      log.close();
       AutoCloseable h = http;
       if (h != null) {
         try {

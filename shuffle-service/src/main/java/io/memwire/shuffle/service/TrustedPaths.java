@@ -211,6 +211,44 @@ final class TrustedPaths {
     }
   }
 
+  /**
+   * Deletes everything inside {@code dir} but the files in {@code keep} (and the directories on
+   * their way), never following a link; keeps {@code dir}.
+   */
+  static void emptyDirectoryBut(Path dir, Set<Path> keep) throws IOException {
+    Path abs = dir.toAbsolutePath().normalize();
+    Set<Path> ways = new java.util.HashSet<>();
+    for (Path k : keep) {
+      for (Path p = k.getParent(); p != null && p.startsWith(abs); p = p.getParent()) {
+        ways.add(p);
+      }
+    }
+    try (SecureDirectoryStream<Path> d = openDirectory(abs)) {
+      deleteChildrenBut(d, abs, keep, ways);
+    }
+  }
+
+  private static void deleteChildrenBut(
+      SecureDirectoryStream<Path> d, Path at, Set<Path> keep, Set<Path> ways) throws IOException {
+    List<Path> names = new ArrayList<>();
+    for (Path entry : d) {
+      names.add(entry.getFileName());
+    }
+    for (Path name : names) {
+      Path full = at.resolve(name);
+      if (keep.contains(full)) {
+        continue;
+      }
+      if (ways.contains(full)) {
+        try (SecureDirectoryStream<Path> child = d.newDirectoryStream(name, NOFOLLOW)) {
+          deleteChildrenBut(child, full, keep, ways);
+        }
+      } else {
+        deleteEntry(d, name);
+      }
+    }
+  }
+
   private static SecureDirectoryStream<Path> openDirectory(Path abs) throws IOException {
     SecureDirectoryStream<Path> d = openRoot(abs.getRoot());
     for (Path name : abs) {

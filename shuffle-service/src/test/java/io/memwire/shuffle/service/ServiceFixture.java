@@ -182,6 +182,15 @@ final class ServiceFixture {
     }
   }
 
+  /** The directory pointer a PUBLISH answer carries; fails on an error. */
+  static DirectoryPointer pointer(ServiceProtocol.In answer) throws IOException {
+    if (answer == null || answer.type() != ServiceProtocol.OK) {
+      throw new AssertionError("refused: " + error(answer));
+    }
+    int chunk = answer.i32();
+    return new DirectoryPointer(chunk, RemoteRegion.decode(answer.rest()));
+  }
+
   /** The error an answer carries, as "code: message"; fails on an OK answer. */
   static String error(ServiceProtocol.In answer) throws IOException {
     if (answer == null) {

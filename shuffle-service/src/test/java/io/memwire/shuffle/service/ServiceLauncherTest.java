@@ -3,11 +3,6 @@ package io.memwire.shuffle.service;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.transfer.TransferNode;
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -15,16 +10,11 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
 /**
  * The launcher in a child JVM, on the classpath bin/memwire gives it: with the Prometheus jars of
@@ -34,80 +24,26 @@ import org.slf4j.LoggerFactory;
 class ServiceLauncherTest {
   @TempDir Path root;
 
-  private static String jarOf(Class<?> c) throws Exception {
-    return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
-  }
-
   private List<String> command(boolean withPrometheus) throws Exception {
-    List<String> cp = new ArrayList<>();
-    cp.add(jarOf(ServiceLauncher.class));
-    cp.add(jarOf(TransferNode.class));
-    cp.add(jarOf(LoggerFactory.class));
-    cp.add(jarOf(Class.forName("org.slf4j.simple.SimpleLogger")));
-    if (withPrometheus) {
-      cp.add(Path.of("target", "service-lib").toAbsolutePath() + File.separator + "*");
-    }
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("--add-exports=java.base/sun.nio.ch=ALL-UNNAMED");
-    cmd.add("-cp");
-    cmd.add(String.join(File.pathSeparator, cp));
-    cmd.add(ServiceLauncher.class.getName());
-    for (String kv :
+    return ServiceProcess.command(
+        withPrometheus,
         List.of(
             "socket=" + root.resolve("s/service.sock"),
             "dir=" + root.resolve("outputs"),
             "transfer.provider=tcp",
             "transfer.bindAddress=127.0.0.1",
             "http.host=127.0.0.1",
-            "http.port=0")) {
-      cmd.add("--conf");
-      cmd.add(ServiceConfig.PREFIX + kv);
-    }
-    return cmd;
-  }
-
-  /** Every line the child prints (stdout and stderr merged), as it prints them. */
-  private static BlockingQueue<String> follow(Process p) {
-    BlockingQueue<String> lines = new LinkedBlockingQueue<>();
-    Thread t =
-        new Thread(
-            () -> {
-              try (BufferedReader r =
-                  new BufferedReader(
-                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) {
-                  lines.add(line);
-                }
-              } catch (IOException ignored) {
-                // the child is gone
-              }
-            },
-            "launcher-test-output");
-    t.setDaemon(true);
-    t.start();
-    return lines;
+            "http.port=0"));
   }
 
   @Test
   void theReadyLineNamesTheEndpointWhichAnswersUntilSigterm() throws Exception {
     Process p = new ProcessBuilder(command(true)).redirectErrorStream(true).start();
     try {
-      BlockingQueue<String> lines = follow(p);
-      List<String> seen = new ArrayList<>();
-      Matcher ready = null;
-      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-      while (ready == null && System.nanoTime() < end) {
-        String line = lines.poll(1, TimeUnit.SECONDS);
-        if (line != null) {
-          seen.add(line);
-          Matcher m =
-              Pattern.compile("memwire shuffle service ready: .* http=127\\.0\\.0\\.1:(\\d+)$")
-                  .matcher(line);
-          ready = m.find() ? m : null;
-        }
-      }
-      assertTrue(ready != null, "no ready line with http=...: " + seen);
+      Matcher ready =
+          ServiceProcess.await(
+              ServiceProcess.follow(p),
+              "memwire shuffle service ready: .* http=127\\.0\\.0\\.1:(\\d+)$");
       int port = Integer.parseInt(ready.group(1));
       HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
       HttpResponse<String> r =

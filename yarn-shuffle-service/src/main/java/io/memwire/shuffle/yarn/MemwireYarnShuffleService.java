@@ -62,8 +62,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Spark's application id on YARN is the YARN application id, and executors register as {@code
  * <applicationId>_<attemptId>}, so {@link #stopApplication} ends every attempt of the application.
- * The service keeps no state across NodeManager restarts: a restarted NodeManager serves none of
- * the earlier outputs, and Spark reruns the map stages that need them.
+ * With NodeManager recovery on ({@code yarn.nodemanager.recovery.enabled}), the service keeps its
+ * recovery store in the recovery path the NodeManager gives it (unless {@code
+ * memwire.shuffle.service.recoveryPath} is set): a NodeManager stop keeps the outputs and a
+ * restarted one serves them again. Without it, a restarted NodeManager serves none of the earlier
+ * outputs, and Spark reruns the map stages that need them.
  */
 public final class MemwireYarnShuffleService extends AuxiliaryService {
   /** The name the NodeManager knows this service by ({@code yarn.nodemanager.aux-services}). */
@@ -93,6 +96,12 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
     conf.getPropsWithPrefix(ServiceConfig.PREFIX)
         .forEach((k, v) -> props.put(ServiceConfig.PREFIX + k, v.trim()));
     config = ServiceConfig.fromProperties(props);
+    org.apache.hadoop.fs.Path recovery = getRecoveryPath();
+    if (recovery != null && config.recoveryPath().isEmpty()) {
+      // NodeManager recovery is on: the store goes where the NodeManager keeps this service's
+      // state (a directory it created for it, owner-only), unless recoveryPath names another.
+      config = config.withRecoveryPath(java.nio.file.Path.of(recovery.toUri().getPath()));
+    }
     if (config.httpPort().isPresent()) {
       String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
       throw new TransferConfigException(
@@ -107,12 +116,12 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
         SERVICE_NAME,
         props.size(),
         config);
-    if (getRecoveryPath() != null) {
+    if (config.recoveryPath().isEmpty()) {
       LOG.info(
-          "{}: NodeManager recovery is on, but the Memwire shuffle service keeps no state across "
-              + "restarts: after a restart it serves none of the earlier map outputs and Spark "
-              + "reruns the map stages that need them",
-          SERVICE_NAME);
+          "{}: NodeManager recovery is off and {} unset: after a restart the service serves none "
+              + "of the earlier map outputs and Spark reruns the map stages that need them",
+          SERVICE_NAME,
+          ServiceConfig.PREFIX + ServiceConfig.RECOVERY_PATH.name());
     }
     super.serviceInit(conf);
   }
@@ -127,7 +136,10 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
     super.serviceStart();
   }
 
-  /** Closes the shuffle service: every application ended, its files deleted, the socket removed. */
+  /**
+   * Closes the shuffle service, the socket removed: every application ended and its files deleted,
+   * or, with recovery on, its outputs kept for the restarted NodeManager.
+   */
   @Override
   protected void serviceStop() throws Exception {
     ShuffleService s = service;

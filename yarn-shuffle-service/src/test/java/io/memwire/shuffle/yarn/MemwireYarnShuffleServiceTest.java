@@ -18,6 +18,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
@@ -152,6 +153,45 @@ class MemwireYarnShuffleServiceTest {
     assertEquals(0, service.node().stats().registeredRegions());
     assertEquals(
         0, service.node().stats().memoryBytes(), service.node().memory().toVerboseString());
+  }
+
+  @Test
+  void withNodeManagerRecoveryAStopKeepsTheOutputsAndTheRestartServesThem() throws Exception {
+    org.apache.hadoop.fs.Path recovery =
+        new org.apache.hadoop.fs.Path(
+            Files.createDirectories(root.resolve("nm-recovery/" + aux().getName())).toUri());
+    aux.setRecoveryPath(recovery);
+    aux.init(nodeManagerConf());
+    aux.start();
+    String kept = ApplicationId.newInstance(CLUSTER_TIMESTAMP, 5) + "_1";
+    ApplicationId stopped = ApplicationId.newInstance(CLUSTER_TIMESTAMP, 6);
+    MapOutput a = MapOutput.write(root.resolve("exec-5"), 5, 51, 4, 6);
+    MapOutput b = MapOutput.write(root.resolve("exec-6"), 6, 61, 4, 7);
+    try (ServiceClient c1 = executor(kept, "1", 6);
+        ServiceClient c2 = executor(stopped + "_1", "1", 7)) {
+      c1.publish(5, 0, 51, a.index(), a.data());
+      c2.publish(6, 0, 61, b.index(), b.data());
+    }
+    aux.stopApplication(new ApplicationTerminationContext(stopped)); // gone for good
+    aux.stop();
+    assertEquals(2, filesUnder(root.resolve("outputs/apps")), "the kept output's files stay");
+    assertTrue(
+        Files.exists(Path.of(recovery.toUri().getPath()).resolve("CURRENT")),
+        "the store is in the NodeManager's recovery path");
+
+    aux().setRecoveryPath(recovery); // the restarted NodeManager
+    aux.init(nodeManagerConf());
+    aux.start();
+    Map<String, Long> stats = aux.shuffleService().stats();
+    assertEquals(1L, stats.get("outputsRecovered"), stats.toString());
+    assertEquals(1L, stats.get("outputsHeld"));
+    assertEquals(0L, stats.get("recoveryStoreLost"));
+    assertEquals(2, filesUnder(root.resolve("outputs/apps/" + kept + "@" + USER)));
+  }
+
+  private MemwireYarnShuffleService aux() {
+    aux = new MemwireYarnShuffleService();
+    return aux;
   }
 
   @Test

@@ -40,7 +40,7 @@ class NodeManagerClasspathIT {
   }
 
   @Test
-  void theJarHoldsOnlyMemwireAndDisniClasses() throws IOException {
+  void theJarHoldsOnlyMemwireDisniAndRocksDbClasses() throws IOException {
     List<String> classes = new ArrayList<>();
     try (ZipFile z = new ZipFile(jar().toFile())) {
       for (ZipEntry e : Collections.list(z.entries())) {
@@ -55,11 +55,16 @@ class NodeManagerClasspathIT {
     assertTrue(classes.contains("io/memwire/shuffle/directory/ShuffleDirectory.class"));
     assertTrue(classes.contains("io/memwire/transfer/TransferNode.class"));
     assertTrue(classes.contains("com/ibm/disni/RdmaEndpoint.class"));
+    assertTrue(classes.contains("org/rocksdb/RocksDB.class"), "the recovery store");
     List<String> foreign =
         classes.stream()
-            .filter(c -> !c.startsWith("io/memwire/") && !c.startsWith("com/ibm/disni/"))
+            .filter(
+                c ->
+                    !c.startsWith("io/memwire/")
+                        && !c.startsWith("com/ibm/disni/")
+                        && !c.startsWith("org/rocksdb/"))
             .toList();
-    assertTrue(foreign.isEmpty(), "classes other than Memwire's and DiSNI's: " + foreign);
+    assertTrue(foreign.isEmpty(), "classes other than Memwire's, DiSNI's, RocksDB's: " + foreign);
   }
 
   @Test
