@@ -1,12 +1,12 @@
 package io.memwire.flight.memory;
 
-import io.memwire.transfer.MemoryAccess;
 import java.nio.ByteBuffer;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.ReferenceManager;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * Arrow memory carved from {@link RegisteredMemory}: vectors allocated through a root allocator
@@ -46,7 +46,8 @@ final class RegisteredAllocationManager extends AllocationManager {
     private static final ByteBuffer EMPTY_MEMORY = ByteBuffer.allocateDirect(8);
 
     private static final ArrowBuf EMPTY =
-        new ArrowBuf(ReferenceManager.NO_OP, null, 0, MemoryAccess.address(EMPTY_MEMORY));
+        new ArrowBuf(
+            ReferenceManager.NO_OP, null, 0, MemoryUtil.getByteBufferAddress(EMPTY_MEMORY));
 
     private final RegisteredMemory memory;
 

@@ -1,6 +1,6 @@
 package io.memwire.flight.memory;
 
-import io.memwire.transfer.MemoryAccess;
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
@@ -34,21 +34,20 @@ import org.slf4j.LoggerFactory;
  * neighbours. So a block pins at most {@value #UNIT} - 1 bytes more than asked: a 17 MB
  * record-batch body takes 17 MB, not the 32 MiB a power-of-two block would.
  *
- * <p>The total of all arenas never exceeds {@code maxBytes}; {@link #allocate(long, Duration)}
- * waits for frees up to a deadline when it would.
+ * <p>The total of all arenas never exceeds {@code maxBytes}, the limit of this memory's allocator;
+ * {@link #allocate(long, Duration)} waits for frees up to a deadline when it would.
  *
  * <p>This is the placement strategy of a child of the node's registered-memory root ({@value
  * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a reader's
- * registered ones): every block is a reference-counted unit of it, and the last {@link
- * Block#release()} gives the extent back to its arena.
+ * registered ones): every arena is a unit of it from {@link TransferNode#allocateRegistered} or
+ * {@link TransferNode#allocateDirect}, every block a reference-counted unit of it, and the last
+ * {@link Block#release()} gives the extent back to its arena.
  */
 public final class RegisteredMemory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
 
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
-
-  private static final int PAGE = 4096;
 
   /** Child allocator of arenas no peer reads as a whole (a server's; leases register slices). */
   public static final String SERVER_ALLOCATOR = "flight-arenas";
@@ -100,7 +99,8 @@ public final class RegisteredMemory implements AutoCloseable {
     this.arenaSize = (arenaSize + (1 << 20) - 1) & -(1L << 20);
     this.maxBytes = maxBytes;
     this.name = name;
-    this.allocator = node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR);
+    this.allocator =
+        node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR, maxBytes);
   }
 
   /** The node the memory is registered with. */
@@ -169,13 +169,13 @@ public final class RegisteredMemory implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException(name + " is closed");
     }
-    if (size <= 0 || size > Integer.MAX_VALUE - 3 * PAGE) {
+    if (size <= 0 || size > Integer.MAX_VALUE - 3 * 4096) {
       throw new IllegalArgumentException(name + ": block size must be in [1, 2 GiB), got " + size);
     }
     long bytes = roundUp(size);
     if (bytes > arenaSize) {
       // Too big for an arena: a dedicated one, registered once for this block.
-      if (arenaBytes + size > maxBytes) {
+      if (!allocator.withinLimit(size)) {
         return null;
       }
       Arena a = newArena(size, false);
@@ -190,7 +190,7 @@ public final class RegisteredMemory implements AutoCloseable {
         return take(a, off, bytes);
       }
     }
-    if (arenaBytes + arenaSize > maxBytes) {
+    if (!allocator.withinLimit(arenaSize)) {
       return null;
     }
     Arena a = newArena(arenaSize, true);
@@ -210,21 +210,14 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   private Arena newArena(long size, boolean shared) {
-    // Page-aligned, so every block is aligned to the unit (and bodies start on a page).
-    ByteBuffer allocation = ByteBuffer.allocateDirect((int) size + 2 * PAGE);
-    ByteBuffer memory = allocation.alignedSlice(PAGE);
-    memory.limit((int) size);
-    memory = memory.slice();
-    MemoryRegion region = null;
-    if (registerArenas) {
-      try {
-        region = node.register(memory);
-      } catch (RuntimeException e) {
-        MemoryAccess.free(allocation);
-        throw e;
-      }
-    }
-    Arena a = new Arena(allocation, memory, MemoryAccess.address(memory), region, shared);
+    // Page-aligned, so every block is aligned to the unit (and bodies start on a page). Only this
+    // memory reserves on its allocator, under this lock: the limit checked above still holds.
+    String what = (shared ? "arena of " : "dedicated arena of ") + name;
+    BufferUnit memory =
+        registerArenas
+            ? node.allocateRegistered(allocator, (int) size, what)
+            : node.allocateDirect(allocator, (int) size, what);
+    Arena a = new Arena(memory, shared);
     arenas.add(a);
     byAddress.put(a.base, a);
     arenaBytes += size;
@@ -258,15 +251,9 @@ public final class RegisteredMemory implements AutoCloseable {
     arenas.remove(a);
     byAddress.remove(a.base);
     arenaBytes -= a.memory.capacity();
-    if (a.region == null) {
-      // Unregistered arena: every slice registered over it was released before its block was
-      // freed, so nothing touches this memory any more.
-      MemoryAccess.free(a.allocation);
-      return;
-    }
-    a.region.close();
-    // A read the transport is still serving may touch the memory until the region is released.
-    a.region.whenReleased(() -> MemoryAccess.free(a.allocation));
+    // A registered arena's region is closed and the memory freed once it is released; an
+    // unregistered one's slices were all released before its blocks were freed.
+    a.unit.release();
   }
 
   /**
@@ -460,7 +447,7 @@ public final class RegisteredMemory implements AutoCloseable {
    * by size (best fit: the smallest extent that holds the block, lowest offset first).
    */
   private static final class Arena {
-    final ByteBuffer allocation;
+    final BufferUnit unit;
     final ByteBuffer memory;
     final long base;
     final MemoryRegion region;
@@ -474,12 +461,11 @@ public final class RegisteredMemory implements AutoCloseable {
 
     long used;
 
-    Arena(
-        ByteBuffer allocation, ByteBuffer memory, long base, MemoryRegion region, boolean shared) {
-      this.allocation = allocation;
-      this.memory = memory;
-      this.base = base;
-      this.region = region;
+    Arena(BufferUnit unit, boolean shared) {
+      this.unit = unit;
+      this.memory = unit.buffer();
+      this.base = unit.address();
+      this.region = unit.region();
       this.dedicated = !shared;
       if (dedicated) {
         this.freeByOffset = null;
