@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.ProviderKind;
@@ -72,7 +72,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final Duration leaseTimeout;
   private final int maxWindowBatches;
   private final long maxWindowBytes;
-  private final RegisteredMemory memory;
+  private final ArenaMemory memory;
   private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
   private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
@@ -101,7 +101,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.maxWindowBytes = b.maxWindowBytes;
     // Arenas are not remotely readable: each lease registers only its own bytes.
     this.memory =
-        new RegisteredMemory(
+        new ArenaMemory(
             node,
             b.arenaSize,
             b.maxRegisteredBytes,
@@ -190,7 +190,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * producer allocates its vectors from a root allocator built with {@code
    * memory().allocationManagerFactory()}.
    */
-  public RegisteredMemory memory() {
+  public ArenaMemory memory() {
     return memory;
   }
 

@@ -43,8 +43,8 @@ import org.slf4j.LoggerFactory;
  * {@link TransferNode#allocateDirect}, every block a reference-counted unit of it, and the last
  * {@link Block#release()} gives the extent back to its arena.
  */
-public final class RegisteredMemory implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
+public final class ArenaMemory implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ArenaMemory.class);
 
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
@@ -67,12 +67,12 @@ public final class RegisteredMemory implements AutoCloseable {
   private boolean closed;
 
   /**
-   * @param node where arenas are registered
+   * @param node whose allocator the arenas come from; they are registered with it as a whole
    * @param arenaSize bytes per arena, rounded up to a multiple of 1 MiB
    * @param maxBytes most bytes all arenas together may take
    * @param name used in log lines and errors
    */
-  public RegisteredMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
+  public ArenaMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
     this(node, arenaSize, maxBytes, name, true);
   }
 
@@ -84,7 +84,7 @@ public final class RegisteredMemory implements AutoCloseable {
    * @param registerArenas register every arena as one region ({@link Block#region()}); when false
    *     no arena is remotely readable and callers register slices themselves
    */
-  public RegisteredMemory(
+  public ArenaMemory(
       TransferNode node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
     this.registerArenas = registerArenas;
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
@@ -103,7 +103,7 @@ public final class RegisteredMemory implements AutoCloseable {
         node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR, maxBytes);
   }
 
-  /** The node the memory is registered with. */
+  /** The node whose allocator the arenas come from. */
   public TransferNode node() {
     return node;
   }
@@ -174,7 +174,7 @@ public final class RegisteredMemory implements AutoCloseable {
     }
     long bytes = roundUp(size);
     if (bytes > arenaSize) {
-      // Too big for an arena: a dedicated one, registered once for this block.
+      // Too big for an arena: a dedicated one for this block.
       if (!allocator.withinLimit(size)) {
         return null;
       }
@@ -221,12 +221,7 @@ public final class RegisteredMemory implements AutoCloseable {
     arenas.add(a);
     byAddress.put(a.base, a);
     arenaBytes += size;
-    LOG.debug(
-        "{}: registered arena of {} bytes ({} in {} arenas)",
-        name,
-        size,
-        arenaBytes,
-        arenas.size());
+    LOG.debug("{}: new arena of {} bytes ({} in {} arenas)", name, size, arenaBytes, arenas.size());
     return a;
   }
 
@@ -257,7 +252,7 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * Where {@code [address, address + length)} lies in registered memory: the arena's region and the
+   * Where {@code [address, address + length)} lies in this memory: the arena's region and the
    * offset in it; null when the range is not inside one arena.
    */
   public synchronized Location locate(long address, long length) {
@@ -273,14 +268,14 @@ public final class RegisteredMemory implements AutoCloseable {
     return new Location(a, off);
   }
 
-  /** An Arrow allocation-manager factory whose buffers live in this registered memory. */
+  /** An Arrow allocation-manager factory whose buffers live in these arenas. */
   public AllocationManager.Factory allocationManagerFactory() {
-    return new RegisteredAllocationManager.Factory(this);
+    return new ArenaAllocationManager.Factory(this);
   }
 
   /**
-   * A new root allocator whose buffers live in this registered memory, for producers that lease
-   * their batches in place. Close it before this memory.
+   * A new root allocator whose buffers live in these arenas, for producers that lease their batches
+   * in place. Close it before this memory.
    */
   public BufferAllocator newRootAllocator(long limit) {
     return new RootAllocator(
@@ -319,7 +314,7 @@ public final class RegisteredMemory implements AutoCloseable {
     return n;
   }
 
-  /** Bytes registered in arenas right now. */
+  /** Bytes of all arenas right now. */
   public synchronized long arenaBytes() {
     return arenaBytes;
   }
@@ -348,7 +343,7 @@ public final class RegisteredMemory implements AutoCloseable {
     notifyAll();
   }
 
-  /** Where a range lies in registered memory. */
+  /** Where a range lies in these arenas. */
   public static final class Location {
     private final Arena arena;
     private final long offset;
@@ -374,8 +369,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * A block of registered memory, reference counted through its {@link MemoryUnit}: it arrives with
-   * a count of 1 and goes back to its arena at the last {@link #release()}.
+   * A block of arena memory, reference counted through its {@link MemoryUnit}: it arrives with a
+   * count of 1 and goes back to its arena at the last {@link #release()}.
    */
   public static final class Block {
     private final Arena arena;
@@ -393,7 +388,7 @@ public final class RegisteredMemory implements AutoCloseable {
       return arena.base + offset;
     }
 
-    /** Usable bytes: what was asked for, rounded up to {@value RegisteredMemory#UNIT}. */
+    /** Usable bytes: what was asked for, rounded up to {@value ArenaMemory#UNIT}. */
     public long size() {
       return size;
     }
@@ -443,8 +438,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * One registered arena and its free extents, indexed by offset (to merge neighbours on free) and
-   * by size (best fit: the smallest extent that holds the block, lowest offset first).
+   * One arena and its free extents, indexed by offset (to merge neighbours on free) and by size
+   * (best fit: the smallest extent that holds the block, lowest offset first).
    */
   private static final class Arena {
     final BufferUnit unit;
