@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.Connection;
@@ -46,7 +46,7 @@ final class BatchPuller implements Runnable {
 
   private final RdmaFlightClient client;
   private final TransferNode node;
-  private final RegisteredMemory memory;
+  private final ArenaMemory memory;
   private final FlightStream reader;
   private final FreeSender frees;
   private final BlockingQueue<StreamEvent> events;
@@ -58,7 +58,7 @@ final class BatchPuller implements Runnable {
   BatchPuller(
       RdmaFlightClient client,
       TransferNode node,
-      RegisteredMemory memory,
+      ArenaMemory memory,
       FlightStream reader,
       FreeSender frees,
       BlockingQueue<StreamEvent> events) {
@@ -209,7 +209,7 @@ final class BatchPuller implements Runnable {
   /** One read per non-empty buffer, landing at its IPC offset in the pull's block. */
   private static List<ReadRequest> bodyReads(ServerMessage m, RemoteRegion[] regions, Pull p)
       throws WireException {
-    RegisteredMemory.Block block = p.block();
+    ArenaMemory.Block block = p.block();
     List<ReadRequest> reads = new ArrayList<>(m.buffers().size());
     InetSocketAddress peer = null;
     for (ServerMessage.BufferRef r : m.buffers()) {

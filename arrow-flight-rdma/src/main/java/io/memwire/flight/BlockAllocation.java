@@ -1,13 +1,13 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import org.apache.arrow.memory.ForeignAllocation;
 
 /** A registered block seen by Arrow as a foreign allocation: freed when Arrow releases it. */
 final class BlockAllocation extends ForeignAllocation {
-  private final RegisteredMemory.Block block;
+  private final ArenaMemory.Block block;
 
-  BlockAllocation(RegisteredMemory.Block block, long size) {
+  BlockAllocation(ArenaMemory.Block block, long size) {
     super(size, block.address());
     this.block = block;
   }

@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegionDescriptor;
@@ -120,7 +120,7 @@ final class LeaseBodies {
    * name regions by their index in the returned body's list.
    */
   Body inPlace(List<ArrowBuf> bufs, List<ArrowBuffer> layout, List<ServerMessage.BufferRef> refs) {
-    RegisteredMemory memory = resources.memory();
+    ArenaMemory memory = resources.memory();
     Integer[] order = new Integer[bufs.size()];
     for (int i = 0; i < order.length; i++) {
       order[i] = i;
@@ -190,7 +190,7 @@ final class LeaseBodies {
       List<ArrowBuffer> layout,
       long bodyLength,
       List<ServerMessage.BufferRef> refs) {
-    RegisteredMemory.Block block;
+    ArenaMemory.Block block;
     try {
       block = resources.memory().allocate(bodyLength, resources.leaseTimeout());
     } catch (InterruptedException e) {

@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.transfer.MemoryAccess;
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryUnit;
@@ -28,10 +28,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * alive when the last body byte had been read. Slots are recycled once their region is released,
  * generations are not, so a stale slot never matches.
  *
- * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each guard is a
- * unit of it, released once its region is released (by {@link #revoke} or {@link #close}), which
- * puts the slot back on the free list. Pages are freed at close, after every guard region is
- * released.
+ * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each page is a
+ * direct unit of it ({@link TransferNode#allocateDirect}), each slot's region a registered one, and
+ * each guard a unit released once its region is released (by {@link #revoke} or {@link #close}),
+ * which puts the slot back on the free list. Pages are released at close, after every guard region
+ * is released.
  */
 final class LeaseGuards implements AutoCloseable {
   static final int SLOT_BYTES = 8;
@@ -73,7 +74,7 @@ final class LeaseGuards implements AutoCloseable {
 
   private final TransferNode node;
   private final RegisteredAllocator allocator;
-  private final List<ByteBuffer> pages = new ArrayList<>();
+  private final List<BufferUnit> pages = new ArrayList<>();
   private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
   private final Map<MemoryRegion, Guard> live = new LinkedHashMap<>();
   // Random start: a guard of a restarted producer at the same address never matches an old one.
@@ -91,7 +92,7 @@ final class LeaseGuards implements AutoCloseable {
       throw new IllegalStateException("lease guards are closed");
     }
     if (freeSlots.isEmpty()) {
-      pages.add(ByteBuffer.allocateDirect(PAGE_SLOTS * SLOT_BYTES));
+      pages.add(node.allocateDirect(allocator, PAGE_SLOTS * SLOT_BYTES, "guard page"));
       for (int i = 0; i < PAGE_SLOTS; i++) {
         freeSlots.add(new int[] {pages.size() - 1, i * SLOT_BYTES});
       }
@@ -101,11 +102,11 @@ final class LeaseGuards implements AutoCloseable {
     do {
       g = generations.incrementAndGet();
     } while (g == 0);
-    ByteBuffer page = pages.get(s[0]);
+    ByteBuffer page = pages.get(s[0]).buffer();
     WORD.setVolatile(page, s[1], g);
     MemoryRegion r;
     try {
-      r = node.register(page.duplicate().limit(s[1] + SLOT_BYTES).position(s[1]).slice());
+      r = node.register(page.limit(s[1] + SLOT_BYTES).position(s[1]).slice(), allocator);
     } catch (RuntimeException e) {
       WORD.setVolatile(page, s[1], 0L);
       freeSlots.add(s);
@@ -128,7 +129,7 @@ final class LeaseGuards implements AutoCloseable {
       return; // close() ended it already; its unit goes once the region is released
     }
     g.ended = true;
-    WORD.setVolatile(pages.get(g.page), g.offset, 0L);
+    WORD.setVolatile(pages.get(g.page).buffer(), g.offset, 0L);
     // The 0 must be visible to the NIC (or the tcp responder) before any store reusing the body.
     VarHandle.fullFence();
     g.region.close();
@@ -152,12 +153,12 @@ final class LeaseGuards implements AutoCloseable {
 
   /** After close, once no guard is live: nothing reads the pages any more. */
   private void freePagesAndBooks() {
-    List<ByteBuffer> toFree;
+    List<BufferUnit> toFree;
     synchronized (this) {
       toFree = new ArrayList<>(pages);
       pages.clear();
     }
-    toFree.forEach(MemoryAccess::free);
+    toFree.forEach(BufferUnit::release);
     allocator.close();
   }
 
@@ -189,7 +190,7 @@ final class LeaseGuards implements AutoCloseable {
       for (Guard g : live.values()) {
         if (!g.ended) {
           g.ended = true;
-          WORD.setVolatile(pages.get(g.page), g.offset, 0L);
+          WORD.setVolatile(pages.get(g.page).buffer(), g.offset, 0L);
           ending.add(g);
         }
       }

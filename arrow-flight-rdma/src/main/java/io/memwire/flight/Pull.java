@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import java.util.concurrent.CompletableFuture;
 import org.apache.arrow.flatbuf.RecordBatch;
 
@@ -16,7 +16,7 @@ final class Pull {
   final long bodyLength;
   final byte[] appMetadata;
   final CompletableFuture<Void> done = new CompletableFuture<>();
-  private RegisteredMemory.Block block;
+  private ArenaMemory.Block block;
 
   Pull(long seq, RecordBatch header, long bodyLength, byte[] appMetadata) {
     this.seq = seq;
@@ -25,23 +25,23 @@ final class Pull {
     this.appMetadata = appMetadata;
   }
 
-  synchronized void setBlock(RegisteredMemory.Block b) {
+  synchronized void setBlock(ArenaMemory.Block b) {
     block = b;
   }
 
-  synchronized RegisteredMemory.Block block() {
+  synchronized ArenaMemory.Block block() {
     return block;
   }
 
   /** The block, handed over to the caller (null when there is none or it was taken). */
-  synchronized RegisteredMemory.Block takeBlock() {
-    RegisteredMemory.Block b = block;
+  synchronized ArenaMemory.Block takeBlock() {
+    ArenaMemory.Block b = block;
     block = null;
     return b;
   }
 
   void freeBlock() {
-    RegisteredMemory.Block b = takeBlock();
+    ArenaMemory.Block b = takeBlock();
     if (b != null) {
       b.release();
     }

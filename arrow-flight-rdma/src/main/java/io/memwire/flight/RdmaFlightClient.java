@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
@@ -91,7 +91,7 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final Duration readTimeout;
   private final ExecutorService executor;
   private final Map<ProviderKind, TransferNode> nodes = new EnumMap<>(ProviderKind.class);
-  private final Map<ProviderKind, RegisteredMemory> memories = new EnumMap<>(ProviderKind.class);
+  private final Map<ProviderKind, ArenaMemory> memories = new EnumMap<>(ProviderKind.class);
   private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
   private final ClientStats stats = new ClientStats();
   private boolean loggedRdma;
@@ -196,7 +196,7 @@ public final class RdmaFlightClient implements AutoCloseable {
               : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : transferConfig.provider();
     }
     TransferNode node;
-    RegisteredMemory memory;
+    ArenaMemory memory;
     try {
       node = node(provider);
       memory = memories.get(node.provider());
@@ -300,7 +300,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     }
     memories.put(
         n.provider(),
-        new RegisteredMemory(
+        new ArenaMemory(
             n, arenaSize, maxRegisteredBytes, "flight client memory on " + n.localAddress()));
     return n;
   }
@@ -349,7 +349,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    for (RegisteredMemory m : memories.values()) {
+    for (ArenaMemory m : memories.values()) {
       m.close();
     }
     for (TransferNode n : new java.util.HashSet<>(nodes.values())) {

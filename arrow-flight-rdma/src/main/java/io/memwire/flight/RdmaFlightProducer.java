@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
@@ -51,7 +51,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final FlightProducer delegate;
   private final BufferAllocator allocator;
   private final Location rdmaLocation;
-  private final RegisteredMemory memory;
+  private final ArenaMemory memory;
   private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
   private final ServerResources resources;
@@ -73,7 +73,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
     // Arenas are not remotely readable: each lease registers only its own bytes.
     this.memory =
-        new RegisteredMemory(
+        new ArenaMemory(
             node,
             b.arenaSize,
             b.maxRegisteredBytes,
@@ -147,7 +147,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * producer allocates its vectors from a root allocator built with {@code
    * memory().allocationManagerFactory()}.
    */
-  public RegisteredMemory memory() {
+  public ArenaMemory memory() {
     return memory;
   }
 

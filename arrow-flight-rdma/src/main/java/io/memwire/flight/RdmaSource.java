@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
@@ -93,7 +93,7 @@ final class RdmaSource implements StreamSource {
   RdmaSource(
       RdmaFlightClient client,
       TransferNode node,
-      RegisteredMemory memory,
+      ArenaMemory memory,
       FlightClient.ExchangeReaderWriter exchange) {
     this.allocator = client.allocator();
     this.stats = client.clientStats();
@@ -249,7 +249,7 @@ final class RdmaSource implements StreamSource {
 
   private void load(Pull p) {
     ArrowBuf body;
-    RegisteredMemory.Block block = p.takeBlock();
+    ArenaMemory.Block block = p.takeBlock();
     if (block == null) {
       body = allocator.getEmpty();
     } else {

@@ -1,6 +1,6 @@
 package io.memwire.flight;
 
-import io.memwire.flight.memory.RegisteredMemory;
+import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.transfer.TransferNode;
 import java.time.Duration;
 import org.apache.arrow.flight.FlightProducer;
@@ -27,7 +27,7 @@ record ServerResources(
     FlightProducer delegate,
     TransferNode node,
     BufferAllocator allocator,
-    RegisteredMemory memory,
+    ArenaMemory memory,
     LeaseGuards guards,
     ServerStats stats,
     CompressionCodec codec,

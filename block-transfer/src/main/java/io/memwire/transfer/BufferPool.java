@@ -1,6 +1,7 @@
 package io.memwire.transfer;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
@@ -18,11 +19,12 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Read destinations in direct memory registered once, not per read: the placement strategy of the
  * node's {@code read-pool} allocator. Size classes are powers of two from 4 KiB to 16 MiB, carved
- * out of slabs of at least 4 MiB; slabs stay registered until the node closes, up to {@code
- * poolMaxBytes}. A request larger than the largest class, or one that would take the pool over its
- * limit, gets a dedicated buffer that is registered for that read and freed on release. Every
- * destination handed out is a {@link MemoryUnit} of the allocator; its last release puts the piece
- * back on its class's free list (or deregisters the dedicated buffer).
+ * out of slabs of at least 4 MiB; slabs stay registered until the node closes. Each slab is a
+ * registered unit of the allocator's {@value #SLABS} child, whose limit is {@code poolMaxBytes}. A
+ * request larger than the largest class, or one that would take the pool over that limit, gets a
+ * dedicated buffer ({@link NodeMemory#allocateDestination}) registered for that read and freed on
+ * release. Every destination handed out is a {@link MemoryUnit} of the allocator; its last release
+ * puts the piece back on its class's free list (or releases the dedicated buffer).
  *
  * <p>Growing (allocating and registering a slab or a dedicated buffer) is slow and, for verbs, a
  * system call: it never runs on a transport's I/O or completion thread. Those threads take only
@@ -35,12 +37,8 @@ public final class BufferPool {
   private static final int MIN_SLAB = 4 << 20;
   private static final AtomicInteger GROWER_IDS = new AtomicInteger();
 
-  /** Registers destination memory with the provider, counting it against the budget. */
-  interface Registrar {
-    ProviderRegistration register(ByteBuffer buffer, long address);
-
-    void unregister(ProviderRegistration registration, int length);
-  }
+  /** Name of the child of the pool's allocator that holds the slabs' registrations. */
+  static final String SLABS = "slabs";
 
   /** One piece of registered memory a read can land in, owned through its unit. */
   static final class Slot {
@@ -72,19 +70,21 @@ public final class BufferPool {
   private static final class Slab {
     final ByteBuffer memory;
     final ProviderRegistration registration;
+    final MemoryUnit unit;
 
     /** The provider let go of the slab (set once, on its thread): freed once no unit is live. */
     volatile boolean quiesced;
 
-    Slab(ByteBuffer memory, ProviderRegistration registration) {
+    Slab(ByteBuffer memory, ProviderRegistration registration, MemoryUnit unit) {
       this.memory = memory;
       this.registration = registration;
+      this.unit = unit;
     }
   }
 
-  private final Registrar registrar;
+  private final NodeMemory memory;
   private final RegisteredAllocator allocator;
-  private final long maxBytes;
+  private final RegisteredAllocator slabUnits;
 
   @SuppressWarnings("unchecked")
   private final ConcurrentLinkedQueue<Piece>[] free =
@@ -97,17 +97,16 @@ public final class BufferPool {
   @GuardedBy("this")
   private final List<Slab> retired = new ArrayList<>();
 
-  private final AtomicLong slabBytes = new AtomicLong();
   private final AtomicLong dedicatedAllocations = new AtomicLong();
   private volatile boolean closed;
 
   /** Where growth runs; one daemon thread, started on first use, ended by {@link #close}. */
   private final ExecutorService grower;
 
-  BufferPool(Registrar registrar, RegisteredAllocator allocator, long maxBytes) {
-    this.registrar = registrar;
+  BufferPool(NodeMemory memory, RegisteredAllocator allocator, long maxBytes) {
+    this.memory = memory;
     this.allocator = allocator;
-    this.maxBytes = maxBytes;
+    this.slabUnits = allocator.newChild(SLABS, maxBytes);
     int id = GROWER_IDS.incrementAndGet();
     this.grower =
         Executors.newSingleThreadExecutor(
@@ -203,23 +202,42 @@ public final class BufferPool {
     }
     int pieceSize = 1 << shift;
     int slabSize = Math.max(pieceSize, MIN_SLAB);
-    if (slabBytes.get() + slabSize > maxBytes) {
-      return null;
+    if (!slabUnits.withinLimit(slabSize)) {
+      return null; // the pool is full (checked first: no exception on this common path)
     }
-    ByteBuffer memory = ByteBuffer.allocateDirect(slabSize);
-    long base = MemoryAccess.address(memory);
-    ProviderRegistration reg;
+    Slab[] made = {null};
+    MemoryUnit unit;
     try {
-      reg = registrar.register(memory, base);
+      unit =
+          memory.reserve(
+              slabUnits, slabSize, MemoryUnit.Kind.REGISTERED, "slab", () -> retire(made[0]));
     } catch (RegistrationException e) {
-      MemoryAccess.free(memory);
       return null; // budget exhausted by regions: a dedicated buffer will say so if it fails too
     }
-    slabs.add(new Slab(memory, reg));
-    slabBytes.addAndGet(slabSize);
+    ByteBuffer slabMemory;
+    try {
+      slabMemory = ByteBuffer.allocateDirect(slabSize);
+    } catch (OutOfMemoryError e) {
+      unit.release(); // nothing made yet: only the reservation goes
+      throw e;
+    }
+    long base = MemoryAccess.address(slabMemory);
+    ProviderRegistration reg;
+    try {
+      reg = memory.registerDestination(slabMemory, base);
+    } catch (RuntimeException e) {
+      unit.release();
+      MemoryAccess.free(slabMemory);
+      if (e instanceof RegistrationException) {
+        return null; // the provider refused: a dedicated buffer will say so if it fails too
+      }
+      throw e;
+    }
+    made[0] = new Slab(slabMemory, reg, unit);
+    slabs.add(made[0]);
     Piece first = null;
     for (int off = 0; off < slabSize; off += pieceSize) {
-      ByteBuffer slice = memory.duplicate().position(off).limit(off + pieceSize).slice();
+      ByteBuffer slice = slabMemory.duplicate().position(off).limit(off + pieceSize).slice();
       Piece piece = new Piece(slice, base + off, reg.localKey());
       if (first == null) {
         first = piece;
@@ -230,17 +248,21 @@ public final class BufferPool {
     return first;
   }
 
+  /** The free action of a slab's unit, released at close: deregister, free once quiesced. */
+  private void retire(Slab s) {
+    if (s == null) {
+      return; // the registration failed: nothing was made
+    }
+    s.registration.deregister(
+        () -> {
+          s.quiesced = true;
+          freeRetired();
+        });
+  }
+
   private Slot dedicated(int length) {
     dedicatedAllocations.incrementAndGet();
-    ByteBuffer memory = ByteBuffer.allocateDirect(length);
-    long address = MemoryAccess.address(memory);
-    ProviderRegistration reg;
-    try {
-      reg = registrar.register(memory, address);
-    } catch (RuntimeException e) {
-      MemoryAccess.free(memory);
-      throw e;
-    }
+    BufferUnit d = memory.allocateDestination(allocator, length, "dedicated read destination");
     MemoryUnit unit;
     try {
       unit =
@@ -248,18 +270,16 @@ public final class BufferPool {
               length,
               "dedicated read destination",
               () -> {
-                registrar.unregister(reg, length);
-                reg.deregister(() -> MemoryAccess.free(memory));
+                d.release();
                 if (closed) {
                   freeRetired();
                 }
               });
     } catch (IllegalStateException e) {
-      registrar.unregister(reg, length);
-      reg.deregister(() -> MemoryAccess.free(memory));
+      d.release();
       throw e;
     }
-    return new Slot(memory, address, reg.localKey(), unit);
+    return new Slot(d.buffer(), d.address(), d.localKey(), unit);
   }
 
   /** The allocator whose books this pool's destinations are on. */
@@ -279,7 +299,7 @@ public final class BufferPool {
 
   /** Bytes registered for pooled slabs. */
   public long slabBytes() {
-    return slabBytes.get();
+    return slabUnits.registeredBytes();
   }
 
   /** Reads that needed a one-off registration (too large, or pool full). */
@@ -299,16 +319,10 @@ public final class BufferPool {
     closed = true;
     grower.shutdown(); // queued growths still run, and fail at once: the pool is closed
     for (Slab s : slabs) {
-      registrar.unregister(s.registration, s.memory.capacity());
       retired.add(s);
-      s.registration.deregister(
-          () -> {
-            s.quiesced = true;
-            freeRetired();
-          });
+      s.unit.release(); // off the books now; deregistered, freed once no view is live
     }
     slabs.clear();
-    slabBytes.set(0);
     for (ConcurrentLinkedQueue<Piece> q : free) {
       q.clear();
     }

@@ -255,7 +255,7 @@ public final class Connection {
       throw new IllegalArgumentException(
           "region " + r.region() + " is not on this connection's peer " + peer());
     }
-    if (r.destination() != null && r.destination().node() != node) {
+    if (r.destination() != null && r.destination().memory() != node.nodeMemory()) {
       throw new IllegalArgumentException("destination region is not registered on this node");
     }
     Request req = new Request(r);

@@ -22,7 +22,6 @@ final class Counters {
 
   final AtomicLong outstandingRequests = new AtomicLong();
   final AtomicLong registeredRegions = new AtomicLong();
-  final AtomicLong registeredBytes = new AtomicLong();
   final AtomicLong mappedSegments = new AtomicLong();
   final AtomicLong mappedBytes = new AtomicLong();
 

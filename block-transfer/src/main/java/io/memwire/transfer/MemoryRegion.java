@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -19,6 +20,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A file range longer than the node's maximum segment size is registered as several segments;
  * {@link RemoteRegion} hides that from readers.
+ *
+ * <p>A region is on its node's books as a registered unit: of the allocator it was registered on
+ * (the node's root, or a consumer's child), or of the {@link BufferUnit} it belongs to.
  */
 public final class MemoryRegion implements AutoCloseable {
 
@@ -37,7 +41,8 @@ public final class MemoryRegion implements AutoCloseable {
     }
   }
 
-  private final TransferNode node;
+  private final NodeMemory memory;
+  private final MemoryUnit unit;
   private final List<Segment> segments;
   private final RemoteRegion remote;
   private final Path file;
@@ -46,9 +51,16 @@ public final class MemoryRegion implements AutoCloseable {
   private final AtomicBoolean open = new AtomicBoolean(true);
   private final CompletableFuture<Void> released = new CompletableFuture<>();
 
+  /** {@code unit} is the region's own registered unit; null when a {@link BufferUnit} owns it. */
   MemoryRegion(
-      TransferNode node, List<Segment> segments, RemoteRegion remote, Path file, FileChannel ch) {
-    this.node = node;
+      NodeMemory memory,
+      List<Segment> segments,
+      RemoteRegion remote,
+      Path file,
+      FileChannel ch,
+      MemoryUnit unit) {
+    this.memory = memory;
+    this.unit = unit;
     this.segments = Collections.unmodifiableList(new ArrayList<>(segments));
     this.remote = remote;
     this.file = file;
@@ -87,8 +99,9 @@ public final class MemoryRegion implements AutoCloseable {
     return segments;
   }
 
-  TransferNode node() {
-    return node;
+  /** The books of the node it is registered with. */
+  NodeMemory memory() {
+    return memory;
   }
 
   /**
@@ -125,7 +138,11 @@ public final class MemoryRegion implements AutoCloseable {
   @Override
   public void close() {
     if (open.compareAndSet(true, false)) {
-      node.release(this);
+      if (unit != null) {
+        unit.release(); // off the books; its free action deregisters
+      } else {
+        memory.release(this);
+      }
     }
   }
 

@@ -1,24 +1,14 @@
 package io.memwire.transfer;
 
 import io.memwire.transfer.memory.RegisteredAllocator;
-import io.memwire.transfer.settings.TransportSettings;
-import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,9 +43,8 @@ public final class TransferNode implements AutoCloseable {
   private final TransportProvider provider;
   private final String selectionReason;
   private final Counters counters = new Counters();
-  private final RegisteredAllocator memory;
+  private final NodeMemory memory;
   private final BufferPool pool;
-  private final Set<MemoryRegion> regions = ConcurrentHashMap.newKeySet();
   private final ConnectionPool connections;
   private volatile boolean closed;
 
@@ -68,33 +57,8 @@ public final class TransferNode implements AutoCloseable {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
-    this.memory =
-        RegisteredAllocator.root(
-            "node@"
-                + provider.localAddress().getHostString()
-                + ":"
-                + provider.localAddress().getPort());
-    this.pool =
-        new BufferPool(
-            new BufferPool.Registrar() {
-              @Override
-              public ProviderRegistration register(ByteBuffer buffer, long address) {
-                reserve(buffer.capacity());
-                try {
-                  return provider.register(buffer, address, false, null, 0);
-                } catch (RuntimeException e) {
-                  counters.registeredBytes.addAndGet(-buffer.capacity());
-                  throw e;
-                }
-              }
-
-              @Override
-              public void unregister(ProviderRegistration registration, int length) {
-                counters.registeredBytes.addAndGet(-length);
-              }
-            },
-            memory.newChild(READ_POOL),
-            config.poolMaxBytes());
+    this.memory = new NodeMemory(config, provider, counters);
+    this.pool = new BufferPool(memory, memory.root().newChild(READ_POOL), config.poolMaxBytes());
     this.connections = new ConnectionPool(this, provider, config, counters, clock, timer);
   }
 
@@ -173,6 +137,11 @@ public final class TransferNode implements AutoCloseable {
    * the root last, reporting any child or unit still live.
    */
   public RegisteredAllocator memory() {
+    return memory.root();
+  }
+
+  /** The node's registrations and their books. */
+  NodeMemory nodeMemory() {
     return memory;
   }
 
@@ -181,40 +150,27 @@ public final class TransferNode implements AutoCloseable {
   }
 
   /**
-   * Registers the bytes between a direct buffer's position and limit for remote reads. The node
-   * keeps a reference to the buffer until the region is closed.
+   * Registers the bytes between a direct buffer's position and limit for remote reads, on the books
+   * of the node's root allocator. The node keeps a reference to the buffer until the region is
+   * closed; the caller frees its buffer only once the region is {@link MemoryRegion#released()} (or
+   * takes the memory from {@link #allocateRegistered}, which does that itself).
    *
    * @throws RegistrationException for a heap buffer, an empty range, or when the registration
    *     budget is exhausted
    */
   public MemoryRegion register(ByteBuffer direct) {
+    return register(direct, memory.root());
+  }
+
+  /**
+   * Like {@link #register(ByteBuffer)}, the region's bytes on the books of {@code account} (one of
+   * this node's allocators), reserved against its limit and every parent's.
+   *
+   * @throws RegistrationException also when a limit on the way would be passed
+   */
+  public MemoryRegion register(ByteBuffer direct, RegisteredAllocator account) {
     ensureOpen();
-    if (!direct.isDirect()) {
-      throw new RegistrationException(
-          "only direct buffers can be registered, got a heap buffer of "
-              + direct.remaining()
-              + " bytes; allocate it with ByteBuffer.allocateDirect");
-    }
-    if (!direct.hasRemaining()) {
-      throw new RegistrationException("cannot register an empty buffer");
-    }
-    ByteBuffer range = direct.slice();
-    long base = MemoryAccess.address(direct) + direct.position();
-    long length = range.remaining();
-    reserve(length);
-    List<MemoryRegion.Segment> segments = new ArrayList<>();
-    try {
-      for (long off = 0; off < length; off += config.maxSegmentSize()) {
-        int n = (int) Math.min(config.maxSegmentSize(), length - off);
-        ByteBuffer piece = range.duplicate().position((int) off).limit((int) off + n).slice();
-        ProviderRegistration reg = provider.register(piece, base + off, true, null, 0);
-        segments.add(new MemoryRegion.Segment(piece, base + off, reg, false));
-      }
-    } catch (RuntimeException e) {
-      undo(segments, length);
-      throw e;
-    }
-    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null));
+    return memory.register(direct, account);
   }
 
   /**
@@ -227,141 +183,34 @@ public final class TransferNode implements AutoCloseable {
    */
   public MemoryRegion register(Path file, long offset, long length) throws IOException {
     ensureOpen();
-    if (offset < 0 || length <= 0) {
-      throw new IllegalArgumentException(
-          "file range must have offset >= 0 and length > 0: offset="
-              + offset
-              + " length="
-              + length);
-    }
-    FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
-    List<MemoryRegion.Segment> segments = new ArrayList<>();
-    boolean reserved = false;
-    try {
-      long size = ch.size();
-      if (offset > size - length) {
-        throw new IllegalArgumentException(
-            "range ["
-                + offset
-                + ", +"
-                + length
-                + ") lies outside "
-                + file
-                + " of "
-                + size
-                + " bytes");
-      }
-      reserve(length);
-      reserved = true;
-      for (long off = 0; off < length; off += config.maxSegmentSize()) {
-        int n = (int) Math.min(config.maxSegmentSize(), length - off);
-        MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, offset + off, n);
-        counters.mappedSegments.incrementAndGet();
-        counters.mappedBytes.addAndGet(n);
-        long address = MemoryAccess.address(map);
-        ProviderRegistration reg;
-        try {
-          reg = provider.registerFile(map, address, file, ch, offset + off);
-        } catch (RuntimeException e) {
-          unmap(map);
-          throw e;
-        }
-        segments.add(new MemoryRegion.Segment(map, address, reg, true));
-      }
-    } catch (IOException | RuntimeException e) {
-      undo(segments, reserved ? length : 0);
-      if (segments.isEmpty()) {
-        ch.close();
-      }
-      throw e;
-    }
-    return track(new MemoryRegion(this, segments, remoteOf(segments), file, ch));
+    return memory.register(file, offset, length, memory.root());
   }
 
-  private RemoteRegion remoteOf(List<MemoryRegion.Segment> segments) {
-    List<RegionDescriptor> ds = new ArrayList<>(segments.size());
-    for (MemoryRegion.Segment s : segments) {
-      // The provider's address, not the buffer's: a provider may serve a private pinned copy
-      // (verbs on kernels that cannot pin read-only file mappings).
-      ds.add(
-          new RegionDescriptor(
-              provider.kind(),
-              localAddress(),
-              s.registration.remoteKey(),
-              s.registration.address(),
-              s.registration.length()));
-    }
-    return new RemoteRegion(ds);
+  /**
+   * {@code size} bytes of page-aligned direct memory registered for remote reads as one region,
+   * owned by one unit of {@code account} (one of this node's allocators): its bytes are reserved
+   * there and in every parent, all or nothing. The last {@link BufferUnit#release()} closes the
+   * region and frees the memory once the region is released.
+   *
+   * @param what what the memory holds, for dumps and leak reports
+   * @throws RegistrationException when a limit would be passed (the budget's message for the
+   *     root's) or the provider refuses the memory
+   */
+  public BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what) {
+    ensureOpen();
+    return memory.allocateRegistered(account, size, what);
   }
 
-  private MemoryRegion track(MemoryRegion r) {
-    regions.add(r);
-    counters.registeredRegions.incrementAndGet();
-    LOG.debug("registered {}", r);
-    return r;
-  }
-
-  private void undo(List<MemoryRegion.Segment> segments, long reservedBytes) {
-    for (MemoryRegion.Segment s : segments) {
-      s.registration.deregister(s.mapped ? () -> unmap(s.memory) : () -> {});
-    }
-    counters.registeredBytes.addAndGet(-reservedBytes);
-  }
-
-  private void reserve(long bytes) {
-    long now;
-    do {
-      now = counters.registeredBytes.get();
-      if (now + bytes > config.registrationBudget()) {
-        throw new RegistrationException(
-            "registration budget exhausted: "
-                + now
-                + " bytes registered + "
-                + bytes
-                + " requested > "
-                + TransportSettings.REGISTRATION_BUDGET.name()
-                + "="
-                + config.registrationBudget()
-                + "; raise the budget (and ulimit -l for verbs) or "
-                + "close regions");
-      }
-    } while (!counters.registeredBytes.compareAndSet(now, now + bytes));
-  }
-
-  private void unmap(ByteBuffer mapping) {
-    MemoryAccess.free(mapping);
-    counters.mappedSegments.decrementAndGet();
-    counters.mappedBytes.addAndGet(-mapping.capacity());
-  }
-
-  /** Called by {@link MemoryRegion#close()}. */
-  void release(MemoryRegion region) {
-    if (!regions.remove(region)) {
-      return;
-    }
-    List<MemoryRegion.Segment> segs = region.segments();
-    AtomicInteger left = new AtomicInteger(segs.size());
-    for (MemoryRegion.Segment s : segs) {
-      s.registration.deregister(
-          () -> {
-            if (s.mapped) {
-              unmap(s.memory);
-            }
-            if (left.decrementAndGet() == 0) {
-              if (region.channel() != null) {
-                try {
-                  region.channel().close();
-                } catch (IOException e) {
-                  LOG.debug("closing {} failed", region.file(), e);
-                }
-              }
-              region.markReleased();
-            }
-          });
-    }
-    counters.registeredBytes.addAndGet(-region.length());
-    counters.registeredRegions.decrementAndGet();
-    LOG.debug("deregistered {}", region);
+  /**
+   * {@code size} bytes of page-aligned direct memory that is not registered (a consumer registers
+   * slices of it itself), owned by one unit of {@code account}: reserved against the limits below
+   * the root (the root's is the registration budget) and freed at the last release.
+   *
+   * @throws RegistrationException when a limit would be passed
+   */
+  public BufferUnit allocateDirect(RegisteredAllocator account, int size, String what) {
+    ensureOpen();
+    return memory.allocateDirect(account, size, what);
   }
 
   /**
@@ -423,16 +272,17 @@ public final class TransferNode implements AutoCloseable {
     m.put("connectionsReaped", counters.connectionsReaped.sum());
     m.put("outstandingRequests", counters.outstandingRequests.get());
     m.put("registeredRegions", counters.registeredRegions.get());
-    m.put("registeredBytes", counters.registeredBytes.get());
+    m.put("registeredBytes", memory.root().registeredBytes());
     m.put("mappedSegments", counters.mappedSegments.get());
     m.put("mappedBytes", counters.mappedBytes.get());
     m.put("poolBuffersOutstanding", pool.outstandingBuffers());
     m.put("poolBytesOutstanding", pool.outstandingBytes());
     m.put("poolSlabBytes", pool.slabBytes());
-    m.put("memoryBytes", memory.allocatedBytes());
-    m.put("memoryPeakBytes", memory.peakBytes());
-    m.put("memoryUnits", memory.liveUnits());
-    for (RegisteredAllocator child : memory.children()) {
+    RegisteredAllocator root = memory.root();
+    m.put("memoryBytes", root.allocatedBytes());
+    m.put("memoryPeakBytes", root.peakBytes());
+    m.put("memoryUnits", root.liveUnits());
+    for (RegisteredAllocator child : root.children()) {
       String k = "memory." + child.name();
       m.merge(k + ".bytes", child.allocatedBytes(), Long::sum);
       m.merge(k + ".peakBytes", child.peakBytes(), Math::max);
@@ -465,13 +315,11 @@ public final class TransferNode implements AutoCloseable {
     }
     closed = true;
     connections.close();
-    for (MemoryRegion r : new ArrayList<>(regions)) {
-      r.close();
-    }
+    memory.closeRegions();
     pool.close(); // read buffers callers did not release are reported as a leak of read-pool
     provider.close();
     // Last: consumers close their children before the node; what is still open is reported.
-    memory.close();
+    memory.root().close();
     connections.awaitTimer();
     LOG.debug("transfer node on {} closed: {}", localAddress(), stats());
   }

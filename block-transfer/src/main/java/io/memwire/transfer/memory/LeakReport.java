@@ -13,11 +13,21 @@ public final class LeakReport {
   private final String allocator;
   private final List<MemoryUnit> units;
   private final long bytes;
+  private final long reservedBytes;
 
   LeakReport(String allocator, List<MemoryUnit> units) {
     this.allocator = allocator;
     this.units = List.copyOf(units);
-    this.bytes = units.stream().mapToLong(MemoryUnit::size).sum();
+    this.bytes =
+        units.stream()
+            .filter(u -> u.kind() == MemoryUnit.Kind.PIECE)
+            .mapToLong(MemoryUnit::size)
+            .sum();
+    this.reservedBytes =
+        units.stream()
+            .filter(u -> u.kind() != MemoryUnit.Kind.PIECE)
+            .mapToLong(MemoryUnit::size)
+            .sum();
   }
 
   /** Path of the allocator closed with live units, root first ({@code node/read-pool}). */
@@ -30,9 +40,14 @@ public final class LeakReport {
     return units;
   }
 
-  /** Bytes of those units. */
+  /** Bytes of the pieces among those units. */
   public long bytes() {
     return bytes;
+  }
+
+  /** Bytes of the registered and direct memory among those units. */
+  public long reservedBytes() {
+    return reservedBytes;
   }
 
   @Override
@@ -44,7 +59,9 @@ public final class LeakReport {
             .append(units.size())
             .append(" live units (")
             .append(bytes)
-            .append(" bytes)");
+            .append(" bytes")
+            .append(reservedBytes == 0 ? "" : ", " + reservedBytes + " bytes registered or direct")
+            .append(")");
     boolean stacks = false;
     for (MemoryUnit u : units) {
       b.append("\n  ").append(u);

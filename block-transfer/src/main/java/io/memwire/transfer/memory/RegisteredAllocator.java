@@ -17,6 +17,15 @@ import org.slf4j.LoggerFactory;
  * accounts for them: bytes now, peak bytes and live units, each figure including the child's own
  * children, so the root's figures are the node's totals.
  *
+ * <p>The memory those pieces are carved from is on the books too: every registration (a region, a
+ * pool slab) is a {@link MemoryUnit.Kind#REGISTERED} unit, and direct memory a consumer does not
+ * register as a whole is a {@link MemoryUnit.Kind#DIRECT} one. They count in {@link
+ * #registeredBytes()} and {@link #directBytes()}, not in the figures of pieces, and are {@linkplain
+ * #reserve reserved} against limits: an allocator's limit caps its registered plus direct bytes
+ * (children included), a root's caps its registered bytes only (it is the node's registration
+ * budget). A reservation is all or nothing: it is taken in this allocator, then in each parent, and
+ * rolled back when any of them would pass its limit.
+ *
  * <p>Closing an allocator closes its children first (newest first), then checks its own books:
  * units still live are a leak, logged at WARN and recorded as a {@link LeakReport} on the root.
  * Leaked units stay valid (freeing memory a caller still holds would crash the JVM); their release
@@ -42,25 +51,51 @@ public final class RegisteredAllocator implements AutoCloseable {
   private final AtomicLong units = new AtomicLong();
   private final AtomicLong allocations = new AtomicLong();
   private final List<LeakReport> leaks;
+  private final long limit;
+
+  /** Bytes held against {@link #limit}: registered plus direct, or registered only at a root. */
+  private final AtomicLong reserved = new AtomicLong();
+
+  private final AtomicLong registered = new AtomicLong();
+  private final AtomicLong direct = new AtomicLong();
   private volatile boolean closed;
 
-  private RegisteredAllocator(String name, RegisteredAllocator parent, boolean stacks) {
+  private RegisteredAllocator(String name, RegisteredAllocator parent, boolean stacks, long limit) {
+    if (limit < 0) {
+      throw new IllegalArgumentException("limit of '" + name + "' must be >= 0, got " + limit);
+    }
     this.name = name;
     this.parent = parent;
     this.root = parent == null ? this : parent.root;
     this.stacks = stacks;
+    this.limit = limit;
     this.leaks = parent == null ? new CopyOnWriteArrayList<>() : null;
   }
 
   /** A root allocator; allocation stacks as {@value #STACKS_PROPERTY} says (off by default). */
   public static RegisteredAllocator root(String name) {
+    return root(name, Long.MAX_VALUE);
+  }
+
+  /**
+   * A root allocator whose registered bytes never pass {@code limit}; allocation stacks as {@value
+   * #STACKS_PROPERTY} says.
+   */
+  public static RegisteredAllocator root(String name, long limit) {
     return root(
-        name, TransportSettings.MEMORY_ALLOCATION_STACKS.fromSystemProperties().orElse(false));
+        name,
+        limit,
+        TransportSettings.MEMORY_ALLOCATION_STACKS.fromSystemProperties().orElse(false));
   }
 
   /** A root allocator, recording allocation stacks when {@code allocationStacks}. */
   public static RegisteredAllocator root(String name, boolean allocationStacks) {
-    return new RegisteredAllocator(name, null, allocationStacks);
+    return root(name, Long.MAX_VALUE, allocationStacks);
+  }
+
+  /** A root allocator with a limit on its registered bytes. */
+  public static RegisteredAllocator root(String name, long limit, boolean allocationStacks) {
+    return new RegisteredAllocator(name, null, allocationStacks, limit);
   }
 
   /**
@@ -69,8 +104,17 @@ public final class RegisteredAllocator implements AutoCloseable {
    * @throws IllegalStateException when this allocator is closed
    */
   public RegisteredAllocator newChild(String childName) {
+    return newChild(childName, Long.MAX_VALUE);
+  }
+
+  /**
+   * A child whose registered plus direct bytes (its children's included) never pass {@code limit}.
+   *
+   * @throws IllegalStateException when this allocator is closed
+   */
+  public RegisteredAllocator newChild(String childName, long limit) {
     ensureOpen("new child '" + childName + "'");
-    RegisteredAllocator c = new RegisteredAllocator(childName, this, stacks);
+    RegisteredAllocator c = new RegisteredAllocator(childName, this, stacks, limit);
     children.add(c);
     if (closed) { // lost a race with close(): do not leave a child the close did not see
       children.remove(c);
@@ -91,9 +135,7 @@ public final class RegisteredAllocator implements AutoCloseable {
       throw new IllegalArgumentException("unit size must be >= 0, got " + size);
     }
     ensureOpen("allocation of " + size + " bytes (" + what + ")");
-    MemoryUnit u =
-        new MemoryUnit(this, size, what, free, stacks ? new Throwable("allocated here") : null);
-    live.put(u.id(), u);
+    MemoryUnit u = newUnit(size, MemoryUnit.Kind.PIECE, what, free);
     allocations.incrementAndGet();
     for (RegisteredAllocator a = this; a != null; a = a.parent) {
       long now = a.bytes.addAndGet(size);
@@ -103,11 +145,79 @@ public final class RegisteredAllocator implements AutoCloseable {
     return u;
   }
 
+  /**
+   * Puts registered or direct memory of {@code size} bytes on the books, reserving it in this
+   * allocator and then in each parent: all or nothing. {@code free} runs once, on the thread of the
+   * last release (which gives the reservation back first).
+   *
+   * @param kind {@link MemoryUnit.Kind#REGISTERED} or {@link MemoryUnit.Kind#DIRECT}
+   * @throws LimitExceededException when an allocator on the way would pass its limit; then nothing
+   *     is reserved anywhere
+   * @throws IllegalStateException when this allocator is closed
+   */
+  public MemoryUnit reserve(long size, MemoryUnit.Kind kind, String what, Runnable free) {
+    if (size < 0) {
+      throw new IllegalArgumentException("unit size must be >= 0, got " + size);
+    }
+    if (kind == MemoryUnit.Kind.PIECE) {
+      throw new IllegalArgumentException("reserve() takes registered or direct memory, not pieces");
+    }
+    ensureOpen("reservation of " + size + " bytes (" + what + ")");
+    for (RegisteredAllocator a = this; a != null; a = a.parent) {
+      if (!a.tryReserve(size, kind)) {
+        long held = a.reserved.get();
+        for (RegisteredAllocator b = this; b != a; b = b.parent) {
+          b.unreserve(size, kind);
+        }
+        throw new LimitExceededException(a, held, size, a.limit);
+      }
+    }
+    return newUnit(size, kind, what, free);
+  }
+
+  private MemoryUnit newUnit(long size, MemoryUnit.Kind kind, String what, Runnable free) {
+    MemoryUnit u =
+        new MemoryUnit(
+            this, size, kind, what, free, stacks ? new Throwable("allocated here") : null);
+    live.put(u.id(), u);
+    return u;
+  }
+
+  /** A root's limit is the registration budget: direct memory is counted there, not capped. */
+  private boolean capped(MemoryUnit.Kind kind) {
+    return kind == MemoryUnit.Kind.REGISTERED || parent != null;
+  }
+
+  private boolean tryReserve(long size, MemoryUnit.Kind kind) {
+    if (capped(kind)) {
+      long now;
+      do {
+        now = reserved.get();
+        if (size > limit - now) {
+          return false;
+        }
+      } while (!reserved.compareAndSet(now, now + size));
+    }
+    (kind == MemoryUnit.Kind.REGISTERED ? registered : direct).addAndGet(size);
+    return true;
+  }
+
+  private void unreserve(long size, MemoryUnit.Kind kind) {
+    if (capped(kind)) {
+      reserved.addAndGet(-size);
+    }
+    (kind == MemoryUnit.Kind.REGISTERED ? registered : direct).addAndGet(-size);
+  }
+
   void unitFreed(MemoryUnit u) {
     live.remove(u.id());
     for (RegisteredAllocator a = this; a != null; a = a.parent) {
-      a.bytes.addAndGet(-u.size());
-      a.units.decrementAndGet();
+      if (u.kind() == MemoryUnit.Kind.PIECE) {
+        a.bytes.addAndGet(-u.size());
+        a.units.decrementAndGet();
+      } else {
+        a.unreserve(u.size(), u.kind());
+      }
     }
   }
 
@@ -141,7 +251,32 @@ public final class RegisteredAllocator implements AutoCloseable {
     return stacks;
   }
 
-  /** Bytes of live units, this allocator's and its children's. */
+  /** Most bytes this allocator may reserve ({@link Long#MAX_VALUE}: no limit). */
+  public long limit() {
+    return limit;
+  }
+
+  /**
+   * Whether reserving {@code more} bytes keeps this allocator within its own limit now (its parents
+   * are not asked). Only a caller that alone reserves here gets a lasting answer.
+   */
+  public boolean withinLimit(long more) {
+    return more <= limit - reserved.get();
+  }
+
+  /**
+   * Bytes of live {@link MemoryUnit.Kind#REGISTERED} units, this allocator's and its children's.
+   */
+  public long registeredBytes() {
+    return registered.get();
+  }
+
+  /** Bytes of live {@link MemoryUnit.Kind#DIRECT} units, this allocator's and its children's. */
+  public long directBytes() {
+    return direct.get();
+  }
+
+  /** Bytes of live pieces, this allocator's and its children's. */
   public long allocatedBytes() {
     return bytes.get();
   }
@@ -151,12 +286,12 @@ public final class RegisteredAllocator implements AutoCloseable {
     return peak.get();
   }
 
-  /** Live units, this allocator's and its children's. */
+  /** Live pieces, this allocator's and its children's. */
   public long liveUnits() {
     return units.get();
   }
 
-  /** Units ever allocated directly from this allocator. */
+  /** Pieces ever allocated directly from this allocator. */
   public long allocations() {
     return allocations.get();
   }
@@ -198,7 +333,15 @@ public final class RegisteredAllocator implements AutoCloseable {
         .append(peak.get())
         .append(" bytes, ")
         .append(allocations.get())
-        .append(" allocations\n");
+        .append(" allocations");
+    if (registered.get() != 0 || direct.get() != 0 || limit != Long.MAX_VALUE) {
+      b.append("; registered ").append(registered.get()).append(" bytes, direct ");
+      b.append(direct.get()).append(" bytes");
+      if (limit != Long.MAX_VALUE) {
+        b.append(", limit ").append(limit);
+      }
+    }
+    b.append('\n');
     for (MemoryUnit u : ownLiveUnits()) {
       b.append(indent).append("  - ").append(u).append('\n');
     }
@@ -245,6 +388,10 @@ public final class RegisteredAllocator implements AutoCloseable {
         + units.get()
         + " units, peak "
         + peak.get()
+        + ", registered "
+        + registered.get()
+        + ", direct "
+        + direct.get()
         + (closed ? ", closed" : "")
         + "}";
   }

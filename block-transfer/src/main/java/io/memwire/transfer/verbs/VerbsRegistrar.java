@@ -3,9 +3,9 @@ package io.memwire.transfer.verbs;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
 import com.ibm.disni.verbs.SVCRegMr;
-import io.memwire.transfer.MemoryAccess;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -17,7 +17,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,7 +57,6 @@ final class VerbsRegistrar {
   private final String deviceName;
   private final VerbsCounters counters;
   private final Set<VerbsRegistration> registrations = ConcurrentHashMap.newKeySet();
-  private final AtomicLong registeredBytes = new AtomicLong();
   private final Set<FilePath> notedPaths = ConcurrentHashMap.newKeySet();
 
   /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
@@ -246,7 +244,6 @@ final class VerbsRegistrar {
 
   private VerbsRegistration track(VerbsRegistration r) {
     registrations.add(r);
-    registeredBytes.addAndGet(r.length());
     return r;
   }
 
@@ -274,10 +271,8 @@ final class VerbsRegistrar {
   }
 
   /** Called by a registration as it deregisters. */
-  void registrationReleased(VerbsRegistration r, int length) {
-    if (registrations.remove(r)) {
-      registeredBytes.addAndGet(-length);
-    }
+  void registrationReleased(VerbsRegistration r) {
+    registrations.remove(r);
   }
 
   /** Deregisters every registration still held (at close); returns how many there were. */
@@ -294,7 +289,15 @@ final class VerbsRegistrar {
     return registrations.size();
   }
 
+  /**
+   * Bytes the NIC holds registered for this node now (private copies included): the provider's
+   * view, reported as {@code verbsRegisteredBytes}; the node's books are its allocator tree.
+   */
   long registeredBytes() {
-    return registeredBytes.get();
+    long n = 0;
+    for (VerbsRegistration r : registrations) {
+      n += r.length();
+    }
+    return n;
   }
 }

@@ -76,7 +76,7 @@ final class VerbsRegistration implements ProviderRegistration {
 
   /** Deregisters the MR; false (memory must stay) when the NIC refused. */
   boolean release() {
-    registrar.registrationReleased(this, length);
+    registrar.registrationReleased(this);
     try {
       SVCDeregMr call = mr.deregMr();
       try {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -213,5 +214,96 @@ class RegisteredAllocatorTest {
     assertTrue(u.release());
     assertEquals(1, last.get());
     assertThrows(IllegalStateException.class, u::release);
+  }
+
+  @Test
+  void registeredAndDirectMemoryCountApartFromPiecesAtEveryLevel() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator dir = root.newChild("shuffle-directory");
+    AtomicInteger frees = new AtomicInteger();
+    MemoryUnit region =
+        dir.reserve(256, MemoryUnit.Kind.REGISTERED, "chunk region", frees::incrementAndGet);
+    MemoryUnit arena = dir.reserve(4096, MemoryUnit.Kind.DIRECT, "arena", frees::incrementAndGet);
+    MemoryUnit chunk = dir.allocate(256, "chunk", frees::incrementAndGet);
+    assertEquals(256, dir.registeredBytes());
+    assertEquals(256, root.registeredBytes(), "the root's figures include its children");
+    assertEquals(4096, dir.directBytes());
+    assertEquals(256, dir.allocatedBytes(), "pieces only");
+    assertEquals(1, dir.liveUnits(), "pieces only");
+    assertTrue(dir.toVerboseString().contains("registered 256 bytes, direct 4096 bytes"));
+    for (MemoryUnit u : List.of(region, arena, chunk)) {
+      assertTrue(u.release());
+    }
+    assertEquals(3, frees.get());
+    assertEquals(0, root.registeredBytes());
+    assertEquals(0, root.directBytes());
+    assertEquals(0, root.allocatedBytes());
+    root.close();
+    assertTrue(root.leakReports().isEmpty(), root.leakReports().toString());
+  }
+
+  @Test
+  void aReservationPastAnyLimitUpTheParentsFailsWithNothingReserved() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", 1000, false);
+    RegisteredAllocator flight = root.newChild("flight", 800);
+    RegisteredAllocator arenas = flight.newChild("arenas");
+    RegisteredAllocator other = root.newChild("other");
+    MemoryUnit held = arenas.reserve(600, MemoryUnit.Kind.REGISTERED, "arena", () -> {});
+
+    LimitExceededException e =
+        assertThrows(
+            LimitExceededException.class,
+            () -> arenas.reserve(300, MemoryUnit.Kind.REGISTERED, "arena", () -> {}));
+    assertSame(flight, e.allocator(), "the parent's limit refused");
+    assertEquals(600, e.reserved());
+    assertEquals(300, e.requested());
+    assertEquals(800, e.limit());
+    assertTrue(e.getMessage().contains("'node/flight'"), e.getMessage());
+    assertEquals(600, arenas.registeredBytes(), "the child's share was rolled back");
+    assertEquals(600, flight.registeredBytes());
+    assertEquals(600, root.registeredBytes());
+
+    LimitExceededException atRoot =
+        assertThrows(
+            LimitExceededException.class,
+            () -> other.reserve(500, MemoryUnit.Kind.REGISTERED, "region", () -> {}));
+    assertSame(root, atRoot.allocator());
+    assertEquals(0, other.registeredBytes(), "rolled back below the root");
+    assertEquals(600, root.registeredBytes());
+    assertTrue(other.withinLimit(500), "the child itself has no limit");
+    assertFalse(flight.withinLimit(201));
+
+    // The root's limit is on registered bytes: unregistered direct memory does not use it.
+    MemoryUnit direct = other.reserve(900, MemoryUnit.Kind.DIRECT, "arena", () -> {});
+    assertEquals(900, root.directBytes());
+    assertThrows(
+        LimitExceededException.class,
+        () -> arenas.reserve(300, MemoryUnit.Kind.DIRECT, "arena", () -> {}),
+        "a child's limit caps its direct bytes too");
+    assertEquals(0, arenas.directBytes());
+
+    held.release();
+    direct.release();
+    MemoryUnit fits = arenas.reserve(800, MemoryUnit.Kind.REGISTERED, "arena", () -> {});
+    fits.release();
+    root.close();
+    assertTrue(root.leakReports().isEmpty(), root.leakReports().toString());
+    assertEquals(0, root.registeredBytes());
+  }
+
+  @Test
+  void leakReportsTellPiecesFromTheMemoryUnderThem() {
+    RegisteredAllocator root = RegisteredAllocator.root("node", false);
+    RegisteredAllocator landing = root.newChild("landing");
+    MemoryUnit arena = landing.reserve(1 << 20, MemoryUnit.Kind.REGISTERED, "arena", () -> {});
+    MemoryUnit block = landing.allocate(4096, "block", () -> {});
+    landing.close();
+    LeakReport r = root.leakReports().get(0);
+    assertEquals(4096, r.bytes());
+    assertEquals(1 << 20, r.reservedBytes());
+    assertEquals(List.of(arena, block), r.units());
+    block.release();
+    arena.release();
+    assertEquals(0, root.registeredBytes());
   }
 }

@@ -1,6 +1,6 @@
 package io.memwire.shuffle.directory;
 
-import io.memwire.transfer.MemoryAccess;
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryUnit;
@@ -20,10 +20,11 @@ import org.slf4j.LoggerFactory;
  * the slot of each map output, and every region registered for the shuffle's files, so {@link
  * #unregister} can deregister and unmap them all.
  *
- * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator: {@link #unregister} (or {@link
+ * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
+ * {@link TransferNode#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
  * #close}) closes a chunk's region and releases the directory's reference; a {@link #publish}
- * writing into the chunk holds a reference of its own meanwhile. The memory is freed after the last
- * release, once the transport reports the region released (no read still copies from it).
+ * writing into the chunk holds a reference of its own meanwhile. The last release gives the memory
+ * back, which the node frees once no read still copies from it.
  */
 public final class ShuffleDirectory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleDirectory.class);
@@ -126,24 +127,21 @@ public final class ShuffleDirectory implements AutoCloseable {
 
   private Chunk newChunk(int shuffleId, int chunkIndex) {
     int size = SLOTS_PER_CHUNK * DirectorySlot.SIZE;
-    ByteBuffer memory = ByteBuffer.allocateDirect(size).order(ByteOrder.BIG_ENDIAN);
-    MemoryRegion region;
+    String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
+    BufferUnit registered = node.allocateRegistered(allocator, size, what);
+    MemoryUnit unit;
     try {
-      region = node.register(memory);
+      unit = allocator.allocate(size, what, registered::release);
     } catch (RuntimeException e) {
-      MemoryAccess.free(memory);
+      registered.release();
       throw e;
     }
-    // Freed after the last release, once no read copies from the closed region any more.
-    MemoryUnit unit =
-        allocator.allocate(
-            size,
-            "chunk " + chunkIndex + " of shuffle " + shuffleId,
-            () -> {
-              region.close();
-              region.whenReleased(() -> MemoryAccess.free(memory));
-            });
-    return new Chunk(memory, region, new DirectoryPointer(chunkIndex, region.remote()), unit);
+    MemoryRegion region = registered.region();
+    return new Chunk(
+        registered.buffer().order(ByteOrder.BIG_ENDIAN),
+        region,
+        new DirectoryPointer(chunkIndex, region.remote()),
+        unit);
   }
 
   /** Deregisters and unmaps everything of one shuffle; a no-op when nothing was registered. */

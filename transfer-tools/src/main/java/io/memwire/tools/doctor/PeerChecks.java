@@ -1,6 +1,6 @@
 package io.memwire.tools.doctor;
 
-import io.memwire.transfer.MemoryAccess;
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RegionDescriptor;
@@ -32,8 +32,12 @@ final class PeerChecks {
   }
 
   static ByteBuffer patternBuffer(int size) {
-    ByteBuffer b = ByteBuffer.allocateDirect(size);
-    for (int i = 0; i < size; i++) {
+    return fill(ByteBuffer.allocateDirect(size));
+  }
+
+  /** Writes the pattern over the buffer's capacity. */
+  static ByteBuffer fill(ByteBuffer b) {
+    for (int i = 0; i < b.capacity(); i++) {
       b.put(i, pattern(i));
     }
     return b;
@@ -64,9 +68,11 @@ final class PeerChecks {
    */
   static void serve(TransferConfig config, int size, Duration duration, PrintStream out)
       throws InterruptedException {
-    ByteBuffer memory = patternBuffer(size);
     try (TransferNode node = TransferNode.start(config)) {
-      MemoryRegion region = node.register(memory);
+      // Released before the node closes: the node frees it once its region is released.
+      BufferUnit memory = node.allocateRegistered(node.memory(), size, "doctor test region");
+      fill(memory.buffer());
+      MemoryRegion region = memory.region();
       String d = encode(region.remote());
       out.println(
           "serving a "
@@ -89,10 +95,11 @@ final class PeerChecks {
               + " --region "
               + d);
       out.flush();
-      Thread.sleep(duration.toMillis());
-      region.close();
-    } finally {
-      MemoryAccess.free(memory);
+      try {
+        Thread.sleep(duration.toMillis());
+      } finally {
+        memory.release();
+      }
     }
   }
 

@@ -1,6 +1,6 @@
 package io.memwire.flight.memory;
 
-import io.memwire.transfer.MemoryAccess;
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
@@ -34,21 +34,20 @@ import org.slf4j.LoggerFactory;
  * neighbours. So a block pins at most {@value #UNIT} - 1 bytes more than asked: a 17 MB
  * record-batch body takes 17 MB, not the 32 MiB a power-of-two block would.
  *
- * <p>The total of all arenas never exceeds {@code maxBytes}; {@link #allocate(long, Duration)}
- * waits for frees up to a deadline when it would.
+ * <p>The total of all arenas never exceeds {@code maxBytes}, the limit of this memory's allocator;
+ * {@link #allocate(long, Duration)} waits for frees up to a deadline when it would.
  *
  * <p>This is the placement strategy of a child of the node's registered-memory root ({@value
  * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a reader's
- * registered ones): every block is a reference-counted unit of it, and the last {@link
- * Block#release()} gives the extent back to its arena.
+ * registered ones): every arena is a unit of it from {@link TransferNode#allocateRegistered} or
+ * {@link TransferNode#allocateDirect}, every block a reference-counted unit of it, and the last
+ * {@link Block#release()} gives the extent back to its arena.
  */
-public final class RegisteredMemory implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(RegisteredMemory.class);
+public final class ArenaMemory implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ArenaMemory.class);
 
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
-
-  private static final int PAGE = 4096;
 
   /** Child allocator of arenas no peer reads as a whole (a server's; leases register slices). */
   public static final String SERVER_ALLOCATOR = "flight-arenas";
@@ -68,12 +67,12 @@ public final class RegisteredMemory implements AutoCloseable {
   private boolean closed;
 
   /**
-   * @param node where arenas are registered
+   * @param node whose allocator the arenas come from; they are registered with it as a whole
    * @param arenaSize bytes per arena, rounded up to a multiple of 1 MiB
    * @param maxBytes most bytes all arenas together may take
    * @param name used in log lines and errors
    */
-  public RegisteredMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
+  public ArenaMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
     this(node, arenaSize, maxBytes, name, true);
   }
 
@@ -85,7 +84,7 @@ public final class RegisteredMemory implements AutoCloseable {
    * @param registerArenas register every arena as one region ({@link Block#region()}); when false
    *     no arena is remotely readable and callers register slices themselves
    */
-  public RegisteredMemory(
+  public ArenaMemory(
       TransferNode node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
     this.registerArenas = registerArenas;
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
@@ -100,10 +99,11 @@ public final class RegisteredMemory implements AutoCloseable {
     this.arenaSize = (arenaSize + (1 << 20) - 1) & -(1L << 20);
     this.maxBytes = maxBytes;
     this.name = name;
-    this.allocator = node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR);
+    this.allocator =
+        node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR, maxBytes);
   }
 
-  /** The node the memory is registered with. */
+  /** The node whose allocator the arenas come from. */
   public TransferNode node() {
     return node;
   }
@@ -169,13 +169,13 @@ public final class RegisteredMemory implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException(name + " is closed");
     }
-    if (size <= 0 || size > Integer.MAX_VALUE - 3 * PAGE) {
+    if (size <= 0 || size > Integer.MAX_VALUE - 3 * 4096) {
       throw new IllegalArgumentException(name + ": block size must be in [1, 2 GiB), got " + size);
     }
     long bytes = roundUp(size);
     if (bytes > arenaSize) {
-      // Too big for an arena: a dedicated one, registered once for this block.
-      if (arenaBytes + size > maxBytes) {
+      // Too big for an arena: a dedicated one for this block.
+      if (!allocator.withinLimit(size)) {
         return null;
       }
       Arena a = newArena(size, false);
@@ -190,7 +190,7 @@ public final class RegisteredMemory implements AutoCloseable {
         return take(a, off, bytes);
       }
     }
-    if (arenaBytes + arenaSize > maxBytes) {
+    if (!allocator.withinLimit(arenaSize)) {
       return null;
     }
     Arena a = newArena(arenaSize, true);
@@ -210,30 +210,18 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   private Arena newArena(long size, boolean shared) {
-    // Page-aligned, so every block is aligned to the unit (and bodies start on a page).
-    ByteBuffer allocation = ByteBuffer.allocateDirect((int) size + 2 * PAGE);
-    ByteBuffer memory = allocation.alignedSlice(PAGE);
-    memory.limit((int) size);
-    memory = memory.slice();
-    MemoryRegion region = null;
-    if (registerArenas) {
-      try {
-        region = node.register(memory);
-      } catch (RuntimeException e) {
-        MemoryAccess.free(allocation);
-        throw e;
-      }
-    }
-    Arena a = new Arena(allocation, memory, MemoryAccess.address(memory), region, shared);
+    // Page-aligned, so every block is aligned to the unit (and bodies start on a page). Only this
+    // memory reserves on its allocator, under this lock: the limit checked above still holds.
+    String what = (shared ? "arena of " : "dedicated arena of ") + name;
+    BufferUnit memory =
+        registerArenas
+            ? node.allocateRegistered(allocator, (int) size, what)
+            : node.allocateDirect(allocator, (int) size, what);
+    Arena a = new Arena(memory, shared);
     arenas.add(a);
     byAddress.put(a.base, a);
     arenaBytes += size;
-    LOG.debug(
-        "{}: registered arena of {} bytes ({} in {} arenas)",
-        name,
-        size,
-        arenaBytes,
-        arenas.size());
+    LOG.debug("{}: new arena of {} bytes ({} in {} arenas)", name, size, arenaBytes, arenas.size());
     return a;
   }
 
@@ -258,19 +246,13 @@ public final class RegisteredMemory implements AutoCloseable {
     arenas.remove(a);
     byAddress.remove(a.base);
     arenaBytes -= a.memory.capacity();
-    if (a.region == null) {
-      // Unregistered arena: every slice registered over it was released before its block was
-      // freed, so nothing touches this memory any more.
-      MemoryAccess.free(a.allocation);
-      return;
-    }
-    a.region.close();
-    // A read the transport is still serving may touch the memory until the region is released.
-    a.region.whenReleased(() -> MemoryAccess.free(a.allocation));
+    // A registered arena's region is closed and the memory freed once it is released; an
+    // unregistered one's slices were all released before its blocks were freed.
+    a.unit.release();
   }
 
   /**
-   * Where {@code [address, address + length)} lies in registered memory: the arena's region and the
+   * Where {@code [address, address + length)} lies in this memory: the arena's region and the
    * offset in it; null when the range is not inside one arena.
    */
   public synchronized Location locate(long address, long length) {
@@ -286,14 +268,14 @@ public final class RegisteredMemory implements AutoCloseable {
     return new Location(a, off);
   }
 
-  /** An Arrow allocation-manager factory whose buffers live in this registered memory. */
+  /** An Arrow allocation-manager factory whose buffers live in these arenas. */
   public AllocationManager.Factory allocationManagerFactory() {
-    return new RegisteredAllocationManager.Factory(this);
+    return new ArenaAllocationManager.Factory(this);
   }
 
   /**
-   * A new root allocator whose buffers live in this registered memory, for producers that lease
-   * their batches in place. Close it before this memory.
+   * A new root allocator whose buffers live in these arenas, for producers that lease their batches
+   * in place. Close it before this memory.
    */
   public BufferAllocator newRootAllocator(long limit) {
     return new RootAllocator(
@@ -332,7 +314,7 @@ public final class RegisteredMemory implements AutoCloseable {
     return n;
   }
 
-  /** Bytes registered in arenas right now. */
+  /** Bytes of all arenas right now. */
   public synchronized long arenaBytes() {
     return arenaBytes;
   }
@@ -361,7 +343,7 @@ public final class RegisteredMemory implements AutoCloseable {
     notifyAll();
   }
 
-  /** Where a range lies in registered memory. */
+  /** Where a range lies in these arenas. */
   public static final class Location {
     private final Arena arena;
     private final long offset;
@@ -387,8 +369,8 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * A block of registered memory, reference counted through its {@link MemoryUnit}: it arrives with
-   * a count of 1 and goes back to its arena at the last {@link #release()}.
+   * A block of arena memory, reference counted through its {@link MemoryUnit}: it arrives with a
+   * count of 1 and goes back to its arena at the last {@link #release()}.
    */
   public static final class Block {
     private final Arena arena;
@@ -406,7 +388,7 @@ public final class RegisteredMemory implements AutoCloseable {
       return arena.base + offset;
     }
 
-    /** Usable bytes: what was asked for, rounded up to {@value RegisteredMemory#UNIT}. */
+    /** Usable bytes: what was asked for, rounded up to {@value ArenaMemory#UNIT}. */
     public long size() {
       return size;
     }
@@ -456,11 +438,11 @@ public final class RegisteredMemory implements AutoCloseable {
   }
 
   /**
-   * One registered arena and its free extents, indexed by offset (to merge neighbours on free) and
-   * by size (best fit: the smallest extent that holds the block, lowest offset first).
+   * One arena and its free extents, indexed by offset (to merge neighbours on free) and by size
+   * (best fit: the smallest extent that holds the block, lowest offset first).
    */
   private static final class Arena {
-    final ByteBuffer allocation;
+    final BufferUnit unit;
     final ByteBuffer memory;
     final long base;
     final MemoryRegion region;
@@ -474,12 +456,11 @@ public final class RegisteredMemory implements AutoCloseable {
 
     long used;
 
-    Arena(
-        ByteBuffer allocation, ByteBuffer memory, long base, MemoryRegion region, boolean shared) {
-      this.allocation = allocation;
-      this.memory = memory;
-      this.base = base;
-      this.region = region;
+    Arena(BufferUnit unit, boolean shared) {
+      this.unit = unit;
+      this.memory = unit.buffer();
+      this.base = unit.address();
+      this.region = unit.region();
       this.dedicated = !shared;
       if (dedicated) {
         this.freeByOffset = null;

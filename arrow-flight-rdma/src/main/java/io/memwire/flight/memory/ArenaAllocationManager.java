@@ -1,25 +1,24 @@
 package io.memwire.flight.memory;
 
-import io.memwire.transfer.MemoryAccess;
 import java.nio.ByteBuffer;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.ReferenceManager;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
- * Arrow memory carved from {@link RegisteredMemory}: vectors allocated through a root allocator
- * built with {@link RegisteredMemory#allocationManagerFactory()} can be read remotely in place, so
- * a zero-copy producer's batches are leased without a copy (each lease registers the slices its
- * buffers occupy).
+ * Arrow memory carved from {@link ArenaMemory}: vectors allocated through a root allocator built
+ * with {@link ArenaMemory#allocationManagerFactory()} can be read remotely in place, so a zero-copy
+ * producer's batches are leased without a copy (each lease registers the slices its buffers
+ * occupy).
  */
-final class RegisteredAllocationManager extends AllocationManager {
-  private final RegisteredMemory.Block block;
+final class ArenaAllocationManager extends AllocationManager {
+  private final ArenaMemory.Block block;
   private final long size;
 
-  private RegisteredAllocationManager(
-      BufferAllocator accounting, RegisteredMemory.Block block, long size) {
+  private ArenaAllocationManager(BufferAllocator accounting, ArenaMemory.Block block, long size) {
     super(accounting);
     this.block = block;
     this.size = size;
@@ -40,23 +39,24 @@ final class RegisteredAllocationManager extends AllocationManager {
     block.release();
   }
 
-  /** Creates managers over one {@link RegisteredMemory}. */
+  /** Creates managers over one {@link ArenaMemory}. */
   static final class Factory implements AllocationManager.Factory {
     /** Backing for the zero-length buffer every allocator hands out; never written. */
     private static final ByteBuffer EMPTY_MEMORY = ByteBuffer.allocateDirect(8);
 
     private static final ArrowBuf EMPTY =
-        new ArrowBuf(ReferenceManager.NO_OP, null, 0, MemoryAccess.address(EMPTY_MEMORY));
+        new ArrowBuf(
+            ReferenceManager.NO_OP, null, 0, MemoryUtil.getByteBufferAddress(EMPTY_MEMORY));
 
-    private final RegisteredMemory memory;
+    private final ArenaMemory memory;
 
-    Factory(RegisteredMemory memory) {
+    Factory(ArenaMemory memory) {
       this.memory = memory;
     }
 
     @Override
     public AllocationManager create(BufferAllocator accountingAllocator, long size) {
-      RegisteredMemory.Block b = memory.tryAllocate(size);
+      ArenaMemory.Block b = memory.tryAllocate(size);
       if (b == null) {
         throw new OutOfMemoryException(
             "registered memory exhausted: "
@@ -70,7 +70,7 @@ final class RegisteredAllocationManager extends AllocationManager {
       // Zeroed: the block may have held another client's batch, and bytes a producer never
       // writes (null slots, padding) are leased with the rest.
       org.apache.arrow.memory.util.MemoryUtil.setMemory(b.address(), size, (byte) 0);
-      return new RegisteredAllocationManager(accountingAllocator, b, size);
+      return new ArenaAllocationManager(accountingAllocator, b, size);
     }
 
     @Override

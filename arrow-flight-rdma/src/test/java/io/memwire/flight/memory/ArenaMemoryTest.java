@@ -22,7 +22,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Arenas are registered once, blocks split and merge, limits hold and close returns it all. */
-class RegisteredMemoryTest {
+class ArenaMemoryTest {
   private static final long MIB = 1 << 20;
   private TransferNode node;
 
@@ -39,20 +39,20 @@ class RegisteredMemoryTest {
 
   @Test
   void blocksSplitAndMergeWithinOneArena() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test")) {
-      List<RegisteredMemory.Block> quarter = new ArrayList<>();
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "test")) {
+      List<ArenaMemory.Block> quarter = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
         quarter.add(m.allocate(MIB / 4));
       }
       assertEquals(MIB, m.arenaBytes(), "four quarters share one arena");
-      RegisteredMemory.Block small = m.allocate(100);
+      ArenaMemory.Block small = m.allocate(100);
       assertEquals(512, small.size(), "smallest block");
       assertEquals(2 * MIB, m.arenaBytes(), "a full arena makes a second one");
       small.release();
-      quarter.forEach(RegisteredMemory.Block::release);
-      RegisteredMemory.Block whole = m.allocate(MIB);
+      quarter.forEach(ArenaMemory.Block::release);
+      ArenaMemory.Block whole = m.allocate(MIB);
       assertEquals(2 * MIB, m.arenaBytes(), "freed quarters merged back into a whole arena");
-      RegisteredMemory.Location loc = m.locate(whole.address() + 10, 100);
+      ArenaMemory.Location loc = m.locate(whole.address() + 10, 100);
       assertNotNull(loc);
       assertEquals(whole.regionOffset() + 10, loc.offset());
       assertNull(m.locate(whole.address() + MIB - 10, 100), "range past the arena end");
@@ -62,8 +62,7 @@ class RegisteredMemoryTest {
       assertTrue(
           e.getMessage().contains("double release")
               && e.getMessage()
-                  .contains(
-                      "'" + node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR + "'"),
+                  .contains("'" + node.memory().name() + "/" + ArenaMemory.LANDING_ALLOCATOR + "'"),
           e.getMessage());
     }
     assertTrue(node.memory().leakReports().isEmpty(), node.memory().leakReports().toString());
@@ -72,11 +71,11 @@ class RegisteredMemoryTest {
 
   @Test
   void blocksPinWhatWasAskedNotAPowerOfTwo() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test")) {
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "test")) {
       // Three bodies just over 300 KiB: a power-of-two allocator would give each 512 KiB and
       // need two arenas; sized blocks share one.
       long body = 300 * 1024 + 1;
-      List<RegisteredMemory.Block> bs = new ArrayList<>();
+      List<ArenaMemory.Block> bs = new ArrayList<>();
       for (int i = 0; i < 3; i++) {
         bs.add(m.allocate(body));
       }
@@ -84,7 +83,7 @@ class RegisteredMemoryTest {
       long each = 300 * 1024 + 512;
       assertEquals(each, bs.get(0).size(), "rounded up to the 512-byte unit only");
       assertEquals(3 * each, m.allocatedBytesNow(), "pinned bytes are the blocks' sizes");
-      for (RegisteredMemory.Block b : bs) {
+      for (ArenaMemory.Block b : bs) {
         assertEquals(0, b.address() % 512, "blocks stay 512-byte aligned");
       }
       // Free the middle block, then its neighbours: the extents merge back into one.
@@ -95,7 +94,7 @@ class RegisteredMemoryTest {
       bs.get(2).release();
       assertEquals(1, m.freeExtents(), "everything merged into the whole arena");
       assertEquals(0, m.allocatedBytesNow());
-      RegisteredMemory.Block whole = m.allocate(MIB);
+      ArenaMemory.Block whole = m.allocate(MIB);
       assertEquals(MIB, m.arenaBytes(), "the merged arena holds a whole-arena block");
       whole.release();
     }
@@ -104,18 +103,18 @@ class RegisteredMemoryTest {
 
   @Test
   void bestFitKeepsLargeExtentsWhole() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, MIB, "test")) {
-      RegisteredMemory.Block a = m.allocate(4096);
-      RegisteredMemory.Block gap = m.allocate(8192);
-      RegisteredMemory.Block b = m.allocate(4096);
+    try (ArenaMemory m = new ArenaMemory(node, MIB, MIB, "test")) {
+      ArenaMemory.Block a = m.allocate(4096);
+      ArenaMemory.Block gap = m.allocate(8192);
+      ArenaMemory.Block b = m.allocate(4096);
       gap.release();
       // A small block goes into the 8 KiB hole, not the large tail.
-      RegisteredMemory.Block small = m.allocate(4096);
+      ArenaMemory.Block small = m.allocate(4096);
       assertEquals(gap.regionOffset(), small.regionOffset());
-      RegisteredMemory.Block rest = m.allocate(MIB - 4 * 4096);
+      ArenaMemory.Block rest = m.allocate(MIB - 4 * 4096);
       assertNotNull(rest, "the tail is still one extent");
       assertNull(m.tryAllocate(8192), "only the 4 KiB left in the hole remains");
-      for (RegisteredMemory.Block x : List.of(a, b, small, rest)) {
+      for (ArenaMemory.Block x : List.of(a, b, small, rest)) {
         x.release();
       }
       assertEquals(1, m.freeExtents());
@@ -125,8 +124,8 @@ class RegisteredMemoryTest {
 
   @Test
   void oversizedBlockGetsItsOwnArenaAndGivesItBack() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 8 * MIB, "test")) {
-      RegisteredMemory.Block big = m.allocate(3 * MIB + 5);
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 8 * MIB, "test")) {
+      ArenaMemory.Block big = m.allocate(3 * MIB + 5);
       assertEquals(3 * MIB + 5, big.size());
       assertEquals(3 * MIB + 5, node.stats().registeredBytes());
       big.release();
@@ -137,16 +136,16 @@ class RegisteredMemoryTest {
 
   @Test
   void limitWaitsForFreesThenFailsWithDeadline() throws Exception {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 2 * MIB, "limited")) {
-      RegisteredMemory.Block a = m.allocate(MIB);
-      RegisteredMemory.Block b = m.allocate(MIB);
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 2 * MIB, "limited")) {
+      ArenaMemory.Block a = m.allocate(MIB);
+      ArenaMemory.Block b = m.allocate(MIB);
       assertNull(m.tryAllocate(512));
       RegistrationException e =
           assertThrows(RegistrationException.class, () -> m.allocate(512, Duration.ofMillis(50)));
       assertTrue(
           e.getMessage().contains("limited") && e.getMessage().contains("maxBytes"),
           e.getMessage());
-      CompletableFuture<RegisteredMemory.Block> waiting =
+      CompletableFuture<ArenaMemory.Block> waiting =
           CompletableFuture.supplyAsync(
               () -> {
                 try {
@@ -156,7 +155,7 @@ class RegisteredMemoryTest {
                 }
               });
       a.release();
-      RegisteredMemory.Block c = waiting.get(10, TimeUnit.SECONDS);
+      ArenaMemory.Block c = waiting.get(10, TimeUnit.SECONDS);
       c.release();
       b.release();
     }
@@ -164,7 +163,7 @@ class RegisteredMemoryTest {
 
   @Test
   void arrowAllocatorOverRegisteredMemory() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "arrow")) {
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "arrow")) {
       try (BufferAllocator root = m.newRootAllocator(Long.MAX_VALUE)) {
         ArrowBuf buf = root.buffer(10_000);
         buf.setLong(0, 42L);
@@ -179,30 +178,30 @@ class RegisteredMemoryTest {
 
   @Test
   void retainedBlockGoesBackAtTheLastReleaseAndPeakIsKept() {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test")) {
-      RegisteredMemory.Block a = m.allocate(4096);
-      RegisteredMemory.Block b = m.allocate(8192);
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "test")) {
+      ArenaMemory.Block a = m.allocate(4096);
+      ArenaMemory.Block b = m.allocate(8192);
       b.release();
       a.retain();
       assertEquals(false, a.release(), "a reference is left");
       assertEquals(4096, m.allocatedBytesNow());
-      assertEquals(4096, node.stats().memoryBytes(RegisteredMemory.LANDING_ALLOCATOR));
+      assertEquals(4096, node.stats().memoryBytes(ArenaMemory.LANDING_ALLOCATOR));
       assertTrue(a.release());
       assertEquals(0, m.outstandingBlocks());
       assertEquals(4096 + 8192, m.peakAllocatedBytes());
-      assertEquals(4096 + 8192, node.stats().memoryPeakBytes(RegisteredMemory.LANDING_ALLOCATOR));
+      assertEquals(4096 + 8192, node.stats().memoryPeakBytes(ArenaMemory.LANDING_ALLOCATOR));
     }
   }
 
   @Test
   void closeWithBlockInUseKeepsItsArenaUntilFreed() {
-    RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "test");
-    RegisteredMemory.Block held = m.allocate(4096);
+    ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "test");
+    ArenaMemory.Block held = m.allocate(4096);
     m.close();
     assertEquals(MIB, m.arenaBytes(), "memory a reader holds must not vanish");
     assertEquals(1, node.memory().leakReports().size(), "closing with a block out is reported");
     assertEquals(
-        node.memory().name() + "/" + RegisteredMemory.LANDING_ALLOCATOR,
+        node.memory().name() + "/" + ArenaMemory.LANDING_ALLOCATOR,
         node.memory().leakReports().get(0).allocator());
     assertEquals(4096, node.memory().leakReports().get(0).bytes());
     held.release();
@@ -212,8 +211,8 @@ class RegisteredMemoryTest {
 
   @Test
   void unregisteredArenasExposeOnlyTheSlicesRegistered() throws Exception {
-    try (RegisteredMemory m = new RegisteredMemory(node, MIB, 4 * MIB, "server", false)) {
-      RegisteredMemory.Block b = m.allocate(1000);
+    try (ArenaMemory m = new ArenaMemory(node, MIB, 4 * MIB, "server", false)) {
+      ArenaMemory.Block b = m.allocate(1000);
       assertNull(b.region(), "the arena is not a region");
       assertEquals(0, node.stats().registeredBytes(), "nothing registered for the arena");
       org.apache.arrow.memory.util.MemoryUtil.setMemory(b.address(), 1000, (byte) 7);

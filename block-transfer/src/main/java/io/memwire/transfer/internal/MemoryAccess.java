@@ -1,14 +1,16 @@
-package io.memwire.transfer;
+package io.memwire.transfer.internal;
 
 import java.lang.reflect.Field;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
 
 /**
- * The two things about direct buffers the JDK 17 public API does not offer: a buffer's native
- * address (registration needs it) and freeing a mapping or direct buffer now rather than at GC.
- * Both go through {@code sun.misc.Unsafe} of the {@code jdk.unsupported} module, which needs no
- * {@code --add-opens} (the same route Arrow and Netty take).
+ * Internal to block-transfer, not API: other modules get direct memory through {@code
+ * TransferNode.allocateRegistered} and {@code allocateDirect}, which free it themselves. The two
+ * things about direct buffers the JDK 17 public API does not offer: a buffer's native address
+ * (registration needs it) and freeing a mapping or direct buffer now rather than at GC. Both go
+ * through {@code sun.misc.Unsafe} of the {@code jdk.unsupported} module, which needs no {@code
+ * --add-opens} (the same route Arrow and Netty take).
  */
 public final class MemoryAccess {
   private static final sun.misc.Unsafe UNSAFE;

@@ -1,0 +1,363 @@
+package io.memwire.transfer;
+
+import io.memwire.transfer.internal.MemoryAccess;
+import io.memwire.transfer.memory.LimitExceededException;
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.ProviderRegistration;
+import io.memwire.transfer.spi.TransportProvider;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node's registered memory, kept on one set of books: the root allocator (its limit is {@code
+ * registrationBudget}) and the consumers' children under it. Every registration is a {@link
+ * MemoryUnit.Kind#REGISTERED} unit reserved there before the provider sees the memory: a region (on
+ * the root's own books, or a consumer's child), a buffer from {@link #allocateRegistered}, a
+ * read-pool slab or dedicated destination. Closing the node closes every region found on the books.
+ */
+final class NodeMemory {
+  private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
+  private static final int PAGE = 4096;
+
+  private final TransferConfig config;
+  private final TransportProvider provider;
+  private final Counters counters;
+  private final RegisteredAllocator root;
+
+  NodeMemory(TransferConfig config, TransportProvider provider, Counters counters) {
+    this.config = config;
+    this.provider = provider;
+    this.counters = counters;
+    this.root =
+        RegisteredAllocator.root(
+            "node@"
+                + provider.localAddress().getHostString()
+                + ":"
+                + provider.localAddress().getPort(),
+            config.registrationBudget());
+  }
+
+  RegisteredAllocator root() {
+    return root;
+  }
+
+  /**
+   * Reserves {@code bytes} on {@code account} and its parents; a limit that would be passed fails
+   * as a {@link RegistrationException} (the root's with the budget's own message).
+   */
+  MemoryUnit reserve(
+      RegisteredAllocator account, long bytes, MemoryUnit.Kind kind, String what, Runnable free) {
+    checkOwn(account);
+    try {
+      return account.reserve(bytes, kind, what, free);
+    } catch (LimitExceededException e) {
+      if (e.allocator() != root) {
+        throw new RegistrationException(e.getMessage(), e);
+      }
+      throw new RegistrationException(
+          "registration budget exhausted: "
+              + e.reserved()
+              + " bytes registered + "
+              + bytes
+              + " requested > "
+              + TransportSettings.REGISTRATION_BUDGET.name()
+              + "="
+              + config.registrationBudget()
+              + "; raise the budget (and ulimit -l for verbs) or "
+              + "close regions",
+          e);
+    }
+  }
+
+  private void checkOwn(RegisteredAllocator account) {
+    RegisteredAllocator a = account;
+    while (a.parent() != null) {
+      a = a.parent();
+    }
+    if (a != root) {
+      throw new IllegalArgumentException(
+          "allocator '" + account.path() + "' is not one of this node's (" + root.name() + ")");
+    }
+  }
+
+  /** Registers the bytes between a direct buffer's position and limit, on {@code account}. */
+  MemoryRegion register(ByteBuffer direct, RegisteredAllocator account) {
+    if (!direct.isDirect()) {
+      throw new RegistrationException(
+          "only direct buffers can be registered, got a heap buffer of "
+              + direct.remaining()
+              + " bytes; allocate it with ByteBuffer.allocateDirect");
+    }
+    if (!direct.hasRemaining()) {
+      throw new RegistrationException("cannot register an empty buffer");
+    }
+    long length = direct.remaining();
+    Runnable[] onFree = {() -> {}};
+    MemoryUnit unit =
+        reserve(account, length, MemoryUnit.Kind.REGISTERED, "region", () -> onFree[0].run());
+    MemoryRegion r;
+    try {
+      r = registerBuffer(direct, unit);
+    } catch (RuntimeException e) {
+      unit.release();
+      throw e;
+    }
+    onFree[0] = () -> release(r);
+    unit.ownedBy(r);
+    return r;
+  }
+
+  /** Segments over the buffer's remaining bytes; a failure deregisters what was registered. */
+  private MemoryRegion registerBuffer(ByteBuffer direct, MemoryUnit unit) {
+    ByteBuffer range = direct.slice();
+    long base = MemoryAccess.address(direct) + direct.position();
+    long length = range.remaining();
+    List<MemoryRegion.Segment> segments = new ArrayList<>();
+    try {
+      for (long off = 0; off < length; off += config.maxSegmentSize()) {
+        int n = (int) Math.min(config.maxSegmentSize(), length - off);
+        ByteBuffer piece = range.duplicate().position((int) off).limit((int) off + n).slice();
+        ProviderRegistration reg = provider.register(piece, base + off, true, null, 0);
+        segments.add(new MemoryRegion.Segment(piece, base + off, reg, false));
+      }
+    } catch (RuntimeException e) {
+      undo(segments);
+      throw e;
+    }
+    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null, unit));
+  }
+
+  /** Maps a file range read-only and registers it, on {@code account}. */
+  MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
+      throws IOException {
+    if (offset < 0 || length <= 0) {
+      throw new IllegalArgumentException(
+          "file range must have offset >= 0 and length > 0: offset="
+              + offset
+              + " length="
+              + length);
+    }
+    FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
+    List<MemoryRegion.Segment> segments = new ArrayList<>();
+    Runnable[] onFree = {() -> {}};
+    MemoryUnit unit = null;
+    try {
+      long size = ch.size();
+      if (offset > size - length) {
+        throw new IllegalArgumentException(
+            "range ["
+                + offset
+                + ", +"
+                + length
+                + ") lies outside "
+                + file
+                + " of "
+                + size
+                + " bytes");
+      }
+      unit =
+          reserve(
+              account,
+              length,
+              MemoryUnit.Kind.REGISTERED,
+              "region of " + file,
+              () -> onFree[0].run());
+      for (long off = 0; off < length; off += config.maxSegmentSize()) {
+        int n = (int) Math.min(config.maxSegmentSize(), length - off);
+        MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, offset + off, n);
+        counters.mappedSegments.incrementAndGet();
+        counters.mappedBytes.addAndGet(n);
+        long address = MemoryAccess.address(map);
+        ProviderRegistration reg;
+        try {
+          reg = provider.registerFile(map, address, file, ch, offset + off);
+        } catch (RuntimeException e) {
+          unmap(map);
+          throw e;
+        }
+        segments.add(new MemoryRegion.Segment(map, address, reg, true));
+      }
+    } catch (IOException | RuntimeException e) {
+      undo(segments);
+      if (unit != null) {
+        unit.release();
+      }
+      if (segments.isEmpty()) {
+        ch.close();
+      }
+      throw e;
+    }
+    MemoryRegion r = track(new MemoryRegion(this, segments, remoteOf(segments), file, ch, unit));
+    onFree[0] = () -> release(r);
+    unit.ownedBy(r);
+    return r;
+  }
+
+  /**
+   * Page-aligned direct memory registered for remote reads as one region, owned by one unit of
+   * {@code account}: its last release closes the region and frees the memory once the region is
+   * released.
+   */
+  BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what) {
+    return allocate(account, size, what, Use.SERVED);
+  }
+
+  /** Page-aligned direct memory, not registered, owned by one unit of {@code account}. */
+  BufferUnit allocateDirect(RegisteredAllocator account, int size, String what) {
+    return allocate(account, size, what, Use.DIRECT);
+  }
+
+  /** Page-aligned direct memory registered as a read destination (no remote key). */
+  BufferUnit allocateDestination(RegisteredAllocator account, int size, String what) {
+    return allocate(account, size, what, Use.DESTINATION);
+  }
+
+  private enum Use {
+    SERVED,
+    DESTINATION,
+    DIRECT
+  }
+
+  private BufferUnit allocate(RegisteredAllocator account, int size, String what, Use use) {
+    if (size <= 0) {
+      throw new IllegalArgumentException(what + ": size must be > 0, got " + size);
+    }
+    MemoryUnit.Kind kind = use == Use.DIRECT ? MemoryUnit.Kind.DIRECT : MemoryUnit.Kind.REGISTERED;
+    Runnable[] onFree = {() -> {}};
+    MemoryUnit unit = reserve(account, size, kind, what, () -> onFree[0].run());
+    ByteBuffer allocation;
+    try {
+      // Room for a page-aligned start and a whole number of pages after it.
+      allocation = ByteBuffer.allocateDirect((size + PAGE - 1) / PAGE * PAGE + PAGE);
+    } catch (OutOfMemoryError e) {
+      unit.release();
+      throw e;
+    }
+    ByteBuffer memory = allocation.alignedSlice(PAGE).limit(size).slice();
+    long address = MemoryAccess.address(memory);
+    MemoryRegion region = null;
+    ProviderRegistration destination = null;
+    try {
+      if (use == Use.SERVED) {
+        region = registerBuffer(memory, null);
+        unit.ownedBy(region);
+      } else if (use == Use.DESTINATION) {
+        destination = provider.register(memory, address, false, null, 0);
+      }
+    } catch (RuntimeException e) {
+      unit.release();
+      MemoryAccess.free(allocation);
+      throw e;
+    }
+    MemoryRegion r = region;
+    ProviderRegistration d = destination;
+    onFree[0] =
+        switch (use) {
+          case SERVED ->
+              () -> {
+                r.close();
+                r.whenReleased(() -> MemoryAccess.free(allocation));
+              };
+          case DESTINATION -> () -> d.deregister(() -> MemoryAccess.free(allocation));
+          case DIRECT -> () -> MemoryAccess.free(allocation);
+        };
+    return new BufferUnit(memory, address, unit, region, destination);
+  }
+
+  /**
+   * Registers a read pool slab as a destination; its bytes are reserved by the caller (the pool's
+   * slab unit), who frees the memory.
+   */
+  ProviderRegistration registerDestination(ByteBuffer memory, long address) {
+    return provider.register(memory, address, false, null, 0);
+  }
+
+  private RemoteRegion remoteOf(List<MemoryRegion.Segment> segments) {
+    List<RegionDescriptor> ds = new ArrayList<>(segments.size());
+    for (MemoryRegion.Segment s : segments) {
+      // The provider's address, not the buffer's: a provider may serve a private pinned copy
+      // (verbs on kernels that cannot pin read-only file mappings).
+      ds.add(
+          new RegionDescriptor(
+              provider.kind(),
+              provider.localAddress(),
+              s.registration.remoteKey(),
+              s.registration.address(),
+              s.registration.length()));
+    }
+    return new RemoteRegion(ds);
+  }
+
+  private MemoryRegion track(MemoryRegion r) {
+    counters.registeredRegions.incrementAndGet();
+    LOG.debug("registered {}", r);
+    return r;
+  }
+
+  private void undo(List<MemoryRegion.Segment> segments) {
+    for (MemoryRegion.Segment s : segments) {
+      s.registration.deregister(s.mapped ? () -> unmap(s.memory) : () -> {});
+    }
+  }
+
+  private void unmap(ByteBuffer mapping) {
+    MemoryAccess.free(mapping);
+    counters.mappedSegments.decrementAndGet();
+    counters.mappedBytes.addAndGet(-mapping.capacity());
+  }
+
+  /** Deregisters a closed region's segments; called once per region, by its close. */
+  void release(MemoryRegion region) {
+    List<MemoryRegion.Segment> segs = region.segments();
+    AtomicInteger left = new AtomicInteger(segs.size());
+    for (MemoryRegion.Segment s : segs) {
+      s.registration.deregister(
+          () -> {
+            if (s.mapped) {
+              unmap(s.memory);
+            }
+            if (left.decrementAndGet() == 0) {
+              if (region.channel() != null) {
+                try {
+                  region.channel().close();
+                } catch (IOException e) {
+                  LOG.debug("closing {} failed", region.file(), e);
+                }
+              }
+              region.markReleased();
+            }
+          });
+    }
+    counters.registeredRegions.decrementAndGet();
+    LOG.debug("deregistered {}", region);
+  }
+
+  /** Closes every region on the books (the node is closing). */
+  void closeRegions() {
+    List<MemoryRegion> open = new ArrayList<>();
+    collectRegions(root, open);
+    open.forEach(MemoryRegion::close);
+  }
+
+  private static void collectRegions(RegisteredAllocator a, List<MemoryRegion> into) {
+    for (MemoryUnit u : a.ownLiveUnits()) {
+      if (u.owner() instanceof MemoryRegion r) {
+        into.add(r);
+      }
+    }
+    for (RegisteredAllocator c : a.children()) {
+      collectRegions(c, into);
+    }
+  }
+}

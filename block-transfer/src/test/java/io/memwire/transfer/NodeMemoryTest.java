@@ -1,0 +1,130 @@
+package io.memwire.transfer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.transfer.memory.LimitExceededException;
+import io.memwire.transfer.memory.MemoryUnit;
+import io.memwire.transfer.memory.RegisteredAllocator;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every registration is a unit of the node's allocator tree: regions count on the allocator they
+ * were registered on, limits up the parents refuse atomically, and memory from {@link
+ * TransferNode#allocateRegistered} is freed by the node once its region is released.
+ */
+class NodeMemoryTest {
+  private static final int MIB = 1 << 20;
+  private final List<TransferNode> nodes = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() {
+    TransferContractTest.closeAndCheck(nodes);
+  }
+
+  private TransferNode node(TransferConfig.Builder b) {
+    TransferNode n =
+        TransferNode.start(b.provider(ProviderKind.TCP).bindAddress("127.0.0.1").build());
+    nodes.add(n);
+    return n;
+  }
+
+  @Test
+  void aRegionCountsOnTheAllocatorItWasRegisteredOn() throws Exception {
+    TransferNode n = node(TransferConfig.builder());
+    RegisteredAllocator child = n.memory().newChild("consumer");
+    MemoryRegion r = n.register(ByteBuffer.allocateDirect(5000), child);
+    assertEquals(5000, child.registeredBytes());
+    assertEquals(5000, n.stats().registeredBytes());
+    assertEquals(0, child.allocatedBytes(), "a region is not a piece handed out");
+    assertEquals(MemoryUnit.Kind.REGISTERED, child.ownLiveUnits().get(0).kind());
+    assertEquals(r, child.ownLiveUnits().get(0).owner());
+    MemoryRegion onRoot = n.register(ByteBuffer.allocateDirect(3000));
+    assertEquals(8000, n.memory().registeredBytes());
+    r.close();
+    r.released().get(10, TimeUnit.SECONDS);
+    assertEquals(0, child.registeredBytes());
+    assertEquals(3000, n.stats().registeredBytes());
+    child.close();
+    assertTrue(n.memory().leakReports().isEmpty(), n.memory().leakReports().toString());
+    n.close();
+    assertFalse(onRoot.isOpen(), "the node closes every region on its books");
+  }
+
+  @Test
+  void allocateRegisteredServesUntilReleasedThenFreesItAll() throws Exception {
+    TransferNode server = node(TransferConfig.builder());
+    TransferNode client = node(TransferConfig.builder());
+    RegisteredAllocator child = server.memory().newChild("consumer");
+    byte[] data = TransferContractTest.random(new Random(5), 10_000);
+    BufferUnit b = server.allocateRegistered(child, data.length, "test memory");
+    b.buffer().put(data);
+    assertEquals(0, b.address() % 4096, "page aligned");
+    assertEquals(data.length, child.registeredBytes());
+    RemoteRegion remote = b.region().remote();
+    Connection c = client.connection(server.localAddress());
+    TransferBuffer got = TransferContractTest.await(c.read(ReadRequest.of(remote, 0, 10_000)));
+    assertArrayEquals(data, TransferContractTest.bytes(got));
+    got.release();
+    assertTrue(b.release());
+    assertFalse(b.region().isOpen(), "the last release closes the region");
+    b.region().released().get(10, TimeUnit.SECONDS);
+    assertEquals(0, child.registeredBytes());
+    TransferContractTest.awaitFailure(
+        RemoteAccessException.class, c.read(ReadRequest.of(remote, 0, 100)));
+    child.close();
+    assertTrue(server.memory().leakReports().isEmpty(), server.memory().leakReports().toString());
+  }
+
+  @Test
+  void allocateDirectIsOnTheBooksButNotRegistered() {
+    TransferNode n = node(TransferConfig.builder().registrationBudget(MIB).poolMaxBytes(MIB));
+    RegisteredAllocator child = n.memory().newChild("arenas", 4 * MIB);
+    BufferUnit d = n.allocateDirect(child, 2 * MIB, "arena");
+    assertNull(d.region());
+    assertEquals(2 * MIB, child.directBytes());
+    assertEquals(0, n.stats().registeredBytes(), "not against the registration budget");
+    RegistrationException e =
+        assertThrows(RegistrationException.class, () -> n.allocateDirect(child, 3 * MIB, "more"));
+    assertTrue(
+        e.getMessage().contains("limit of allocator '" + child.path() + "'"), e.getMessage());
+    assertTrue(e.getCause() instanceof LimitExceededException);
+    d.release();
+    assertEquals(0, child.directBytes());
+    child.close();
+  }
+
+  @Test
+  void theBudgetIsTheRootsLimitAndRefusesWithNothingReserved() {
+    TransferNode n = node(TransferConfig.builder().registrationBudget(MIB).poolMaxBytes(MIB));
+    RegisteredAllocator child = n.memory().newChild("consumer", 2 * MIB);
+    BufferUnit held = n.allocateRegistered(child, 768 << 10, "held");
+    RegistrationException e =
+        assertThrows(
+            RegistrationException.class, () -> n.allocateRegistered(child, 512 << 10, "too much"));
+    assertTrue(
+        e.getMessage()
+            .startsWith(
+                "registration budget exhausted: 786432 bytes registered + 524288 requested > registrationBudget=1048576"),
+        e.getMessage());
+    assertEquals(768 << 10, child.registeredBytes(), "nothing of the refused reservation stays");
+    assertEquals(768 << 10, n.stats().registeredBytes());
+    assertThrows(
+        RegistrationException.class,
+        () -> n.register(ByteBuffer.allocateDirect(512 << 10)),
+        "a region on the root's own books counts against the same budget");
+    held.release();
+    n.allocateRegistered(child, 512 << 10, "fits now").release();
+    child.close();
+  }
+}
