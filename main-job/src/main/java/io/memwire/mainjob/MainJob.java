@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -39,25 +40,6 @@ import java.util.regex.Pattern;
  */
 public final class MainJob {
   static final String MEMWIRE_MANAGER = "io.memwire.shuffle.RdmaShuffleManager";
-
-  /** One run's figures, parsed from the application's result line. */
-  static final class Result {
-    final String name;
-    final Map<String, String> values;
-
-    Result(String name, Map<String, String> values) {
-      this.name = name;
-      this.values = values;
-    }
-
-    double number(String key) {
-      return Double.parseDouble(values.getOrDefault(key, "0"));
-    }
-
-    String text(String key) {
-      return values.getOrDefault(key, "");
-    }
-  }
 
   private MainJob() {}
 
@@ -115,7 +97,7 @@ public final class MainJob {
             + " rounds of %s, order alternating",
         records, executors, provider, rounds, configs.stream().map(Config::name).toList());
     String master = "local-cluster[" + executors + ",1,1024]";
-    Map<String, List<Result>> results = new LinkedHashMap<>();
+    Map<String, List<ShuffleAppResult>> results = new LinkedHashMap<>();
     configs.forEach(c -> results.put(c.name(), new ArrayList<>()));
     // One application per configuration, kept up across rounds: each pays its start and first job
     // once, and the rounds alternate between them.
@@ -155,17 +137,17 @@ public final class MainJob {
                 tag, app.isAlive() ? "took over " + timeoutMinutes + " minutes" : "exited");
             return 1;
           }
-          Result r = new Result(c.name(), parse(Files.readString(out)));
+          ShuffleAppResult r = ShuffleAppResult.read(out);
           results.get(c.name()).add(r);
           say(
               "[%s] %.1f s in all: main job %.2f s, later small jobs %.2f s; first small job"
                   + " %.2f s and executors ready after %.1f s (round 1)",
               tag,
               (System.nanoTime() - t0) / 1e9,
-              r.number("wallSeconds"),
-              r.number("smallWarmSeconds"),
-              r.number("smallColdSeconds"),
-              r.number("executorsReadySeconds"));
+              r.wallSeconds(),
+              r.smallWarmSeconds(),
+              r.smallColdSeconds(),
+              r.executorsReadySeconds());
         }
       }
       for (Map.Entry<String, Submission> e : apps.entrySet()) {
@@ -358,38 +340,29 @@ public final class MainJob {
     }
   }
 
-  static Map<String, String> parse(String json) {
-    Map<String, String> m = new LinkedHashMap<>();
-    Matcher x = Pattern.compile("\"([\\w.]+)\":(\"([^\"]*)\"|[-0-9.eE]+)").matcher(json);
-    while (x.find()) {
-      m.put(x.group(1), x.group(3) != null ? x.group(3) : x.group(2));
-    }
-    return m;
-  }
-
   /**
    * Prints medians and spreads per configuration and the fixed costs of a small job, checks that
    * every run gave the reference's results and that Memwire's remote bytes went one-sided; returns
    * the exit status.
    */
-  static int report(Map<String, List<Result>> results, Path workDir) throws IOException {
+  static int report(Map<String, List<ShuffleAppResult>> results, Path workDir) throws IOException {
     List<String> names = new ArrayList<>(results.keySet());
     String refName = names.get(0);
-    Result ref = results.get(refName).get(0);
+    ShuffleAppResult ref = results.get(refName).get(0);
     int status = 0;
-    for (List<Result> rs : results.values()) {
-      for (Result r : rs) {
-        if (!r.text("resultDigest").equals(ref.text("resultDigest"))
-            || r.number("resultRows") != ref.number("resultRows")
-            || !r.text("smallDigest").equals(ref.text("smallDigest"))) {
+    for (Map.Entry<String, List<ShuffleAppResult>> run : results.entrySet()) {
+      for (ShuffleAppResult r : run.getValue()) {
+        if (!r.resultDigest().equals(ref.resultDigest())
+            || r.resultRows() != ref.resultRows()
+            || !r.smallDigest().equals(ref.smallDigest())) {
           say(
               "RESULTS DIFFER: %s gave %s / %s, %s gave %s / %s",
-              r.name,
-              r.text("resultDigest"),
-              r.text("smallDigest"),
+              run.getKey(),
+              r.resultDigest(),
+              r.smallDigest(),
               refName,
-              ref.text("resultDigest"),
-              ref.text("smallDigest"));
+              ref.resultDigest(),
+              ref.smallDigest());
           status = 1;
         }
       }
@@ -423,11 +396,11 @@ public final class MainJob {
             "",
             "MB",
             "ms"));
-    double refWall = median(results.get(refName), "wallSeconds");
+    double refWall = median(results.get(refName), ShuffleAppResult::wallSeconds);
     for (String name : names) {
-      List<Result> rs = results.get(name);
-      double wall = median(rs, "wallSeconds");
-      boolean counters = rs.stream().allMatch(r -> r.number("counters") > 0);
+      List<ShuffleAppResult> rs = results.get(name);
+      double wall = median(rs, ShuffleAppResult::wallSeconds);
+      boolean counters = rs.stream().allMatch(ShuffleAppResult::managerCounters);
       t.append(
           String.format(
               Locale.ROOT,
@@ -435,17 +408,18 @@ public final class MainJob {
               name,
               rs.size(),
               wall,
-              min(rs, "wallSeconds"),
-              max(rs, "wallSeconds"),
+              min(rs, ShuffleAppResult::wallSeconds),
+              max(rs, ShuffleAppResult::wallSeconds),
               wall / refWall,
-              median(rs, "smallColdSeconds"),
-              median(rs, "smallWarmSeconds"),
-              median(rs, "executorsReadySeconds"),
-              median(rs, "remoteBytesRead") / 1e6,
+              median(rs, ShuffleAppResult::smallColdSeconds),
+              median(rs, ShuffleAppResult::smallWarmSeconds),
+              median(rs, ShuffleAppResult::executorsReadySeconds),
+              median(rs, ShuffleAppResult::remoteBytesRead) / 1e6,
               counters
-                  ? String.format(Locale.ROOT, "%.1f", median(rs, "oneSidedBytes") / 1e6)
+                  ? String.format(
+                      Locale.ROOT, "%.1f", median(rs, ShuffleAppResult::oneSidedBytes) / 1e6)
                   : "-",
-              median(rs, "fetchWaitMs")));
+              median(rs, ShuffleAppResult::fetchWaitMs)));
     }
     List<Double> ratios = new ArrayList<>();
     String memwireName =
@@ -453,8 +427,8 @@ public final class MainJob {
     if (memwireName != null && results.get(memwireName).size() == results.get(refName).size()) {
       for (int i = 0; i < results.get(refName).size(); i++) {
         ratios.add(
-            results.get(memwireName).get(i).number("wallSeconds")
-                / results.get(refName).get(i).number("wallSeconds"));
+            results.get(memwireName).get(i).wallSeconds()
+                / results.get(refName).get(i).wallSeconds());
       }
       t.append(
           String.format(
@@ -472,29 +446,29 @@ public final class MainJob {
       if (!name.startsWith("memwire")) {
         continue;
       }
-      for (Result r : results.get(name)) {
-        long remote = (long) r.number("allRemoteBytes");
-        long oneSided = (long) r.number("allOneSidedBytes");
-        if (r.number("remoteBytesRead") <= 0) {
+      for (ShuffleAppResult r : results.get(name)) {
+        long remote = r.allRemoteBytes();
+        long oneSided = r.allOneSidedBytes();
+        if (r.remoteBytesRead() <= 0) {
           say("FAILED: the %s run read no remote shuffle bytes", name);
           status = 1;
-        } else if (r.number("counters") <= 0
+        } else if (!r.managerCounters()
             || oneSided < remote
-            || r.number("allFallbackBlocks") > 0
-            || r.number("allFailedBlocks") > 0) {
+            || r.allFallbackBlocks() > 0
+            || r.allFailedBlocks() > 0) {
           say(
               "PATH CHECK FAILED: %s: Spark read %,d remote bytes, Memwire %,d of them one-sided,"
-                  + " %.0f fallback blocks",
-              name, remote, oneSided, r.number("allFallbackBlocks"));
+                  + " %d fallback blocks",
+              name, remote, oneSided, r.allFallbackBlocks());
           status = 1;
         }
       }
     }
     if (status == 0) {
       say(
-          "results identical in every run: %,.0f rows, digest %s; every remote byte of the"
+          "results identical in every run: %,d rows, digest %s; every remote byte of the"
               + " Memwire runs went one-sided",
-          ref.number("resultRows"), ref.text("resultDigest"));
+          ref.resultRows(), ref.resultDigest());
     }
     return status;
   }
@@ -504,8 +478,9 @@ public final class MainJob {
    * (Spark's Netty server; Memwire's tcp loops, which also receive), all transport threads (plus
    * Spark's Netty client), whole executor JVMs.
    */
-  static String cpuPerGiB(List<Result> sort, List<Result> memwire) {
-    if (median(sort, "executorCpuMsPerGiB") < 0 || median(memwire, "executorCpuMsPerGiB") < 0) {
+  static String cpuPerGiB(List<ShuffleAppResult> sort, List<ShuffleAppResult> memwire) {
+    if (median(sort, ShuffleAppResult::executorCpuMsPerGiB) < 0
+        || median(memwire, ShuffleAppResult::executorCpuMsPerGiB) < 0) {
       return String.format(
           Locale.ROOT,
           "%nexecutor CPU: not measured (needs Linux /proc and"
@@ -516,9 +491,14 @@ public final class MainJob {
             String.format(
                 Locale.ROOT,
                 "%nexecutor CPU per GiB of remote bytes, main job (medians, ms/GiB):%n"));
-    for (String k : List.of("serving", "transport", "executor")) {
-      double a = median(sort, k + "CpuMsPerGiB");
-      double b = median(memwire, k + "CpuMsPerGiB");
+    Map<String, ToDoubleFunction<ShuffleAppResult>> groups = new LinkedHashMap<>();
+    groups.put("serving", ShuffleAppResult::servingCpuMsPerGiB);
+    groups.put("transport", ShuffleAppResult::transportCpuMsPerGiB);
+    groups.put("executor", ShuffleAppResult::executorCpuMsPerGiB);
+    for (Map.Entry<String, ToDoubleFunction<ShuffleAppResult>> g : groups.entrySet()) {
+      String k = g.getKey();
+      double a = median(sort, g.getValue());
+      double b = median(memwire, g.getValue());
       s.append(
           String.format(
               Locale.ROOT, "  %-9s sort %8.0f, memwire %8.0f, ratio %.2f%n", k, a, b, b / a));
@@ -527,12 +507,18 @@ public final class MainJob {
   }
 
   /** What a small job pays with Memwire beyond Spark's shuffle, and which part remains. */
-  static String fixedCosts(List<Result> sort, List<Result> memwire) {
-    double ready = median(memwire, "executorsReadySeconds") - median(sort, "executorsReadySeconds");
-    double first = median(memwire, "smallColdSeconds") - median(sort, "smallColdSeconds");
-    double later = median(memwire, "smallWarmSeconds") - median(sort, "smallWarmSeconds");
+  static String fixedCosts(List<ShuffleAppResult> sort, List<ShuffleAppResult> memwire) {
+    double ready =
+        median(memwire, ShuffleAppResult::executorsReadySeconds)
+            - median(sort, ShuffleAppResult::executorsReadySeconds);
+    double first =
+        median(memwire, ShuffleAppResult::smallColdSeconds)
+            - median(sort, ShuffleAppResult::smallColdSeconds);
+    double later =
+        median(memwire, ShuffleAppResult::smallWarmSeconds)
+            - median(sort, ShuffleAppResult::smallWarmSeconds);
     double firstExtra = first - later;
-    Result m = memwire.get(memwire.size() - 1);
+    ShuffleAppResult m = memwire.get(memwire.size() - 1);
     StringBuilder s = new StringBuilder();
     s.append(
         String.format(
@@ -548,27 +534,27 @@ public final class MainJob {
         String.format(
             Locale.ROOT,
             "  first small job, beyond a later one (JIT of the read"
-                + " path, first connections: %.0f open): %+.2f s; directory slot reads %.0f, index reads"
-                + " %.0f%n",
-            m.number("openConnections"),
+                + " path, first connections: %d open): %+.2f s; directory slot reads %d, index reads"
+                + " %d%n",
+            m.openConnections(),
             firstExtra,
-            m.number("cold.slotReads"),
-            m.number("cold.indexReads")));
+            m.cold().slotReads(),
+            m.cold().indexReads()));
     s.append(
         String.format(
             Locale.ROOT,
-            "  every later small job: %+.2f s; per job %.0f map"
-                + " outputs registered and mapped, %.0f directory slot reads, %.0f index reads, %.0f index"
-                + " cache hits, %.0f one-sided fetch requests (first block after %.0f us on average)%n",
+            "  every later small job: %+.2f s; per job %d map"
+                + " outputs registered and mapped, %d directory slot reads, %d index reads, %d index"
+                + " cache hits, %d one-sided fetch requests (first block after %.0f us on average)%n",
             later,
-            m.number("warm.outputsPublished"),
-            m.number("warm.slotReads"),
-            m.number("warm.indexReads"),
-            m.number("warm.indexCacheHits"),
-            m.number("warm.fetchRequests"),
-            m.number("warm.fetchRequests") == 0
-                ? 0
-                : m.number("warm.firstBlockMicros") / m.number("warm.fetchRequests")));
+            m.warm().outputsPublished(),
+            m.warm().slotReads(),
+            m.warm().indexReads(),
+            m.warm().indexCacheHits(),
+            m.warm().fetchRequests(),
+            m.warm().fetchRequests() == 0
+                ? 0.0
+                : (double) m.warm().firstBlockMicros() / m.warm().fetchRequests()));
     s.append(
         String.format(
             Locale.ROOT,
@@ -585,18 +571,18 @@ public final class MainJob {
     return s.toString();
   }
 
-  static double median(List<Result> rs, String key) {
-    List<Double> v = new ArrayList<>(rs.stream().map(r -> r.number(key)).toList());
+  static double median(List<ShuffleAppResult> rs, ToDoubleFunction<ShuffleAppResult> key) {
+    List<Double> v = new ArrayList<>(rs.stream().map(key::applyAsDouble).toList());
     v.sort(Double::compare);
     return ShuffleApp.median(v);
   }
 
-  static double min(List<Result> rs, String key) {
-    return rs.stream().mapToDouble(r -> r.number(key)).min().orElse(Double.NaN);
+  static double min(List<ShuffleAppResult> rs, ToDoubleFunction<ShuffleAppResult> key) {
+    return rs.stream().mapToDouble(key).min().orElse(Double.NaN);
   }
 
-  static double max(List<Result> rs, String key) {
-    return rs.stream().mapToDouble(r -> r.number(key)).max().orElse(Double.NaN);
+  static double max(List<ShuffleAppResult> rs, ToDoubleFunction<ShuffleAppResult> key) {
+    return rs.stream().mapToDouble(key).max().orElse(Double.NaN);
   }
 
   static void say(String fmt, Object... args) {

@@ -4,10 +4,8 @@ import io.memwire.shuffle.metrics.ManagerCounters;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -272,25 +270,6 @@ public final class ShuffleApp {
     boolean ordered =
         java.util.Arrays.stream(r).allMatch(x -> x.ordered)
             && java.util.Arrays.stream(sr).allMatch(x -> x.ordered);
-    StringBuilder json = new StringBuilder("{");
-    field(json, "shuffleManager", conf.get("spark.shuffle.manager", "sort"));
-    field(json, "provider", conf.get("spark.shuffle.rdma.provider", "-"));
-    field(json, "readHostLocalDisk", conf.get("spark.shuffle.readHostLocalDisk", "true"));
-    field(json, "records", shape.records());
-    field(json, "wallSeconds", main.seconds());
-    field(json, "executorsReadySeconds", readySeconds);
-    field(json, "smallColdSeconds", cold.seconds());
-    field(json, "smallWarmSeconds", warm.isEmpty() ? 0 : median(warm));
-    field(json, "resultRows", r[0].rows + r[1].rows + r[2].rows);
-    field(json, "resultDigest", digest);
-    field(json, "smallDigest", smallDigest);
-    field(json, "ordered", ordered ? 1 : 0);
-    field(json, "shuffleBytesWritten", main.spark("bytesWritten"));
-    field(json, "remoteBytesRead", main.spark("remoteBytes"));
-    field(json, "localBytesRead", main.spark("localBytes"));
-    field(json, "fetchWaitMs", main.spark("fetchWaitMs"));
-    field(json, "recordsRead", main.spark("recordsRead"));
-    field(json, "counters", main.manager().containsKey("rdmaBytes") ? 1 : 0);
     // Proof over every phase: Spark's remote bytes, and what Memwire moved one-sided.
     List<Phase> all = new ArrayList<>();
     if (earlierCold == null) {
@@ -304,45 +283,45 @@ public final class ShuffleApp {
     long oneSidedAll = all.stream().mapToLong(p -> p.manager("rdmaBytes")).sum();
     long fallbackAll = all.stream().mapToLong(p -> p.manager("fallbackBlocks")).sum();
     long failedAll = all.stream().mapToLong(p -> p.manager("failedBlocks")).sum();
-    field(json, "oneSidedBytes", main.manager("rdmaBytes"));
-    field(
-        json,
-        "notOneSidedBytes",
-        Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")));
-    field(json, "fallbackBlocks", main.manager("fallbackBlocks"));
-    field(json, "allRemoteBytes", remoteAll);
-    field(json, "allOneSidedBytes", oneSidedAll);
-    field(json, "allFallbackBlocks", fallbackAll);
-    field(json, "allFailedBlocks", failedAll);
     // What a small job made the manager do, per job: cold (first) and warm (later, averaged).
     int n = Math.max(1, smallRepeats);
-    for (String k :
-        List.of(
-            "outputsPublished",
-            "slotReads",
-            "indexReads",
-            "indexEntryReads",
-            "indexCacheHits",
-            "fetchRequests",
-            "firstBlockMicros",
-            "rdmaBlocks")) {
-      field(json, "cold." + k, cold.manager(k));
-      field(json, "warm." + k, warmTotal == null ? 0 : warmTotal.manager(k) / n);
-      field(json, "main." + k, main.manager(k));
-    }
-    field(json, "cold.remoteBytes", cold.spark("remoteBytes"));
-    field(json, "warm.remoteBytes", warmTotal == null ? 0 : warmTotal.spark("remoteBytes") / n);
-    field(json, "cold.fetchWaitMs", cold.spark("fetchWaitMs"));
-    field(json, "warm.fetchWaitMs", warmTotal == null ? 0 : warmTotal.spark("fetchWaitMs") / n);
-    field(json, "openConnections", main.manager("node.openConnections"));
     // The executors' CPU per GiB of remote bytes in the main job (-1: not measurable here).
     double gib = main.spark("remoteBytes") / 1073741824.0;
-    for (String k : List.of("serving", "transport", "executor")) {
-      Long nanos = main.cpu().get(k);
-      field(json, k + "CpuMsPerGiB", nanos == null || gib == 0 ? -1.0 : nanos / 1e6 / gib);
-    }
-    json.setLength(json.length() - 1);
-    json.append('}');
+    ShuffleAppResult result =
+        new ShuffleAppResult(
+            conf.get("spark.shuffle.manager", "sort"),
+            conf.get("spark.shuffle.rdma.provider", "-"),
+            Boolean.parseBoolean(conf.get("spark.shuffle.readHostLocalDisk", "true")),
+            shape.records(),
+            main.seconds(),
+            readySeconds,
+            cold.seconds(),
+            warm.isEmpty() ? 0 : median(warm),
+            r[0].rows + r[1].rows + r[2].rows,
+            digest,
+            smallDigest,
+            ordered,
+            main.spark("bytesWritten"),
+            main.spark("remoteBytes"),
+            main.spark("localBytes"),
+            main.spark("fetchWaitMs"),
+            main.spark("recordsRead"),
+            main.manager().containsKey("rdmaBytes"),
+            main.manager("rdmaBytes"),
+            Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")),
+            main.manager("fallbackBlocks"),
+            remoteAll,
+            oneSidedAll,
+            fallbackAll,
+            failedAll,
+            counters(cold, 1),
+            warmTotal == null ? counters(null, 1) : counters(warmTotal, n),
+            counters(main, 1),
+            main.manager("node.openConnections"),
+            cpuMsPerGiB(main, "serving", gib),
+            cpuMsPerGiB(main, "transport", gib),
+            cpuMsPerGiB(main, "executor", gib));
+    String json = result.toJson();
     System.out.println("memwire-main-job result " + json);
     if (!ordered) {
       throw new IllegalStateException("a sorted result was out of order: " + json);
@@ -360,10 +339,7 @@ public final class ShuffleApp {
               failedAll));
     }
     if (out != null) {
-      // Whole or not at all: a launcher may be waiting for this file to appear.
-      Path tmp = out.resolveSibling(out.getFileName() + ".tmp");
-      Files.writeString(tmp, json + "\n");
-      Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      result.writeTo(out);
     }
     return cold;
   }
@@ -373,16 +349,28 @@ public final class ShuffleApp {
     return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
   }
 
-  private static void field(StringBuilder json, String key, Object value) {
-    json.append('"').append(key).append("\":");
-    if (value instanceof String text) {
-      json.append('"').append(text).append('"');
-    } else if (value instanceof Double d) {
-      json.append(String.format(Locale.ROOT, "%.4f", d));
-    } else {
-      json.append(value);
+  /** A phase's manager counters per job ({@code jobs} of them); all zero for no phase. */
+  private static ShuffleAppResult.JobCounters counters(Phase p, int jobs) {
+    if (p == null) {
+      return new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
-    json.append(',');
+    return new ShuffleAppResult.JobCounters(
+        p.manager("outputsPublished") / jobs,
+        p.manager("slotReads") / jobs,
+        p.manager("indexReads") / jobs,
+        p.manager("indexEntryReads") / jobs,
+        p.manager("indexCacheHits") / jobs,
+        p.manager("fetchRequests") / jobs,
+        p.manager("firstBlockMicros") / jobs,
+        p.manager("rdmaBlocks") / jobs,
+        p.spark("remoteBytes") / jobs,
+        p.spark("fetchWaitMs") / jobs);
+  }
+
+  /** A phase's executor CPU of one thread group per GiB, or -1 when not measured. */
+  private static double cpuMsPerGiB(Phase p, String group, double gib) {
+    Long nanos = p.cpu().get(group);
+    return nanos == null || gib == 0 ? -1.0 : nanos / 1e6 / gib;
   }
 
   private static Phase plus(Phase a, Phase b) {

@@ -2,6 +2,7 @@ package io.memwire.verbscheck;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.mainjob.ShuffleApp;
+import io.memwire.mainjob.ShuffleAppResult;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.compat.ScalaCollections;
 import io.memwire.shuffle.metrics.EveryExecutor;
@@ -367,10 +368,9 @@ public final class SparkCheck {
             (s, jsc) -> {
               Path f = Files.createTempFile("shuffle-app", ".json");
               ShuffleApp.run(s, 20_000, 2_000, 100, 4, 8, f);
-              String json = Files.readString(f);
+              String digest = ShuffleAppResult.read(f).resultDigest();
               Files.delete(f);
-              int i = json.indexOf("\"resultDigest\":\"");
-              return json.substring(i + 16, json.indexOf('"', i + 16));
+              return digest;
             }),
         new Job(
             "groupByKey100KiB",
