@@ -7,11 +7,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -428,41 +426,17 @@ public final class ShuffleApp {
   /** The three shuffles over {@code shape}'s records: reduceByKey, groupByKey, DataFrame agg. */
   static Summary[] job(SparkSession spark, Shape shape) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    long perMap = shape.records() / shape.maps();
-    int k = shape.keys();
-    int vb = shape.valueBytes();
     int partitions = shape.partitions();
-    List<Integer> mapIds = new ArrayList<>();
-    for (int i = 0; i < shape.maps(); i++) {
-      mapIds.add(i);
-    }
+    // The same records in every run: map task m draws from a generator seeded 42,000,126 + m.
     JavaPairRDD<Long, byte[]> data =
-        jsc.parallelize(mapIds, shape.maps())
-            .flatMapToPair(
-                id -> {
-                  SplittableRandom r = new SplittableRandom(42L * 1_000_003 + id);
-                  return new Iterator<Tuple2<Long, byte[]>>() {
-                    long left = perMap;
-
-                    @Override
-                    public boolean hasNext() {
-                      return left > 0;
-                    }
-
-                    @Override
-                    public Tuple2<Long, byte[]> next() {
-                      left--;
-                      byte[] v = new byte[vb];
-                      for (int j = 0; j < vb; j += 8) {
-                        long x = r.nextLong();
-                        for (int b = 0; b < 8 && j + b < vb; b++) {
-                          v[j + b] = (byte) (x >>> (8 * b));
-                        }
-                      }
-                      return new Tuple2<>((long) r.nextInt(k), v);
-                    }
-                  };
-                });
+        new RandomRecords(
+                shape.maps(),
+                shape.records() / shape.maps(),
+                shape.valueBytes(),
+                42L * 1_000_003,
+                1,
+                RandomRecords.uniformKeys(shape.keys()))
+            .rdd(jsc);
 
     // 1. reduceByKey: map-side combine, then a global sort.
     Summary reduced =

@@ -1,6 +1,7 @@
 package io.memwire.verbscheck;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.mainjob.RandomRecords;
 import io.memwire.mainjob.ShuffleApp;
 import io.memwire.mainjob.ShuffleAppResult;
 import io.memwire.shuffle.RdmaShuffleManager;
@@ -441,25 +442,10 @@ public final class SparkCheck {
             }));
   }
 
-  /** maps x perMap records of 100 KiB, keys 0..15, bytes fixed by (map, index). */
+  /** maps x perMap records of 100 KiB, keys 0..15 in turn, bytes fixed by (map, index). */
   private static JavaPairRDD<Long, byte[]> bigValues(JavaSparkContext jsc, int maps, int perMap) {
-    return jsc.parallelize(IntStream.range(0, maps).boxed().collect(Collectors.toList()), maps)
-        .flatMapToPair(
-            m -> {
-              List<Tuple2<Long, byte[]>> rows = new ArrayList<>();
-              SplittableRandom r = new SplittableRandom(7919L * m + 1);
-              for (int i = 0; i < perMap; i++) {
-                byte[] v = new byte[100 * 1024];
-                for (int j = 0; j < v.length; j += 8) {
-                  long x = r.nextLong();
-                  for (int b = 0; b < 8; b++) {
-                    v[j + b] = (byte) (x >>> (8 * b));
-                  }
-                }
-                rows.add(new Tuple2<>((long) ((m * perMap + i) % 16), v));
-              }
-              return rows.iterator();
-            });
+    return new RandomRecords(maps, perMap, 100 * 1024, 1, 7919, RandomRecords.keysInTurn(16))
+        .rdd(jsc);
   }
 
   /** Row count and an order-independent hash of (key, value) rows. */
