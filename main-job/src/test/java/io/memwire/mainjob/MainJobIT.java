@@ -7,9 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -72,53 +69,5 @@ class MainJobIT {
     String comparison = Files.readString(work.resolve("comparison.txt"));
     assertTrue(comparison.contains("memwire-tcp"), comparison);
     assertTrue(comparison.contains("remains in every small job"), comparison);
-  }
-
-  private static Map<String, List<ShuffleAppResult>> runs(
-      ShuffleAppResult sort, ShuffleAppResult memwire) {
-    Map<String, List<ShuffleAppResult>> m = new LinkedHashMap<>();
-    m.put("spark-sort", List.of(sort));
-    m.put("memwire-tcp", List.of(memwire));
-    return m;
-  }
-
-  @Test
-  void differingResultsOrBytesNotOneSidedFailTheRun() throws Exception {
-    Path dir = Files.createDirectories(work.resolve("cmp"));
-    ShuffleAppResult a = ShuffleAppResultTest.result("aa", 5, false, 0, 0);
-    ShuffleAppResult b = ShuffleAppResultTest.result("ab", 5, true, 9, 0);
-    assertEquals(1, MainJob.report(runs(a, b), dir), "results differ");
-    ShuffleAppResult c = ShuffleAppResultTest.result("aa", 0, true, 9, 0);
-    assertEquals(1, MainJob.report(runs(a, c), dir), "no remote bytes read");
-    ShuffleAppResult d = ShuffleAppResultTest.result("aa", 7, true, 9, 0);
-    assertEquals(0, MainJob.report(runs(a, d), dir));
-    ShuffleAppResult e = ShuffleAppResultTest.result("aa", 7, true, 4, 0);
-    assertEquals(1, MainJob.report(runs(a, e), dir), "remote bytes not one-sided");
-    ShuffleAppResult f = ShuffleAppResultTest.result("aa", 7, true, 9, 3);
-    assertEquals(1, MainJob.report(runs(a, f), dir), "blocks fell back");
-  }
-
-  @Test
-  void configurationsAreValidated() {
-    Path jar = Paths.get("memwire.jar");
-    assertEquals(
-        List.of("spark-sort-hostlocal", "memwire-tcp"),
-        MainJob.configs("spark-sort-hostlocal,memwire", "tcp", jar).stream()
-            .map(MainJob.Config::name)
-            .toList());
-    assertTrue(
-        MainJob.configs("spark-sort,memwire-hostlocal", "tcp", jar)
-            .get(1)
-            .args()
-            .contains("spark.shuffle.readHostLocalDisk=true"));
-    IllegalArgumentException e =
-        org.junit.jupiter.api.Assertions.assertThrows(
-            IllegalArgumentException.class,
-            () -> MainJob.configs("memwire,spark-sort", "tcp", jar));
-    assertTrue(e.getMessage().contains("reference"), e.getMessage());
-    e =
-        org.junit.jupiter.api.Assertions.assertThrows(
-            IllegalArgumentException.class, () -> MainJob.configs("spark-sort,netty", "tcp", jar));
-    assertTrue(e.getMessage().contains("unknown configuration 'netty'"), e.getMessage());
   }
 }
