@@ -60,6 +60,9 @@ import org.slf4j.LoggerFactory;
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
 
+  /** Prefix of the transfer node's counters in {@link #stats()}. */
+  static final String NODE_PREFIX = "node.";
+
   /** Open files and memory mappings kept free for everything but held outputs. */
   private static final long RESERVED_FILES = 1024;
 
@@ -389,7 +392,7 @@ public final class ShuffleService implements AutoCloseable {
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
     counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
-    node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
+    node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
   }
 
