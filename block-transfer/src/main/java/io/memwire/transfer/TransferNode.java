@@ -1,6 +1,8 @@
 package io.memwire.transfer;
 
 import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -259,36 +261,36 @@ public final class TransferNode implements AutoCloseable {
     return connections;
   }
 
-  /** A snapshot of the counters. */
+  /** A snapshot of the counters, keyed by {@link TransportMetrics}. */
   public TransferStats stats() {
-    Map<String, Long> m = new LinkedHashMap<>();
-    m.put("readsCompleted", counters.readsCompleted.sum());
-    m.put("bytesRead", counters.bytesRead.sum());
-    m.put("remoteAccessErrors", counters.remoteAccessErrors.sum());
-    m.put("connectionErrors", counters.connectionErrors.sum());
-    m.put("timeouts", counters.timeouts.sum());
-    m.put("connectFailures", counters.connectFailures.sum());
-    m.put("peerBackoffRejects", counters.peerBackoffRejects.sum());
-    m.put("connectionsReaped", counters.connectionsReaped.sum());
-    m.put("outstandingRequests", counters.outstandingRequests.get());
-    m.put("registeredRegions", counters.registeredRegions.get());
-    m.put("registeredBytes", memory.root().registeredBytes());
-    m.put("mappedSegments", counters.mappedSegments.get());
-    m.put("mappedBytes", counters.mappedBytes.get());
-    m.put("poolBuffersOutstanding", pool.outstandingBuffers());
-    m.put("poolBytesOutstanding", pool.outstandingBytes());
-    m.put("poolSlabBytes", pool.slabBytes());
+    Map<Metric, Long> m = new LinkedHashMap<>();
+    m.put(TransportMetrics.READS_COMPLETED, counters.readsCompleted.sum());
+    m.put(TransportMetrics.BYTES_READ, counters.bytesRead.sum());
+    m.put(TransportMetrics.REMOTE_ACCESS_ERRORS, counters.remoteAccessErrors.sum());
+    m.put(TransportMetrics.CONNECTION_ERRORS, counters.connectionErrors.sum());
+    m.put(TransportMetrics.TIMEOUTS, counters.timeouts.sum());
+    m.put(TransportMetrics.CONNECT_FAILURES, counters.connectFailures.sum());
+    m.put(TransportMetrics.PEER_BACKOFF_REJECTS, counters.peerBackoffRejects.sum());
+    m.put(TransportMetrics.CONNECTIONS_REAPED, counters.connectionsReaped.sum());
+    m.put(TransportMetrics.OUTSTANDING_REQUESTS, counters.outstandingRequests.get());
+    m.put(TransportMetrics.REGISTERED_REGIONS, counters.registeredRegions.get());
+    m.put(TransportMetrics.REGISTERED_BYTES, memory.root().registeredBytes());
+    m.put(TransportMetrics.MAPPED_SEGMENTS, counters.mappedSegments.get());
+    m.put(TransportMetrics.MAPPED_BYTES, counters.mappedBytes.get());
+    m.put(TransportMetrics.POOL_BUFFERS_OUTSTANDING, pool.outstandingBuffers());
+    m.put(TransportMetrics.POOL_BYTES_OUTSTANDING, pool.outstandingBytes());
+    m.put(TransportMetrics.POOL_SLAB_BYTES, pool.slabBytes());
     RegisteredAllocator root = memory.root();
-    m.put("memoryBytes", root.allocatedBytes());
-    m.put("memoryPeakBytes", root.peakBytes());
-    m.put("memoryUnits", root.liveUnits());
+    m.put(TransportMetrics.MEMORY_BYTES, root.allocatedBytes());
+    m.put(TransportMetrics.MEMORY_PEAK_BYTES, root.peakBytes());
+    m.put(TransportMetrics.MEMORY_UNITS, root.liveUnits());
     for (RegisteredAllocator child : root.children()) {
-      String k = "memory." + child.name();
-      m.merge(k + ".bytes", child.allocatedBytes(), Long::sum);
-      m.merge(k + ".peakBytes", child.peakBytes(), Math::max);
-      m.merge(k + ".units", child.liveUnits(), Long::sum);
+      String name = child.name();
+      m.merge(TransportMetrics.MEMORY_CHILD_BYTES.of(name), child.allocatedBytes(), Long::sum);
+      m.merge(TransportMetrics.MEMORY_CHILD_PEAK_BYTES.of(name), child.peakBytes(), Math::max);
+      m.merge(TransportMetrics.MEMORY_CHILD_UNITS.of(name), child.liveUnits(), Long::sum);
     }
-    m.put("openConnections", connections.openConnections());
+    m.put(TransportMetrics.OPEN_CONNECTIONS, connections.openConnections());
     m.putAll(provider.counters());
     return new TransferStats(m);
   }

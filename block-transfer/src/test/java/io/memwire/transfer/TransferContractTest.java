@@ -592,6 +592,22 @@ public abstract class TransferContractTest {
   }
 
   @Test
+  void everyCounterTheNodeReportsIsDeclared() throws Exception {
+    TransferNode server = node();
+    TransferNode client = node();
+    MemoryRegion r = server.register(direct(random(new Random(5), 1000)));
+    await(client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 0, 1000)))
+        .release();
+    for (TransferNode n : List.of(server, client)) {
+      for (String key : n.stats().asMap().keySet()) {
+        assertTrue(
+            io.memwire.transfer.metrics.TransportMetrics.find(key) != null,
+            "declare " + key + " in TransportMetrics");
+      }
+    }
+  }
+
+  @Test
   void aReadBufferHeldAtNodeCloseIsReportedAsALeakOfTheReadPool() throws Exception {
     byte[] data = random(new Random(13), 10_000);
     TransferNode server = node();

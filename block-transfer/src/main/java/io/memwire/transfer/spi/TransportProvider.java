@@ -54,8 +54,11 @@ public interface TransportProvider extends AutoCloseable {
     return Integer.MAX_VALUE;
   }
 
-  /** Provider-specific counters (for example reads served by a tcp responder), by name. */
-  default java.util.Map<String, Long> counters() {
+  /**
+   * Provider-specific counters (for example reads served by a tcp responder), keyed by their
+   * declarations in {@link io.memwire.transfer.metrics.TransportMetrics}.
+   */
+  default java.util.Map<io.memwire.transfer.metrics.Metric, Long> counters() {
     return java.util.Map.of();
   }
 

@@ -4,6 +4,8 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
@@ -423,20 +425,20 @@ public final class TcpProvider implements TransportProvider {
   }
 
   @Override
-  public Map<String, Long> counters() {
-    Map<String, Long> m = new LinkedHashMap<>();
-    m.put("servedReads", servedReads.sum());
-    m.put("servedBytes", servedBytes.sum());
-    m.put("servedErrors", servedErrors.sum());
-    m.put("protocolViolations", protocolViolations.sum());
-    m.put("authFailures", authFailures.sum());
-    m.put("acceptFailures", acceptFailures.sum());
-    m.put("connectionsRefused", connectionsRefused.sum());
-    m.put("idleClosed", idleClosed.sum());
-    m.put("writeTimeouts", writeTimeouts.sum());
-    m.put("loopErrors", loopErrors.sum());
-    m.put("servingSessions", (long) sessions.size());
-    m.put("liveRemoteKeys", (long) table.size());
+  public Map<Metric, Long> counters() {
+    Map<Metric, Long> m = new LinkedHashMap<>();
+    m.put(TransportMetrics.SERVED_READS, servedReads.sum());
+    m.put(TransportMetrics.SERVED_BYTES, servedBytes.sum());
+    m.put(TransportMetrics.SERVED_ERRORS, servedErrors.sum());
+    m.put(TransportMetrics.PROTOCOL_VIOLATIONS, protocolViolations.sum());
+    m.put(TransportMetrics.AUTH_FAILURES, authFailures.sum());
+    m.put(TransportMetrics.ACCEPT_FAILURES, acceptFailures.sum());
+    m.put(TransportMetrics.CONNECTIONS_REFUSED, connectionsRefused.sum());
+    m.put(TransportMetrics.IDLE_CLOSED, idleClosed.sum());
+    m.put(TransportMetrics.WRITE_TIMEOUTS, writeTimeouts.sum());
+    m.put(TransportMetrics.LOOP_ERRORS, loopErrors.sum());
+    m.put(TransportMetrics.SERVING_SESSIONS, (long) sessions.size());
+    m.put(TransportMetrics.LIVE_REMOTE_KEYS, (long) table.size());
     return m;
   }
 

@@ -1,5 +1,7 @@
 package io.memwire.transfer.verbs;
 
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
@@ -81,23 +83,23 @@ final class VerbsCounters {
   }
 
   /** {@code verbsFileRegions*} and {@code verbsFileCopyBytes}. */
-  void putFileRegions(Map<String, Long> m) {
+  void putFileRegions(Map<Metric, Long> m) {
     for (VerbsRegistrar.FilePath f : VerbsRegistrar.FilePath.values()) {
-      m.put(f.counter, filePaths.get(f).sum());
+      m.put(f.metric, filePaths.get(f).sum());
     }
-    m.put("verbsFileCopyBytes", copiedBytes.sum());
+    m.put(TransportMetrics.VERBS_FILE_COPY_BYTES, copiedBytes.sum());
   }
 
   /** Remote access errors, reconnects, post calls and posted reads. */
-  void putReads(Map<String, Long> m) {
-    m.put("verbsRemoteAccessErrors", accessErrors.sum());
-    m.put("verbsReconnects", reconnects.sum());
-    m.put("verbsPostCalls", postCalls.sum());
-    m.put("verbsPostedReads", postedReads.sum());
+  void putReads(Map<Metric, Long> m) {
+    m.put(TransportMetrics.VERBS_REMOTE_ACCESS_ERRORS, accessErrors.sum());
+    m.put(TransportMetrics.VERBS_RECONNECTS, reconnects.sum());
+    m.put(TransportMetrics.VERBS_POST_CALLS, postCalls.sum());
+    m.put(TransportMetrics.VERBS_POSTED_READS, postedReads.sum());
   }
 
   /** Completion totals of the live and the closed queues, then the queues' own counts. */
-  void putCompletions(Map<String, Long> m, CompletionQueues<CompletionThread> queues) {
+  void putCompletions(Map<Metric, Long> m, CompletionQueues<CompletionThread> queues) {
     queues.withQueues(
         live -> {
           long polled = closedPolled.sum();
@@ -110,15 +112,15 @@ final class VerbsCounters {
             sleeps += t.sleeps();
             events += t.events();
           }
-          m.put("verbsCompletions", polled);
-          m.put("verbsCqPollsWithWork", withWork);
-          m.put("verbsCqSleeps", sleeps);
-          m.put("verbsCqEvents", events);
+          m.put(TransportMetrics.VERBS_COMPLETIONS, polled);
+          m.put(TransportMetrics.VERBS_CQ_POLLS_WITH_WORK, withWork);
+          m.put(TransportMetrics.VERBS_CQ_SLEEPS, sleeps);
+          m.put(TransportMetrics.VERBS_CQ_EVENTS, events);
           return null;
         });
-    m.put("verbsCompletionQueues", (long) queues.queues());
-    m.put("verbsCompletionQueuesPeak", (long) queues.peakQueues());
-    m.put("verbsCompletionQueuesOpened", queues.opened());
-    m.put("verbsQueuePairsPerCompletionQueue", (long) queues.perQueue());
+    m.put(TransportMetrics.VERBS_COMPLETION_QUEUES, (long) queues.queues());
+    m.put(TransportMetrics.VERBS_COMPLETION_QUEUES_PEAK, (long) queues.peakQueues());
+    m.put(TransportMetrics.VERBS_COMPLETION_QUEUES_OPENED, queues.opened());
+    m.put(TransportMetrics.VERBS_QUEUE_PAIRS_PER_COMPLETION_QUEUE, (long) queues.perQueue());
   }
 }

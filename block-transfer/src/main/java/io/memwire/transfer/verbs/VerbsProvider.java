@@ -7,6 +7,8 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
@@ -309,24 +311,24 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   @Override
-  public Map<String, Long> counters() {
-    Map<String, Long> m = new LinkedHashMap<>();
-    m.put("verbsConnections", (long) links.connectionCount());
-    m.put("verbsQueuePairs", (long) links.linkCount());
-    m.put("verbsAcceptedPeers", (long) acceptor.acceptedPeers());
-    m.put("verbsAcceptedTotal", counters.acceptedTotal());
-    m.put("verbsRegistrations", (long) registrar.registrations());
-    m.put("verbsRegisteredBytes", registrar.registeredBytes());
+  public Map<Metric, Long> counters() {
+    Map<Metric, Long> m = new LinkedHashMap<>();
+    m.put(TransportMetrics.VERBS_CONNECTIONS, (long) links.connectionCount());
+    m.put(TransportMetrics.VERBS_QUEUE_PAIRS, (long) links.linkCount());
+    m.put(TransportMetrics.VERBS_ACCEPTED_PEERS, (long) acceptor.acceptedPeers());
+    m.put(TransportMetrics.VERBS_ACCEPTED_TOTAL, counters.acceptedTotal());
+    m.put(TransportMetrics.VERBS_REGISTRATIONS, (long) registrar.registrations());
+    m.put(TransportMetrics.VERBS_REGISTERED_BYTES, registrar.registeredBytes());
     counters.putFileRegions(m);
     if (auth != null) {
-      m.put("verbsAuthAccepted", auth.proofsAccepted.sum());
-      m.put("verbsAuthRejected", auth.proofsRejected.sum());
-      m.put("verbsAuthRefusedRequests", auth.requestsRefused.sum());
+      m.put(TransportMetrics.VERBS_AUTH_ACCEPTED, auth.proofsAccepted.sum());
+      m.put(TransportMetrics.VERBS_AUTH_REJECTED, auth.proofsRejected.sum());
+      m.put(TransportMetrics.VERBS_AUTH_REFUSED_REQUESTS, auth.requestsRefused.sum());
     }
     counters.putReads(m);
     counters.putCompletions(m, queues);
-    m.put("verbsConnectionLimit", (long) clientQueuePairs.connectionLimit());
-    m.put("verbsConnectionsRefused", counters.connectionsRefused());
+    m.put(TransportMetrics.VERBS_CONNECTION_LIMIT, (long) clientQueuePairs.connectionLimit());
+    m.put(TransportMetrics.VERBS_CONNECTIONS_REFUSED, counters.connectionsRefused());
     return m;
   }
 

@@ -6,6 +6,8 @@ import com.ibm.disni.verbs.SVCRegMr;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.internal.MemoryAccess;
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -41,14 +43,15 @@ final class VerbsRegistrar {
 
   /** How a file region ended up registered. */
   enum FilePath {
-    READ_ONLY_MAPPING("verbsFileRegionsReadOnlyMapping"),
-    SHARED_MAPPING("verbsFileRegionsSharedMapping"),
-    PRIVATE_COPY("verbsFileRegionsPrivateCopy");
+    READ_ONLY_MAPPING(TransportMetrics.VERBS_FILE_REGIONS_READ_ONLY_MAPPING),
+    SHARED_MAPPING(TransportMetrics.VERBS_FILE_REGIONS_SHARED_MAPPING),
+    PRIVATE_COPY(TransportMetrics.VERBS_FILE_REGIONS_PRIVATE_COPY);
 
-    final String counter;
+    /** The metric counting file regions registered this way. */
+    final Metric metric;
 
-    FilePath(String counter) {
-      this.counter = counter;
+    FilePath(Metric metric) {
+      this.metric = metric;
     }
   }
 

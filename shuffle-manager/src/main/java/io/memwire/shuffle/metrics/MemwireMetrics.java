@@ -1,78 +1,150 @@
 package io.memwire.shuffle.metrics;
 
+import static io.memwire.transfer.metrics.Metric.Unit.BYTES;
+import static io.memwire.transfer.metrics.Metric.Unit.COUNT;
+import static io.memwire.transfer.metrics.Metric.Unit.FLAG;
+
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
-import java.util.ArrayList;
+import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The fixed set of Memwire metrics of one JVM, by name, read from its {@link RdmaShuffleManager}
- * and transfer node. Counters only grow; gauges ({@code registration.*}, {@code bufferPool.*},
- * {@code connections.open}, {@code reads.outstanding}, {@code transport.active}) go up and down.
- * All are zero where no Memwire manager runs.
+ * The fixed set of Memwire metrics of one JVM, each declared once as a {@link Metric} (its Spark
+ * name, kind, unit and meaning) with where its value is read: a key of {@link
+ * RdmaShuffleManager#stats()}, or a transport metric of the manager's transfer node, which lends
+ * its kind, unit and meaning. {@link MemwireMetricsPlugin} registers {@link #ALL}. All are zero
+ * where no Memwire manager runs.
  */
 public final class MemwireMetrics {
+  /** Key prefix of the transfer node's counters in {@link RdmaShuffleManager#stats()}. */
+  private static final String NODE = "node.";
+
+  /** The declared metric -> its key in {@link RdmaShuffleManager#stats()}; null: the budget. */
+  private static final Map<Metric, String> SOURCES;
+
+  /** Every metric, in documentation order. */
+  public static final List<Metric> ALL;
+
   /** Every name, in documentation order. */
   public static final List<String> NAMES;
 
-  /** metric name -> key of {@link RdmaShuffleManager#stats()}. */
-  private static final Map<String, String> SOURCES;
-
   static {
-    Map<String, String> m = new LinkedHashMap<>();
-    m.put("oneSided.blocks", "rdmaBlocks");
-    m.put("oneSided.batchBlocks", "rdmaBatchBlocks");
-    m.put("oneSided.blocksToDisk", "rdmaBlocksToDisk");
-    m.put("oneSided.bytes", "rdmaBytes");
-    m.put("oneSided.fetchRequests", "fetchRequests");
-    m.put("fallback.blocks", "fallbackBlocks");
+    Map<Metric, String> m = new LinkedHashMap<>();
+    manager(m, "oneSided.blocks", "rdmaBlocks", "Blocks delivered to Spark by one-sided reads.");
+    manager(m, "oneSided.batchBlocks", "rdmaBatchBlocks", "Of those, batch blocks.");
+    manager(
+        m,
+        "oneSided.blocksToDisk",
+        "rdmaBlocksToDisk",
+        "Of those, blocks Spark wanted on disk (above spark.network.maxRemoteBlockSizeFetchToMem).");
+    m.put(
+        Metric.counter(
+            "oneSided.bytes", BYTES, "Block bytes delivered to Spark by one-sided reads."),
+        "rdmaBytes");
+    manager(
+        m,
+        "oneSided.fetchRequests",
+        "fetchRequests",
+        "Fetch requests (one peer, many blocks) that delivered at least one block one-sided.");
+    manager(
+        m,
+        "fallback.blocks",
+        "fallbackBlocks",
+        "Blocks read through Spark's own transfer, all causes.");
+    Metric byCause =
+        Metric.counter(
+            "fallback.blocks.<cause>",
+            COUNT,
+            "Blocks read through Spark's own transfer, by cause.");
     for (FallbackCause c : FallbackCause.values()) {
-      m.put("fallback.blocks." + c.metricName(), "fallbackBlocks." + c.metricName());
+      m.put(byCause.of(c.metricName()), "fallbackBlocks." + c.metricName());
     }
-    m.put("failedBlocks", "failedBlocks");
-    m.put("outputs.published", "outputsPublished");
-    m.put("outputs.toService", "outputsToService");
-    m.put("outputs.serviceErrors", "serviceErrors");
-    m.put("outputs.servedByFallback", "outputsServedByFallback");
-    m.put("outputs.migrated", "outputsMigrated");
-    m.put("outputs.migratedNotRepointed", "migratedNotRepointed");
-    m.put("directory.slotReads", "slotReads");
-    m.put("index.reads", "indexReads");
-    m.put("index.entryReads", "indexEntryReads");
-    m.put("indexCache.hits", "indexCacheHits");
-    m.put("staleSlots", "staleSlots");
-    m.put("registration.bytes", "node.registeredBytes");
-    m.put("registration.budget", null);
-    m.put("registration.regions", "node.registeredRegions");
-    m.put("bufferPool.bytes", "node.poolSlabBytes");
-    m.put("bufferPool.bytesLent", "node.poolBytesOutstanding");
-    m.put("connections.open", "node.openConnections");
-    m.put("connections.reaped", "node.connectionsReaped");
-    m.put("reads.completed", "node.readsCompleted");
-    m.put("reads.bytes", "node.bytesRead");
-    m.put("reads.outstanding", "node.outstandingRequests");
-    m.put("served.reads", "node.servedReads");
-    m.put("served.bytes", "node.servedBytes");
-    m.put("transport.errors.remoteAccess", "node.remoteAccessErrors");
-    m.put("transport.errors.connection", "node.connectionErrors");
-    m.put("transport.errors.timeout", "node.timeouts");
-    m.put("transport.errors.served", "node.servedErrors");
-    m.put("transport.active", "transportActive");
+    manager(m, "failedBlocks", "failedBlocks", "Blocks neither path could read.");
+    manager(m, "outputs.published", "outputsPublished", "Map outputs published here.");
+    manager(
+        m,
+        "outputs.toService",
+        "outputsToService",
+        "Of those, outputs handed to the node's shuffle service.");
+    manager(
+        m,
+        "outputs.serviceErrors",
+        "serviceErrors",
+        "Outputs the node's shuffle service refused or could not take.");
+    manager(
+        m,
+        "outputs.servedByFallback",
+        "outputsServedByFallback",
+        "Map outputs left to Spark's own transfer.");
+    manager(
+        m,
+        "outputs.migrated",
+        "outputsMigrated",
+        "Outputs migrated here by decommissioning and re-pointed.");
+    manager(
+        m,
+        "outputs.migratedNotRepointed",
+        "migratedNotRepointed",
+        "Outputs migrated here that kept Spark's location without a pointer.");
+    manager(m, "directory.slotReads", "slotReads", "Directory slots read from peers.");
+    manager(m, "index.reads", "indexReads", "Whole index files read from peers.");
+    manager(m, "index.entryReads", "indexEntryReads", "Reads of one block's index entries.");
+    manager(m, "indexCache.hits", "indexCacheHits", "Blocks located from an index already kept.");
+    manager(m, "staleSlots", "staleSlots", "Slots whose map id did not match: fetch failures.");
+    transport(m, "registration.bytes", TransportMetrics.REGISTERED_BYTES);
+    m.put(
+        Metric.gauge(
+            "registration.budget",
+            BYTES,
+            "The transfer node's registrationBudget while the transport runs, else 0."),
+        null);
+    transport(m, "registration.regions", TransportMetrics.REGISTERED_REGIONS);
+    transport(m, "bufferPool.bytes", TransportMetrics.POOL_SLAB_BYTES);
+    transport(m, "bufferPool.bytesLent", TransportMetrics.POOL_BYTES_OUTSTANDING);
+    transport(m, "connections.open", TransportMetrics.OPEN_CONNECTIONS);
+    transport(m, "connections.reaped", TransportMetrics.CONNECTIONS_REAPED);
+    transport(m, "reads.completed", TransportMetrics.READS_COMPLETED);
+    transport(m, "reads.bytes", TransportMetrics.BYTES_READ);
+    transport(m, "reads.outstanding", TransportMetrics.OUTSTANDING_REQUESTS);
+    transport(m, "served.reads", TransportMetrics.SERVED_READS);
+    transport(m, "served.bytes", TransportMetrics.SERVED_BYTES);
+    transport(m, "transport.errors.remoteAccess", TransportMetrics.REMOTE_ACCESS_ERRORS);
+    transport(m, "transport.errors.connection", TransportMetrics.CONNECTION_ERRORS);
+    transport(m, "transport.errors.timeout", TransportMetrics.TIMEOUTS);
+    transport(m, "transport.errors.served", TransportMetrics.SERVED_ERRORS);
+    m.put(
+        Metric.gauge("transport.active", FLAG, "Whether this JVM's transfer node runs."),
+        "transportActive");
     SOURCES = Collections.unmodifiableMap(m);
-    NAMES = Collections.unmodifiableList(new ArrayList<>(m.keySet()));
+    ALL = List.copyOf(m.keySet());
+    NAMES = ALL.stream().map(Metric::name).toList();
   }
 
   private MemwireMetrics() {}
+
+  /** A count read from the manager's own counters. */
+  private static void manager(Map<Metric, String> m, String name, String statsKey, String doc) {
+    m.put(Metric.counter(name, COUNT, doc), statsKey);
+  }
+
+  /** {@code transport} of the manager's transfer node, exported as {@code name}. */
+  private static void transport(Map<Metric, String> m, String name, Metric transport) {
+    m.put(
+        new Metric(name, transport.kind(), transport.unit(), transport.doc()),
+        NODE + transport.name());
+  }
 
   /** Every metric of this JVM now (zeros when no Memwire manager runs here). */
   public static Map<String, Long> snapshot() {
     RdmaShuffleManager manager = RdmaShuffleManager.current();
     Map<String, Long> stats = manager == null ? Map.of() : manager.stats();
     Map<String, Long> out = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : SOURCES.entrySet()) {
+    for (Map.Entry<Metric, String> e : SOURCES.entrySet()) {
       long v;
       if (e.getValue() != null) {
         v = stats.getOrDefault(e.getValue(), 0L);
@@ -82,7 +154,7 @@ public final class MemwireMetrics {
                 ? manager.shuffleConf().transfer(null).registrationBudget()
                 : 0L;
       }
-      out.put(e.getKey(), v);
+      out.put(e.getKey().name(), v);
     }
     return out;
   }

@@ -3,6 +3,7 @@ package io.memwire.shuffle.metrics;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -158,7 +159,8 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
     public void registerMetrics(String appId, PluginContext ctx) {
       this.appId = appId;
       MetricRegistry registry = ctx.metricRegistry();
-      for (String name : MemwireMetrics.NAMES) {
+      for (Metric metric : MemwireMetrics.ALL) {
+        String name = metric.name();
         registry.register(
             "total." + name, (Gauge<Long>) () -> applicationTotalsOf(valuesByExecutor()).get(name));
       }
@@ -275,7 +277,8 @@ public final class MemwireMetricsPlugin implements SparkPlugin {
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       this.ctx = ctx;
       MetricRegistry registry = ctx.metricRegistry();
-      for (String name : MemwireMetrics.NAMES) {
+      for (Metric metric : MemwireMetrics.ALL) {
+        String name = metric.name();
         registry.register(name, (Gauge<Long>) () -> values().get(name));
       }
       this.registry = registry;

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -65,6 +66,11 @@ public final class ServiceMetrics {
     return new Metric(name, Kind.COUNTER, unit, null, help, one(stat));
   }
 
+  /** The key of a transport metric of the service's node in {@link ShuffleService#stats()}. */
+  private static String node(io.memwire.transfer.metrics.Metric transport) {
+    return ShuffleService.NODE_PREFIX + transport.name();
+  }
+
   private static Function<Map<String, Long>, Map<String, Double>> one(String stat) {
     return m -> Map.of("", (double) m.getOrDefault(stat, 0L));
   }
@@ -103,7 +109,7 @@ public final class ServiceMetrics {
               "bytes",
               "Bytes the service's transfer node has registered (held outputs' file regions, "
                   + "shuffle directories, read pool), counted against its registration budget.",
-              "node.registeredBytes"),
+              node(TransportMetrics.REGISTERED_BYTES)),
           gauge(
               "registration_budget_bytes",
               "bytes",
@@ -127,8 +133,8 @@ public final class ServiceMetrics {
                   Map.of(
                       "",
                       (double)
-                          (m.getOrDefault("node.servingSessions", 0L)
-                              + m.getOrDefault("node.verbsConnections", 0L)))),
+                          (m.getOrDefault(node(TransportMetrics.SERVING_SESSIONS), 0L)
+                              + m.getOrDefault(node(TransportMetrics.VERBS_CONNECTIONS), 0L)))),
           new Metric(
               "cleanup_lag_seconds",
               Kind.GAUGE,
@@ -222,22 +228,22 @@ public final class ServiceMetrics {
               null,
               "Reads the transfer node served to reducers over tcp (verbs reads bypass the CPU "
                   + "and are not counted).",
-              "node.servedReads"),
+              node(TransportMetrics.SERVED_READS)),
           counter(
               "served_bytes",
               "bytes",
               "Bytes the transfer node served to reducers over tcp.",
-              "node.servedBytes"),
+              node(TransportMetrics.SERVED_BYTES)),
           counter(
               "served_errors",
               null,
               "Reads the transfer node refused over tcp (unknown region key, out of bounds).",
-              "node.servedErrors"),
+              node(TransportMetrics.SERVED_ERRORS)),
           counter(
               "transfer_connections_refused",
               null,
               "Reader connections the transfer node refused (over its connection caps).",
-              "node.connectionsRefused"));
+              node(TransportMetrics.CONNECTIONS_REFUSED)));
 
   /** The stats named {@code prefix + label value}, keyed by the label value. */
   private static Map<String, Double> labelled(Map<String, Long> stats, String prefix) {

@@ -63,6 +63,9 @@ import org.slf4j.LoggerFactory;
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
 
+  /** Prefix of the transfer node's counters in {@link #stats()}. */
+  static final String NODE_PREFIX = "node.";
+
   /** Open files and memory mappings kept free for everything but held outputs. */
   private static final long RESERVED_FILES = 1024;
 
@@ -471,7 +474,7 @@ public final class ShuffleService implements AutoCloseable {
     counters.putRecoveryDrops(m);
     counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
-    node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
+    node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
   }
 
