@@ -432,6 +432,9 @@ class VerbsProviderTest {
       }
     }
     TransferStats s = reader.stats();
+    // A connect slower than the idle timeout (an emulated device under load) may reap and reopen
+    // connections while the rest connect: count only what the idle phase below closes.
+    long reapedWhileConnecting = s.connectionsReaped();
     assertEquals(peers, s.openConnections(), s.toString());
     assertEquals((long) peers, s.asMap().get("verbsQueuePairs"), s.toString());
     assertEquals((peers + perQueue - 1) / perQueue, counter(reader, "verbsCompletionQueues"));
@@ -452,12 +455,15 @@ class VerbsProviderTest {
         () -> {
           TransferStats now = reader.stats();
           return now.openConnections() == 0
-              && now.connectionsReaped() >= peers
+              && now.connectionsReaped() - reapedWhileConnecting >= peers
               && now.asMap().get("verbsQueuePairs") == 0
               && now.asMap().get("verbsCompletionQueues") == 1;
         },
         () -> "queue pairs left after the idle timeout: " + reader.stats());
-    assertEquals(peers, reader.stats().connectionsReaped(), reader.stats().toString());
+    assertEquals(
+        peers,
+        reader.stats().connectionsReaped() - reapedWhileConnecting,
+        reader.stats().toString());
     for (TransferNode server : servers) {
       await(
           () -> server.stats().asMap().get("verbsAcceptedPeers") == 0,
