@@ -23,10 +23,11 @@ import java.util.concurrent.CompletionException;
  *
  * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
  * task's whole-index load of this executor, then those located at once (cached index), then those
- * of this request's index batch, which is posted before {@link #locate} returns, so the small index
- * reads are not queued behind data. A whole-index load is claimed once per executor; other tasks
- * wait on it. Every claimed load ends exactly once (loaded or failed) on every path, so none of its
- * waiters hangs, and a failure reaches all of them. Each index buffer is released once decoded.
+ * of this request's index batch (before them when the batch has ended already), which is posted
+ * before {@link #locate} returns, so the small index reads are not queued behind data. A
+ * whole-index load is claimed once per executor; other tasks wait on it. Every claimed load ends
+ * exactly once (loaded or failed) on every path, so none of its waiters hangs, and a failure
+ * reaches all of them. Each index buffer is released once decoded.
  *
  * <p>Threads: {@link #locate} runs on the thread that ended the slot stage (task or I/O thread); a
  * batch group completes on the thread completing the index batch, a shared-load group on the thread
@@ -107,6 +108,10 @@ final class IndexLookup {
       }
     }
     Located batch = reads.isEmpty() ? null : postIndexReads(reads, reqs);
+    if (batch != null && batch.result().isDone()) {
+      groups.add(batch); // its post failed: those blocks leave before cached blocks' data
+      batch = null;
+    }
     if (!tooLarge.isEmpty()) {
       misses.add(tooLarge(tooLarge, null, null));
     }
