@@ -11,45 +11,54 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.spark.network.buffer.NioManagedBuffer;
 
 /**
- * The data stage of a fetch request whose blocks go to memory: reads the located ranges in batches
- * of at most {@code readBatchBlocks} blocks and {@code readBatchBytes} bytes, posting the next
- * batch only once the previous one has ended, and hands each block to Spark as it arrives.
+ * The block source of a fetch request whose blocks go to memory: reads the located ranges in
+ * batches of at most {@code readBatchBlocks} blocks and {@code readBatchBytes} bytes, posting the
+ * next batch only once the previous one has ended, and hands each block to Spark as it arrives.
  *
  * <p>Threads: the first batch is posted by the thread that ended location (task thread or I/O
  * thread); each block's delivery, and the next batch's post, run on the thread completing the read.
  * A block whose read fails drops its map output from the cache and goes to Spark's client (cause
  * {@code read}); a zero-length block is delivered empty without a read.
  */
-final class DataFetch {
-  private final FetchRequest r;
-  private final List<Wanted> blocks;
+final class DataFetch implements BlockSource {
+  private final ReadContext ctx;
+  private final int shuffleId;
+  private final PeerLink link;
+  private final BlockEnds ends;
 
-  DataFetch(FetchRequest r, List<Wanted> blocks) {
-    this.r = r;
-    this.blocks = blocks;
+  DataFetch(ReadContext ctx, int shuffleId, PeerLink link, BlockEnds ends) {
+    this.ctx = ctx;
+    this.shuffleId = shuffleId;
+    this.link = link;
+    this.ends = ends;
+  }
+
+  @Override
+  public void read(List<LocatedBlock> blocks) {
+    post(blocks, 0);
   }
 
   /** Posts one batch of reads from {@code from} on; the rest when it ends. */
-  void post(int from) {
-    List<Wanted> batchBlocks = new ArrayList<>();
+  private void post(List<LocatedBlock> blocks, int from) {
+    List<LocatedBlock> batchBlocks = new ArrayList<>();
     List<ReadRequest> reqs = new ArrayList<>();
     long bytes = 0;
     int i = from;
     for (; i < blocks.size(); i++) {
-      Wanted w = blocks.get(i);
-      if (w.length == 0) {
+      LocatedBlock b = blocks.get(i);
+      if (b.length() == 0) {
         // Spark reports a zero-size block as a fetch failure, as with its own transfer.
-        r.deliver(w, new NioManagedBuffer(ByteBuffer.allocate(0)), 0);
+        ends.deliver(b.block(), new NioManagedBuffer(ByteBuffer.allocate(0)), 0);
         continue;
       }
       if (!batchBlocks.isEmpty()
-          && (batchBlocks.size() >= r.ctx.readBatchBlocks
-              || bytes + w.length > r.ctx.readBatchBytes)) {
+          && (batchBlocks.size() >= ctx.readBatchBlocks
+              || bytes + b.length() > ctx.readBatchBytes)) {
         break;
       }
-      batchBlocks.add(w);
-      reqs.add(ReadRequest.of(w.slot.data(), w.offset, (int) w.length));
-      bytes += w.length;
+      batchBlocks.add(b);
+      reqs.add(ReadRequest.of(b.data(), b.offset(), (int) b.length()));
+      bytes += b.length();
     }
     if (batchBlocks.isEmpty()) {
       return;
@@ -57,31 +66,39 @@ final class DataFetch {
     int next = i;
     ReadBatch batch;
     try {
-      batch = r.timed(r.connection.read(reqs));
+      batch = link.read(reqs);
     } catch (RuntimeException e) {
-      r.fallbackAll(
-          blocks.subList(from, blocks.size()), FallbackCause.READ, "data read failed: " + e);
+      ends.fallback(
+          blocksOf(blocks.subList(from, blocks.size())),
+          FallbackCause.READ,
+          "data read failed: " + e);
       return;
     }
     for (int k = 0; k < batchBlocks.size(); k++) {
-      Wanted w = batchBlocks.get(k);
+      LocatedBlock b = batchBlocks.get(k);
       CompletableFuture<TransferBuffer> f = batch.result(k);
       var unused =
           f.whenComplete(
               (buf, err) -> {
                 if (err != null) {
-                  r.ctx.drop(r.shuffleId, w.slotKey());
-                  r.fallbackAll(
-                      List.of(w),
+                  ctx.drop(shuffleId, b.source());
+                  ends.fallback(
+                      List.of(b.block()),
                       FallbackCause.READ,
                       "data read failed: " + FetchRequest.rootMessage(err));
                 } else {
-                  r.deliver(w, new TransferManagedBuffer(buf), w.length);
+                  ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
                 }
               });
     }
     if (next < blocks.size()) {
-      var unused = batch.all().whenComplete((ok, err) -> post(next));
+      var unused = batch.all().whenComplete((ok, err) -> post(blocks, next));
     }
+  }
+
+  static List<Wanted> blocksOf(List<LocatedBlock> located) {
+    List<Wanted> out = new ArrayList<>(located.size());
+    located.forEach(b -> out.add(b.block()));
+    return out;
   }
 }

@@ -2,27 +2,25 @@ package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.transfer.Connection;
-import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One fetch request (one peer, many blocks) read one-sided: connects, then runs its stages, and
- * ends each block exactly once (delivered, failed, or handed to Spark's client) with its metrics.
- * Stages, each posting one batch per step: location ({@link SlotLookup}, then {@link IndexLookup},
- * with the executor's slot and index cache), then data: {@link DataFetch} (blocks in memory) or
- * {@link ToDiskFetch} (blocks Spark wants on disk).
+ * One fetch request (one peer, many blocks) read one-sided: the one place its stages are composed.
+ * Each stage is a function from blocks to what it found (a future of immutable values): connect,
+ * {@link SlotLookup} (map output -> directory slot; stale slots re-read once), {@link IndexLookup}
+ * (slot -> {@link LocatedBlock}: region, offset, length), then a {@link BlockSource}: {@link
+ * DataFetch} (blocks in memory) or {@link ToDiskFetch} (blocks Spark wants on disk). What a stage
+ * could not locate ({@link Miss}) is ended by {@link BlockEnds#settle} before the next stage runs.
  *
  * <p>Ordering: slots before indexes before data; blocks located from the cache get their data
  * posted after the other blocks' index batch; blocks handed to Spark's client leave before the data
@@ -30,147 +28,145 @@ import org.slf4j.LoggerFactory;
  * request, or when its held step ends); every later step runs on the thread that completes the
  * previous read (a provider I/O or completion thread, the thread failing the connection, or the
  * posting thread when the read had ended already), except to-disk file writes (on {@code
- * memwire-shuffle-fallback-N}).
+ * memwire-shuffle-fallback-N}). A bug in a stage sends the blocks it held to Spark's client (cause
+ * {@code internal}).
  */
 final class FetchRequest {
   private static final Logger LOG = LoggerFactory.getLogger(FetchRequest.class);
 
-  final ReadContext ctx;
-  final int shuffleId;
-  final String host;
-  final int port;
-  final String execId;
-  final String peer;
-  final Map<ReadContext.SlotKey, List<Wanted>> byMap;
-  final BlockFetchingListener listener;
+  private final ReadContext ctx;
+  private final int shuffleId;
+  private final Peer peer;
+  private final List<MapBlocks> maps;
+  private final BlockEnds ends;
 
   /** Non-null when Spark wants this request's blocks on disk. */
-  final DownloadFileManager toDisk;
+  private final DownloadFileManager toDisk;
 
-  private final RdmaBlockStoreClient client;
-  private final long startNanos = System.nanoTime();
-  private final AtomicBoolean firstDelivered = new AtomicBoolean();
-  private final SlotLookup location;
-  Connection connection;
-
+  /**
+   * @param maps the request's blocks by map output, in the order Spark asked for them
+   */
   FetchRequest(
-      RdmaBlockStoreClient client,
       ReadContext ctx,
       int shuffleId,
-      String host,
-      int port,
-      String execId,
-      Map<ReadContext.SlotKey, List<Wanted>> byMap,
-      BlockFetchingListener listener,
+      Peer peer,
+      List<MapBlocks> maps,
+      BlockEnds ends,
       DownloadFileManager toDisk) {
-    this.client = client;
     this.ctx = ctx;
     this.shuffleId = shuffleId;
-    this.host = host;
-    this.port = port;
-    this.execId = execId;
-    this.peer = execId + "@" + host + ":" + port;
-    this.byMap = byMap;
-    this.listener = listener;
+    this.peer = peer;
+    this.maps = List.copyOf(maps);
+    this.ends = ends;
     this.toDisk = toDisk;
-    this.location = new SlotLookup(this); // last: it reads the fields above
   }
 
-  /** Connects to the peer and starts locating the blocks (task thread). */
+  /** Connects to the peer and starts the stages (task thread). */
   void start() {
-    RemoteRegion any = byMap.keySet().iterator().next().pointer().region();
+    RemoteRegion any = maps.get(0).key().pointer().region();
+    Connection connection;
     try {
       connection = ctx.node.connection(any.node());
     } catch (TransferException | RuntimeException e) {
-      fallbackAll(
+      ends.fallback(
           all(), FallbackCause.CONNECT, "cannot connect to " + any.node() + ": " + e.getMessage());
       return;
     }
-    location.start();
-  }
-
-  /** Hands {@code unreadable} to Spark's client, then reads the located blocks' data. */
-  void proceed(List<Wanted> data, List<Wanted> unreadable, String cause) {
-    if (!unreadable.isEmpty()) {
-      fallbackAll(
-          unreadable,
-          cause != null ? FallbackCause.READ : FallbackCause.TOO_LARGE,
-          cause != null ? cause : "block exceeds one read");
-    }
-    if (toDisk != null) {
-      new ToDiskFetch(this, data).next(0);
-    } else {
-      new DataFetch(this, data).post(0);
-    }
-  }
-
-  /** Records the batch's latency (post to completion) in this peer's histogram. */
-  ReadBatch timed(ReadBatch batch) {
-    var unused = timed(batch.all());
-    return batch;
-  }
-
-  <T> CompletableFuture<T> timed(CompletableFuture<T> read) {
-    long posted = System.nanoTime();
+    PeerLink link = new PeerLink(connection, peer.execId(), ctx.metrics);
+    SlotLookup slots = new SlotLookup(ctx, shuffleId, peer, link, maps);
+    IndexLookup indexes = new IndexLookup(ctx, shuffleId, peer, link, toDisk != null);
+    BlockSource data =
+        toDisk != null
+            ? new ToDiskFetch(ctx, shuffleId, link, ends, toDisk)
+            : new DataFetch(ctx, shuffleId, link, ends);
     var unused =
-        read.whenComplete(
-            (ok, err) -> {
-              if (err == null) {
-                ctx.latencies.record(execId, (System.nanoTime() - posted) / 1000);
-              }
-            });
-    return read;
+        findSlots(slots)
+            .thenAccept(slotted -> locateAndRead(indexes, slotted, data))
+            .exceptionally(
+                e -> {
+                  LOG.warn("reading directory slots from {} failed", peer, e);
+                  ends.fallback(all(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                  return null;
+                });
   }
 
-  List<Wanted> all() {
+  /**
+   * The slot stage, its misses ended as each step completes: cached or read slots, then one re-read
+   * of the stale ones. A step that re-resolves a dead directory pointer would slot in here, after
+   * the first lookup: it takes the misses whose error is a dead region key and looks them up again.
+   */
+  private CompletableFuture<List<SlottedBlocks>> findSlots(SlotLookup slots) {
+    return slots
+        .lookup(maps)
+        .thenCompose(
+            first -> {
+              ends.settle(first.slotted().misses());
+              if (first.stale().isEmpty()) {
+                return CompletableFuture.completedFuture(first.slotted().found());
+              }
+              return slots
+                  .reread(first.stale())
+                  .thenApply(
+                      second -> {
+                        ends.settle(second.slotted().misses());
+                        List<SlottedBlocks> all = new ArrayList<>(first.slotted().found());
+                        all.addAll(second.slotted().found());
+                        return all;
+                      });
+            });
+  }
+
+  /** The index stage, then each group's misses ended and its located blocks read. */
+  private void locateAndRead(IndexLookup indexes, List<SlottedBlocks> slotted, BlockSource data) {
+    for (IndexLookup.Located group : indexes.locate(inRequestOrder(slotted))) {
+      var unused =
+          group
+              .result()
+              .whenComplete(
+                  (found, err) -> {
+                    try {
+                      if (err != null) {
+                        throw err instanceof RuntimeException re
+                            ? re
+                            : new CompletionException(err);
+                      }
+                      ends.settle(found.misses());
+                      data.read(found.found());
+                    } catch (RuntimeException e) {
+                      LOG.warn("{} of {} failed", group.step(), peer, e);
+                      ends.fallback(
+                          group.blocks(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                    }
+                  });
+    }
+  }
+
+  /** The slotted map outputs in the order of the request, each with its blocks not ended yet. */
+  private List<SlottedBlocks> inRequestOrder(List<SlottedBlocks> slotted) {
+    Map<ReadContext.SlotKey, SlottedBlocks> byKey = new LinkedHashMap<>();
+    slotted.forEach(s -> byKey.put(s.map().key(), s));
+    List<SlottedBlocks> out = new ArrayList<>();
+    for (MapBlocks m : maps) {
+      SlottedBlocks s = byKey.get(m.key());
+      if (s == null) {
+        continue;
+      }
+      List<Wanted> pending = ends.pending(m.blocks());
+      if (!pending.isEmpty()) {
+        out.add(new SlottedBlocks(new MapBlocks(m.key(), pending), s.slot()));
+      }
+    }
+    return out;
+  }
+
+  private List<Wanted> all() {
     List<Wanted> list = new ArrayList<>();
-    byMap.values().forEach(list::addAll);
+    maps.forEach(m -> list.addAll(m.blocks()));
     return list;
   }
 
-  /** Hands a block's bytes to Spark (once) and releases our reference on every path. */
-  void deliver(Wanted w, ManagedBuffer buf, long bytes) {
-    if (!w.done.compareAndSet(false, true)) {
-      buf.release();
-      return;
-    }
-    if (firstDelivered.compareAndSet(false, true)) {
-      ctx.counters.fetchRequests.increment();
-      ctx.counters.firstBlockMicros.add((System.nanoTime() - startNanos) / 1000);
-    }
-    ctx.counters.rdmaBlocks.increment();
-    if (w.batch) {
-      ctx.counters.rdmaBatchBlocks.increment();
-    }
-    ctx.counters.rdmaBytes.add(bytes);
-    try {
-      listener.onBlockFetchSuccess(w.id, buf);
-    } catch (RuntimeException e) {
-      LOG.warn("Spark's fetch listener failed for {}", w.id, e);
-    } finally {
-      buf.release();
-    }
-  }
-
-  /** Reports a block as a fetch failure (once). */
-  void fail(Wanted w, Throwable e) {
-    if (w.done.compareAndSet(false, true)) {
-      ctx.counters.failedBlocks.increment();
-      listener.onBlockFetchFailure(w.id, e);
-    }
-  }
-
-  /** Hands the blocks of {@code ws} not ended yet to Spark's client, counted as {@code cause}. */
-  void fallbackAll(List<Wanted> ws, FallbackCause cause, String reason) {
-    List<String> ids = new ArrayList<>();
-    for (Wanted w : ws) {
-      if (w.done.compareAndSet(false, true)) {
-        ids.add(w.id);
-      }
-    }
-    if (!ids.isEmpty()) {
-      client.fallback(host, port, execId, ids, listener, toDisk, cause, reason, true);
-    }
+  private static Throwable unwrap(Throwable e) {
+    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
 
   static String rootMessage(Throwable t) {

@@ -11,151 +11,182 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * Location stage, second half: finds each block's data range from its map output's index, cached
- * whole in {@link ReadContext} or read in one batch (whole, when the cache has room, else the
- * block's entries), then hands the located blocks to {@link FetchRequest#proceed}.
+ * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index,
+ * cached whole in {@link ReadContext} or read in one batch (whole, when the cache has room, else
+ * the block's entries). A function of the slotted map outputs; it ends no block itself, it reports
+ * them ({@link Miss}): an invalid index or entry fails its blocks, a failed read and a block too
+ * large for one read go to Spark's client.
  *
- * <p>Ordering: blocks whose index is cached are handed on only after the other blocks' index batch
- * is posted, so the small index reads are not queued behind their data. A whole-index load is
- * claimed once per executor; other tasks wait on it. Every claimed load ends exactly once (loaded
- * or failed) on every path, so none of its waiters hangs, and a failure reaches all of them: an
- * invalid index fails their blocks, a read error hands them to Spark's client. Each index buffer is
- * released once decoded.
+ * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
+ * task's whole-index load of this executor, then those located at once (cached index), then those
+ * of this request's index batch (before them when the batch has ended already), which is posted
+ * before {@link #locate} returns, so the small index reads are not queued behind data. A
+ * whole-index load is claimed once per executor; other tasks wait on it. Every claimed load ends
+ * exactly once (loaded or failed) on every path, so none of its waiters hangs, and a failure
+ * reaches all of them. Each index buffer is released once decoded.
  *
- * <p>Threads: {@link #start()} runs on the thread that ended the slot stage (task or I/O thread);
- * {@code onIndexes} on the thread completing the index batch; {@code afterSharedLoad} on the thread
- * that ends the other task's load (or this one, when it had ended already).
+ * <p>Threads: {@link #locate} runs on the thread that ended the slot stage (task or I/O thread); a
+ * batch group completes on the thread completing the index batch, a shared-load group on the thread
+ * that ends the other task's load (or at once, when it had ended already). A decoding bug completes
+ * the group exceptionally.
  */
 final class IndexLookup {
-  private static final Logger LOG = LoggerFactory.getLogger(IndexLookup.class);
-
-  private final FetchRequest r;
   private final ReadContext ctx;
   private final int shuffleId;
-
-  IndexLookup(FetchRequest r) {
-    this.r = r;
-    this.ctx = r.ctx;
-    this.shuffleId = r.shuffleId;
-  }
+  private final Peer peer;
+  private final PeerLink link;
+  private final boolean toDisk;
 
   /**
-   * Locates every pending block: from a cached index at once, else by one batch that reads the
-   * whole index of each map output that may be cached and the entries of the others.
+   * @param toDisk whether Spark wants the blocks on disk (then a block may exceed one read)
    */
-  void start() {
-    List<Wanted> located = new ArrayList<>();
-    List<Wanted> unreadable = new ArrayList<>();
+  IndexLookup(ReadContext ctx, int shuffleId, Peer peer, PeerLink link, boolean toDisk) {
+    this.ctx = ctx;
+    this.shuffleId = shuffleId;
+    this.peer = peer;
+    this.link = link;
+    this.toDisk = toDisk;
+  }
+
+  /** One group of blocks being located: what it is (for logs), its blocks, and the result. */
+  record Located(String step, List<Wanted> blocks, CompletableFuture<Found<LocatedBlock>> result) {}
+
+  /**
+   * Locates every block: from a cached index at once, else by one batch that reads the whole index
+   * of each map output that may be cached and the entries of the others.
+   */
+  List<Located> locate(List<SlottedBlocks> maps) {
+    List<Located> groups = new ArrayList<>();
+    List<LocatedBlock> located = new ArrayList<>();
+    List<Miss> misses = new ArrayList<>();
+    List<Wanted> tooLarge = new ArrayList<>();
+    List<Wanted> atOnce = new ArrayList<>();
     List<IndexRead> reads = new ArrayList<>();
     List<ReadRequest> reqs = new ArrayList<>();
-    for (Map.Entry<ReadContext.SlotKey, List<Wanted>> e : r.byMap.entrySet()) {
-      List<Wanted> pending = new ArrayList<>();
-      for (Wanted w : e.getValue()) {
-        if (!w.done.get() && w.slot != null) {
-          pending.add(w);
-        }
-      }
-      if (pending.isEmpty()) {
-        continue;
-      }
-      DirectorySlot slot = pending.get(0).slot;
-      ReadContext.MapOutput cached = ctx.cached(shuffleId, e.getKey(), slot.mapId());
+    for (SlottedBlocks m : maps) {
+      List<Wanted> blocks = m.map().blocks();
+      DirectorySlot slot = m.slot();
+      ReadContext.MapOutput cached = ctx.cached(shuffleId, m.map().key(), slot.mapId());
       if (cached != null && cached.offsets() != null) {
-        ctx.counters.indexCacheHits.add(pending.size());
-        for (Wanted w : pending) {
-          locate(w, cached.offsets(), located, unreadable);
+        ctx.metrics.indexCacheHits(blocks.size());
+        atOnce.addAll(blocks);
+        for (Wanted w : blocks) {
+          locate(w, m, cached.offsets(), located, misses, tooLarge);
         }
       } else if (ctx.wantsWholeIndex(slot.index().length())) {
         CompletableFuture<long[]> mine = new CompletableFuture<>();
         CompletableFuture<long[]> other =
-            ctx.joinIndexLoad(shuffleId, e.getKey(), slot.mapId(), mine);
+            ctx.joinIndexLoad(shuffleId, m.map().key(), slot.mapId(), mine);
         if (other == null) {
-          reads.add(new IndexRead(e.getKey(), pending, mine));
+          reads.add(new IndexRead(m, blocks, mine));
           reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
         } else {
           // Another task of this executor is reading this index: use its result.
-          ctx.counters.indexCacheHits.add(pending.size());
-          var unused = other.whenComplete((offsets, err) -> afterSharedLoad(pending, offsets, err));
+          ctx.metrics.indexCacheHits(blocks.size());
+          groups.add(
+              new Located(
+                  "continuing blocks after a shared index read",
+                  blocks,
+                  other.handle((offsets, err) -> afterSharedLoad(m, offsets, err))));
         }
       } else {
-        for (Wanted w : pending) {
+        for (Wanted w : blocks) {
           long from = (long) w.start * 8;
           int len = (w.end - w.start + 1) * 8;
           if (from + len > slot.index().length()) {
-            r.fail(w, outsideIndex(w));
+            atOnce.add(w);
+            misses.add(new Miss.Failure(List.of(w), outsideIndex(w, slot)));
             continue;
           }
-          reads.add(new IndexRead(null, List.of(w), null));
+          reads.add(new IndexRead(m, List.of(w), null));
           reqs.add(ReadRequest.of(slot.index(), from, len));
         }
       }
     }
-    if (!reads.isEmpty()) {
-      postIndexReads(reads, reqs);
+    Located batch = reads.isEmpty() ? null : postIndexReads(reads, reqs);
+    if (batch != null && batch.result().isDone()) {
+      groups.add(batch); // its post failed: those blocks leave before cached blocks' data
+      batch = null;
     }
-    // After the index batch, so the small index reads are not queued behind this data.
-    r.proceed(located, unreadable, null);
+    if (!tooLarge.isEmpty()) {
+      misses.add(tooLarge(tooLarge, null, null));
+    }
+    groups.add(
+        new Located(
+            "locating blocks from cached indexes",
+            atOnce,
+            CompletableFuture.completedFuture(new Found<>(located, misses))));
+    if (batch != null) {
+      groups.add(batch);
+    }
+    return groups;
   }
 
-  private void postIndexReads(List<IndexRead> reads, List<ReadRequest> reqs) {
+  private Located postIndexReads(List<IndexRead> reads, List<ReadRequest> reqs) {
     List<Wanted> reading = new ArrayList<>();
     reads.forEach(x -> reading.addAll(x.blocks));
     ReadBatch batch;
     try {
-      batch = r.timed(r.connection.read(reqs));
+      batch = link.read(reqs);
     } catch (RuntimeException ex) {
       endLoads(reads, ex);
-      r.fallbackAll(reading, FallbackCause.READ, "index read failed: " + ex);
-      return;
+      return new Located(
+          "reading index entries",
+          reading,
+          CompletableFuture.completedFuture(
+              Found.none(
+                  new Miss.Fallback(reading, FallbackCause.READ, "index read failed: " + ex, ex))));
     }
-    var unused =
+    return new Located(
+        "reading index entries",
+        reading,
         batch
             .all()
-            .whenComplete(
+            .handle(
                 (ok, err) -> {
                   try {
-                    onIndexes(reads, batch);
+                    return onIndexes(reads, batch);
                   } catch (RuntimeException ex) {
-                    LOG.warn("reading index entries from {} failed", r.peer, ex);
                     endLoads(reads, ex);
-                    r.fallbackAll(reading, FallbackCause.INTERNAL, "internal error: " + ex);
+                    throw ex;
                   }
-                });
+                }));
   }
 
-  private void onIndexes(List<IndexRead> reads, ReadBatch batch) {
-    List<Wanted> data = new ArrayList<>();
+  private Found<LocatedBlock> onIndexes(List<IndexRead> reads, ReadBatch batch) {
+    List<LocatedBlock> data = new ArrayList<>();
+    List<Miss> misses = new ArrayList<>();
     List<Wanted> unreadable = new ArrayList<>();
     String cause = null;
+    Throwable error = null;
     for (int i = 0; i < reads.size(); i++) {
       IndexRead x = reads.get(i);
+      DirectorySlot slot = x.map.slot();
       TransferBuffer buf;
       try {
         buf = batch.result(i).join();
       } catch (CompletionException e) {
         unreadable.addAll(x.blocks);
-        cause = "index read failed: " + e.getCause().getMessage();
-        if (x.key != null) {
-          ctx.indexLoaded(shuffleId, x.key, x.blocks.get(0).slot, x.load, null, e.getCause());
+        error = e.getCause();
+        cause = "index read failed: " + error.getMessage();
+        if (x.load != null) {
+          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, error);
         }
         continue;
       }
       try {
         ByteBuffer b = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
-        if (x.key == null) {
+        if (x.load == null) {
           Wanted w = x.blocks.get(0);
-          ctx.counters.indexEntryReads.increment();
-          locate(w, b.getLong(0), b.getLong((w.end - w.start) * 8), data, unreadable);
+          ctx.metrics.indexEntriesRead();
+          locate(
+              w, x.map, b.getLong(0), b.getLong((w.end - w.start) * 8), data, misses, unreadable);
         } else {
-          ctx.counters.indexReads.increment();
-          DirectorySlot slot = x.blocks.get(0).slot;
+          ctx.metrics.wholeIndexRead();
           long[] offsets = IndexFile.decode(b, slot.dataLength());
           if (offsets == null) {
             InvalidIndexException e =
@@ -163,109 +194,135 @@ final class IndexLookup {
                     "index of map output "
                         + slot.mapId()
                         + " on "
-                        + r.peer
+                        + peer
                         + " is invalid ("
                         + b.remaining()
                         + " bytes for a data file of "
                         + slot.dataLength()
                         + " bytes)");
-            ctx.indexLoaded(shuffleId, x.key, slot, x.load, null, e);
-            x.blocks.forEach(w -> r.fail(w, e));
+            ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, e);
+            misses.add(new Miss.Failure(x.blocks, e));
             continue;
           }
-          ctx.indexLoaded(shuffleId, x.key, slot, x.load, offsets, null);
+          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, offsets, null);
           for (Wanted w : x.blocks) {
-            locate(w, offsets, data, unreadable);
+            locate(w, x.map, offsets, data, misses, unreadable);
           }
         }
       } finally {
         buf.release();
       }
     }
-    r.proceed(data, unreadable, cause);
+    if (!unreadable.isEmpty()) {
+      // One hand-over for the request's unreadable blocks, too-large ones included.
+      misses.add(tooLarge(unreadable, cause, error));
+    }
+    return new Found<>(data, misses);
+  }
+
+  /** Spark's client for {@code blocks}: cause {@code read} when a read failed, else too large. */
+  private static Miss tooLarge(List<Wanted> blocks, String readFailure, Throwable error) {
+    return readFailure != null
+        ? new Miss.Fallback(blocks, FallbackCause.READ, readFailure, error)
+        : new Miss.Fallback(blocks, FallbackCause.TOO_LARGE, "block exceeds one read", null);
   }
 
   /** Ends (as failed) every whole-index load of {@code reads} not ended yet: none may hang. */
   private void endLoads(List<IndexRead> reads, Throwable cause) {
     for (IndexRead x : reads) {
-      if (x.key != null) {
-        ctx.indexLoaded(shuffleId, x.key, x.blocks.get(0).slot, x.load, null, cause);
+      if (x.load != null) {
+        ctx.indexLoaded(shuffleId, x.map.map().key(), x.map.slot(), x.load, null, cause);
       }
     }
   }
 
-  /** Continues blocks whose index another task loaded (or failed to). */
-  private void afterSharedLoad(List<Wanted> blocks, long[] offsets, Throwable err) {
-    try {
-      if (err instanceof InvalidIndexException) {
-        blocks.forEach(w -> r.fail(w, err));
-        return;
-      }
-      if (err != null) {
-        r.fallbackAll(
-            blocks, FallbackCause.READ, "index read failed: " + FetchRequest.rootMessage(err));
-        return;
-      }
-      List<Wanted> data = new ArrayList<>();
-      List<Wanted> unreadable = new ArrayList<>();
-      for (Wanted w : blocks) {
-        locate(w, offsets, data, unreadable);
-      }
-      r.proceed(data, unreadable, null);
-    } catch (RuntimeException e) {
-      LOG.warn("continuing blocks of {} after a shared index read failed", r.peer, e);
-      r.fallbackAll(blocks, FallbackCause.INTERNAL, "internal error: " + e);
+  /** Locates blocks whose index another task loaded (or failed to). */
+  private Found<LocatedBlock> afterSharedLoad(SlottedBlocks m, long[] offsets, Throwable err) {
+    List<Wanted> blocks = m.map().blocks();
+    if (err instanceof InvalidIndexException) {
+      return Found.none(new Miss.Failure(blocks, err));
     }
+    if (err != null) {
+      return Found.none(
+          new Miss.Fallback(
+              blocks,
+              FallbackCause.READ,
+              "index read failed: " + FetchRequest.rootMessage(err),
+              err));
+    }
+    List<LocatedBlock> data = new ArrayList<>();
+    List<Miss> misses = new ArrayList<>();
+    List<Wanted> tooLarge = new ArrayList<>();
+    for (Wanted w : blocks) {
+      locate(w, m, offsets, data, misses, tooLarge);
+    }
+    if (!tooLarge.isEmpty()) {
+      misses.add(tooLarge(tooLarge, null, null));
+    }
+    return new Found<>(data, misses);
   }
 
   /** Locates a block from its map output's whole index. */
-  private void locate(Wanted w, long[] offsets, List<Wanted> data, List<Wanted> unreadable) {
+  private void locate(
+      Wanted w,
+      SlottedBlocks m,
+      long[] offsets,
+      List<LocatedBlock> data,
+      List<Miss> misses,
+      List<Wanted> tooLarge) {
     if (w.end >= offsets.length) {
-      r.fail(w, outsideIndex(w));
+      misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
     } else {
-      locate(w, offsets[w.start], offsets[w.end], data, unreadable);
+      locate(w, m, offsets[w.start], offsets[w.end], data, misses, tooLarge);
     }
   }
 
-  /** Checks a block's range against its data file and queues it for reading. */
-  private void locate(Wanted w, long first, long last, List<Wanted> data, List<Wanted> unreadable) {
-    if (first < 0 || last < first || last > w.slot.dataLength()) {
-      r.fail(
-          w,
-          new IOException(
-              "index entries of block "
-                  + w.id
-                  + " are invalid: ["
-                  + first
-                  + ", "
-                  + last
-                  + ") in a data file of "
-                  + w.slot.dataLength()
-                  + " bytes"));
-    } else if (r.toDisk == null && last - first > Integer.MAX_VALUE) {
-      unreadable.add(w);
+  /** Checks a block's range against its data file: located, invalid, or too large. */
+  private void locate(
+      Wanted w,
+      SlottedBlocks m,
+      long first,
+      long last,
+      List<LocatedBlock> data,
+      List<Miss> misses,
+      List<Wanted> tooLarge) {
+    DirectorySlot slot = m.slot();
+    if (first < 0 || last < first || last > slot.dataLength()) {
+      misses.add(
+          new Miss.Failure(
+              List.of(w),
+              new IOException(
+                  "index entries of block "
+                      + w.id
+                      + " are invalid: ["
+                      + first
+                      + ", "
+                      + last
+                      + ") in a data file of "
+                      + slot.dataLength()
+                      + " bytes")));
+    } else if (!toDisk && last - first > Integer.MAX_VALUE) {
+      tooLarge.add(w);
     } else {
-      w.offset = first;
-      w.length = last - first;
-      data.add(w);
+      data.add(new LocatedBlock(w, m.map().key(), slot.data(), first, last - first));
     }
   }
 
-  private static IOException outsideIndex(Wanted w) {
+  private static IOException outsideIndex(Wanted w, DirectorySlot slot) {
     return new IOException(
         "block "
             + w.id
             + " is outside map output "
             + w.mapId
             + "'s index of "
-            + w.slot.index().length()
+            + slot.index().length()
             + " bytes");
   }
 
   /**
-   * One index read: a map output's whole index ({@code key} and the claimed {@code load} set) or
-   * one block's entries.
+   * One index read: a map output's whole index ({@code load}, the claimed load, set) or one block's
+   * entries.
    */
   private record IndexRead(
-      ReadContext.SlotKey key, List<Wanted> blocks, CompletableFuture<long[]> load) {}
+      SlottedBlocks map, List<Wanted> blocks, CompletableFuture<long[]> load) {}
 }

@@ -2,7 +2,6 @@ package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.shuffle.directory.DirectoryPointer;
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,15 +16,16 @@ import org.apache.spark.storage.ShuffleBlockId;
 
 /**
  * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. Its own job
- * is routing and the fallback policy: for each fetch request (one peer, many blocks) it sends the
- * blocks it cannot read one-sided (no directory pointer, provider mismatch, or everything when
- * reads are delegated) to Spark's own client and the rest, grouped by map output, to a {@link
- * FetchRequest}, which reads them in stages, each step posted as one batch: {@link SlotLookup}
- * (directory slots not yet known to this executor; a slot that still names another map id after one
- * re-read fails its blocks, so Spark reruns the map stage), {@link IndexLookup} (the index of each
- * map output not cached: whole, kept for later tasks, or only the block's entries), then {@link
- * DataFetch} or, for requests Spark wants on disk, {@link ToDiskFetch}. Once an executor has read a
- * map output's slot and index, its later reduce tasks reach the data in one round trip.
+ * is routing: for each fetch request (one peer, many blocks) it sends the blocks it cannot read
+ * one-sided (no directory pointer, provider mismatch, or everything when reads are delegated) to
+ * {@link SparkFallback} and the rest, grouped by map output, to a {@link FetchRequest}, which
+ * composes the read stages: {@link SlotLookup} (directory slots not yet known to this executor; a
+ * slot that still names another map id after one re-read fails its blocks, so Spark reruns the map
+ * stage), {@link IndexLookup} (the index of each map output not cached: whole, kept for later
+ * tasks, or only the block's entries), then a {@link BlockSource}: {@link DataFetch} or, for
+ * requests Spark wants on disk, {@link ToDiskFetch}. Each block ends once, through {@link
+ * BlockEnds}. Once an executor has read a map output's slot and index, its later reduce tasks reach
+ * the data in one round trip.
  *
  * <p>The reader brackets each step of Spark's iterator (its construction, each {@code next()}) with
  * {@link #holdRequests()} and {@link #releaseRequests()}: fetch requests Spark issues inside the
@@ -40,7 +40,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   private final ReadContext ctx;
   private final int shuffleId;
   private final Map<Long, Route> routes;
-  private final BlockStoreClient fallback;
+  private final BlockStoreClient spark;
+  private final SparkFallback fallback;
   private final HeldRequests held = new HeldRequests();
 
   /**
@@ -52,7 +53,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     this.ctx = ctx;
     this.shuffleId = shuffleId;
     this.routes = routes;
-    this.fallback = fallback;
+    this.spark = fallback;
+    this.fallback = new SparkFallback(ctx, fallback);
   }
 
   @Override
@@ -63,15 +65,14 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       String[] blockIds,
       BlockFetchingListener listener,
       DownloadFileManager downloadFileManager) {
+    Peer peer = new Peer(host, port, execId);
     if (ctx.delegateAll != null) {
       // Decided for the whole application at start (and logged then): no per-peer log line.
       List<String> all = List.of(blockIds);
       held.post(
           () ->
-              fallback(
-                  host,
-                  port,
-                  execId,
+              fallback.handOver(
+                  peer,
                   all,
                   listener,
                   downloadFileManager,
@@ -106,15 +107,15 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       String why = reason;
       FallbackCause c = cause;
       held.post(
-          () ->
-              fallback(host, port, execId, viaSpark, listener, downloadFileManager, c, why, true));
+          () -> fallback.handOver(peer, viaSpark, listener, downloadFileManager, c, why, true));
     }
     if (!byMap.isEmpty()) {
+      List<MapBlocks> maps = new ArrayList<>(byMap.size());
+      byMap.forEach((key, ws) -> maps.add(new MapBlocks(key, ws)));
       // A download-file manager means Spark wants this request's blocks on disk (above
       // spark.network.maxRemoteBlockSizeFetchToMem).
-      FetchRequest f =
-          new FetchRequest(
-              this, ctx, shuffleId, host, port, execId, byMap, listener, downloadFileManager);
+      BlockEnds ends = new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics);
+      FetchRequest f = new FetchRequest(ctx, shuffleId, peer, maps, ends, downloadFileManager);
       held.post(f::start);
     }
   }
@@ -167,58 +168,6 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     return new Wanted(id, mapId, r, start, end, batch);
   }
 
-  /**
-   * The fallback policy: hands blocks to Spark's own client on a {@code memwire-shuffle-fallback-N}
-   * thread (it may block connecting), counted under {@code cause}; or, when fallback is off, fails
-   * them at once on the calling thread.
-   */
-  void fallback(
-      String host,
-      int port,
-      String execId,
-      List<String> ids,
-      BlockFetchingListener listener,
-      DownloadFileManager dfm,
-      FallbackCause cause,
-      String reason,
-      boolean log) {
-    if (!ctx.fallbackAllowed) {
-      IOException e =
-          new IOException(
-              "blocks of executor "
-                  + execId
-                  + " cannot be read one-sided ("
-                  + reason
-                  + ") and spark.shuffle.rdma.fallback=false");
-      ctx.counters.failedBlocks.add(ids.size());
-      for (String id : ids) {
-        listener.onBlockFetchFailure(id, e);
-      }
-      return;
-    }
-    if (log) {
-      ctx.logFallback(execId + "@" + host + ":" + port, reason);
-    }
-    ctx.counters.fallback(cause, ids.size());
-    String[] array = ids.toArray(new String[0]);
-    try {
-      ctx.fallbackThreads.execute(
-          () -> {
-            try {
-              fallback.fetchBlocks(host, port, execId, array, listener, dfm);
-            } catch (Throwable t) {
-              for (String id : array) {
-                listener.onBlockFetchFailure(id, t);
-              }
-            }
-          });
-    } catch (RuntimeException rejected) {
-      for (String id : array) {
-        listener.onBlockFetchFailure(id, new IOException("shuffle manager stopped", rejected));
-      }
-    }
-  }
-
   @Override
   public Cause diagnoseCorruption(
       String host,
@@ -230,7 +179,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       long checksum,
       String algorithm) {
     try {
-      return fallback.diagnoseCorruption(
+      return spark.diagnoseCorruption(
           host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
     } catch (RuntimeException e) {
       return Cause.UNKNOWN_ISSUE;

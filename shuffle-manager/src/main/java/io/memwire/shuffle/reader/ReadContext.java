@@ -52,6 +52,10 @@ public final class ReadContext implements AutoCloseable {
   final long readBatchBytes;
   final boolean fallbackAllowed;
   final ShuffleCounters counters;
+
+  /** Every counter update of the read path goes through here. */
+  final ReadMetrics metrics;
+
   final ExecutorService fallbackThreads;
   private final long indexCacheBudget;
   private volatile TransportConf transportConf;
@@ -129,6 +133,7 @@ public final class ReadContext implements AutoCloseable {
     this.fallbackAllowed = fallbackAllowed;
     this.indexCacheBudget = indexCacheBudget;
     this.counters = counters;
+    this.metrics = new ReadMetrics(counters, latencies);
     this.fallbackThreads =
         Executors.newCachedThreadPool(
             r -> {

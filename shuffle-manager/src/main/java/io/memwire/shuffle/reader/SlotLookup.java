@@ -8,100 +8,117 @@ import io.memwire.transfer.TransferBuffer;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * Location stage, first half: gives each block of a fetch request its map output's directory slot,
- * from the executor's slot cache ({@link ReadContext}) or by one batch of slot reads, then hands on
- * to {@link IndexLookup}.
+ * Slot stage: gives each map output of a fetch request its directory slot, from the executor's slot
+ * cache ({@link ReadContext}) or by one batch of slot reads. A function of the request's map
+ * outputs; it ends no block itself, it reports them ({@link Result}).
  *
- * <p>Ordering: a slot that names another map id (or does not decode) is dropped from the cache and
- * re-read once, all such slots in one more batch; if it is still wrong its blocks fail as fetch
- * failures (counted in {@code staleSlots}), so Spark reruns the map stage instead of reading the
- * wrong output. Unreadable slots send their blocks to Spark's client (cause {@code read}) before
- * the index stage starts. Each slot buffer is released once decoded.
+ * <p>A slot that names another map id (or does not decode) is dropped from the cache and reported
+ * {@code stale}: the caller re-reads those once, all in one more batch ({@link #reread}); if one is
+ * still wrong its blocks are reported as failures (counted in {@code staleSlots}), so Spark reruns
+ * the map stage instead of reading the wrong output. Unreadable slots are reported for Spark's
+ * client (cause {@code read}); a batch that cannot be posted reports every block of the request.
+ * Each slot buffer is released once decoded.
  *
- * <p>Threads: {@link #start()} runs on the task thread; {@code onSlots} on the thread completing
- * the slot batch (a provider I/O or completion thread, or the thread failing the connection).
+ * <p>Threads: the cache and the post run on the caller's thread; the result completes on the thread
+ * completing the slot batch (a provider I/O or completion thread, or the thread failing the
+ * connection). A decoding bug completes it exceptionally.
  */
 final class SlotLookup {
-  private static final Logger LOG = LoggerFactory.getLogger(SlotLookup.class);
-
-  private final FetchRequest r;
   private final ReadContext ctx;
   private final int shuffleId;
-  private final IndexLookup indexes;
+  private final Peer peer;
+  private final PeerLink link;
+  private final List<MapBlocks> request;
 
-  SlotLookup(FetchRequest r) {
-    this.r = r;
-    this.ctx = r.ctx;
-    this.shuffleId = r.shuffleId;
-    this.indexes = new IndexLookup(r);
+  /**
+   * @param request every map output of the fetch request (all go to Spark if a batch cannot be
+   *     posted)
+   */
+  SlotLookup(ReadContext ctx, int shuffleId, Peer peer, PeerLink link, List<MapBlocks> request) {
+    this.ctx = ctx;
+    this.shuffleId = shuffleId;
+    this.peer = peer;
+    this.link = link;
+    this.request = request;
   }
 
-  /** Takes cached slots, then reads the missing ones or goes on to the indexes. */
-  void start() {
-    List<ReadContext.SlotKey> missing = new ArrayList<>();
-    for (Map.Entry<ReadContext.SlotKey, List<Wanted>> e : r.byMap.entrySet()) {
-      ReadContext.MapOutput cached = ctx.cached(shuffleId, e.getKey(), e.getValue().get(0).mapId);
-      if (cached != null) {
-        e.getValue().forEach(w -> w.slot = cached.slot());
+  /**
+   * What a lookup found: map outputs with their slot, blocks to end, and map outputs whose slot was
+   * stale (empty after a re-read).
+   */
+  record Result(Found<SlottedBlocks> slotted, List<MapBlocks> stale) {}
+
+  /** Takes cached slots, then reads the missing ones in one batch. */
+  CompletableFuture<Result> lookup(List<MapBlocks> maps) {
+    List<SlottedBlocks> cached = new ArrayList<>();
+    List<MapBlocks> missing = new ArrayList<>();
+    for (MapBlocks m : maps) {
+      ReadContext.MapOutput o = ctx.cached(shuffleId, m.key(), m.mapId());
+      if (o != null) {
+        cached.add(new SlottedBlocks(m, o.slot()));
       } else {
-        missing.add(e.getKey());
+        missing.add(m);
       }
     }
     if (missing.isEmpty()) {
-      indexes.start();
-    } else {
-      readSlots(missing, false);
+      return CompletableFuture.completedFuture(
+          new Result(new Found<>(cached, List.of()), List.of()));
     }
+    return read(missing, false)
+        .thenApply(
+            r -> {
+              cached.addAll(r.slotted().found());
+              return new Result(new Found<>(cached, r.slotted().misses()), r.stale());
+            });
   }
 
-  private void readSlots(List<ReadContext.SlotKey> keys, boolean reread) {
-    List<ReadRequest> reqs = new ArrayList<>(keys.size());
-    for (ReadContext.SlotKey k : keys) {
+  /** Reads the slots found stale once more; those still stale are reported as failures. */
+  CompletableFuture<Result> reread(List<MapBlocks> stale) {
+    return read(stale, true);
+  }
+
+  private CompletableFuture<Result> read(List<MapBlocks> maps, boolean reread) {
+    List<ReadRequest> reqs = new ArrayList<>(maps.size());
+    for (MapBlocks m : maps) {
+      ReadContext.SlotKey k = m.key();
       reqs.add(
           ReadRequest.of(
               k.pointer().region(), k.pointer().slotOffset(k.mapIndex()), DirectorySlot.SIZE));
     }
     ReadBatch batch;
     try {
-      batch = r.timed(r.connection.read(reqs));
+      batch = link.read(reqs);
     } catch (RuntimeException e) {
-      r.fallbackAll(r.all(), FallbackCause.READ, "slot read failed: " + e);
-      return;
+      List<Wanted> all = new ArrayList<>();
+      request.forEach(m -> all.addAll(m.blocks()));
+      return CompletableFuture.completedFuture(
+          new Result(
+              Found.none(new Miss.Fallback(all, FallbackCause.READ, "slot read failed: " + e, e)),
+              List.of()));
     }
-    ctx.counters.slotReads.add(keys.size());
-    var unused =
-        batch
-            .all()
-            .whenComplete(
-                (ok, err) -> {
-                  try {
-                    onSlots(keys, batch, reread);
-                  } catch (RuntimeException e) {
-                    LOG.warn("reading directory slots from {} failed", r.peer, e);
-                    r.fallbackAll(r.all(), FallbackCause.INTERNAL, "internal error: " + e);
-                  }
-                });
+    ctx.metrics.slotsRead(maps.size());
+    return batch.all().handle((ok, err) -> decode(maps, batch, reread));
   }
 
-  private void onSlots(List<ReadContext.SlotKey> keys, ReadBatch batch, boolean reread) {
-    List<ReadContext.SlotKey> stale = new ArrayList<>();
+  private Result decode(List<MapBlocks> maps, ReadBatch batch, boolean reread) {
+    List<SlottedBlocks> slotted = new ArrayList<>();
+    List<MapBlocks> stale = new ArrayList<>();
     List<Wanted> unreadable = new ArrayList<>();
     String cause = null;
-    for (int i = 0; i < keys.size(); i++) {
-      ReadContext.SlotKey key = keys.get(i);
-      List<Wanted> ws = r.byMap.get(key);
+    Throwable error = null;
+    for (int i = 0; i < maps.size(); i++) {
+      MapBlocks m = maps.get(i);
       TransferBuffer buf;
       try {
         buf = batch.result(i).join();
       } catch (CompletionException e) {
-        unreadable.addAll(ws);
-        cause = "directory read failed: " + e.getCause().getMessage();
+        unreadable.addAll(m.blocks());
+        error = e.getCause();
+        cause = "directory read failed: " + error.getMessage();
         continue;
       }
       DirectorySlot slot;
@@ -110,36 +127,35 @@ final class SlotLookup {
       } finally {
         buf.release();
       }
-      long wantedId = ws.get(0).mapId;
-      if (slot != null && slot.mapId() == wantedId && slot.mapIndex() == key.mapIndex()) {
-        ctx.cacheSlot(shuffleId, key, slot);
-        ws.forEach(w -> w.slot = slot);
+      if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.key().mapIndex()) {
+        ctx.cacheSlot(shuffleId, m.key(), slot);
+        slotted.add(new SlottedBlocks(m, slot));
       } else {
-        ctx.drop(shuffleId, key);
-        stale.add(key);
+        ctx.drop(shuffleId, m.key());
+        stale.add(m);
       }
     }
+    List<Miss> misses = new ArrayList<>();
     if (!unreadable.isEmpty()) {
-      r.fallbackAll(unreadable, FallbackCause.READ, cause);
+      misses.add(new Miss.Fallback(unreadable, FallbackCause.READ, cause, error));
     }
-    if (!stale.isEmpty() && !reread) {
-      readSlots(stale, true);
-      return;
+    if (!reread) {
+      return new Result(new Found<>(slotted, misses), stale);
     }
-    for (ReadContext.SlotKey key : stale) {
-      List<Wanted> ws = r.byMap.get(key);
-      ctx.counters.staleSlots.increment();
-      IOException e =
-          new IOException(
-              "shuffle directory slot for map index "
-                  + key.mapIndex()
-                  + " on executor "
-                  + r.execId
-                  + " does not hold map output "
-                  + ws.get(0).mapId
-                  + " (stale or invalid after a re-read)");
-      ws.forEach(w -> r.fail(w, e));
+    for (MapBlocks m : stale) {
+      ctx.metrics.staleSlot();
+      misses.add(
+          new Miss.Failure(
+              m.blocks(),
+              new IOException(
+                  "shuffle directory slot for map index "
+                      + m.key().mapIndex()
+                      + " on executor "
+                      + peer.execId()
+                      + " does not hold map output "
+                      + m.mapId()
+                      + " (stale or invalid after a re-read)")));
     }
-    indexes.start();
+    return new Result(new Found<>(slotted, misses), List.of());
   }
 }

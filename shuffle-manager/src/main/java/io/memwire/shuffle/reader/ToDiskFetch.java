@@ -9,12 +9,13 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.DownloadFile;
+import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.DownloadFileWritableChannel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The data stage of a fetch request Spark wants on disk (blocks above {@code
+ * The block source of a fetch request Spark wants on disk (blocks above {@code
  * spark.network.maxRemoteBlockSizeFetchToMem}): streams the located blocks into Spark's temp files
  * one block after another, each in reads of at most {@code readBatchBytes}, one piece in flight at
  * a time.
@@ -25,52 +26,71 @@ import org.slf4j.LoggerFactory;
  * Spark's client (cause {@code read}); a failed file operation fails only its block. Each piece's
  * buffer is released after its write, whatever the outcome.
  */
-final class ToDiskFetch {
+final class ToDiskFetch implements BlockSource {
   private static final Logger LOG = LoggerFactory.getLogger(ToDiskFetch.class);
 
-  private final FetchRequest r;
-  private final List<Wanted> blocks;
+  private final ReadContext ctx;
+  private final int shuffleId;
+  private final PeerLink link;
+  private final BlockEnds ends;
+  private final DownloadFileManager files;
 
-  ToDiskFetch(FetchRequest r, List<Wanted> blocks) {
-    this.r = r;
-    this.blocks = blocks;
+  ToDiskFetch(
+      ReadContext ctx, int shuffleId, PeerLink link, BlockEnds ends, DownloadFileManager files) {
+    this.ctx = ctx;
+    this.shuffleId = shuffleId;
+    this.link = link;
+    this.ends = ends;
+    this.files = files;
+  }
+
+  @Override
+  public void read(List<LocatedBlock> blocks) {
+    next(blocks, 0);
   }
 
   /** Starts the first block from {@code i} on not ended yet. */
-  void next(int i) {
-    while (i < blocks.size() && blocks.get(i).done.get()) {
+  private void next(List<LocatedBlock> blocks, int i) {
+    while (i < blocks.size() && ends.hasEnded(blocks.get(i).block())) {
       i++;
     }
     if (i >= blocks.size()) {
       return;
     }
-    Wanted w = blocks.get(i);
     DownloadFile file;
     DownloadFileWritableChannel channel;
     try {
-      file = r.toDisk.createTempFile(r.ctx.transportConf());
+      file = files.createTempFile(ctx.transportConf());
       channel = file.openForWriting();
     } catch (IOException | RuntimeException e) {
-      r.fail(w, e);
-      next(i + 1);
+      ends.fail(blocks.get(i).block(), e);
+      next(blocks, i + 1);
       return;
     }
-    readPiece(i, file, channel, 0);
+    readPiece(blocks, i, file, channel, 0);
   }
 
-  private void readPiece(int i, DownloadFile file, DownloadFileWritableChannel channel, long done) {
-    Wanted w = blocks.get(i);
-    int n = (int) Math.min(w.length - done, r.ctx.readBatchBytes); // readBatchBytes <= 1 GiB
+  private void readPiece(
+      List<LocatedBlock> blocks,
+      int i,
+      DownloadFile file,
+      DownloadFileWritableChannel channel,
+      long done) {
+    LocatedBlock b = blocks.get(i);
+    int n = (int) Math.min(b.length() - done, ctx.readBatchBytes); // readBatchBytes <= 1 GiB
     if (n == 0) {
-      finishFile(i, file, channel);
+      finishFile(blocks, i, file, channel);
       return;
     }
     CompletableFuture<TransferBuffer> f;
     try {
-      f = r.timed(r.connection.read(ReadRequest.of(w.slot.data(), w.offset + done, n)));
+      f = link.read(ReadRequest.of(b.data(), b.offset() + done, n));
     } catch (RuntimeException e) {
       discard(file, channel);
-      r.fallbackAll(blocks.subList(i, blocks.size()), FallbackCause.READ, "data read failed: " + e);
+      ends.fallback(
+          DataFetch.blocksOf(blocks.subList(i, blocks.size())),
+          FallbackCause.READ,
+          "data read failed: " + e);
       return;
     }
     var unused =
@@ -78,53 +98,53 @@ final class ToDiskFetch {
             (buf, err) -> {
               if (err != null) {
                 discard(file, channel);
-                r.ctx.drop(r.shuffleId, w.slotKey());
-                r.fallbackAll(
-                    blocks.subList(i, blocks.size()),
+                ctx.drop(shuffleId, b.source());
+                ends.fallback(
+                    DataFetch.blocksOf(blocks.subList(i, blocks.size())),
                     FallbackCause.READ,
                     "data read failed: " + FetchRequest.rootMessage(err));
                 return;
               }
               try {
-                ByteBuffer b = buf.nioBuffer();
-                while (b.hasRemaining()) {
-                  channel.write(b);
+                ByteBuffer bytes = buf.nioBuffer();
+                while (bytes.hasRemaining()) {
+                  channel.write(bytes);
                 }
               } catch (IOException | RuntimeException e) {
                 discard(file, channel);
-                r.fail(w, e);
-                next(i + 1);
+                ends.fail(b.block(), e);
+                next(blocks, i + 1);
                 return;
               } finally {
                 buf.release();
               }
-              if (done + n < w.length) {
-                readPiece(i, file, channel, done + n);
+              if (done + n < b.length()) {
+                readPiece(blocks, i, file, channel, done + n);
               } else {
-                finishFile(i, file, channel);
+                finishFile(blocks, i, file, channel);
               }
             },
-            r.ctx.fallbackThreads);
+            ctx.fallbackThreads);
   }
 
-  private void finishFile(int i, DownloadFile file, DownloadFileWritableChannel channel) {
-    Wanted w = blocks.get(i);
+  private void finishFile(
+      List<LocatedBlock> blocks, int i, DownloadFile file, DownloadFileWritableChannel channel) {
+    LocatedBlock b = blocks.get(i);
     ManagedBuffer onDisk;
     try {
       onDisk = channel.closeAndRead();
     } catch (IOException | RuntimeException e) {
       file.delete();
-      r.fail(w, e);
-      next(i + 1);
+      ends.fail(b.block(), e);
+      next(blocks, i + 1);
       return;
     }
-    r.ctx.counters.rdmaBlocksToDisk.increment();
-    r.deliver(w, onDisk, w.length);
+    ends.deliver(b.block(), onDisk, b.length());
     // Spark deletes the file when the iterator is done with it; if it already is, we do.
-    if (!r.toDisk.registerTempFileToClean(file)) {
+    if (!files.registerTempFileToClean(file)) {
       file.delete();
     }
-    next(i + 1);
+    next(blocks, i + 1);
   }
 
   private void discard(DownloadFile file, DownloadFileWritableChannel channel) {

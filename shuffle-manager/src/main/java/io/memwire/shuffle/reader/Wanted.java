@@ -1,11 +1,10 @@
 package io.memwire.shuffle.reader;
 
-import io.memwire.shuffle.directory.DirectorySlot;
-import java.util.concurrent.atomic.AtomicBoolean;
-
 /**
- * One requested block and, once known, where its bytes are. {@link #done} makes its end (delivered,
- * failed or handed to Spark's client) happen exactly once, whichever thread gets there first.
+ * One block Spark asked for, as parsed from its id: its map output ({@code mapId} and {@link
+ * #route}) and its reduce partitions {@code [start, end)} ({@code batch}: several, as one
+ * contiguous block). Immutable; where its bytes are is learned by the stages ({@link
+ * LocatedBlock}), and whether it has ended is kept by its request's {@link BlockEnds}.
  */
 final class Wanted {
   final String id;
@@ -14,13 +13,6 @@ final class Wanted {
   final int start;
   final int end;
   final boolean batch;
-  final AtomicBoolean done = new AtomicBoolean();
-
-  /** Set by the location stage before any index or data read of this block is posted. */
-  DirectorySlot slot;
-
-  long offset;
-  long length;
 
   Wanted(
       String id, long mapId, RdmaBlockStoreClient.Route route, int start, int end, boolean batch) {

@@ -439,11 +439,58 @@ class InMemoryReadPathTest {
     assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)));
   }
 
+  /** The map node refuses every read of map index {@code m}'s slot (its key is unknown). */
+  private void refuseSlotReads(int m) {
+    transport.script(
+        r ->
+            isSlotRead(r, m)
+                ? Action.fail(
+                    new RemoteAccessException(
+                        RemoteAccessException.Reason.UNKNOWN_KEY,
+                        "scripted",
+                        pointer.region().segments().get(0),
+                        r.peer()))
+                : Action.serve());
+  }
+
+  @Test
+  void aBlockWhoseSlotReadFailsGoesToSparkOnceAndIsCountedOnce() {
+    refuseSlotReads(1);
+    fetch(task(), null, block(0, 0), block(1, 0), block(1, 2));
+    spark.awaitEnded(3);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertEquals(List.of(List.of(block(1, 0), block(1, 2))), spark.handedOver, "one hand-over");
+    assertEquals(2, counters.fallbackBlocks(FallbackCause.READ));
+    assertEquals(2, counters.fallbackBlocks.sum(), "counted once, under one cause");
+    assertEquals(0, counters.failedBlocks.sum());
+    assertEquals(1, counters.rdmaBlocks.sum());
+    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+  }
+
+  @Test
+  void withFallbackOffABlockWhoseSlotReadFailsFailsOnceAndIsNotHandedToSpark() {
+    ctx.close();
+    ctx = new ReadContext(reduceNode, 8, 1 << 20, false, 1 << 20, counters);
+    refuseSlotReads(1);
+    fetch(task(), null, block(0, 0), block(1, 0));
+    spark.awaitEnded(2);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    Throwable e = spark.failed.get(block(1, 0));
+    assertInstanceOf(IOException.class, e);
+    assertTrue(e.getMessage().contains("spark.shuffle.rdma.fallback=false"), e.getMessage());
+    assertEquals(List.of(), spark.handedOver);
+    assertEquals(1, counters.failedBlocks.sum());
+    assertEquals(0, counters.fallbackBlocks.sum());
+  }
+
   /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
   private static final class Spark extends BlockStoreClient {
     final Map<String, byte[]> ok = new ConcurrentHashMap<>();
     final Map<String, Throwable> failed = new ConcurrentHashMap<>();
     final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
+
+    /** The blocks of each call to Spark's client, in call order. */
+    final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
 
     final BlockFetchingListener listener =
         new BlockFetchingListener() {
@@ -473,6 +520,7 @@ class InMemoryReadPathTest {
         String[] blockIds,
         BlockFetchingListener l,
         DownloadFileManager dfm) {
+      handedOver.add(List.of(blockIds)); // first: awaitEnded watches viaSpark
       viaSpark.addAll(List.of(blockIds));
     }
 

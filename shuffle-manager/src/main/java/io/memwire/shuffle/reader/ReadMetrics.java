@@ -1,0 +1,71 @@
+package io.memwire.shuffle.reader;
+
+import io.memwire.shuffle.PeerReadLatencies;
+import io.memwire.shuffle.ShuffleCounters;
+import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+
+/**
+ * Every counter the read path updates, in one place: what the stages read (slots, indexes, cache
+ * hits) and how blocks ended (one-sided, failed, handed to Spark's client), plus each peer's read
+ * latencies. Thread-safe (the counters are adders).
+ */
+final class ReadMetrics {
+  private final ShuffleCounters counters;
+  private final PeerReadLatencies latencies;
+
+  ReadMetrics(ShuffleCounters counters, PeerReadLatencies latencies) {
+    this.counters = counters;
+    this.latencies = latencies;
+  }
+
+  void slotsRead(int slots) {
+    counters.slotReads.add(slots);
+  }
+
+  void staleSlot() {
+    counters.staleSlots.increment();
+  }
+
+  void wholeIndexRead() {
+    counters.indexReads.increment();
+  }
+
+  void indexEntriesRead() {
+    counters.indexEntryReads.increment();
+  }
+
+  void indexCacheHits(int blocks) {
+    counters.indexCacheHits.add(blocks);
+  }
+
+  /** A read posted to {@code execId} ended well after {@code micros}. */
+  void readLatency(String execId, long micros) {
+    latencies.record(execId, micros);
+  }
+
+  /** A fetch request delivered its first block {@code micros} after it started. */
+  void firstBlock(long micros) {
+    counters.fetchRequests.increment();
+    counters.firstBlockMicros.add(micros);
+  }
+
+  /** A block read one-sided was handed to Spark (into a temp file when {@code toDisk}). */
+  void delivered(boolean batch, long bytes, boolean toDisk) {
+    if (toDisk) {
+      counters.rdmaBlocksToDisk.increment();
+    }
+    counters.rdmaBlocks.increment();
+    if (batch) {
+      counters.rdmaBatchBlocks.increment();
+    }
+    counters.rdmaBytes.add(bytes);
+  }
+
+  void failed(int blocks) {
+    counters.failedBlocks.add(blocks);
+  }
+
+  void fallback(FallbackCause cause, int blocks) {
+    counters.fallback(cause, blocks);
+  }
+}
