@@ -1,11 +1,9 @@
 package io.memwire.transfer;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -64,17 +62,17 @@ public final class Connection {
   private final Object lock = new Object();
 
   @GuardedBy("lock")
-  private final ArrayDeque<Piece> queued = new ArrayDeque<>();
+  private final ArrayDeque<ReadPiece> queued = new ArrayDeque<>();
 
   @GuardedBy("lock")
-  private final LinkedHashSet<Part> inFlight = new LinkedHashSet<>();
+  private final LinkedHashSet<PostedRead> inFlight = new LinkedHashSet<>();
 
   @GuardedBy("lock")
   private long inFlightBytes;
 
   /** The request at the head of the queue while the pool grows for it off this thread, or null. */
   @GuardedBy("lock")
-  private Request awaitingMemory;
+  private PendingRead awaitingMemory;
 
   Connection(
       TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
@@ -159,7 +157,7 @@ public final class Connection {
    * Posts a batch; reads for one peer go out together, in order, within the flow-control limits.
    */
   public ReadBatch read(List<ReadRequest> requests) {
-    List<Piece> pieces = new ArrayList<>();
+    List<ReadPiece> pieces = new ArrayList<>();
     List<CompletableFuture<TransferBuffer>> futures = requests(requests, pieces);
     started(requests.size());
     enqueue(pieces);
@@ -184,17 +182,17 @@ public final class Connection {
     if (body.isEmpty()) {
       return read(List.of(after));
     }
-    List<Piece> bodyPieces = new ArrayList<>();
+    List<ReadPiece> bodyPieces = new ArrayList<>();
     List<CompletableFuture<TransferBuffer>> futures = requests(body, bodyPieces);
-    List<Piece> afterPieces = new ArrayList<>();
-    Request afterRequest = request(after, afterPieces);
+    List<ReadPiece> afterPieces = new ArrayList<>();
+    PendingRead afterRequest = request(after, afterPieces);
     started(body.size() + 1);
     CompletableFuture<Void> bodyDone =
         CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
     if (transport.servesInPostOrder()) {
       // Queued only once every body piece was handed to the transport (or failed), so it is
       // posted behind all of them whichever thread posts what.
-      new Gate(afterPieces).track(bodyPieces);
+      new ReadGate(this, afterPieces).track(bodyPieces);
       enqueue(bodyPieces);
     } else {
       enqueue(bodyPieces);
@@ -250,7 +248,7 @@ public final class Connection {
   }
 
   /** Checks a request against this connection and splits it into pieces. */
-  private Request request(ReadRequest r, List<Piece> pieces) {
+  private PendingRead request(ReadRequest r, List<ReadPiece> pieces) {
     if (!r.region().node().equals(peer())) {
       throw new IllegalArgumentException(
           "region " + r.region() + " is not on this connection's peer " + peer());
@@ -258,14 +256,14 @@ public final class Connection {
     if (r.destination() != null && r.destination().memory() != node.nodeMemory()) {
       throw new IllegalArgumentException("destination region is not registered on this node");
     }
-    Request req = new Request(r);
+    PendingRead req = new PendingRead(r, this::requestEnded);
     split(req, pieces);
     return req;
   }
 
   /** Checks and splits {@code requests} into {@code pieces}; their futures, in order. */
   private List<CompletableFuture<TransferBuffer>> requests(
-      List<ReadRequest> requests, List<Piece> pieces) {
+      List<ReadRequest> requests, List<ReadPiece> pieces) {
     List<CompletableFuture<TransferBuffer>> futures = new ArrayList<>(requests.size());
     for (ReadRequest r : requests) {
       futures.add(request(r, pieces).future);
@@ -274,7 +272,7 @@ public final class Connection {
   }
 
   /** Queues pieces and pumps, or fails them when the connection is no longer open. */
-  private void enqueue(List<Piece> pieces) {
+  void enqueue(List<ReadPiece> pieces) {
     TransferException f = null;
     boolean wasReaped;
     synchronized (lock) {
@@ -296,7 +294,7 @@ public final class Connection {
     }
   }
 
-  private void split(Request req, List<Piece> out) {
+  private void split(PendingRead req, List<ReadPiece> out) {
     RemoteRegion region = req.request.region();
     long pos = req.request.offset();
     int done = 0;
@@ -306,7 +304,7 @@ public final class Connection {
       RegionDescriptor d = region.segments().get(seg);
       long within = pos - region.segmentStart(seg);
       int n = (int) Math.min(Math.min(total - done, d.length() - within), maxTransfer);
-      out.add(new Piece(req, d, d.address() + within, n, done));
+      out.add(new ReadPiece(this, req, d, d.address() + within, n, done));
       req.parts++;
       done += n;
       pos += n;
@@ -324,10 +322,10 @@ public final class Connection {
    */
   private void pump() {
     List<WireRead> post = null;
-    List<Piece> drained = null;
-    List<Piece> noMemory = null;
+    List<ReadPiece> drained = null;
+    List<ReadPiece> noMemory = null;
     RuntimeException noMemoryCause = null;
-    Request needsMemory = null;
+    PendingRead needsMemory = null;
     TransferException failed;
     synchronized (lock) {
       failed = transport.failure();
@@ -335,14 +333,14 @@ public final class Connection {
         drained = drainQueued();
       }
       while (failed == null && !queued.isEmpty()) {
-        Piece p = queued.peek();
+        ReadPiece p = queued.peek();
         boolean fits =
             inFlight.size() < maxReads
                 && (inFlight.isEmpty() || inFlightBytes + p.length <= maxBytes);
         if (!fits || awaitingMemory == p.request) {
           break; // the pool's thread is taking this request's memory, and pumps when it has
         }
-        Part part;
+        PostedRead part;
         try {
           part = p.toPart(node);
         } catch (RuntimeException e) {
@@ -374,7 +372,7 @@ public final class Connection {
       failAll(drained, failed);
     }
     if (noMemory != null) {
-      for (Piece p : noMemory) {
+      for (ReadPiece p : noMemory) {
         p.request.partDone(
             new TransferConnectionException(
                 "no destination memory for a read of "
@@ -391,11 +389,11 @@ public final class Connection {
       assert !Thread.holdsLock(lock) : "posting while holding the connection lock";
       transport.post(post);
       for (WireRead w : post) {
-        ((Part) w).piece.leftQueue();
+        ((PostedRead) w).piece.leftQueue();
       }
     }
     if (needsMemory != null) {
-      Request r = needsMemory;
+      PendingRead r = needsMemory;
       node.bufferPool()
           .growOffIoThread(
               () -> {
@@ -413,20 +411,20 @@ public final class Connection {
 
   /** Empties the queue. */
   @GuardedBy("lock")
-  private List<Piece> drainQueued() {
-    List<Piece> drained = new ArrayList<>(queued);
+  private List<ReadPiece> drainQueued() {
+    List<ReadPiece> drained = new ArrayList<>(queued);
     queued.clear();
     return drained;
   }
 
-  private void partEnded(Part part, TransferException error) {
+  void partEnded(PostedRead part, TransferException error) {
     boolean broken = error != null && !(error instanceof RemoteAccessException);
     if (broken) {
       // The transport is broken: fail it (the first failure wins; a no-op when it is already
       // failing) before draining, so that any later read sees the failure under the lock.
       transport.fail(error);
     }
-    List<Piece> drained = null;
+    List<ReadPiece> drained = null;
     synchronized (lock) {
       if (inFlight.remove(part)) {
         inFlightBytes -= part.length();
@@ -444,9 +442,9 @@ public final class Connection {
     }
   }
 
-  private void failAll(List<Piece> pieces, TransferException error) {
+  private void failAll(List<ReadPiece> pieces, TransferException error) {
     assert !Thread.holdsLock(lock) : "completing requests while holding the connection lock";
-    for (Piece p : pieces) {
+    for (ReadPiece p : pieces) {
       p.request.partDone(error, node);
       p.leftQueue();
     }
@@ -462,7 +460,7 @@ public final class Connection {
    * whatever is still queued on a connection that has failed.
    */
   void checkTimeout(long nowNanos) {
-    Part oldest;
+    PostedRead oldest;
     boolean stale;
     synchronized (lock) {
       oldest = inFlight.isEmpty() ? null : inFlight.iterator().next();
@@ -496,237 +494,5 @@ public final class Connection {
   void close() {
     transport.close();
     pump(); // the transport has failed: this drains the queue
-  }
-
-  /** One caller request and its future; completes when all its parts have ended. */
-  private final class Request {
-    final ReadRequest request;
-    final CompletableFuture<TransferBuffer> future = new CompletableFuture<>();
-    int parts;
-
-    @GuardedBy("this")
-    private int ended;
-
-    @GuardedBy("this")
-    private TransferException error;
-
-    private BufferPool.Slot slot;
-    private ByteBuffer destination;
-    private long destinationAddress;
-    private long destinationKey;
-
-    /** Why the pool could not give this request memory, or null. */
-    @GuardedBy("this")
-    private RuntimeException noDestination;
-
-    Request(ReadRequest request) {
-      this.request = request;
-    }
-
-    /**
-     * Takes destination memory on first use, so queued requests pin nothing: true when it has some,
-     * false when the pool must grow first ({@link #reserveDestination}, off this thread). Never
-     * allocates or registers memory. Throws why the pool could not give any.
-     */
-    synchronized boolean hasDestination(TransferNode node) {
-      if (destination != null) {
-        return true;
-      }
-      if (noDestination != null) {
-        throw noDestination;
-      }
-      MemoryRegion dest = request.destination();
-      if (dest == null) {
-        BufferPool.Slot s = node.bufferPool().tryAllocate(request.length());
-        if (s == null) {
-          return false;
-        }
-        use(s);
-      } else {
-        MemoryRegion.Segment s = dest.segments().get(0);
-        int off = (int) request.destinationOffset();
-        destination = s.memory.duplicate().position(off).limit(off + request.length()).slice();
-        destinationAddress = s.address + off;
-        destinationKey = s.registration.localKey();
-      }
-      return true;
-    }
-
-    /**
-     * On the pool's thread: takes destination memory, growing the pool if it must, or records why
-     * there is none. Gives the memory straight back when the request ended meanwhile (failed).
-     */
-    void reserveDestination(TransferNode node) {
-      BufferPool.Slot s = null;
-      RuntimeException failure = null;
-      try {
-        s = node.bufferPool().allocate(request.length());
-      } catch (RuntimeException e) {
-        failure = e;
-      } catch (OutOfMemoryError e) {
-        // Out of direct memory: this read fails, the others (and the pool's thread) go on.
-        failure = new RegistrationException("cannot allocate a read destination: " + e, e);
-      }
-      synchronized (this) {
-        if (ended < parts && destination == null) {
-          if (s != null) {
-            use(s);
-          } else {
-            noDestination = failure;
-          }
-          return;
-        }
-      }
-      if (s != null) {
-        s.unit.release();
-      }
-    }
-
-    private void use(BufferPool.Slot s) {
-      slot = s;
-      destination = s.view;
-      destinationAddress = s.address;
-      destinationKey = s.localKey;
-    }
-
-    void partDone(TransferException e, TransferNode node) {
-      boolean last;
-      BufferPool.Slot slot;
-      TransferException failure;
-      synchronized (this) {
-        if (e != null && error == null) {
-          error = e;
-        }
-        ended++;
-        last = ended == parts;
-        slot = this.slot;
-        failure = error;
-      }
-      if (!last) {
-        return;
-      }
-      requestEnded();
-      if (failure != null) {
-        if (slot != null) {
-          slot.unit.release();
-        }
-        node.counters().requestFailed(failure);
-        future.completeExceptionally(failure);
-      } else {
-        TransferBuffer result =
-            slot != null
-                ? node.bufferPool().wrap(slot, request.length())
-                : new TransferBuffer(
-                    destination,
-                    destinationAddress,
-                    request.length(),
-                    MemoryUnit.untracked(
-                        request.length(), "read into a caller's region", () -> {}));
-        node.counters().requestCompleted(request.length());
-        if (!future.complete(result)) {
-          result.release();
-        }
-      }
-    }
-  }
-
-  /** A part of a request not yet posted. */
-  private final class Piece {
-    final Request request;
-    final RegionDescriptor segment;
-    final long remoteAddress;
-    final int length;
-    final int offsetInRequest;
-
-    /** The ordered read waiting for this piece to be posted, or null. */
-    volatile Gate gate;
-
-    Piece(Request request, RegionDescriptor segment, long remoteAddress, int length, int off) {
-      this.request = request;
-      this.segment = segment;
-      this.remoteAddress = remoteAddress;
-      this.length = length;
-      this.offsetInRequest = off;
-    }
-
-    /** This piece was handed to the transport or failed: it no longer holds back a gate. */
-    void leftQueue() {
-      Gate g = gate;
-      if (g != null) {
-        gate = null;
-        g.pieceLeft();
-      }
-    }
-
-    /** The part to post, or null while the pool grows for this piece's request. */
-    Part toPart(TransferNode node) {
-      if (!request.hasDestination(node)) {
-        return null;
-      }
-      ByteBuffer dst =
-          request
-              .destination
-              .duplicate()
-              .position(offsetInRequest)
-              .limit(offsetInRequest + length)
-              .slice();
-      return new Part(
-          this, dst, request.destinationAddress + offsetInRequest, request.destinationKey);
-    }
-  }
-
-  /**
-   * Holds an {@code after} read back until every body piece has left the queue (posted, so the
-   * transport has it in order, or failed); then queues it.
-   */
-  private final class Gate {
-    private final List<Piece> after;
-
-    @GuardedBy("this")
-    private int waiting;
-
-    Gate(List<Piece> after) {
-      this.after = after;
-    }
-
-    void track(List<Piece> body) {
-      synchronized (this) {
-        waiting = body.size();
-      }
-      for (Piece p : body) {
-        p.gate = this;
-      }
-    }
-
-    void pieceLeft() {
-      boolean open;
-      synchronized (this) {
-        open = --waiting == 0;
-      }
-      if (open) {
-        enqueue(after);
-      }
-    }
-  }
-
-  /** A posted part: what the provider completes. */
-  private final class Part extends WireRead {
-    final Piece piece;
-    final long postedNanos = System.nanoTime();
-
-    Part(Piece piece, ByteBuffer dst, long dstAddress, long dstKey) {
-      super(piece.segment, piece.remoteAddress, piece.length, dst, dstAddress, dstKey);
-      this.piece = piece;
-    }
-
-    @Override
-    protected void onComplete() {
-      partEnded(this, null);
-    }
-
-    @Override
-    protected void onFail(TransferException cause) {
-      partEnded(this, cause);
-    }
   }
 }
