@@ -69,10 +69,11 @@ public final class ServiceMode {
         && !conf.contains(ShuffleConf.PREFIX + TransferConfig.AUTH_SECRET)) {
       LOG.warn(
           "Memwire service mode with spark.authenticate=true: set {}{} to the secret of the "
-              + "nodes' shuffle services (memwire.shuffle.service.transfer.authSecret); this "
-              + "application's own Spark secret cannot match a service shared by applications, so "
-              + "reads from the services would fail",
+              + "nodes' shuffle services ({}{}); this application's own Spark secret cannot "
+              + "match a service shared by applications, so reads from the services would fail",
           ShuffleConf.PREFIX,
+          TransferConfig.AUTH_SECRET,
+          ServiceClient.SERVICE_TRANSFER_KEY_PREFIX,
           TransferConfig.AUTH_SECRET);
     }
     if (conf.getBoolean("spark.dynamicAllocation.enabled", false)

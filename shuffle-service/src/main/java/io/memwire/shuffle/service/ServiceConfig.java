@@ -24,10 +24,10 @@ import java.util.TreeMap;
  */
 public final class ServiceConfig {
   /** Prefix of the service's own keys. */
-  public static final String PREFIX = "memwire.shuffle.service.";
+  public static final String PREFIX = ServiceClient.SERVICE_KEY_PREFIX;
 
   /** Prefix of the transfer node's keys ({@link TransferConfig}'s names). */
-  public static final String TRANSFER_PREFIX = PREFIX + "transfer.";
+  public static final String TRANSFER_PREFIX = ServiceClient.SERVICE_TRANSFER_KEY_PREFIX;
 
   private static final String V020 = "0.2.0";
   private static final String V030 = "0.3.0";

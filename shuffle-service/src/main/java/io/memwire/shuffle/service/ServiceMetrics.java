@@ -1,6 +1,7 @@
 package io.memwire.shuffle.service;
 
 import io.memwire.transfer.metrics.TransportMetrics;
+import io.memwire.transfer.settings.TransportSettings;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,8 +114,10 @@ public final class ServiceMetrics {
           gauge(
               "registration_budget_bytes",
               "bytes",
-              "The transfer node's registration budget (memwire.shuffle.service.transfer."
-                  + "registrationBudget): the most bytes it registers at once.",
+              "The transfer node's registration budget ("
+                  + ServiceConfig.TRANSFER_PREFIX
+                  + TransportSettings.REGISTRATION_BUDGET.name()
+                  + "): the most bytes it registers at once.",
               "registrationBudget"),
           gauge(
               "directory_bytes",

@@ -34,6 +34,11 @@ import jdk.net.ExtendedSocketOptions;
  * memwire-shuffle-service-client-timer}), joined by {@link #close}.
  */
 public final class ServiceClient implements AutoCloseable {
+  /** Prefix of the shuffle service's own configuration keys. */
+  public static final String SERVICE_KEY_PREFIX = "memwire.shuffle.service.";
+
+  /** Prefix of the service's transfer-node keys (the transport's setting names follow it). */
+  public static final String SERVICE_TRANSFER_KEY_PREFIX = SERVICE_KEY_PREFIX + "transfer.";
 
   /** Who this executor is, sent in REGISTER on every (re)connection. */
   public record Registration(
