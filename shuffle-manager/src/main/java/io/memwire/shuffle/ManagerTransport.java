@@ -159,9 +159,11 @@ final class ManagerTransport {
 
   /** Adds the service link, the directory's and the node's figures (prefixed {@code node.}). */
   void addStats(Map<String, Long> m) {
-    m.put("serviceConnected", service != null && service.isConnected() ? 1L : 0L);
-    m.put("directory.shuffles", (long) directory.shuffles());
-    node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
+    m.put(
+        ShuffleMetrics.SERVICE_CONNECTED.name(),
+        service != null && service.isConnected() ? 1L : 0L);
+    m.put(ShuffleMetrics.DIRECTORY_SHUFFLES.name(), (long) directory.shuffles());
+    node.stats().byMetric().forEach((k, v) -> m.put(ShuffleMetrics.node(k), v));
   }
 
   /** Closes the service link, the read context, the directory, then the node. */

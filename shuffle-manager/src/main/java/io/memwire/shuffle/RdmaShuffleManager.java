@@ -311,9 +311,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
     ManagerTransport s = lifecycle.started();
-    m.put("transportActive", s != null && s.isActive() ? 1L : 0L);
+    m.put(ShuffleMetrics.TRANSPORT_ACTIVE.name(), s != null && s.isActive() ? 1L : 0L);
     if (s == null) {
-      m.put("serviceConnected", 0L);
+      m.put(ShuffleMetrics.SERVICE_CONNECTED.name(), 0L);
     } else {
       s.addStats(m);
     }
