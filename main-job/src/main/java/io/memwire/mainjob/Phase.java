@@ -24,8 +24,14 @@ record Phase(
     return spark.getOrDefault(key, 0L);
   }
 
-  long manager(String key) {
-    return manager.getOrDefault(key, 0L);
+  /** A manager counter over the phase; 0 without Memwire's counters (its jar may be absent). */
+  long manager(ManagerCounter counter) {
+    return manager.isEmpty() ? 0 : manager.getOrDefault(counter.key(), 0L);
+  }
+
+  /** Whether the manager reported counters for the phase (it runs, and is Memwire's). */
+  boolean hasManagerCounters() {
+    return !manager.isEmpty();
   }
 
   private static final long COUNTERS_TIMEOUT_MS = 60_000;
@@ -51,9 +57,11 @@ record Phase(
     Map<String, Long> sparkDelta = new HashMap<>();
     sparkAfter.forEach((k, v) -> sparkDelta.put(k, v - sparkBefore.getOrDefault(k, 0L)));
     Map<String, Long> managerDelta = new HashMap<>();
-    after.forEach(
-        (k, v) ->
-            managerDelta.put(k, k.startsWith("node.open") ? v : v - before.getOrDefault(k, 0L)));
+    if (!after.isEmpty()) {
+      String level = ManagerCounter.OPEN_CONNECTIONS.key();
+      after.forEach(
+          (k, v) -> managerDelta.put(k, k.equals(level) ? v : v - before.getOrDefault(k, 0L)));
+    }
     return new Phase(seconds, results, sparkDelta, managerDelta, cpu);
   }
 

@@ -64,9 +64,9 @@ final class Round {
       all.add(warmTotal);
     }
     long remoteAll = all.stream().mapToLong(p -> p.spark("remoteBytes")).sum();
-    long oneSidedAll = all.stream().mapToLong(p -> p.manager("rdmaBytes")).sum();
-    long fallbackAll = all.stream().mapToLong(p -> p.manager("fallbackBlocks")).sum();
-    long failedAll = all.stream().mapToLong(p -> p.manager("failedBlocks")).sum();
+    long oneSidedAll = all.stream().mapToLong(p -> p.manager(ManagerCounter.RDMA_BYTES)).sum();
+    long fallbackAll = all.stream().mapToLong(p -> p.manager(ManagerCounter.FALLBACK_BLOCKS)).sum();
+    long failedAll = all.stream().mapToLong(p -> p.manager(ManagerCounter.FAILED_BLOCKS)).sum();
     // What a small job made the manager do, per job: cold (first) and warm (later, averaged).
     int n = Math.max(1, smallRepeats);
     // The executors' CPU per GiB of remote bytes in the main job (-1: not measurable here).
@@ -90,10 +90,10 @@ final class Round {
             main.spark("localBytes"),
             main.spark("fetchWaitMs"),
             main.spark("recordsRead"),
-            main.manager().containsKey("rdmaBytes"),
-            main.manager("rdmaBytes"),
-            Math.max(0, main.spark("remoteBytes") - main.manager("rdmaBytes")),
-            main.manager("fallbackBlocks"),
+            main.hasManagerCounters(),
+            main.manager(ManagerCounter.RDMA_BYTES),
+            Math.max(0, main.spark("remoteBytes") - main.manager(ManagerCounter.RDMA_BYTES)),
+            main.manager(ManagerCounter.FALLBACK_BLOCKS),
             remoteAll,
             oneSidedAll,
             fallbackAll,
@@ -101,7 +101,7 @@ final class Round {
             counters(cold, 1),
             warmTotal == null ? counters(null, 1) : counters(warmTotal, n),
             counters(main, 1),
-            main.manager("node.openConnections"),
+            main.manager(ManagerCounter.OPEN_CONNECTIONS),
             cpuMsPerGiB(main, "serving", gib),
             cpuMsPerGiB(main, "transport", gib),
             cpuMsPerGiB(main, "executor", gib));
@@ -134,14 +134,14 @@ final class Round {
       return new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
     return new ShuffleAppResult.JobCounters(
-        p.manager("outputsPublished") / jobs,
-        p.manager("slotReads") / jobs,
-        p.manager("indexReads") / jobs,
-        p.manager("indexEntryReads") / jobs,
-        p.manager("indexCacheHits") / jobs,
-        p.manager("fetchRequests") / jobs,
-        p.manager("firstBlockMicros") / jobs,
-        p.manager("rdmaBlocks") / jobs,
+        p.manager(ManagerCounter.OUTPUTS_PUBLISHED) / jobs,
+        p.manager(ManagerCounter.SLOT_READS) / jobs,
+        p.manager(ManagerCounter.INDEX_READS) / jobs,
+        p.manager(ManagerCounter.INDEX_ENTRY_READS) / jobs,
+        p.manager(ManagerCounter.INDEX_CACHE_HITS) / jobs,
+        p.manager(ManagerCounter.FETCH_REQUESTS) / jobs,
+        p.manager(ManagerCounter.FIRST_BLOCK_MICROS) / jobs,
+        p.manager(ManagerCounter.RDMA_BLOCKS) / jobs,
         p.spark("remoteBytes") / jobs,
         p.spark("fetchWaitMs") / jobs);
   }

@@ -6,19 +6,13 @@ import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.dataio.ServiceMode;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.migration.MigratedOutputs;
 import io.memwire.shuffle.migration.MigrationAwareResolver;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
-import io.memwire.shuffle.writer.MapOutputPublisher;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
-import io.memwire.shuffle.writer.ServiceLink;
-import io.memwire.transfer.ProviderKind;
-import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.TransferStats;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.ShuffleDependency;
@@ -35,10 +29,8 @@ import org.apache.spark.shuffle.ShuffleReader;
 import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
 import org.apache.spark.shuffle.ShuffleWriter;
 import org.apache.spark.shuffle.sort.SortShuffleManager;
-import org.apache.spark.storage.BlockManagerId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.Tuple2;
 
 /**
  * Spark's sort-based shuffle with one-sided reads. Map outputs are Spark's own files, written by
@@ -60,6 +52,10 @@ import scala.Tuple2;
  * exist, and the transport starts in the constructor. Spark 3.5 builds it before both: then the
  * transport starts at the manager's first use (a writer, a reader, a migrated output), when Spark's
  * security secret and the executor's identity are known ({@link SparkCompat#envReady()}).
+ *
+ * <p>This class is Spark's facade; its parts: {@code ManagerLifecycle} (delegating, starting,
+ * started, stopped), {@code ManagerTransport} (what runs once started: node, directory, publisher,
+ * read context, service link) and {@code SparkSettings} (Spark's own settings it reads).
  */
 public final class RdmaShuffleManager implements ShuffleManager {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleManager.class);
@@ -95,63 +91,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   private final boolean deferredStart;
 
-  /**
-   * Where this manager is. It moves STARTING -> STARTED or DELEGATING, and from any phase to
-   * STOPPED; only under this object's monitor. Read without it.
-   */
-  private volatile Lifecycle lifecycle;
-
-  /** The phases of {@link #lifecycle}. */
-  private enum Phase {
-    /** The transport starts at first use (built before SparkEnv, or the local-mode driver). */
-    STARTING,
-    /** The transport runs: map outputs are registered and read one-sided. */
-    STARTED,
-    /** No transport in this JVM: Spark's sort shuffle does everything (the reason says why). */
-    DELEGATING,
-    /** {@link #stop()} ran. */
-    STOPPED
-  }
-
-  /**
-   * A phase, the transport (running when STARTED, closed when STOPPED after a start: its counters
-   * stay readable) and why no transport runs (for {@link #transportDescription()}).
-   */
-  private record Lifecycle(Phase phase, Started started, String why) {
-    static Lifecycle delegating(String why) {
-      return new Lifecycle(Phase.DELEGATING, null, why);
-    }
-
-    /** The transport if it runs, else null. */
-    Started running() {
-      return phase == Phase.STARTED ? started : null;
-    }
-  }
-
-  /** The transport and what depends on it; absent while RDMA is off in this JVM. */
-  private static final class Started {
-    final TransferNode node;
-    final ShuffleDirectory directory;
-    final MapOutputPublisher publisher;
-    final ReadContext readContext;
-    final ServiceLink service;
-    final MigratedOutputs migrated;
-
-    Started(
-        TransferNode node,
-        ShuffleDirectory directory,
-        MapOutputPublisher publisher,
-        ReadContext readContext,
-        ServiceLink service,
-        MigratedOutputs migrated) {
-      this.service = service;
-      this.migrated = migrated;
-      this.node = node;
-      this.directory = directory;
-      this.publisher = publisher;
-      this.readContext = readContext;
-    }
-  }
+  /** Delegating, starting, started or stopped, with the transport once it started. */
+  private final ManagerLifecycle lifecycle;
 
   /**
    * Called by Spark on the driver and on every executor.
@@ -166,14 +107,14 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.sparkConf = conf;
     String master = conf.get("spark.master", "");
     this.localMode = master.startsWith("local") && !master.startsWith("local-cluster");
-    this.settings = asMap(conf);
-    this.shuffleConf = ShuffleConf.parse(settings, authSecret(conf));
+    this.settings = SparkSettings.asMap(conf);
+    this.shuffleConf = ShuffleConf.parse(settings, SparkSettings.authSecret(conf));
     this.wire = WireEncryption.decide(settings, shuffleConf, SparkCompat.tlsRpcSupported());
     this.sort = new SortShuffleManager(conf);
     this.resolver =
         MigrationAwareResolver.create(
             conf, sort.shuffleBlockResolver(), this::migratedOutputArrived);
-    this.oldFetchProtocol = warnAboutSettings(conf);
+    this.oldFetchProtocol = SparkSettings.warnAbout(conf, wire, isDriver, localMode);
     this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
     if (serviceMode && isDriver) {
       ServiceMode.prepareDriver(conf);
@@ -184,16 +125,15 @@ public final class RdmaShuffleManager implements ShuffleManager {
             : null;
     this.deferredStart = !isDriver && !SparkCompat.envReady();
     if (isDriver && !localMode) {
-      this.lifecycle = Lifecycle.delegating("none (driver)");
+      this.lifecycle = ManagerLifecycle.delegating("none (driver)");
     } else if (wire.delegate()) {
       // Delegated reads: nothing is registered or read one-sided, so no listener is opened.
       this.lifecycle =
-          Lifecycle.delegating("none (" + wire.encryptedBy() + ": reads delegated to Spark)");
+          ManagerLifecycle.delegating(
+              "none (" + wire.encryptedBy() + ": reads delegated to Spark)");
     } else {
       this.lifecycle =
-          new Lifecycle(
-              Phase.STARTING,
-              null,
+          ManagerLifecycle.starting(
               deferredStart
                   ? "none yet (built before SparkEnv: starts at first use)"
                   : "none yet (starts at first use)");
@@ -221,164 +161,21 @@ public final class RdmaShuffleManager implements ShuffleManager {
     return env != null && env.shuffleManager() instanceof RdmaShuffleManager m ? m : null;
   }
 
-  private static Map<String, String> asMap(SparkConf conf) {
-    Map<String, String> m = new HashMap<>();
-    for (Tuple2<String, String> t : conf.getAll()) {
-      m.put(t._1(), t._2());
-    }
-    return m;
-  }
-
-  private static String authSecret(SparkConf conf) {
-    if (!conf.getBoolean("spark.authenticate", false)) {
-      return null;
-    }
-    SparkEnv env = SparkEnv.get();
-    String secret = null;
-    if (env != null && env.securityManager() != null) {
-      secret = env.securityManager().getSecretKey();
-    }
-    if (secret == null) {
-      secret = conf.get("spark.authenticate.secret", null);
-    }
-    return secret;
-  }
-
-  /** Logs settings that keep blocks off the RDMA path; returns true when reads go to Spark. */
-  private boolean warnAboutSettings(SparkConf conf) {
-    String encryption = wire.describe();
-    if (encryption != null && wire.encryptedBy() != null && !wire.delegate()) {
-      LOG.warn("Memwire shuffle: {}", encryption);
-    } else if (encryption != null) {
-      LOG.info("Memwire shuffle: {}", encryption);
-    }
-    boolean delegate = false;
-    if (conf.getBoolean("spark.shuffle.useOldFetchProtocol", false)) {
-      LOG.warn(
-          "spark.shuffle.useOldFetchProtocol=true: reduce tasks read through Spark's own "
-              + "transfer, not one-sided");
-      delegate = true;
-    }
-    if (conf.getBoolean("spark.shuffle.push.enabled", false)) {
-      LOG.warn(
-          "spark.shuffle.push.enabled=true: merged (push-based) shuffles are read through "
-              + "Spark's own transfer");
-    }
-    if (!isDriver && !localMode && conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
-      LOG.warn(
-          "spark.shuffle.readHostLocalDisk=true: blocks of executors on the same host are "
-              + "read from their disk, not one-sided");
-    }
-    return delegate;
-  }
-
   /**
    * Starts the transport once (executors at construction, or at first use when built before
-   * SparkEnv; local mode on first use).
+   * SparkEnv; local mode on first use); returns it, or null when none runs.
    */
-  private Started ensureStarted() {
-    Lifecycle l = lifecycle;
-    if (l.phase() != Phase.STARTING) {
-      return l.running();
-    }
-    synchronized (this) {
-      if (lifecycle.phase() == Phase.STARTING) {
-        // A start that throws (verbs asked for, or fallback=false) leaves STARTING: the next use
-        // tries again and fails the same way, as Spark retries the task.
-        Started s = start();
-        lifecycle =
-            s != null
-                ? new Lifecycle(Phase.STARTED, s, null)
-                : Lifecycle.delegating("none (Spark's own transfer only)");
-      }
-      return lifecycle.running();
-    }
+  private ManagerTransport ensureStarted() {
+    return lifecycle.ensureStarted(this::start);
   }
 
-  private Started start() {
-    SparkEnv env = SparkEnv.get();
+  private ManagerTransport start() {
     if (deferredStart) {
       // Built before SparkEnv: Spark's secret (spark.authenticate) is known only now.
-      shuffleConf = ShuffleConf.parse(settings, authSecret(sparkConf));
+      shuffleConf = ShuffleConf.parse(settings, SparkSettings.authSecret(sparkConf));
     }
-    BlockManagerId me =
-        env == null || env.blockManager() == null ? null : env.blockManager().blockManagerId();
-    String host = me == null ? null : me.host();
-    String who = me == null ? "this JVM" : "executor " + me.executorId();
-    TransferConfig tc = shuffleConf.transfer(host);
-    TransferNode node;
-    try {
-      node = TransferNode.start(tc);
-    } catch (RuntimeException e) {
-      if (shuffleConf.provider() == ProviderKind.VERBS) {
-        throw new IllegalStateException(
-            ShuffleConf.PREFIX
-                + "provider=verbs but the verbs "
-                + "transport cannot start on "
-                + who
-                + ": "
-                + e.getMessage()
-                + " (use provider=auto "
-                + "to fall back to tcp)",
-            e);
-      }
-      if (!shuffleConf.fallback()) {
-        throw new IllegalStateException(
-            "the transfer node cannot start on "
-                + who
-                + " and "
-                + ShuffleConf.PREFIX
-                + "fallback=false: "
-                + e.getMessage(),
-            e);
-      }
-      LOG.warn(
-          "Memwire shuffle on {}: transport did not start ({}); all blocks go through "
-              + "Spark's own transfer",
-          who,
-          e.getMessage());
-      return null;
-    }
-    ShuffleDirectory directory = new ShuffleDirectory(node);
-    ServiceLink service = null;
-    if (serviceMode && env == null) {
-      LOG.warn("Memwire service mode on {}: no SparkEnv, map outputs are served by this JVM", who);
-    } else if (serviceMode) {
-      service = ServiceMode.link(env, shuffleConf, who);
-    }
-    MapOutputPublisher publisher =
-        new MapOutputPublisher(
-            node,
-            directory,
-            sort.shuffleBlockResolver(),
-            shuffleConf.fallback(),
-            counters,
-            service);
-    ReadContext rc =
-        new ReadContext(
-            node,
-            shuffleConf.readBatchBlocks(),
-            shuffleConf.readBatchBytes(),
-            shuffleConf.fallback(),
-            shuffleConf.indexCacheSize(),
-            counters,
-            latencies);
-    LOG.info(
-        "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}; "
-            + "map outputs served by {}",
-        who,
-        SparkCompat.sparkVersion(),
-        node.provider(),
-        node.selectionReason(),
-        node.localAddress(),
-        shuffleConf.fallback() ? "allowed" : "off",
-        service == null
-            ? "this JVM"
-            : service.client() != null
-                ? "the node's shuffle service (" + service.socket() + ")"
-                : "this JVM until a shuffle service answers on " + service.socket());
-    return new Started(
-        node, directory, publisher, rc, service, new MigratedOutputs(publisher, counters));
+    return ManagerTransport.start(
+        shuffleConf, serviceMode, sort.shuffleBlockResolver(), counters, latencies);
   }
 
   @Override
@@ -391,7 +188,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
   public <K, V> ShuffleWriter<K, V> getWriter(
       ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
     ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
-    Started s = ensureStarted();
+    ManagerTransport s = ensureStarted();
     if (s == null) {
       return writer;
     }
@@ -410,7 +207,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
       TaskContext context,
       ShuffleReadMetricsReporter metrics) {
     BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
-    Started s = ensureStarted();
+    ManagerTransport s = ensureStarted();
     ReadContext rc = s != null ? s.readContext : delegated;
     if (rc == null || oldFetchProtocol || base.dependency().isShuffleMergeFinalizedMarked()) {
       return sort.getReader(
@@ -427,13 +224,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   @Override
   public boolean unregisterShuffle(int shuffleId) {
-    Started s = lifecycle.running();
+    ManagerTransport s = lifecycle.running();
     if (s != null) {
-      s.directory.unregister(shuffleId);
-      s.readContext.forget(shuffleId);
-      if (s.service != null) {
-        s.service.removeShuffle(shuffleId);
-      }
+      s.unregister(shuffleId);
     }
     return sort.unregisterShuffle(shuffleId);
   }
@@ -445,7 +238,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Spark migrated an output here off a decommissioned executor: give it a pointer. */
   private void migratedOutputArrived(int shuffleId, long mapId, long indexBytes) {
-    Started s = ensureStarted();
+    ManagerTransport s = ensureStarted();
     if (s != null) {
       s.migrated.arrived(shuffleId, mapId, indexBytes);
     }
@@ -453,14 +246,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   @Override
   public void stop() {
-    Started s;
-    synchronized (this) {
-      if (lifecycle.phase() == Phase.STOPPED) {
-        return;
-      }
-      s = lifecycle.running();
-      lifecycle = new Lifecycle(Phase.STOPPED, s, "none (stopped)");
+    if (!lifecycle.stop()) {
+      return;
     }
+    ManagerTransport s = lifecycle.started();
     try {
       sort.stop();
     } finally {
@@ -468,27 +257,20 @@ public final class RdmaShuffleManager implements ShuffleManager {
         delegated.close();
       }
       if (s != null) {
-        if (s.service != null) {
-          s.service.close();
-        }
-        s.readContext.close();
-        s.directory.close();
-        s.node.close();
+        s.close();
       }
     }
   }
 
   /** True once the transport runs in this JVM. */
   public boolean isTransportActive() {
-    Started s = lifecycle.running();
-    return s != null && !s.node.isClosed();
+    ManagerTransport s = lifecycle.running();
+    return s != null && s.isActive();
   }
 
   /** "provider: reason" of the running transport, or why none runs. */
   public String transportDescription() {
-    Lifecycle l = lifecycle;
-    Started s = l.running();
-    return s == null ? l.why() : s.node.provider() + ": " + s.node.selectionReason();
+    return lifecycle.describe();
   }
 
   /** True when this manager was built before SparkEnv and starts its transport at first use. */
@@ -518,7 +300,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** The transport's counters, or null when it does not run here. */
   public TransferStats transferStats() {
-    Started s = lifecycle.started();
+    ManagerTransport s = lifecycle.started();
     return s == null ? null : s.node.stats();
   }
 
@@ -528,12 +310,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>(counters.snapshot());
-    Started s = lifecycle.started();
-    m.put("transportActive", s != null && !s.node.isClosed() ? 1L : 0L);
-    m.put("serviceConnected", s != null && s.service != null && s.service.isConnected() ? 1L : 0L);
-    if (s != null) {
-      m.put("directory.shuffles", (long) s.directory.shuffles());
-      s.node.stats().asMap().forEach((k, v) -> m.put("node." + k, v));
+    ManagerTransport s = lifecycle.started();
+    m.put(ShuffleMetrics.TRANSPORT_ACTIVE.name(), s != null && s.isActive() ? 1L : 0L);
+    if (s == null) {
+      m.put(ShuffleMetrics.SERVICE_CONNECTED.name(), 0L);
+    } else {
+      s.addStats(m);
     }
     return m;
   }
@@ -548,7 +330,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
   /** Test hook: invalidates this executor's directory slots of a shuffle; returns slots changed. */
   public int invalidateDirectoryForTesting(int shuffleId) {
-    Started s = lifecycle.running();
+    ManagerTransport s = lifecycle.running();
     if (s == null) {
       return 0;
     }

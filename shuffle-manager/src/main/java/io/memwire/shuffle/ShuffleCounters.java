@@ -1,71 +1,86 @@
 package io.memwire.shuffle;
 
+import io.memwire.transfer.metrics.Metric;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
-/** What the manager did in this JVM: outputs published, blocks read one-sided, fallbacks. */
+/**
+ * What the manager did in this JVM: outputs published, blocks read one-sided, fallbacks. Each adder
+ * counts one declared {@link ShuffleMetrics} metric (a family's members: one per fallback cause,
+ * one per size bucket); {@link #byMetric()} and {@link #snapshot()} read them all.
+ */
 public final class ShuffleCounters {
+  /** Every adder by its metric, in declaration order (first, so the fields below can add). */
+  private final Map<Metric, LongAdder> adders = new LinkedHashMap<>();
+
   /** Map outputs registered and published in the directory. */
-  public final LongAdder outputsPublished = new LongAdder();
+  public final LongAdder outputsPublished = adder(ShuffleMetrics.OUTPUTS_PUBLISHED);
 
   /** Of those, outputs handed to the node's shuffle service (it serves them from then on). */
-  public final LongAdder outputsToService = new LongAdder();
+  public final LongAdder outputsToService = adder(ShuffleMetrics.OUTPUTS_TO_SERVICE);
 
   /** Outputs the node's shuffle service refused or could not take (then published here). */
-  public final LongAdder serviceErrors = new LongAdder();
+  public final LongAdder serviceErrors = adder(ShuffleMetrics.SERVICE_ERRORS);
 
   /** Outputs migrated here off a decommissioned executor, published and re-pointed. */
-  public final LongAdder outputsMigrated = new LongAdder();
+  public final LongAdder outputsMigrated = adder(ShuffleMetrics.OUTPUTS_MIGRATED);
 
   /** Outputs migrated here that kept Spark's location without a pointer (logged why). */
-  public final LongAdder migratedNotRepointed = new LongAdder();
+  public final LongAdder migratedNotRepointed = adder(ShuffleMetrics.MIGRATED_NOT_REPOINTED);
 
   /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
-  public final LongAdder outputsServedByFallback = new LongAdder();
+  public final LongAdder outputsServedByFallback = adder(ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK);
 
   /** Blocks (single or batch) delivered to Spark by one-sided reads. */
-  public final LongAdder rdmaBlocks = new LongAdder();
+  public final LongAdder rdmaBlocks = adder(ShuffleMetrics.RDMA_BLOCKS);
 
   /** Of those, batch blocks (shuffle_s_m_a_b). */
-  public final LongAdder rdmaBatchBlocks = new LongAdder();
+  public final LongAdder rdmaBatchBlocks = adder(ShuffleMetrics.RDMA_BATCH_BLOCKS);
 
   /** Of those, blocks Spark wanted on disk (above spark.network.maxRemoteBlockSizeFetchToMem). */
-  public final LongAdder rdmaBlocksToDisk = new LongAdder();
+  public final LongAdder rdmaBlocksToDisk = adder(ShuffleMetrics.RDMA_BLOCKS_TO_DISK);
 
   /** Block data bytes delivered to Spark by one-sided reads (what Spark counts as remote bytes). */
-  public final LongAdder rdmaBytes = new LongAdder();
+  public final LongAdder rdmaBytes = adder(ShuffleMetrics.RDMA_BYTES);
+
+  /** Blocks delivered one-sided, by {@link ShuffleMetrics#SIZE_BUCKETS}. */
+  private final LongAdder[] blocksBySize = family(ShuffleMetrics.RDMA_BLOCK_SIZE_BLOCKS);
+
+  /** Their bytes, by the same buckets. */
+  private final LongAdder[] bytesBySize = family(ShuffleMetrics.RDMA_BLOCK_SIZE_BYTES);
 
   /** Fetch requests (one peer, many blocks) that delivered at least one block one-sided. */
-  public final LongAdder fetchRequests = new LongAdder();
+  public final LongAdder fetchRequests = adder(ShuffleMetrics.FETCH_REQUESTS);
 
   /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
-  public final LongAdder firstBlockMicros = new LongAdder();
+  public final LongAdder firstBlockMicros = adder(ShuffleMetrics.FIRST_BLOCK_MICROS);
 
   /** Directory slots read from peers (cache misses). */
-  public final LongAdder slotReads = new LongAdder();
+  public final LongAdder slotReads = adder(ShuffleMetrics.SLOT_READS);
 
   /** Whole index files read from peers (then kept for later tasks). */
-  public final LongAdder indexReads = new LongAdder();
+  public final LongAdder indexReads = adder(ShuffleMetrics.INDEX_READS);
 
   /** Reads of one block's index entries (index too large or the cache full or off). */
-  public final LongAdder indexEntryReads = new LongAdder();
+  public final LongAdder indexEntryReads = adder(ShuffleMetrics.INDEX_ENTRY_READS);
 
   /** Blocks located from an index this executor already kept: no index read at all. */
-  public final LongAdder indexCacheHits = new LongAdder();
+  public final LongAdder indexCacheHits = adder(ShuffleMetrics.INDEX_CACHE_HITS);
 
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
-  public final LongAdder staleSlots = new LongAdder();
+  public final LongAdder staleSlots = adder(ShuffleMetrics.STALE_SLOTS);
 
   /** Blocks handed to Spark's own block-store client (all causes). */
-  public final LongAdder fallbackBlocks = new LongAdder();
+  public final LongAdder fallbackBlocks = adder(ShuffleMetrics.FALLBACK_BLOCKS);
 
-  private final Map<FallbackCause, LongAdder> fallbackByCause = new EnumMap<>(FallbackCause.class);
+  private final Map<FallbackCause, LongAdder> fallbackByCause = byCause();
 
   /** Blocks failed because neither path could read them. */
-  public final LongAdder failedBlocks = new LongAdder();
+  public final LongAdder failedBlocks = adder(ShuffleMetrics.FAILED_BLOCKS);
 
   /**
    * Why a block went to Spark's own client: a fixed set, so each cause can be a metric of its own.
@@ -97,10 +112,26 @@ public final class ShuffleCounters {
     }
   }
 
-  public ShuffleCounters() {
-    for (FallbackCause c : FallbackCause.values()) {
-      fallbackByCause.put(c, new LongAdder());
+  private LongAdder adder(Metric metric) {
+    LongAdder a = new LongAdder();
+    adders.put(metric, a);
+    return a;
+  }
+
+  private LongAdder[] family(Metric metric) {
+    LongAdder[] a = new LongAdder[ShuffleMetrics.SIZE_BUCKETS.size()];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = adder(metric.of(ShuffleMetrics.SIZE_BUCKETS.get(i)));
     }
+    return a;
+  }
+
+  private Map<FallbackCause, LongAdder> byCause() {
+    Map<FallbackCause, LongAdder> m = new EnumMap<>(FallbackCause.class);
+    for (FallbackCause c : FallbackCause.values()) {
+      m.put(c, adder(ShuffleMetrics.fallback(c)));
+    }
+    return m;
   }
 
   /** Counts {@code blocks} handed to Spark's client for {@code cause}. */
@@ -114,31 +145,37 @@ public final class ShuffleCounters {
     return fallbackByCause.get(cause).sum();
   }
 
-  /** A snapshot by name ({@code fallbackBlocks.<cause>} for each cause). */
+  /** Counts a block of {@code bytes} delivered one-sided in its size bucket. */
+  public void blockSize(long bytes) {
+    int b = ShuffleMetrics.sizeBucket(bytes);
+    blocksBySize[b].increment();
+    bytesBySize[b].add(bytes);
+  }
+
+  /**
+   * The value of a declared metric, or of a family's member ({@code fallbackBlocks.read}).
+   *
+   * @throws IllegalArgumentException when these counters do not count {@code metric}
+   */
+  public long get(Metric metric) {
+    LongAdder a = adders.get(metric);
+    if (a == null) {
+      throw new IllegalArgumentException(metric.name() + " is not a shuffle counter");
+    }
+    return a.sum();
+  }
+
+  /** A snapshot by metric (families expanded to their members). */
+  public Map<Metric, Long> byMetric() {
+    Map<Metric, Long> m = new LinkedHashMap<>();
+    adders.forEach((k, v) -> m.put(k, v.sum()));
+    return Collections.unmodifiableMap(m);
+  }
+
+  /** A snapshot by name, as {@link RdmaShuffleManager#stats()} and executors' reports carry it. */
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
-    m.put("outputsPublished", outputsPublished.sum());
-    m.put("outputsToService", outputsToService.sum());
-    m.put("serviceErrors", serviceErrors.sum());
-    m.put("outputsMigrated", outputsMigrated.sum());
-    m.put("migratedNotRepointed", migratedNotRepointed.sum());
-    m.put("outputsServedByFallback", outputsServedByFallback.sum());
-    m.put("rdmaBlocks", rdmaBlocks.sum());
-    m.put("rdmaBatchBlocks", rdmaBatchBlocks.sum());
-    m.put("rdmaBlocksToDisk", rdmaBlocksToDisk.sum());
-    m.put("rdmaBytes", rdmaBytes.sum());
-    m.put("fetchRequests", fetchRequests.sum());
-    m.put("firstBlockMicros", firstBlockMicros.sum());
-    m.put("slotReads", slotReads.sum());
-    m.put("indexReads", indexReads.sum());
-    m.put("indexEntryReads", indexEntryReads.sum());
-    m.put("indexCacheHits", indexCacheHits.sum());
-    m.put("staleSlots", staleSlots.sum());
-    m.put("fallbackBlocks", fallbackBlocks.sum());
-    for (FallbackCause c : FallbackCause.values()) {
-      m.put("fallbackBlocks." + c.metricName(), fallbackByCause.get(c).sum());
-    }
-    m.put("failedBlocks", failedBlocks.sum());
+    adders.forEach((k, v) -> m.put(k.name(), v.sum()));
     return m;
   }
 }

@@ -61,7 +61,7 @@ class LocalModeLifecycleTest {
       s = manager.transferStats();
       assertEquals(0, s.registeredRegions(), s.toString());
       assertEquals(0, s.mappedSegments(), s.toString());
-      assertEquals(0, manager.stats().get("directory.shuffles"));
+      assertEquals(0, manager.stats().get(ShuffleMetrics.DIRECTORY_SHUFFLES.name()));
     } finally {
       spark.stop();
     }

@@ -1,6 +1,8 @@
 package io.memwire.verbscheck;
 
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
@@ -19,11 +21,17 @@ final class ExecutorStats {
   }
 
   /** One counter summed over the executors. */
-  static long sum(Map<String, Map<String, Long>> stats, String key) {
-    return stats.values().stream().mapToLong(v -> v.getOrDefault(key, 0L)).sum();
+  static long sum(Map<String, Map<String, Long>> stats, Metric metric) {
+    return stats.values().stream().mapToLong(v -> ShuffleMetrics.get(v, metric)).sum();
   }
 
-  /** One counter of each executor that has it. */
+  /** {@code sum(after) - sum(before)} of one counter. */
+  static long delta(
+      Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after, Metric metric) {
+    return sum(after, metric) - sum(before, metric);
+  }
+
+  /** One counter of each executor that has it, by its key in the manager's stats. */
   static Map<String, Long> perExecutor(Map<String, Map<String, Long>> stats, String key) {
     Map<String, Long> m = new TreeMap<>();
     stats.forEach(

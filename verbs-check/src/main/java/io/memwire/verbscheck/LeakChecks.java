@@ -1,6 +1,8 @@
 package io.memwire.verbscheck;
 
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.compat.ScalaCollections;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -43,7 +45,10 @@ final class LeakChecks {
     StringBuilder d = new StringBuilder();
     boolean ok = true;
     for (String key :
-        List.of("node.verbsRegistrations", "node.verbsQueuePairs", "directory.shuffles")) {
+        List.of(
+            ShuffleMetrics.node(TransportMetrics.VERBS_REGISTRATIONS),
+            ShuffleMetrics.node(TransportMetrics.VERBS_QUEUE_PAIRS),
+            ShuffleMetrics.DIRECTORY_SHUFFLES.name())) {
       Map<String, Long> a = ExecutorStats.perExecutor(s0, key);
       Map<String, Long> b = ExecutorStats.perExecutor(s1, key);
       d.append(key).append(' ').append(a).append("->").append(b).append("; ");

@@ -2,6 +2,7 @@ package io.memwire.verbscheck;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.EveryExecutor;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -196,20 +197,14 @@ public final class SparkCheck {
             mode + ".counters",
             () -> {
               Map<String, Map<String, Long>> after = ExecutorStats.byExecutor(jsc);
-              long rdma =
-                  ExecutorStats.sum(after, "rdmaBlocks") - ExecutorStats.sum(before, "rdmaBlocks");
-              long fallback =
-                  ExecutorStats.sum(after, "fallbackBlocks")
-                      - ExecutorStats.sum(before, "fallbackBlocks");
-              long failed =
-                  ExecutorStats.sum(after, "failedBlocks")
-                      - ExecutorStats.sum(before, "failedBlocks");
-              long bytes =
-                  ExecutorStats.sum(after, "rdmaBytes") - ExecutorStats.sum(before, "rdmaBytes");
-              log.put(mode + ".rdmaBlocks", rdma);
-              log.put(mode + ".rdmaBytes", bytes);
-              log.put(mode + ".fallbackBlocks", fallback);
-              log.put(mode + ".failedBlocks", failed);
+              long rdma = ExecutorStats.delta(before, after, ShuffleMetrics.RDMA_BLOCKS);
+              long fallback = ExecutorStats.delta(before, after, ShuffleMetrics.FALLBACK_BLOCKS);
+              long failed = ExecutorStats.delta(before, after, ShuffleMetrics.FAILED_BLOCKS);
+              long bytes = ExecutorStats.delta(before, after, ShuffleMetrics.RDMA_BYTES);
+              log.put(mode + "." + ShuffleMetrics.RDMA_BLOCKS.name(), rdma);
+              log.put(mode + "." + ShuffleMetrics.RDMA_BYTES.name(), bytes);
+              log.put(mode + "." + ShuffleMetrics.FALLBACK_BLOCKS.name(), fallback);
+              log.put(mode + "." + ShuffleMetrics.FAILED_BLOCKS.name(), failed);
               log.put(mode + ".executorStats", after);
               log.verdict(
                   mode + ".counters",

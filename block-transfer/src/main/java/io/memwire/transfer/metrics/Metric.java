@@ -39,7 +39,9 @@ public record Metric(String name, Kind kind, Unit unit, String doc) {
     /** Bytes. */
     BYTES("bytes"),
     /** 1 when a condition holds, else 0. */
-    FLAG("0 or 1");
+    FLAG("0 or 1"),
+    /** Microseconds (a counter of them is a sum of durations). */
+    MICROSECONDS("µs");
 
     private final String text;
 

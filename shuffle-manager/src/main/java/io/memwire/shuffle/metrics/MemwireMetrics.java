@@ -1,142 +1,135 @@
 package io.memwire.shuffle.metrics;
 
 import static io.memwire.transfer.metrics.Metric.Unit.BYTES;
-import static io.memwire.transfer.metrics.Metric.Unit.COUNT;
-import static io.memwire.transfer.metrics.Metric.Unit.FLAG;
 
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.Metrics;
 import io.memwire.transfer.metrics.TransportMetrics;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The fixed set of Memwire metrics of one JVM, each declared once as a {@link Metric} (its Spark
- * name, kind, unit and meaning) with where its value is read: a key of {@link
- * RdmaShuffleManager#stats()}, or a transport metric of the manager's transfer node, which lends
- * its kind, unit and meaning. {@link MemwireMetricsPlugin} registers {@link #ALL}. All are zero
- * where no Memwire manager runs.
+ * The fixed set of Memwire metrics of one JVM in Spark's metric system, each declared once under
+ * its Spark name by referring to what it exports: a {@link ShuffleMetrics} metric of {@link
+ * RdmaShuffleManager#stats()}, or a {@link TransportMetrics} metric of the manager's transfer node;
+ * the exported one keeps its kind, unit and meaning. {@link MemwireMetricsPlugin} registers {@link
+ * #ALL}. All are zero where no Memwire manager runs. docs/METRICS.md shows the table {@link #main}
+ * prints.
  */
 public final class MemwireMetrics {
-  /** Key prefix of the transfer node's counters in {@link RdmaShuffleManager#stats()}. */
-  private static final String NODE = "node.";
-
-  /** The declared metric -> its key in {@link RdmaShuffleManager#stats()}; null: the budget. */
+  /** The declared metric (families expanded) -> its key in stats(); null: the budget. */
   private static final Map<Metric, String> SOURCES;
 
-  /** Every metric, in documentation order. */
+  /** The declarations, families as one row, in documentation order. */
+  private static final List<Metric> DECLARED;
+
+  /** Every metric, in documentation order (families expanded to their members). */
   public static final List<Metric> ALL;
 
   /** Every name, in documentation order. */
   public static final List<String> NAMES;
 
   static {
-    Map<Metric, String> m = new LinkedHashMap<>();
-    manager(m, "oneSided.blocks", "rdmaBlocks", "Blocks delivered to Spark by one-sided reads.");
-    manager(m, "oneSided.batchBlocks", "rdmaBatchBlocks", "Of those, batch blocks.");
-    manager(
-        m,
-        "oneSided.blocksToDisk",
-        "rdmaBlocksToDisk",
-        "Of those, blocks Spark wanted on disk (above spark.network.maxRemoteBlockSizeFetchToMem).");
-    m.put(
-        Metric.counter(
-            "oneSided.bytes", BYTES, "Block bytes delivered to Spark by one-sided reads."),
-        "rdmaBytes");
-    manager(
-        m,
-        "oneSided.fetchRequests",
-        "fetchRequests",
-        "Fetch requests (one peer, many blocks) that delivered at least one block one-sided.");
-    manager(
-        m,
-        "fallback.blocks",
-        "fallbackBlocks",
-        "Blocks read through Spark's own transfer, all causes.");
-    Metric byCause =
-        Metric.counter(
-            "fallback.blocks.<cause>",
-            COUNT,
-            "Blocks read through Spark's own transfer, by cause.");
-    for (FallbackCause c : FallbackCause.values()) {
-      m.put(byCause.of(c.metricName()), "fallbackBlocks." + c.metricName());
-    }
-    manager(m, "failedBlocks", "failedBlocks", "Blocks neither path could read.");
-    manager(m, "outputs.published", "outputsPublished", "Map outputs published here.");
-    manager(
-        m,
-        "outputs.toService",
-        "outputsToService",
-        "Of those, outputs handed to the node's shuffle service.");
-    manager(
-        m,
-        "outputs.serviceErrors",
-        "serviceErrors",
-        "Outputs the node's shuffle service refused or could not take.");
-    manager(
-        m,
-        "outputs.servedByFallback",
-        "outputsServedByFallback",
-        "Map outputs left to Spark's own transfer.");
-    manager(
-        m,
-        "outputs.migrated",
-        "outputsMigrated",
-        "Outputs migrated here by decommissioning and re-pointed.");
-    manager(
-        m,
-        "outputs.migratedNotRepointed",
-        "migratedNotRepointed",
-        "Outputs migrated here that kept Spark's location without a pointer.");
-    manager(m, "directory.slotReads", "slotReads", "Directory slots read from peers.");
-    manager(m, "index.reads", "indexReads", "Whole index files read from peers.");
-    manager(m, "index.entryReads", "indexEntryReads", "Reads of one block's index entries.");
-    manager(m, "indexCache.hits", "indexCacheHits", "Blocks located from an index already kept.");
-    manager(m, "staleSlots", "staleSlots", "Slots whose map id did not match: fetch failures.");
-    transport(m, "registration.bytes", TransportMetrics.REGISTERED_BYTES);
-    m.put(
+    Declarations d = new Declarations();
+    d.manager("oneSided.blocks", ShuffleMetrics.RDMA_BLOCKS);
+    d.manager("oneSided.batchBlocks", ShuffleMetrics.RDMA_BATCH_BLOCKS);
+    d.manager("oneSided.blocksToDisk", ShuffleMetrics.RDMA_BLOCKS_TO_DISK);
+    d.manager("oneSided.bytes", ShuffleMetrics.RDMA_BYTES);
+    d.manager("oneSided.fetchRequests", ShuffleMetrics.FETCH_REQUESTS);
+    d.family(
+        "oneSided.blockSize.<bucket>.blocks",
+        ShuffleMetrics.RDMA_BLOCK_SIZE_BLOCKS,
+        ShuffleMetrics.SIZE_BUCKETS);
+    d.family(
+        "oneSided.blockSize.<bucket>.bytes",
+        ShuffleMetrics.RDMA_BLOCK_SIZE_BYTES,
+        ShuffleMetrics.SIZE_BUCKETS);
+    d.manager("fallback.blocks", ShuffleMetrics.FALLBACK_BLOCKS);
+    d.family(
+        "fallback.blocks.<cause>",
+        ShuffleMetrics.FALLBACK_BLOCKS_BY_CAUSE,
+        Arrays.stream(FallbackCause.values()).map(FallbackCause::metricName).toList());
+    d.manager("failedBlocks", ShuffleMetrics.FAILED_BLOCKS);
+    d.manager("outputs.published", ShuffleMetrics.OUTPUTS_PUBLISHED);
+    d.manager("outputs.toService", ShuffleMetrics.OUTPUTS_TO_SERVICE);
+    d.manager("outputs.serviceErrors", ShuffleMetrics.SERVICE_ERRORS);
+    d.manager("outputs.servedByFallback", ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK);
+    d.manager("outputs.migrated", ShuffleMetrics.OUTPUTS_MIGRATED);
+    d.manager("outputs.migratedNotRepointed", ShuffleMetrics.MIGRATED_NOT_REPOINTED);
+    d.manager("directory.slotReads", ShuffleMetrics.SLOT_READS);
+    d.manager("index.reads", ShuffleMetrics.INDEX_READS);
+    d.manager("index.entryReads", ShuffleMetrics.INDEX_ENTRY_READS);
+    d.manager("indexCache.hits", ShuffleMetrics.INDEX_CACHE_HITS);
+    d.manager("staleSlots", ShuffleMetrics.STALE_SLOTS);
+    d.transport("registration.bytes", TransportMetrics.REGISTERED_BYTES);
+    d.add(
         Metric.gauge(
             "registration.budget",
             BYTES,
             "The transfer node's registrationBudget while the transport runs, else 0."),
         null);
-    transport(m, "registration.regions", TransportMetrics.REGISTERED_REGIONS);
-    transport(m, "bufferPool.bytes", TransportMetrics.POOL_SLAB_BYTES);
-    transport(m, "bufferPool.bytesLent", TransportMetrics.POOL_BYTES_OUTSTANDING);
-    transport(m, "connections.open", TransportMetrics.OPEN_CONNECTIONS);
-    transport(m, "connections.reaped", TransportMetrics.CONNECTIONS_REAPED);
-    transport(m, "reads.completed", TransportMetrics.READS_COMPLETED);
-    transport(m, "reads.bytes", TransportMetrics.BYTES_READ);
-    transport(m, "reads.outstanding", TransportMetrics.OUTSTANDING_REQUESTS);
-    transport(m, "served.reads", TransportMetrics.SERVED_READS);
-    transport(m, "served.bytes", TransportMetrics.SERVED_BYTES);
-    transport(m, "transport.errors.remoteAccess", TransportMetrics.REMOTE_ACCESS_ERRORS);
-    transport(m, "transport.errors.connection", TransportMetrics.CONNECTION_ERRORS);
-    transport(m, "transport.errors.timeout", TransportMetrics.TIMEOUTS);
-    transport(m, "transport.errors.served", TransportMetrics.SERVED_ERRORS);
-    m.put(
-        Metric.gauge("transport.active", FLAG, "Whether this JVM's transfer node runs."),
-        "transportActive");
-    SOURCES = Collections.unmodifiableMap(m);
-    ALL = List.copyOf(m.keySet());
+    d.transport("registration.regions", TransportMetrics.REGISTERED_REGIONS);
+    d.transport("bufferPool.bytes", TransportMetrics.POOL_SLAB_BYTES);
+    d.transport("bufferPool.bytesLent", TransportMetrics.POOL_BYTES_OUTSTANDING);
+    d.transport("connections.open", TransportMetrics.OPEN_CONNECTIONS);
+    d.transport("connections.reaped", TransportMetrics.CONNECTIONS_REAPED);
+    d.transport("reads.completed", TransportMetrics.READS_COMPLETED);
+    d.transport("reads.bytes", TransportMetrics.BYTES_READ);
+    d.transport("reads.outstanding", TransportMetrics.OUTSTANDING_REQUESTS);
+    d.transport("served.reads", TransportMetrics.SERVED_READS);
+    d.transport("served.bytes", TransportMetrics.SERVED_BYTES);
+    d.transport("transport.errors.remoteAccess", TransportMetrics.REMOTE_ACCESS_ERRORS);
+    d.transport("transport.errors.connection", TransportMetrics.CONNECTION_ERRORS);
+    d.transport("transport.errors.timeout", TransportMetrics.TIMEOUTS);
+    d.transport("transport.errors.served", TransportMetrics.SERVED_ERRORS);
+    d.manager("transport.active", ShuffleMetrics.TRANSPORT_ACTIVE);
+    SOURCES = Collections.unmodifiableMap(d.sources);
+    DECLARED = List.copyOf(d.declared);
+    ALL = List.copyOf(SOURCES.keySet());
     NAMES = ALL.stream().map(Metric::name).toList();
   }
 
   private MemwireMetrics() {}
 
-  /** A count read from the manager's own counters. */
-  private static void manager(Map<Metric, String> m, String name, String statsKey, String doc) {
-    m.put(Metric.counter(name, COUNT, doc), statsKey);
-  }
+  /** Collects the declarations: one row each for the docs, members expanded for the values. */
+  private static final class Declarations {
+    final Map<Metric, String> sources = new LinkedHashMap<>();
+    final List<Metric> declared = new ArrayList<>();
 
-  /** {@code transport} of the manager's transfer node, exported as {@code name}. */
-  private static void transport(Map<Metric, String> m, String name, Metric transport) {
-    m.put(
-        new Metric(name, transport.kind(), transport.unit(), transport.doc()),
-        NODE + transport.name());
+    void add(Metric metric, String statsKey) {
+      declared.add(metric);
+      sources.put(metric, statsKey);
+    }
+
+    /** {@code source}, a metric of the manager's stats, exported as {@code name}. */
+    void manager(String name, Metric source) {
+      add(renamed(name, source), source.name());
+    }
+
+    /** The family {@code source} exported as the family {@code name}, one member per part. */
+    void family(String name, Metric source, List<String> parts) {
+      Metric exported = renamed(name, source);
+      declared.add(exported);
+      for (String part : parts) {
+        sources.put(exported.of(part), source.of(part).name());
+      }
+    }
+
+    /** {@code transport} of the manager's transfer node, exported as {@code name}. */
+    void transport(String name, Metric transport) {
+      add(renamed(name, transport), ShuffleMetrics.node(transport));
+    }
+
+    private static Metric renamed(String name, Metric source) {
+      return new Metric(name, source.kind(), source.unit(), source.doc());
+    }
   }
 
   /** Every metric of this JVM now (zeros when no Memwire manager runs here). */
@@ -167,5 +160,15 @@ public final class MemwireMetrics {
       m.forEach((k, v) -> total.merge(k, v, Long::sum));
     }
     return total;
+  }
+
+  /** The table of docs/METRICS.md's Spark metrics (a family is one row). */
+  public static String table() {
+    return Metrics.markdownTable(DECLARED);
+  }
+
+  /** Prints the table of docs/METRICS.md, to paste it there after a change. */
+  public static void main(String[] args) {
+    System.out.print(table());
   }
 }

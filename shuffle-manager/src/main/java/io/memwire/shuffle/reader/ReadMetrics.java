@@ -49,7 +49,10 @@ final class ReadMetrics {
     counters.firstBlockMicros.add(micros);
   }
 
-  /** A block read one-sided was handed to Spark (into a temp file when {@code toDisk}). */
+  /**
+   * A block of {@code bytes} read one-sided was handed to Spark (into a temp file when {@code
+   * toDisk}); counted also in its size bucket.
+   */
   void delivered(boolean batch, long bytes, boolean toDisk) {
     if (toDisk) {
       counters.rdmaBlocksToDisk.increment();
@@ -59,6 +62,7 @@ final class ReadMetrics {
       counters.rdmaBatchBlocks.increment();
     }
     counters.rdmaBytes.add(bytes);
+    counters.blockSize(bytes);
   }
 
   void failed(int blocks) {

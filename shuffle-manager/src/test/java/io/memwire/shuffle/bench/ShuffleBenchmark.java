@@ -3,7 +3,9 @@ package io.memwire.shuffle.bench;
 import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -282,18 +284,18 @@ public final class ShuffleBenchmark {
         System.out.printf("      executor CPU: %s%n", cpu);
         if (rdma) {
           Map<String, Long> after = readerStats(jsc);
-          long requests = after.get("fetchRequests") - before.get("fetchRequests");
+          long requests = ShuffleMetrics.delta(before, after, ShuffleMetrics.FETCH_REQUESTS);
           System.out.printf(
               "      %d one-sided fetch requests, first block after %.0f us on "
                   + "average; index reads %d, index cache hits %d, slot reads %d%n",
               requests,
               requests == 0
                   ? Double.NaN
-                  : (after.get("firstBlockMicros") - before.get("firstBlockMicros"))
+                  : (ShuffleMetrics.delta(before, after, ShuffleMetrics.FIRST_BLOCK_MICROS))
                       / (double) requests,
-              after.get("indexReads") - before.get("indexReads"),
-              after.get("indexCacheHits") - before.get("indexCacheHits"),
-              after.get("slotReads") - before.get("slotReads"));
+              ShuffleMetrics.delta(before, after, ShuffleMetrics.INDEX_READS),
+              ShuffleMetrics.delta(before, after, ShuffleMetrics.INDEX_CACHE_HITS),
+              ShuffleMetrics.delta(before, after, ShuffleMetrics.SLOT_READS));
           checkOneSided(job, metrics.remoteBytes.get(), before, after);
         }
       }
@@ -309,9 +311,9 @@ public final class ShuffleBenchmark {
    */
   static void checkOneSided(
       String job, long remoteBytes, Map<String, Long> before, Map<String, Long> after) {
-    long oneSided = after.get("rdmaBytes") - before.get("rdmaBytes");
-    long fallbackBlocks = after.get("fallbackBlocks") - before.get("fallbackBlocks");
-    long failedBlocks = after.get("failedBlocks") - before.get("failedBlocks");
+    long oneSided = ShuffleMetrics.delta(before, after, ShuffleMetrics.RDMA_BYTES);
+    long fallbackBlocks = ShuffleMetrics.delta(before, after, ShuffleMetrics.FALLBACK_BLOCKS);
+    long failedBlocks = ShuffleMetrics.delta(before, after, ShuffleMetrics.FAILED_BLOCKS);
     long notOneSided = Math.max(0, remoteBytes - oneSided);
     System.out.printf(
         "      remote %.1f MiB: one-sided %.1f MiB, not one-sided %.1f MiB,"
@@ -354,17 +356,18 @@ public final class ShuffleBenchmark {
           .forEach(t -> byExecutor.put(t._1(), t._2()));
     }
     Map<String, Long> sum = new LinkedHashMap<>();
-    for (String k :
+    for (Metric k :
         List.of(
-            "fetchRequests",
-            "firstBlockMicros",
-            "indexReads",
-            "indexCacheHits",
-            "slotReads",
-            "rdmaBytes",
-            "fallbackBlocks",
-            "failedBlocks")) {
-      sum.put(k, byExecutor.values().stream().mapToLong(m -> m.getOrDefault(k, 0L)).sum());
+            ShuffleMetrics.FETCH_REQUESTS,
+            ShuffleMetrics.FIRST_BLOCK_MICROS,
+            ShuffleMetrics.INDEX_READS,
+            ShuffleMetrics.INDEX_CACHE_HITS,
+            ShuffleMetrics.SLOT_READS,
+            ShuffleMetrics.RDMA_BYTES,
+            ShuffleMetrics.FALLBACK_BLOCKS,
+            ShuffleMetrics.FAILED_BLOCKS)) {
+      sum.put(
+          k.name(), byExecutor.values().stream().mapToLong(m -> ShuffleMetrics.get(m, k)).sum());
     }
     return sum;
   }

@@ -2,8 +2,10 @@ package io.memwire.shuffle.it;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.EveryExecutor;
 import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
@@ -88,7 +90,13 @@ final class Clusters {
   }
 
   /** Sum of one counter over executors. */
-  static long sum(Map<String, Map<String, Long>> stats, String key) {
+  static long sum(Map<String, Map<String, Long>> stats, Metric metric) {
+    return stats.values().stream().mapToLong(m -> ShuffleMetrics.get(m, metric)).sum();
+  }
+
+  /** A metric of the executors' transfer nodes ({@link ShuffleMetrics#node}), summed. */
+  static long sumNode(Map<String, Map<String, Long>> stats, Metric transport) {
+    String key = ShuffleMetrics.node(transport);
     return stats.values().stream().mapToLong(m -> m.getOrDefault(key, 0L)).sum();
   }
 

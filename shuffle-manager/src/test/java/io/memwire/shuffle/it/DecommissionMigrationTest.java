@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.compat.ScalaCollections;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import java.time.Duration;
@@ -150,9 +151,11 @@ class DecommissionMigrationTest {
     Map<String, Map<String, Long>> stats = Clusters.executorStats(jsc, stay);
     stats.keySet().retainAll(stay);
     assertEquals(
-        migrating, Clusters.sum(stats, "outputsMigrated"), "received, re-pointed: " + stats);
-    assertEquals(0, Clusters.sum(stats, "migratedNotRepointed"), stats.toString());
-    long oneSidedBefore = Clusters.sum(stats, "rdmaBlocks");
+        migrating,
+        Clusters.sum(stats, ShuffleMetrics.OUTPUTS_MIGRATED),
+        "received, re-pointed: " + stats);
+    assertEquals(0, Clusters.sum(stats, ShuffleMetrics.MIGRATED_NOT_REPOINTED), stats.toString());
+    long oneSidedBefore = Clusters.sum(stats, ShuffleMetrics.RDMA_BLOCKS);
     metrics.reset();
     stages.reset();
     assertEquals(expected(), new HashMap<>(sums.collectAsMap()), "answers after the migration");
@@ -163,9 +166,9 @@ class DecommissionMigrationTest {
     Set<String> live =
         new TreeSet<>(ScalaCollections.<String>callSeq(cluster.sparkContext(), "getExecutorIds"));
     Map<String, Map<String, Long>> later = Clusters.executorStats(jsc, live);
-    assertTrue(Clusters.sum(later, "rdmaBlocks") > oneSidedBefore, later.toString());
-    assertEquals(0, Clusters.sum(later, "fallbackBlocks"), later.toString());
-    assertEquals(0, Clusters.sum(later, "failedBlocks"), later.toString());
+    assertTrue(Clusters.sum(later, ShuffleMetrics.RDMA_BLOCKS) > oneSidedBefore, later.toString());
+    assertEquals(0, Clusters.sum(later, ShuffleMetrics.FALLBACK_BLOCKS), later.toString());
+    assertEquals(0, Clusters.sum(later, ShuffleMetrics.FAILED_BLOCKS), later.toString());
   }
 
   private static String describe(int shuffleId) {

@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.compat.ScalaCollections;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -95,8 +97,12 @@ abstract class DifferentialTestBase {
     var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
 
     assertEquals(expected.get(name), actual, name + ": results differ from SortShuffleManager's");
-    long rdmaBytes = Clusters.sum(after, "rdmaBytes") - Clusters.sum(before, "rdmaBytes");
-    long fallback = Clusters.sum(after, "fallbackBlocks") - Clusters.sum(before, "fallbackBlocks");
+    long rdmaBytes =
+        Clusters.sum(after, ShuffleMetrics.RDMA_BYTES)
+            - Clusters.sum(before, ShuffleMetrics.RDMA_BYTES);
+    long fallback =
+        Clusters.sum(after, ShuffleMetrics.FALLBACK_BLOCKS)
+            - Clusters.sum(before, ShuffleMetrics.FALLBACK_BLOCKS);
     assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
     assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
     assertEquals(
@@ -111,26 +117,28 @@ abstract class DifferentialTestBase {
   void batchFetchWentThroughTheRdmaClient() {
     var stats = Clusters.executorStats(cluster.javaSparkContext(), 2);
     if (expectBatchFetch()) {
-      assertTrue(Clusters.sum(stats, "rdmaBatchBlocks") > 0, "no batch block read: " + stats);
+      assertTrue(
+          Clusters.sum(stats, ShuffleMetrics.RDMA_BATCH_BLOCKS) > 0,
+          "no batch block read: " + stats);
     } else {
-      assertEquals(0, Clusters.sum(stats, "rdmaBatchBlocks"), stats.toString());
+      assertEquals(0, Clusters.sum(stats, ShuffleMetrics.RDMA_BATCH_BLOCKS), stats.toString());
     }
-    assertEquals(0, Clusters.sum(stats, "staleSlots"));
-    assertEquals(0, Clusters.sum(stats, "outputsServedByFallback"));
+    assertEquals(0, Clusters.sum(stats, ShuffleMetrics.STALE_SLOTS));
+    assertEquals(0, Clusters.sum(stats, ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK));
     if (expectBlocksToDisk()) {
-      assertTrue(Clusters.sum(stats, "rdmaBlocksToDisk") > 0, stats.toString());
+      assertTrue(Clusters.sum(stats, ShuffleMetrics.RDMA_BLOCKS_TO_DISK) > 0, stats.toString());
     } else {
-      assertEquals(0, Clusters.sum(stats, "rdmaBlocksToDisk"), stats.toString());
+      assertEquals(0, Clusters.sum(stats, ShuffleMetrics.RDMA_BLOCKS_TO_DISK), stats.toString());
     }
     if (expectIndexCache()) {
       // Later reduce tasks of an executor located blocks from indexes read by earlier ones.
-      assertTrue(Clusters.sum(stats, "indexReads") > 0, stats.toString());
-      assertTrue(Clusters.sum(stats, "indexCacheHits") > 0, stats.toString());
-      assertEquals(0, Clusters.sum(stats, "indexEntryReads"), stats.toString());
+      assertTrue(Clusters.sum(stats, ShuffleMetrics.INDEX_READS) > 0, stats.toString());
+      assertTrue(Clusters.sum(stats, ShuffleMetrics.INDEX_CACHE_HITS) > 0, stats.toString());
+      assertEquals(0, Clusters.sum(stats, ShuffleMetrics.INDEX_ENTRY_READS), stats.toString());
     } else {
-      assertEquals(0, Clusters.sum(stats, "indexReads"), stats.toString());
-      assertEquals(0, Clusters.sum(stats, "indexCacheHits"), stats.toString());
-      assertTrue(Clusters.sum(stats, "indexEntryReads") > 0, stats.toString());
+      assertEquals(0, Clusters.sum(stats, ShuffleMetrics.INDEX_READS), stats.toString());
+      assertEquals(0, Clusters.sum(stats, ShuffleMetrics.INDEX_CACHE_HITS), stats.toString());
+      assertTrue(Clusters.sum(stats, ShuffleMetrics.INDEX_ENTRY_READS) > 0, stats.toString());
     }
   }
 
@@ -148,7 +156,8 @@ abstract class DifferentialTestBase {
             .reduceByKey(Integer::sum, 4);
     assertEquals(3L, held.count());
     var before = Clusters.executorStats(cluster.javaSparkContext(), 2);
-    assertTrue(Clusters.sum(before, "node.registeredRegions") > 0, before.toString());
+    assertTrue(
+        Clusters.sumNode(before, TransportMetrics.REGISTERED_REGIONS) > 0, before.toString());
     int heldShuffle =
         ((org.apache.spark.ShuffleDependency<?, ?, ?>)
                 ScalaCollections.callSeq(held.rdd(), "dependencies").get(0))
@@ -160,13 +169,24 @@ abstract class DifferentialTestBase {
     var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
     for (var e : after.entrySet()) {
       Map<String, Long> m = e.getValue();
-      assertEquals(1L, m.get("transportActive"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("directory.shuffles"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("node.registeredRegions"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("node.mappedSegments"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("node.mappedBytes"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("node.poolBuffersOutstanding"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("node.outstandingRequests"), e.getKey() + " " + m);
+      assertEquals(1L, m.get(ShuffleMetrics.TRANSPORT_ACTIVE.name()), e.getKey() + " " + m);
+      assertEquals(0L, m.get(ShuffleMetrics.DIRECTORY_SHUFFLES.name()), e.getKey() + " " + m);
+      assertEquals(
+          0L,
+          m.get(ShuffleMetrics.node(TransportMetrics.REGISTERED_REGIONS)),
+          e.getKey() + " " + m);
+      assertEquals(
+          0L, m.get(ShuffleMetrics.node(TransportMetrics.MAPPED_SEGMENTS)), e.getKey() + " " + m);
+      assertEquals(
+          0L, m.get(ShuffleMetrics.node(TransportMetrics.MAPPED_BYTES)), e.getKey() + " " + m);
+      assertEquals(
+          0L,
+          m.get(ShuffleMetrics.node(TransportMetrics.POOL_BUFFERS_OUTSTANDING)),
+          e.getKey() + " " + m);
+      assertEquals(
+          0L,
+          m.get(ShuffleMetrics.node(TransportMetrics.OUTSTANDING_REQUESTS)),
+          e.getKey() + " " + m);
     }
     assertTrue(held.getNumPartitions() == 4); // keeps the RDD reachable until here
   }

@@ -3,6 +3,7 @@ package io.memwire.shuffle.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.ExecutorReport;
 import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
 import java.io.IOException;
@@ -38,11 +39,11 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
   @Order(1)
   void blocksAreReadOneSided() throws Exception {
     for (Run r : runJobs()) {
-      assertEquals(0, r.delta("fallbackBlocks"), r.job() + ": " + r.after());
-      assertTrue(r.delta("rdmaBlocks") > 0, r.job());
+      assertEquals(0, r.delta(ShuffleMetrics.FALLBACK_BLOCKS), r.job() + ": " + r.after());
+      assertTrue(r.delta(ShuffleMetrics.RDMA_BLOCKS) > 0, r.job());
       assertEquals(
           r.sparkRemoteBytes(),
-          r.delta("rdmaBytes"),
+          r.delta(ShuffleMetrics.RDMA_BYTES),
           r.job() + ": Spark's remote bytes must all come one-sided");
     }
   }
@@ -57,9 +58,12 @@ class EncryptedWireCleartextAllowedTest extends WireEncryptionTestBase {
     for (String id : stats.keySet()) {
       Map<String, Long> t = totals.get(id);
       assertTrue(t.get("oneSided.blocks") > 0, id + " " + t);
-      assertEquals(stats.get(id).get("rdmaBlocks"), t.get("oneSided.blocks"), id);
-      assertEquals(stats.get(id).get("rdmaBytes"), t.get("oneSided.bytes"), id);
-      assertEquals(stats.get(id).get("indexCacheHits"), t.get("indexCache.hits"), id);
+      assertEquals(
+          stats.get(id).get(ShuffleMetrics.RDMA_BLOCKS.name()), t.get("oneSided.blocks"), id);
+      assertEquals(
+          stats.get(id).get(ShuffleMetrics.RDMA_BYTES.name()), t.get("oneSided.bytes"), id);
+      assertEquals(
+          stats.get(id).get(ShuffleMetrics.INDEX_CACHE_HITS.name()), t.get("indexCache.hits"), id);
       assertEquals(1L, t.get("transport.active"), id);
       assertTrue(t.get("registration.budget") > 0, id + " " + t);
       assertTrue(t.get("bufferPool.bytes") > 0, id + " " + t);

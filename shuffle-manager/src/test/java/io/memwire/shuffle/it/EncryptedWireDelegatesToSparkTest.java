@@ -4,7 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.MethodOrderer;
@@ -28,21 +31,30 @@ class EncryptedWireDelegatesToSparkTest extends WireEncryptionTestBase {
   @Order(1)
   void everyBlockGoesThroughSparksEncryptedTransfer() throws Exception {
     for (Run r : runJobs()) {
-      assertEquals(0, r.delta("rdmaBlocks"), r.job() + ": one-sided blocks " + r.after());
-      assertEquals(0, r.delta("rdmaBytes"), r.job());
-      assertTrue(r.delta("fallbackBlocks.encryption") > 0, r.job() + ": " + r.after());
       assertEquals(
-          r.delta("fallbackBlocks"),
-          r.delta("fallbackBlocks.encryption"),
+          0, r.delta(ShuffleMetrics.RDMA_BLOCKS), r.job() + ": one-sided blocks " + r.after());
+      assertEquals(0, r.delta(ShuffleMetrics.RDMA_BYTES), r.job());
+      assertTrue(
+          r.delta(ShuffleMetrics.fallback(FallbackCause.ENCRYPTION)) > 0,
+          r.job() + ": " + r.after());
+      assertEquals(
+          r.delta(ShuffleMetrics.FALLBACK_BLOCKS),
+          r.delta(ShuffleMetrics.fallback(FallbackCause.ENCRYPTION)),
           r.job() + ": fallbacks of another cause " + r.after());
     }
     var stats = Clusters.executorStats(cluster.javaSparkContext(), 2);
     for (var e : stats.entrySet()) {
       Map<String, Long> m = e.getValue();
-      assertEquals(0L, m.get("transportActive"), e.getKey() + " " + m);
-      assertEquals(0L, m.get("outputsPublished"), e.getKey() + ": map outputs registered " + m);
-      assertEquals(0L, m.get("outputsServedByFallback"), e.getKey() + " " + m);
-      assertFalse(m.containsKey("node.registeredRegions"), e.getKey() + ": a node runs " + m);
+      assertEquals(0L, m.get(ShuffleMetrics.TRANSPORT_ACTIVE.name()), e.getKey() + " " + m);
+      assertEquals(
+          0L,
+          m.get(ShuffleMetrics.OUTPUTS_PUBLISHED.name()),
+          e.getKey() + ": map outputs registered " + m);
+      assertEquals(
+          0L, m.get(ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK.name()), e.getKey() + " " + m);
+      assertFalse(
+          m.containsKey(ShuffleMetrics.node(TransportMetrics.REGISTERED_REGIONS)),
+          e.getKey() + ": a node runs " + m);
     }
   }
 
@@ -55,7 +67,7 @@ class EncryptedWireDelegatesToSparkTest extends WireEncryptionTestBase {
     assertEquals(stats.keySet(), totals.keySet());
     for (String id : stats.keySet()) {
       assertEquals(
-          stats.get(id).get("fallbackBlocks.encryption"),
+          stats.get(id).get(ShuffleMetrics.fallback(FallbackCause.ENCRYPTION).name()),
           totals.get(id).get("fallback.blocks.encryption"),
           id + " " + totals.get(id));
       assertEquals(0L, totals.get(id).get("oneSided.blocks"), id + " " + totals.get(id));

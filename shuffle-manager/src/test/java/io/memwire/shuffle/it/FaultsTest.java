@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.compat.ScalaCollections;
 import java.io.File;
 import java.nio.file.Path;
@@ -120,7 +121,9 @@ class FaultsTest {
     var after = Clusters.executorStats(jsc, 2);
     assertTrue(listener.fetchFailures.get() > 0, "expected fetch failures");
     assertTrue(
-        Clusters.sum(after, "staleSlots") > Clusters.sum(before, "staleSlots"), after.toString());
+        Clusters.sum(after, ShuffleMetrics.STALE_SLOTS)
+            > Clusters.sum(before, ShuffleMetrics.STALE_SLOTS),
+        after.toString());
   }
 
   @Test

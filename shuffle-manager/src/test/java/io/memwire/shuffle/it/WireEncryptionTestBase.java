@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
+import io.memwire.transfer.metrics.Metric;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -78,8 +79,8 @@ abstract class WireEncryptionTestBase {
       Map<String, Map<String, Long>> before,
       Map<String, Map<String, Long>> after,
       long sparkRemoteBytes) {
-    long delta(String key) {
-      return Clusters.sum(after, key) - Clusters.sum(before, key);
+    long delta(Metric metric) {
+      return Clusters.sum(after, metric) - Clusters.sum(before, metric);
     }
   }
 

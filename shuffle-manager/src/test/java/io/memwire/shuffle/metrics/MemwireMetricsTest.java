@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.RdmaShuffleManager;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
 import java.util.List;
@@ -37,8 +38,13 @@ class MemwireMetricsTest {
                 "oneSided.batchBlocks",
                 "oneSided.blocksToDisk",
                 "oneSided.bytes",
-                "oneSided.fetchRequests",
-                "fallback.blocks"));
+                "oneSided.fetchRequests"));
+    for (String unit : List.of("blocks", "bytes")) {
+      for (String b : ShuffleMetrics.SIZE_BUCKETS) {
+        expected.add("oneSided.blockSize." + b + "." + unit);
+      }
+    }
+    expected.add("fallback.blocks");
     causes.forEach(c -> expected.add("fallback.blocks." + c));
     expected.addAll(
         List.of(
@@ -119,10 +125,16 @@ class MemwireMetricsTest {
       Map<String, Long> stats = manager.stats();
       assertEquals(1L, s.get("transport.active"));
       assertEquals(4L, s.get("outputs.published"));
-      assertEquals(stats.get("node.registeredRegions"), s.get("registration.regions"));
+      assertEquals(
+          stats.get(ShuffleMetrics.node(TransportMetrics.REGISTERED_REGIONS)),
+          s.get("registration.regions"));
       assertTrue(s.get("registration.regions") >= 8, s.toString());
-      assertEquals(stats.get("node.registeredBytes"), s.get("registration.bytes"));
-      assertEquals(stats.get("node.poolSlabBytes"), s.get("bufferPool.bytes"));
+      assertEquals(
+          stats.get(ShuffleMetrics.node(TransportMetrics.REGISTERED_BYTES)),
+          s.get("registration.bytes"));
+      assertEquals(
+          stats.get(ShuffleMetrics.node(TransportMetrics.POOL_SLAB_BYTES)),
+          s.get("bufferPool.bytes"));
       assertEquals(
           manager.shuffleConf().transfer(null).registrationBudget(), s.get("registration.budget"));
     } finally {

@@ -88,6 +88,7 @@ final class MarkdownReport {
     }
 
     md.append(PathSection.render(r));
+    md.append(BlockSizeSection.render(r));
     if (!r.failures().isEmpty()) {
       md.append(
           "\n## Queries that failed to run\n\nEach was left out of the rounds after its failure.\n\n"

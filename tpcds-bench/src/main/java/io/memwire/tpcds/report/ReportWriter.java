@@ -18,8 +18,8 @@ import java.util.Map;
 /**
  * Writes a run's results directory: {@code measurements.csv} (every execution), {@code summary.csv}
  * (per query and configuration), {@code failures.csv} (queries that failed to run, when any),
- * {@code results.json} (all of it with configuration and environment), {@code report.md} and the
- * charts under {@code charts/}.
+ * {@code block-sizes.csv} (the sizes of the blocks read one-sided), {@code results.json} (all of it
+ * with configuration and environment), {@code report.md} and the charts under {@code charts/}.
  */
 public final class ReportWriter {
   private final Path dir;
@@ -35,6 +35,7 @@ public final class ReportWriter {
     writeMeasurements(result);
     writeSummary(result);
     writeFailures(result);
+    BlockSizeSection.writeCsv(result, dir);
     WorkerMessages.JSON
         .writerWithDefaultPrettyPrinter()
         .writeValue(dir.resolve("results.json").toFile(), result);

@@ -1,5 +1,12 @@
 package io.memwire.tpcds.worker;
 
+import static io.memwire.shuffle.ShuffleMetrics.FAILED_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.FALLBACK_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BYTES;
+import static io.memwire.shuffle.ShuffleMetrics.delta;
+
 import java.util.Map;
 
 /**
@@ -13,27 +20,30 @@ import java.util.Map;
  * @param failedBlocks blocks neither path could read
  * @param fallbackOutputs map outputs not registered for one-sided reads (served by Spark's
  *     transfer)
+ * @param blockSizes the sizes of the blocks read one-sided
  */
 public record PathCounters(
     long oneSidedBytes,
     long oneSidedBlocks,
     long fallbackBlocks,
     long failedBlocks,
-    long fallbackOutputs) {
+    long fallbackOutputs,
+    BlockSizes blockSizes) {
   /**
    * The counters between two {@link io.memwire.shuffle.metrics.ManagerCounters#sum} snapshots, or
    * null when the manager keeps none.
    */
   public static PathCounters between(Map<String, Long> before, Map<String, Long> after) {
-    if (!after.containsKey("rdmaBytes")) {
+    if (!after.containsKey(RDMA_BYTES.name())) {
       return null;
     }
     return new PathCounters(
-        delta(before, after, "rdmaBytes"),
-        delta(before, after, "rdmaBlocks"),
-        delta(before, after, "fallbackBlocks"),
-        delta(before, after, "failedBlocks"),
-        delta(before, after, "outputsServedByFallback"));
+        delta(before, after, RDMA_BYTES),
+        delta(before, after, RDMA_BLOCKS),
+        delta(before, after, FALLBACK_BLOCKS),
+        delta(before, after, FAILED_BLOCKS),
+        delta(before, after, OUTPUTS_SERVED_BY_FALLBACK),
+        BlockSizes.between(before, after));
   }
 
   /**
@@ -51,10 +61,7 @@ public record PathCounters(
         oneSidedBlocks + o.oneSidedBlocks,
         fallbackBlocks + o.fallbackBlocks,
         failedBlocks + o.failedBlocks,
-        fallbackOutputs + o.fallbackOutputs);
-  }
-
-  private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
-    return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
+        fallbackOutputs + o.fallbackOutputs,
+        blockSizes.plus(o.blockSizes));
   }
 }

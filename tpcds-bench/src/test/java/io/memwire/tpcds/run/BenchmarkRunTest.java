@@ -106,6 +106,9 @@ class BenchmarkRunTest {
         assertNotNull(m.path(), m.toString());
         assertTrue(m.path().oneSidedBytes() >= m.metrics().remoteBytesRead(), m.toString());
         assertEquals(0, m.path().fallbackBlocks(), m.toString());
+        // The size histogram accounts for every block and byte read one-sided.
+        assertEquals(m.path().oneSidedBlocks(), m.path().blockSizes().totalBlocks(), m.toString());
+        assertEquals(m.path().oneSidedBytes(), m.path().blockSizes().totalBytes(), m.toString());
       } else {
         assertNull(m.path(), m.toString());
       }
@@ -125,6 +128,7 @@ class BenchmarkRunTest {
             "measurements.csv",
             "summary.csv",
             "results.json",
+            "block-sizes.csv",
             "report.md",
             "charts/query-times.png",
             "charts/fetch-wait.png",
@@ -136,6 +140,10 @@ class BenchmarkRunTest {
     assertTrue(report.contains("### q7"), report);
     assertTrue(report.contains("Geometric-mean speedup of `rdma-tcp`"), report);
     assertTrue(report.contains("## Which path moved the bytes"), report);
+    assertTrue(report.contains("## Sizes of the blocks read one-sided"), report);
+    List<String> sizes = Files.readAllLines(dir.resolve("block-sizes.csv"));
+    assertEquals("config,query,bucket,blocks,bytes", sizes.get(0));
+    assertTrue(sizes.size() > 1 && sizes.stream().skip(1).allMatch(l -> l.startsWith("rdma-tcp,")));
     assertTrue(
         Files.readAllLines(dir.resolve("measurements.csv")).get(0).contains("one_sided_bytes"));
     assertTrue(isPng(dir.resolve("charts/query-times.png")));

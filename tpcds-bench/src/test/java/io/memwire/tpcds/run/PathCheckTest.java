@@ -1,5 +1,10 @@
 package io.memwire.tpcds.run;
 
+import static io.memwire.shuffle.ShuffleMetrics.FALLBACK_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BLOCK_SIZE_BLOCKS;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BLOCK_SIZE_BYTES;
+import static io.memwire.shuffle.ShuffleMetrics.RDMA_BYTES;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -8,9 +13,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.tpcds.verify.Answer;
 import io.memwire.tpcds.verify.PathCheckException;
+import io.memwire.tpcds.worker.BlockSizes;
 import io.memwire.tpcds.worker.PathCounters;
 import io.memwire.tpcds.worker.QueryRun;
 import io.memwire.tpcds.worker.ShuffleMetrics;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -29,9 +36,13 @@ class PathCheckTest {
   @Test
   void everyRemoteByteOneSidedPasses() {
     assertDoesNotThrow(
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0))));
+        () ->
+            BenchmarkRun.checkPath(
+                "q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0, BlockSizes.NONE))));
     assertDoesNotThrow(
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0))));
+        () ->
+            BenchmarkRun.checkPath(
+                "q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0, BlockSizes.NONE))));
   }
 
   @Test
@@ -39,7 +50,9 @@ class PathCheckTest {
     PathCheckException e =
         assertThrows(
             PathCheckException.class,
-            () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1))));
+            () ->
+                BenchmarkRun.checkPath(
+                    "q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1, BlockSizes.NONE))));
     assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
     assertTrue(
         e.getMessage()
@@ -47,7 +60,9 @@ class PathCheckTest {
         e.getMessage());
     assertThrows(
         PathCheckException.class,
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0))),
+        () ->
+            BenchmarkRun.checkPath(
+                "q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0, BlockSizes.NONE))),
         "a block handed to Spark's transfer");
   }
 
@@ -66,11 +81,27 @@ class PathCheckTest {
 
   @Test
   void countersBetweenSnapshots() {
+    String le4k = RDMA_BLOCK_SIZE_BLOCKS.of("le4K").name();
+    String le8kBytes = RDMA_BLOCK_SIZE_BYTES.of("le8K").name();
     PathCounters p =
         PathCounters.between(
-            Map.of("rdmaBytes", 100L, "fallbackBlocks", 1L),
-            Map.of("rdmaBytes", 350L, "rdmaBlocks", 4L, "fallbackBlocks", 1L));
-    assertEquals(new PathCounters(250, 4, 0, 0, 0), p);
+            Map.of(RDMA_BYTES.name(), 100L, FALLBACK_BLOCKS.name(), 1L, le4k, 2L),
+            Map.of(
+                RDMA_BYTES.name(),
+                350L,
+                RDMA_BLOCKS.name(),
+                4L,
+                FALLBACK_BLOCKS.name(),
+                1L,
+                le4k,
+                5L,
+                le8kBytes,
+                6000L));
+    List<Long> blocks = new ArrayList<>(BlockSizes.NONE.blocks());
+    blocks.set(0, 3L);
+    List<Long> bytes = new ArrayList<>(BlockSizes.NONE.bytes());
+    bytes.set(1, 6000L);
+    assertEquals(new PathCounters(250, 4, 0, 0, 0, new BlockSizes(blocks, bytes)), p);
     assertEquals(50, p.notOneSidedBytes(300));
     assertEquals(0, p.notOneSidedBytes(200));
     assertNull(PathCounters.between(Map.of(), Map.of()), "a manager without counters");

@@ -284,7 +284,8 @@ public final class CostModel {
   /**
    * Prints the tables: {@code --nodes N --executors-per-node E --maps M --reducers R [--shuffles S]
    * [--output-bytes SIZE] [--service] [--no-host-local] [--rtt-us US] [--qp-rd-atom N] [--blocks
-   * 4k,64k,1m] [--gbps 25,100,200]}.
+   * 4k,64k,1m] [--gbps 25,100,200] [--block-histogram SIZE=BLOCKS:BYTES,...]}; with a measured
+   * histogram ({@link BlockHistogram}) also its distribution and what the mix needs per link.
    */
   public static void main(String[] args) {
     int nodes = 10;
@@ -300,6 +301,7 @@ public final class CostModel {
     int rdAtom = d.maxQpRdAtom();
     long[] blocks = {4 << 10, 32 << 10, 256 << 10, 1 << 20};
     double[] gbps = {25, 100, 200};
+    BlockHistogram histogram = null;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       switch (a) {
@@ -320,6 +322,7 @@ public final class CostModel {
             blocks[j] = Units.parseBytes(p[j].trim());
           }
         }
+        case "--block-histogram" -> histogram = BlockHistogram.parse(args[++i]);
         case "--gbps" -> {
           String[] p = args[++i].split(",");
           gbps = new double[p.length];
@@ -331,7 +334,8 @@ public final class CostModel {
           System.err.println(
               "usage: CostModel [--nodes N] [--executors-per-node E] [--maps M] [--reducers R]"
                   + " [--shuffles S] [--output-bytes SIZE] [--service] [--no-host-local]"
-                  + " [--rtt-us US] [--qp-rd-atom N] [--blocks 4k,64k] [--gbps 25,100,200]");
+                  + " [--rtt-us US] [--qp-rd-atom N] [--blocks 4k,64k] [--gbps 25,100,200]"
+                  + " [--block-histogram 4k=BLOCKS:BYTES,8k=...,>64m=...]");
           System.exit(a.equals("--help") ? 0 : 2);
         }
       }
@@ -352,5 +356,8 @@ public final class CostModel {
             l,
             gbps,
             blocks));
+    if (histogram != null) {
+      System.out.print(histogram.markdown(gbps, l));
+    }
   }
 }
