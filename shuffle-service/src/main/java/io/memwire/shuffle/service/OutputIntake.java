@@ -187,7 +187,7 @@ final class OutputIntake {
             "data file of "
                 + linked.dataLength()
                 + " bytes needs more segments than a directory slot holds; raise "
-                + ServiceConfig.TRANSFER_PREFIX
+                + ServiceSettings.TRANSFER_PREFIX
                 + "maxSegmentSize");
       }
       ShuffleDirectory dir = app.directory(executor, node, directories);

@@ -115,7 +115,7 @@ public final class ServiceMetrics {
               "registration_budget_bytes",
               "bytes",
               "The transfer node's registration budget ("
-                  + ServiceConfig.TRANSFER_PREFIX
+                  + ServiceSettings.TRANSFER_PREFIX
                   + TransportSettings.REGISTRATION_BUDGET.name()
                   + "): the most bytes it registers at once.",
               "registrationBudget"),

@@ -2,19 +2,12 @@ package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,17 +59,6 @@ public final class ShuffleService implements AutoCloseable {
 
   /** Prefix of the transfer node's counters in {@link #stats()}. */
   static final String NODE_PREFIX = "node.";
-
-  /** Open files and memory mappings kept free for everything but held outputs. */
-  private static final long RESERVED_FILES = 1024;
-
-  private static final long RESERVED_MAPPINGS = 4096;
-
-  /** Longest a stop with recovery on waits for reads under way. */
-  private static final long DRAIN_NANOS = TimeUnit.SECONDS.toNanos(5);
-
-  /** A stop with recovery on goes on once no read was served for this long. */
-  private static final long DRAIN_QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
   private final ServiceConfig config;
   private final TransferNode node;
@@ -125,15 +108,17 @@ public final class ShuffleService implements AutoCloseable {
   private volatile boolean recovering;
 
   /** Runs while the service recovers, before it is ready (tests observe /health there). */
-  static volatile java.util.function.Consumer<ShuffleService> whileRecovering = s -> {};
+  private final Consumer<ShuffleService> whileRecovering;
 
-  private ShuffleService(
+  ShuffleService(
       ServiceConfig config,
       TransferNode node,
       ServerSocketChannel server,
       long maxOutputs,
-      RecoveryLog log) {
+      RecoveryLog log,
+      Consumer<ShuffleService> whileRecovering) {
     this.config = config;
+    this.whileRecovering = whileRecovering;
     this.log = log;
     this.node = node;
     this.server = server;
@@ -165,115 +150,61 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   /**
-   * Starts a service: checks (or creates) its private directories and empties its output directory,
-   * starts its transfer node and listens on its socket.
+   * Starts a service ({@link ServiceStart}): checks (or creates) its private directories, starts
+   * its transfer node, takes back what its recovery store records, and serves its socket.
    *
    * @throws IllegalStateException when another service already listens on the socket
    * @throws IOException when the socket or the directory cannot be set up, or cannot be trusted
    *     (another user owns or may change a directory on the way; the message names it)
    */
   public static ShuffleService start(ServiceConfig config) throws IOException {
-    Path socket = config.socket();
-    // Outputs: only the service. Socket: other users must reach it when they may connect.
-    TrustedPaths.prepareDirectory(
-        config.dir(),
-        PosixFilePermissions.fromString("rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
-    TrustedPaths.prepareDirectory(
-        socket.getParent(),
-        PosixFilePermissions.fromString(config.multiUser() ? "rwxr-xr-x" : "rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.SOCKET.name());
-    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
-      if (answers(socket)) {
-        throw new IllegalStateException("another shuffle service listens on " + socket);
-      }
-      Files.delete(socket); // left by a service that died; its directory is the service's own
-    }
-    Path apps = config.dir().resolve("apps");
-    TrustedPaths.prepareDirectory(
-        apps,
-        PosixFilePermissions.fromString("rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
-    RecoveryStores.Opened store = RecoveryStores.open(config, apps);
-    long maxOutputs = fitOutputs(config.nodeQuota().outputs());
-    TransferNode node;
-    ServerSocketChannel server;
-    try {
-      node = TransferNode.start(config.transfer());
-    } catch (RuntimeException e) {
-      store.log().close();
-      throw e;
-    }
-    try {
-      // Bound now, served once recovered: executors that connect meanwhile wait in the backlog.
-      server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-      server.bind(UnixDomainSocketAddress.of(socket), 128);
-      Files.setPosixFilePermissions(
-          socket, PosixFilePermissions.fromString(config.multiUser() ? "rw-rw-rw-" : "rw-------"));
-    } catch (IOException | RuntimeException e) {
-      node.close();
-      store.log().close();
-      throw e;
-    }
-    ShuffleService s = new ShuffleService(config, node, server, maxOutputs, store.log());
-    store.lost().forEach(why -> s.counters.recoveryStoreLost.increment());
-    startHttp(s, config);
-    s.recover(store);
-    s.clients.start();
-    long tick = TimeUnit.NANOSECONDS.toMillis(s.drivers.tickNanos());
-    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
-    var unusedProbes =
-        s.liveness.scheduleWithFixedDelay(s.drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
-    var unusedDeadlines =
-        s.deadlines.scheduleWithFixedDelay(
-            s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
-    s.ready = true; // after recovery: /health/ready answers 200 from here
-    LOG.info(
-        "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
-            + "applications end {} ms after their driver stops answering, {} ms after its port "
-            + "starts refusing connections; at most {} outputs held; per user {}, per "
-            + "application {}",
-        socket,
-        config.dir(),
-        node.provider(),
-        node.selectionReason(),
-        node.localAddress(),
-        config.appTimeout().toMillis(),
-        TimeUnit.NANOSECONDS.toMillis(s.drivers.refusedGraceNanos()),
-        maxOutputs,
-        config.userQuota(),
-        config.applicationQuota());
-    if (s.httpPort >= 0) {
-      LOG.info(
-          "shuffle service HTTP endpoint on {}:{}: /metrics, /health, /health/ready",
-          config.httpHost(),
-          s.httpPort);
-    }
-    return s;
+    return ServiceStart.start(config, s -> {});
   }
 
-  /** Starts the HTTP endpoint when {@code http.port} is set (before recovery: it shows it). */
-  private static void startHttp(ShuffleService s, ServiceConfig config) throws IOException {
-    if (config.httpPort().isPresent()) {
-      try {
-        ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
-        s.http = h;
-        s.httpPort = h.port();
-      } catch (IOException | RuntimeException e) {
-        s.close();
-        throw e;
-      } catch (LinkageError e) {
-        s.close();
-        throw missingJars(ServiceConfig.HTTP_PORT, "the Prometheus client", e);
-      }
-    }
+  /** As {@link #start(ServiceConfig)}, running {@code whileRecovering} before recovery (tests). */
+  static ShuffleService start(ServiceConfig config, Consumer<ShuffleService> whileRecovering)
+      throws IOException {
+    return ServiceStart.start(config, whileRecovering);
+  }
+
+  /** Counts a start whose recovery store was lost. */
+  void storeLost() {
+    counters.recoveryStoreLost.increment();
+  }
+
+  /** Attaches the HTTP endpoint (closed with the service). */
+  void http(ServiceHttp h) {
+    http = h;
+    httpPort = h.port();
+  }
+
+  /**
+   * Starts serving once recovered: executors, driver probes, deadlines; ready from here. Returns
+   * how long after its port starts refusing an application ends (ns), for the start's log line.
+   */
+  long serve() {
+    clients.start();
+    long tick = TimeUnit.NANOSECONDS.toMillis(drivers.tickNanos());
+    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
+    var unusedProbes =
+        liveness.scheduleWithFixedDelay(drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
+    var unusedDeadlines =
+        deadlines.scheduleWithFixedDelay(
+            clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    ready = true; // after recovery: /health/ready answers 200 from here
+    return drivers.refusedGraceNanos();
+  }
+
+  /** The most outputs held at once (maxOutputs as fitted at start). */
+  long maxOutputs() {
+    return maxOutputs;
   }
 
   /**
    * Takes back what a previous run recorded ({@link Recovery}); not ready meanwhile. A store that
    * cannot be read through is counted as lost: the service then starts empty.
    */
-  private void recover(RecoveryStores.Opened store) throws IOException {
+  void recover(RecoveryStores.Opened store) throws IOException {
     if (store.store() == null) {
       return;
     }
@@ -297,72 +228,6 @@ public final class ShuffleService implements AutoCloseable {
       throw e;
     } finally {
       recovering = false;
-    }
-  }
-
-  /**
-   * The error of a setting that needs jars of target/service-lib/ ({@code what}) which this process
-   * cannot load.
-   */
-  static TransferConfigException missingJars(
-      io.memwire.transfer.settings.Setting<?> setting, String what, LinkageError e) {
-    String key = ServiceConfig.PREFIX + setting.name();
-    return new TransferConfigException(
-        TransferConfigException.Problem.UNUSABLE,
-        key,
-        key
-            + " is set but "
-            + what
-            + " cannot be loaded ("
-            + e
-            + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
-            + "*.jar on its classpath, or leave the key unset");
-  }
-
-  /**
-   * Lowers the configured output limit to what this process's open-file limit and the kernel's
-   * mapping limit leave room for: each held output keeps two files open and two mappings.
-   */
-  static long fitOutputs(long configured) {
-    long fit = configured;
-    String why = null;
-    if (ManagementFactory.getOperatingSystemMXBean()
-        instanceof com.sun.management.UnixOperatingSystemMXBean os) {
-      long byFiles = (os.getMaxFileDescriptorCount() - RESERVED_FILES) / 2;
-      if (byFiles < fit) {
-        fit = Math.max(1, byFiles);
-        why = "the open-file limit of " + os.getMaxFileDescriptorCount();
-      }
-    }
-    // Not Files.readString: it trusts the size procfs reports and may return part of the line.
-    try (java.io.BufferedReader r =
-        Files.newBufferedReader(Path.of("/proc/sys/vm/max_map_count"))) {
-      long maps = Long.parseLong(String.valueOf(r.readLine()).trim());
-      long byMaps = (maps - RESERVED_MAPPINGS) / 2;
-      if (byMaps < fit) {
-        fit = Math.max(1, byMaps);
-        why = "vm.max_map_count " + maps;
-      }
-    } catch (IOException | NumberFormatException e) {
-      LOG.debug("cannot read vm.max_map_count: {}", e.toString());
-    }
-    if (why != null) {
-      LOG.info(
-          "at most {} map outputs held (not {}): each keeps two files open and two mappings, and "
-              + "{} leaves room for no more; raise it to hold more",
-          fit,
-          configured,
-          why);
-    }
-    return fit;
-  }
-
-  private static boolean answers(Path socket) {
-    try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
-      ch.connect(UnixDomainSocketAddress.of(socket));
-      return true;
-    } catch (IOException e) {
-      return false;
     }
   }
 
@@ -484,29 +349,6 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   /**
-   * Waits, at most {@link #DRAIN_NANOS}, until the transfer node has served no read for {@link
-   * #DRAIN_QUIET_NANOS}: reads reducers have under way finish before the regions go. (Over verbs
-   * the service does not see reads; the wait is then the quiet period alone.)
-   */
-  private void drainReads() {
-    long end = System.nanoTime() + DRAIN_NANOS;
-    long served = node.stats().servedReads();
-    long quietSince = System.nanoTime();
-    try {
-      while (System.nanoTime() - end < 0 && System.nanoTime() - quietSince < DRAIN_QUIET_NANOS) {
-        Thread.sleep(20);
-        long now = node.stats().servedReads();
-        if (now != served) {
-          served = now;
-          quietSince = System.nanoTime();
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  /**
    * Stops accepting, closes every client, and, with recovery off, ends every application (its files
    * deleted); with recovery on, lets reads under way finish (bounded), deregisters the outputs and
    * keeps their files and records for the next run. Closes the transfer node and removes the
@@ -537,7 +379,7 @@ public final class ShuffleService implements AutoCloseable {
         }
       }
       if (log.enabled()) {
-        drainReads();
+        ReadDrain.await(node);
         applications.detachAll(); // files and records stay for the next run
       } else {
         applications.endAll("ended: the shuffle service stops");
