@@ -43,6 +43,7 @@ public final class ServiceConfig {
   private final Integer httpPort;
   private final String httpHost;
   private final Path recoveryPath;
+  private final Integer resolvePort;
   private final TransferConfig transfer;
 
   private ServiceConfig(
@@ -59,7 +60,9 @@ public final class ServiceConfig {
       Integer httpPort,
       String httpHost,
       Path recoveryPath,
+      Integer resolvePort,
       TransferConfig transfer) {
+    this.resolvePort = resolvePort;
     this.recoveryPath = recoveryPath;
     this.socket = socket;
     this.dir = dir;
@@ -178,6 +181,7 @@ public final class ServiceConfig {
         ServiceSettings.HTTP_PORT.valueIn(mine, PREFIX),
         ServiceSettings.HTTP_HOST.valueIn(mine, PREFIX),
         recovery == null ? null : Path.of(recovery).toAbsolutePath().normalize(),
+        ServiceSettings.RESOLVE_PORT.valueIn(mine, PREFIX),
         transfer);
   }
 
@@ -251,6 +255,13 @@ public final class ServiceConfig {
   }
 
   /** The HTTP endpoint's port (0: any free port), or empty when the endpoint is off. */
+  /** The TCP port reducers re-resolve old pointers on; empty when off. */
+  public java.util.OptionalInt resolvePort() {
+    return resolvePort == null
+        ? java.util.OptionalInt.empty()
+        : java.util.OptionalInt.of(resolvePort);
+  }
+
   public java.util.OptionalInt httpPort() {
     return httpPort == null ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(httpPort);
   }
@@ -285,6 +296,7 @@ public final class ServiceConfig {
         httpPort,
         httpHost,
         path.toAbsolutePath().normalize(),
+        resolvePort,
         transfer);
   }
 
@@ -308,6 +320,8 @@ public final class ServiceConfig {
         + (httpPort == null ? "off" : httpHost + ":" + httpPort)
         + ", recovery="
         + (recoveryPath == null ? "off" : recoveryPath)
+        + ", resolvePort="
+        + (resolvePort == null ? "off" : resolvePort)
         + ", "
         + transfer
         + "}";

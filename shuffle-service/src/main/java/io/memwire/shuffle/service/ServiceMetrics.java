@@ -182,6 +182,19 @@ public final class ServiceMetrics {
                   + "the service started empty.",
               "recoveryStoreLost"),
           counter(
+              "pointers_resolved",
+              null,
+              "Readers' directory pointers from before a restart resolved to the chunk that "
+                  + "replaced them (RESOLVE on resolvePort): those readers go on one-sided.",
+              "pointersResolved"),
+          counter(
+              "pointer_resolves_refused",
+              null,
+              "RESOLVE requests refused: malformed, not authenticated with the pointer's "
+                  + "application token, or naming a pointer no output was taken back under (the "
+                  + "reader then gets a fetch failure).",
+              "pointerResolvesRefused"),
+          counter(
               "outputs_refused",
               null,
               "Map outputs refused, for any reason (their executor serves them itself).",

@@ -207,6 +207,19 @@ public final class ServiceSettings {
           .text("a directory path", (key, s) -> s)
           .optional("(off)");
 
+  public static final Setting<Integer> RESOLVE_PORT =
+      Setting.key("resolvePort")
+          .since("0.6.0")
+          .doc(
+              "TCP port on the transfer node's address where reducers re-resolve a directory "
+                  + "pointer from before a restart (one request, authenticated with an HMAC of "
+                  + "the application's token), so they go on reading one-sided instead of "
+                  + "failing the fetch; applications name the same port in "
+                  + "spark.shuffle.rdma.service.resolvePort. Useful with recoveryPath. Unset: "
+                  + "off, readers of old pointers get fetch failures. 0: a free port (tests).")
+          .count(0, 65_535)
+          .optional("(off)");
+
   private static String resolveHost(String key, String host) {
     if (host.isEmpty()) {
       throw new TransferConfigException(
@@ -243,7 +256,8 @@ public final class ServiceSettings {
           FRAME_TIMEOUT,
           HTTP_PORT,
           HTTP_HOST,
-          RECOVERY_PATH);
+          RECOVERY_PATH,
+          RESOLVE_PORT);
 
   /** The Markdown table of the service's own keys (docs/SHUFFLE-SERVICE.md shows it). */
   public static String markdownTable() {

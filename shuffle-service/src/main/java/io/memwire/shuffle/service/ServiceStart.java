@@ -86,6 +86,19 @@ final class ServiceStart {
     store.lost().forEach(why -> s.storeLost());
     startHttp(s, config);
     s.recover(store);
+    if (config.resolvePort().isPresent()) {
+      try {
+        s.resolve(
+            ResolveListener.start(
+                node.localAddress().getAddress(),
+                config.resolvePort().getAsInt(),
+                s.resolver(),
+                config.frameTimeout()));
+      } catch (IOException | RuntimeException e) {
+        s.close();
+        throw e;
+      }
+    }
     long refusedGrace = s.serve();
     LOG.info(
         "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "

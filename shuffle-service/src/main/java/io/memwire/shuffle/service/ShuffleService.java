@@ -36,23 +36,19 @@ import org.slf4j.LoggerFactory;
  * a connection that does not register, or stalls inside a frame, is closed ({@code
  * registerTimeout}, {@code frameTimeout}).
  *
- * <p>An application's outputs go when Spark removes a shuffle (any executor of the application
- * forwards {@code unregisterShuffle}), when its driver's RPC port refuses TCP connections for 5 s
- * (application end, driver crash) or does not answer for {@code appTimeout} (host gone), when
- * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. Drivers
- * are probed all at once, each probe bounded ({@link DriverProbes}), so no application's end waits
- * on another's. A restarted service starts empty with new keys: readers holding old descriptors get
- * remote-access errors, so Spark reruns the map stage, never reads stale bytes. With {@code
- * recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps it when it stops,
- * and at start takes back, under new keys, what still passes its checks ({@link Recovery}) before
- * it serves anyone.
+ * <p>An application's outputs go when Spark removes a shuffle, when its driver stops answering
+ * ({@link DriverLiveness}), when {@link #endApplication} is called (YARN), or when the service
+ * stops. With {@code recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps
+ * it when it stops, takes back at start, under new keys, what still passes its checks ({@link
+ * Recovery}), and with {@code resolvePort} answers readers' old pointers ({@link PointerResolver}).
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
  * memwire-shuffle-service-liveness} probes drivers and ends applications; {@code
  * memwire-shuffle-service-deadlines} closes connections past their deadlines; with {@code
  * http.port} set, {@code memwire-shuffle-service-http-N} answer {@code /metrics} and {@code
- * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp}).
+ * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp});
+ * with {@code resolvePort} set, {@link ResolveListener}'s.
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
@@ -87,19 +83,14 @@ public final class ShuffleService implements AutoCloseable {
 
   private volatile int httpPort = -1;
 
+  /** Old directory pointers of recovered outputs, answered on the resolve port. */
+  private final PointerResolver resolver;
+
+  /** The resolve port's listener, or null when {@code resolvePort} is unset. */
+  private volatile ResolveListener resolve;
+
   /** Runs in {@link #close} once the service is no longer ready (tests observe /health there). */
   volatile Runnable whileClosing = () -> {};
-
-  /** A request the service refuses, with the protocol's error code. */
-  static final class Refused extends Exception {
-    private static final long serialVersionUID = 1L;
-    final int code;
-
-    Refused(int code, String message) {
-      super(message);
-      this.code = code;
-    }
-  }
 
   /** Where what the service owns is recorded ({@link RecoveryLog#NONE} with recovery off). */
   private final RecoveryLog log;
@@ -134,7 +125,9 @@ public final class ShuffleService implements AutoCloseable {
             config.maxApplicationsPerUser());
     this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
     this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
-    this.intake = new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log);
+    this.resolver = new PointerResolver(counters);
+    this.intake =
+        new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log, resolver);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
     this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
     this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
@@ -170,6 +163,21 @@ public final class ShuffleService implements AutoCloseable {
   /** Counts a start whose recovery store was lost. */
   void storeLost() {
     counters.recoveryStoreLost.increment();
+  }
+
+  PointerResolver resolver() {
+    return resolver;
+  }
+
+  /** Attaches the resolve port's listener (closed with the service). */
+  void resolve(ResolveListener l) {
+    resolve = l;
+  }
+
+  /** The resolve port, or -1 when it is off ({@code resolvePort} unset). */
+  public int resolvePort() {
+    ResolveListener l = resolve;
+    return l == null ? -1 : l.port();
   }
 
   /** Attaches the HTTP endpoint (closed with the service). */
@@ -320,24 +328,13 @@ public final class ShuffleService implements AutoCloseable {
     m.put("clients", (long) clients.sessions());
     m.put("outputsHeld", held[0]);
     m.put("bytesHeld", held[1]);
-    m.put("outputsTaken", counters.outputsTaken.sum());
-    m.put("outputsRefused", counters.outputsRefused.sum());
-    m.put("outputsReplaced", counters.outputsReplaced.sum());
+    counters.putCounts(m); // and recovery drops and refusals by reason
     m.put("quotaRefusals", quotas.refusals());
-    m.put("clientsRefused", counters.clientsRefused.sum());
-    m.put("clientsTimedOut", counters.clientsTimedOut.sum());
-    m.put("applicationsEnded", counters.applicationsEnded.sum());
-    m.put("shufflesRemoved", counters.shufflesRemoved.sum());
-    m.put("driverProbes", counters.driverProbes.sum());
     m.put("directoryBytes", directories.allocatedBytes());
     m.put("maxOutputs", maxOutputs);
     m.put("registrationBudget", config.transfer().registrationBudget());
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
     m.put("recovering", recovering ? 1L : 0L);
-    m.put("outputsRecovered", counters.outputsRecovered.sum());
-    m.put("recoveryStoreLost", counters.recoveryStoreLost.sum());
-    counters.putRecoveryDrops(m);
-    counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
@@ -369,6 +366,7 @@ public final class ShuffleService implements AutoCloseable {
         LOG.debug("shuffle service: closing hook failed: {}", e.toString());
       }
       closeQuietly(server);
+      closeEndpoint(resolve, "resolve port");
       clients.stop();
       for (ScheduledExecutorService e : List.of(liveness, deadlines)) {
         e.shutdownNow();
@@ -387,16 +385,7 @@ public final class ShuffleService implements AutoCloseable {
       directories.close();
       node.close();
       log.close();
-      AutoCloseable h = http;
-      if (h != null) {
-        try {
-          h.close(); // its threads joined, its port free
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        } catch (Exception e) {
-          LOG.warn("shuffle service: closing the HTTP endpoint failed: {}", e.toString());
-        }
-      }
+      closeEndpoint(http, "HTTP endpoint");
       try {
         Files.deleteIfExists(config.socket());
       } catch (IOException ignored) {
@@ -404,6 +393,20 @@ public final class ShuffleService implements AutoCloseable {
       }
     } finally {
       stopped.countDown();
+    }
+  }
+
+  /** Closes an endpoint (its threads joined, its port free); null: it is off. */
+  private static void closeEndpoint(AutoCloseable endpoint, String what) {
+    if (endpoint == null) {
+      return;
+    }
+    try {
+      endpoint.close();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      LOG.warn("shuffle service: closing the {} failed: {}", what, e.toString());
     }
   }
 
