@@ -363,6 +363,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
             shuffleConf.indexCacheSize(),
             counters,
             latencies);
+    if (serviceMode && env != null) {
+      rc.resolveWith(ServiceMode.resolution(env, shuffleConf));
+    }
     LOG.info(
         "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}; "
             + "map outputs served by {}",

@@ -59,6 +59,15 @@ public final class ShuffleCounters {
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = new LongAdder();
 
+  /**
+   * Directory pointers from before a shuffle service restarted that the service resolved to their
+   * new chunk (one request each): their blocks were read again one-sided.
+   */
+  public final LongAdder pointersReresolved = new LongAdder();
+
+  /** Pointers the service could not resolve (refused or not reached): their blocks fell back. */
+  public final LongAdder reresolveFailures = new LongAdder();
+
   /** Blocks handed to Spark's own block-store client (all causes). */
   public final LongAdder fallbackBlocks = new LongAdder();
 
@@ -134,6 +143,8 @@ public final class ShuffleCounters {
     m.put("indexEntryReads", indexEntryReads.sum());
     m.put("indexCacheHits", indexCacheHits.sum());
     m.put("staleSlots", staleSlots.sum());
+    m.put("pointersReresolved", pointersReresolved.sum());
+    m.put("reresolveFailures", reresolveFailures.sum());
     m.put("fallbackBlocks", fallbackBlocks.sum());
     for (FallbackCause c : FallbackCause.values()) {
       m.put("fallbackBlocks." + c.metricName(), fallbackByCause.get(c).sum());

@@ -96,6 +96,16 @@ public final class MemwireMetrics {
     manager(m, "index.entryReads", "indexEntryReads", "Reads of one block's index entries.");
     manager(m, "indexCache.hits", "indexCacheHits", "Blocks located from an index already kept.");
     manager(m, "staleSlots", "staleSlots", "Slots whose map id did not match: fetch failures.");
+    manager(
+        m,
+        "pointers.reresolved",
+        "pointersReresolved",
+        "Pointers from before a shuffle service restart resolved anew: read one-sided again.");
+    manager(
+        m,
+        "pointers.reresolveFailures",
+        "reresolveFailures",
+        "Pointers the restarted shuffle service did not resolve: their blocks fell back.");
     transport(m, "registration.bytes", TransportMetrics.REGISTERED_BYTES);
     m.put(
         Metric.gauge(

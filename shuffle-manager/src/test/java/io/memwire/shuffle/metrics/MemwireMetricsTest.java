@@ -54,6 +54,8 @@ class MemwireMetricsTest {
             "index.entryReads",
             "indexCache.hits",
             "staleSlots",
+            "pointers.reresolved",
+            "pointers.reresolveFailures",
             "registration.bytes",
             "registration.budget",
             "registration.regions",
