@@ -120,6 +120,9 @@ final class ManagerTransport {
             conf.indexCacheSize(),
             counters,
             latencies);
+    if (serviceMode && env != null) {
+      rc.resolveWith(ServiceMode.resolution(env, conf));
+    }
     LOG.info(
         "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}; "
             + "map outputs served by {}",

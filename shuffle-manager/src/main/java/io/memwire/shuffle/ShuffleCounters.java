@@ -74,6 +74,15 @@ public final class ShuffleCounters {
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = adder(ShuffleMetrics.STALE_SLOTS);
 
+  /**
+   * Directory pointers from before a shuffle service restarted that the service resolved to their
+   * new chunk (one request each): their blocks were read again one-sided.
+   */
+  public final LongAdder pointersReresolved = adder(ShuffleMetrics.POINTERS_RERESOLVED);
+
+  /** Pointers the service could not resolve (refused or not reached): their blocks fell back. */
+  public final LongAdder reresolveFailures = adder(ShuffleMetrics.RERESOLVE_FAILURES);
+
   /** Blocks handed to Spark's own block-store client (all causes). */
   public final LongAdder fallbackBlocks = adder(ShuffleMetrics.FALLBACK_BLOCKS);
 

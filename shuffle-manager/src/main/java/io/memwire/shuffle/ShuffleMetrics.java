@@ -127,6 +127,19 @@ public final class ShuffleMetrics {
           COUNT,
           "Slots whose map id did not match after the re-read: reported as fetch failures.");
 
+  public static final Metric POINTERS_RERESOLVED =
+      counter(
+          "pointersReresolved",
+          COUNT,
+          "Directory pointers from before a shuffle service restart that the service resolved to"
+              + " their new chunk (one request each): their blocks were read one-sided again.");
+  public static final Metric RERESOLVE_FAILURES =
+      counter(
+          "reresolveFailures",
+          COUNT,
+          "Pointers the restarted shuffle service did not resolve (refused or not reached): their"
+              + " blocks fell back, or failed the fetch.");
+
   // Reduce side: blocks not read one-sided.
 
   public static final Metric FALLBACK_BLOCKS =
@@ -181,6 +194,8 @@ public final class ShuffleMetrics {
           INDEX_ENTRY_READS,
           INDEX_CACHE_HITS,
           STALE_SLOTS,
+          POINTERS_RERESOLVED,
+          RERESOLVE_FAILURES,
           FALLBACK_BLOCKS,
           FALLBACK_BLOCKS_BY_CAUSE,
           FAILED_BLOCKS);

@@ -49,6 +49,12 @@ public final class ShuffleConf {
   /** How long an executor waits for its node's shuffle service to answer. */
   public static final String SERVICE_TIMEOUT = "service.timeout";
 
+  /** The services' resolve port (service mode). */
+  public static final String SERVICE_RESOLVE_PORT = "service.resolvePort";
+
+  /** How long re-resolving one pointer may take. */
+  public static final String SERVICE_RESOLVE_TIMEOUT = "service.resolveTimeout";
+
   /** Users the node's shuffle service may run as. */
   public static final String SERVICE_USER = "service.user";
 
@@ -161,6 +167,31 @@ public final class ShuffleConf {
               })
           .optional("root and the executor's own user");
 
+  /** Declaration of {@link #SERVICE_RESOLVE_PORT}. */
+  public static final Setting<Integer> SERVICE_RESOLVE_PORT_SETTING =
+      Setting.key(SERVICE_RESOLVE_PORT)
+          .since("0.6.0")
+          .doc(
+              "Service mode: the nodes' shuffle services' resolve port "
+                  + "(memwire.shuffle.service.resolvePort there). A read of a service-held output "
+                  + "that fails because the service restarted (dead region key, or the service "
+                  + "gone for a moment) asks that port once for the pointer that replaced it and "
+                  + "reads again one-sided: no fetch failure. Unset: off, such reads fail over to "
+                  + "Spark's client or fail the fetch.")
+          .count(1, 65_535)
+          .optional("(off)");
+
+  /** Declaration of {@link #SERVICE_RESOLVE_TIMEOUT}. */
+  public static final Setting<Duration> SERVICE_RESOLVE_TIMEOUT_SETTING =
+      Setting.key(SERVICE_RESOLVE_TIMEOUT)
+          .since("0.6.0")
+          .doc(
+              "Service mode with service.resolvePort: how long re-resolving one pointer may take "
+                  + "in all, a restarting service's start and recovery included; then its blocks "
+                  + "fall back (or fail).")
+          .duration(100, 600_000)
+          .withDefault("60s");
+
   /** The manager's own settings (after the transport's), in documentation order. */
   public static final List<Setting<?>> OWN =
       List.of(
@@ -171,7 +202,9 @@ public final class ShuffleConf {
           ALLOW_CLEARTEXT_READS_SETTING,
           SERVICE_SOCKET_SETTING,
           SERVICE_TIMEOUT_SETTING,
-          SERVICE_USER_SETTING);
+          SERVICE_USER_SETTING,
+          SERVICE_RESOLVE_PORT_SETTING,
+          SERVICE_RESOLVE_TIMEOUT_SETTING);
 
   /** Every key (without the prefix), in documentation order: transport keys, then the manager's. */
   public static final Map<String, Key> KEYS;
@@ -258,6 +291,8 @@ public final class ShuffleConf {
   private final Path serviceSocket;
   private final Duration serviceTimeout;
   private final Set<String> serviceUsers;
+  private final Integer serviceResolvePort;
+  private final Duration serviceResolveTimeout;
 
   private ShuffleConf(
       TransferConfig transfer,
@@ -269,8 +304,12 @@ public final class ShuffleConf {
       boolean allowCleartextReads,
       Path serviceSocket,
       Duration serviceTimeout,
-      Set<String> serviceUsers) {
+      Set<String> serviceUsers,
+      Integer serviceResolvePort,
+      Duration serviceResolveTimeout) {
     this.serviceUsers = serviceUsers;
+    this.serviceResolvePort = serviceResolvePort;
+    this.serviceResolveTimeout = serviceResolveTimeout;
     this.allowCleartextReads = allowCleartextReads;
     this.serviceSocket = serviceSocket;
     this.serviceTimeout = serviceTimeout;
@@ -313,7 +352,9 @@ public final class ShuffleConf {
         ALLOW_CLEARTEXT_READS_SETTING.valueIn(sparkConf, PREFIX),
         serviceSocket(SERVICE_SOCKET_SETTING.valueIn(sparkConf, PREFIX)),
         SERVICE_TIMEOUT_SETTING.valueIn(sparkConf, PREFIX),
-        serviceUsers(SERVICE_USER_SETTING.valueIn(sparkConf, PREFIX)));
+        serviceUsers(SERVICE_USER_SETTING.valueIn(sparkConf, PREFIX)),
+        SERVICE_RESOLVE_PORT_SETTING.valueIn(sparkConf, PREFIX),
+        SERVICE_RESOLVE_TIMEOUT_SETTING.valueIn(sparkConf, PREFIX));
   }
 
   private static Set<String> serviceUsers(Set<String> given) {
@@ -370,6 +411,18 @@ public final class ShuffleConf {
   /** The users the node's shuffle service may run as (service mode only). */
   public Set<String> serviceUsers() {
     return serviceUsers;
+  }
+
+  /** The services' resolve port (service mode), or empty when re-resolving is off. */
+  public java.util.OptionalInt serviceResolvePort() {
+    return serviceResolvePort == null
+        ? java.util.OptionalInt.empty()
+        : java.util.OptionalInt.of(serviceResolvePort);
+  }
+
+  /** How long re-resolving one pointer may take. */
+  public Duration serviceResolveTimeout() {
+    return serviceResolveTimeout;
   }
 
   /** The Markdown table of {@link #KEYS}, as docs/SHUFFLE.md shows it. */

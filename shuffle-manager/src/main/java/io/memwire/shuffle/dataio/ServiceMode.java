@@ -1,6 +1,7 @@
 package io.memwire.shuffle.dataio;
 
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.reader.PointerResolution;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.writer.ServiceLink;
 import io.memwire.transfer.TransferConfig;
@@ -86,6 +87,30 @@ public final class ServiceMode {
     }
   }
 
+  /**
+   * How this executor re-resolves pointers of restarted services ({@link PointerResolution}), or
+   * null when {@code service.resolvePort} is unset or the driver set no token.
+   */
+  public static PointerResolution resolution(SparkEnv env, ShuffleConf shuffleConf) {
+    SparkConf conf = env.conf();
+    String token = conf.get(MemwireShuffleDataIO.TOKEN_KEY, null);
+    if (token == null || shuffleConf.serviceResolvePort().isEmpty()) {
+      return null;
+    }
+    return new PointerResolution(
+        applicationId(conf),
+        Base64.getUrlDecoder().decode(token),
+        shuffleConf.serviceResolvePort().getAsInt(),
+        shuffleConf.serviceResolveTimeout());
+  }
+
+  /** The application's id as its executors register it with the services. */
+  private static String applicationId(SparkConf conf) {
+    String app = conf.getAppId();
+    String attempt = conf.get("spark.app.attempt.id", null);
+    return attempt == null ? app : app + "_" + attempt;
+  }
+
   /** The link to the node's shuffle service; null (logged) when the driver set no token. */
   public static ServiceLink link(SparkEnv env, ShuffleConf shuffleConf, String who) {
     SparkConf conf = env.conf();
@@ -98,11 +123,9 @@ public final class ServiceMode {
           MemwireShuffleDataIO.TOKEN_KEY);
       return null;
     }
-    String app = conf.getAppId();
-    String attempt = conf.get("spark.app.attempt.id", null);
     ServiceClient.Registration reg =
         new ServiceClient.Registration(
-            attempt == null ? app : app + "_" + attempt,
+            applicationId(conf),
             env.executorId(),
             Base64.getUrlDecoder().decode(token),
             conf.get("spark.driver.host", ""),

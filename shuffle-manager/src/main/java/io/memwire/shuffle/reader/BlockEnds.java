@@ -31,6 +31,17 @@ final class BlockEnds {
   private final long startNanos = System.nanoTime();
   private final AtomicBoolean firstDelivered = new AtomicBoolean();
 
+  /**
+   * Where blocks whose read or connect failed go instead of Spark's client (service mode: their
+   * pointer is re-resolved once, {@link Reresolve}); null: straight to Spark's client.
+   */
+  private final Retry retry;
+
+  /** Takes blocks, already ended here, whose one-sided read failed: it ends them elsewhere. */
+  interface Retry {
+    void retry(List<Wanted> blocks, FallbackCause cause, String reason);
+  }
+
   /** Blocks ended so far (by identity: {@link Wanted} has no value equality). */
   private final Set<Wanted> ended = ConcurrentHashMap.newKeySet();
 
@@ -40,6 +51,17 @@ final class BlockEnds {
       DownloadFileManager toDisk,
       SparkFallback fallback,
       ReadMetrics metrics) {
+    this(peer, listener, toDisk, fallback, metrics, null);
+  }
+
+  BlockEnds(
+      Peer peer,
+      BlockFetchingListener listener,
+      DownloadFileManager toDisk,
+      SparkFallback fallback,
+      ReadMetrics metrics,
+      Retry retry) {
+    this.retry = retry;
     this.peer = peer;
     this.listener = listener;
     this.toDisk = toDisk;
@@ -94,13 +116,24 @@ final class BlockEnds {
     }
   }
 
-  /** Hands the blocks of {@code ws} not ended yet to {@link SparkFallback}, counted as cause. */
+  /**
+   * Hands the blocks of {@code ws} not ended yet to {@link SparkFallback}, counted as cause; with a
+   * {@link Retry}, those whose read or connect failed go there instead.
+   */
   void fallback(List<Wanted> ws, FallbackCause cause, String reason) {
+    List<Wanted> claimed = new ArrayList<>();
     List<String> ids = new ArrayList<>();
     for (Wanted w : ws) {
       if (claim(w)) {
+        claimed.add(w);
         ids.add(w.id);
       }
+    }
+    if (!claimed.isEmpty()
+        && retry != null
+        && (cause == FallbackCause.READ || cause == FallbackCause.CONNECT)) {
+      retry.retry(claimed, cause, reason);
+      return;
     }
     if (!ids.isEmpty()) {
       fallback.handOver(peer, ids, listener, toDisk, cause, reason, true);

@@ -114,7 +114,12 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       byMap.forEach((key, ws) -> maps.add(new MapBlocks(key, ws)));
       // A download-file manager means Spark wants this request's blocks on disk (above
       // spark.network.maxRemoteBlockSizeFetchToMem).
-      BlockEnds ends = new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics);
+      BlockEnds.Retry retry =
+          ctx.resolution() == null
+              ? null
+              : new Reresolve(ctx, shuffleId, peer, listener, downloadFileManager, fallback);
+      BlockEnds ends =
+          new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics, retry);
       FetchRequest f = new FetchRequest(ctx, shuffleId, peer, maps, ends, downloadFileManager);
       held.post(f::start);
     }
@@ -162,6 +167,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       return null;
     }
     Route r = routes.get(mapId);
+    if (r != null && ctx.resolution() != null) {
+      // A pointer re-resolved after a service restart: read from where it went.
+      r = new Route(ctx.resolution().current(shuffleId, r.pointer()), r.mapIndex());
+    }
     if (r == null || r.pointer().slotOffset(r.mapIndex()) < 0 || end <= start) {
       return null;
     }

@@ -67,6 +67,9 @@ public final class ReadContext implements AutoCloseable {
 
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
 
+  /** Service mode with a resolve port: how dead pointers are re-resolved; else null. */
+  private volatile PointerResolution resolution;
+
   /**
    * @param indexCacheBudget bytes of peers' index files kept (0: none; every fetch reads entries)
    */
@@ -256,6 +259,15 @@ public final class ReadContext implements AutoCloseable {
   /** Bytes of index entries cached now (for tests and stats). */
   public long indexCacheBytes() {
     return indexCacheBytes.get();
+  }
+
+  /** Re-resolves dead service pointers from now on ({@link PointerResolution}). */
+  public void resolveWith(PointerResolution r) {
+    resolution = r;
+  }
+
+  PointerResolution resolution() {
+    return resolution;
   }
 
   /** Spark's shuffle transport settings, for temp files of blocks fetched to disk. */

@@ -22,6 +22,10 @@ final class ReadMetrics {
     counters.slotReads.add(slots);
   }
 
+  void reresolved(boolean ok) {
+    (ok ? counters.pointersReresolved : counters.reresolveFailures).increment();
+  }
+
   void staleSlot() {
     counters.staleSlots.increment();
   }

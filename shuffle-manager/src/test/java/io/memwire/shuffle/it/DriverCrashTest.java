@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,15 +32,15 @@ class DriverCrashTest {
         ShuffleService.start(
             ServiceConfig.fromProperties(
                 Map.of(
-                    ServiceConfig.PREFIX + "socket",
+                    ServiceSettings.PREFIX + "socket",
                     root.resolve("s/service.sock").toString(),
-                    ServiceConfig.PREFIX + "dir",
+                    ServiceSettings.PREFIX + "dir",
                     root.resolve("outputs").toString(),
-                    ServiceConfig.PREFIX + "appTimeout",
+                    ServiceSettings.PREFIX + "appTimeout",
                     appTimeout.toMillis() + "ms",
-                    ServiceConfig.TRANSFER_PREFIX + "provider",
+                    ServiceSettings.TRANSFER_PREFIX + "provider",
                     "tcp",
-                    ServiceConfig.TRANSFER_PREFIX + "bindAddress",
+                    ServiceSettings.TRANSFER_PREFIX + "bindAddress",
                     "127.0.0.1")))) {
       List<String> jvm = new ArrayList<>(List.of("-Xmx512m"));
       jvm.addAll(LocalSparkCluster.driverJvmOptions());

@@ -1,7 +1,7 @@
 package io.memwire.shuffle.it;
 
-import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.shuffle.service.ServiceLauncher;
+import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,10 +32,10 @@ public final class ServiceProcess implements AutoCloseable {
     Path socket = root.resolve("socket/service.sock");
     List<String> args = new ArrayList<>();
     Map<String, String> all = new java.util.LinkedHashMap<>();
-    all.put(ServiceConfig.PREFIX + "socket", socket.toString());
-    all.put(ServiceConfig.PREFIX + "dir", root.resolve("outputs").toString());
-    all.put(ServiceConfig.TRANSFER_PREFIX + "provider", "tcp");
-    all.put(ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
+    all.put(ServiceSettings.PREFIX + "socket", socket.toString());
+    all.put(ServiceSettings.PREFIX + "dir", root.resolve("outputs").toString());
+    all.put(ServiceSettings.TRANSFER_PREFIX + "provider", "tcp");
+    all.put(ServiceSettings.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
     all.putAll(conf);
     all.forEach(
         (k, v) -> {

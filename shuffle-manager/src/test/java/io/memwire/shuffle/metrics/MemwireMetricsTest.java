@@ -60,6 +60,8 @@ class MemwireMetricsTest {
             "index.entryReads",
             "indexCache.hits",
             "staleSlots",
+            "pointers.reresolved",
+            "pointers.reresolveFailures",
             "registration.bytes",
             "registration.budget",
             "registration.regions",

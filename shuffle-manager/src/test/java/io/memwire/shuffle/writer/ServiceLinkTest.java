@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import java.net.InetAddress;
@@ -41,13 +42,13 @@ class ServiceLinkTest {
             ShuffleService.start(
                 ServiceConfig.fromProperties(
                     Map.of(
-                        ServiceConfig.PREFIX + "socket",
+                        ServiceSettings.PREFIX + "socket",
                         socket.toString(),
-                        ServiceConfig.PREFIX + "dir",
+                        ServiceSettings.PREFIX + "dir",
                         root.resolve("out").toString(),
-                        ServiceConfig.TRANSFER_PREFIX + "provider",
+                        ServiceSettings.TRANSFER_PREFIX + "provider",
                         "tcp",
-                        ServiceConfig.TRANSFER_PREFIX + "bindAddress",
+                        ServiceSettings.TRANSFER_PREFIX + "bindAddress",
                         "127.0.0.1")))) {
           long t0 = System.nanoTime();
           assertNull(link.client(), "not before the retry interval");

@@ -74,6 +74,32 @@ final class Application {
         dir.getFileName().toString());
   }
 
+  /** The MAC of a RESOLVE request's signed bytes under this application's token. */
+  byte[] resolveMac(java.nio.ByteBuffer signed) {
+    return io.memwire.shuffle.service.protocol.ResolveClient.mac(token, signed);
+  }
+
+  /** True once the application has ended (its outputs are gone). */
+  synchronized boolean ended() {
+    return ended;
+  }
+
+  /**
+   * The pointer of the directory chunk of {@code executor}'s {@code shuffleId} that holds map
+   * indexes of {@code chunk}, or null when no output of it is held now.
+   */
+  synchronized DirectoryPointer pointer(String executor, int shuffleId, int chunk) {
+    for (Map.Entry<Slot, Held> e : outputs.entrySet()) {
+      Slot s = e.getKey();
+      if (s.executor().equals(executor)
+          && s.shuffleId() == shuffleId
+          && s.mapIndex() / ShuffleDirectory.SLOTS_PER_CHUNK == chunk) {
+        return e.getValue().pointer();
+      }
+    }
+    return null;
+  }
+
   boolean tokenMatches(byte[] presented) {
     return MessageDigest.isEqual(token, presented);
   }

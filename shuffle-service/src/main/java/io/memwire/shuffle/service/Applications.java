@@ -43,11 +43,11 @@ final class Applications {
   /**
    * Registers (or re-joins) an application of {@code user}.
    *
-   * @throws ShuffleService.Refused when the id is registered with another token or driver, the
-   *     driver's host cannot be resolved, or the user holds its quota of applications
+   * @throws Refused when the id is registered with another token or driver, the driver's host
+   *     cannot be resolved, or the user holds its quota of applications
    */
   Application register(UserPrincipal user, String id, byte[] token, String driverHost, int port)
-      throws ShuffleService.Refused {
+      throws Refused {
     Application.Key key = new Application.Key(user, id);
     Application a = apps.get(key);
     if (a == null) {
@@ -56,12 +56,12 @@ final class Applications {
         driver = new InetSocketAddress(InetAddress.getByName(driverHost), port);
       } catch (UnknownHostException | SecurityException e) {
         counters.refused("registration");
-        throw new ShuffleService.Refused(
+        throw new Refused(
             ServiceProtocol.E_BAD_REQUEST, "cannot resolve the driver's host " + driverHost);
       }
       String refusal = quotas.takeApplication(user, id);
       if (refusal != null) {
-        throw new ShuffleService.Refused(ServiceProtocol.E_QUOTA, refusal);
+        throw new Refused(ServiceProtocol.E_QUOTA, refusal);
       }
       String userName = user.getName();
       String safeUser = userName.replaceAll("[^A-Za-z0-9._-]", "_");
@@ -82,13 +82,13 @@ final class Applications {
     }
     if (!a.tokenMatches(token)) {
       counters.refused("registration");
-      throw new ShuffleService.Refused(
+      throw new Refused(
           ServiceProtocol.E_DENIED, "application " + id + " is registered with another token");
     }
     if (!a.driver().getHostString().equals(driverHost) && !sameAddress(a.driver(), driverHost)
         || a.driver().getPort() != port) {
       counters.refused("registration");
-      throw new ShuffleService.Refused(
+      throw new Refused(
           ServiceProtocol.E_DENIED,
           "application " + id + " is registered with another driver address (" + driverOf(a) + ")");
     }

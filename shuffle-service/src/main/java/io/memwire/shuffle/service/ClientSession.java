@@ -191,7 +191,7 @@ final class ClientSession implements Runnable {
     Application a;
     try {
       a = service.register(peerUser, application, token, driverHost, driverPort);
-    } catch (ShuffleService.Refused e) {
+    } catch (Refused e) {
       return error(e.code, e.getMessage());
     }
     String refusal = service.quotas().takeApplicationClient(a.key, application);
@@ -227,7 +227,7 @@ final class ClientSession implements Runnable {
       ServiceProtocol.Out out = new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk());
       out.raw(p.region().toBytes());
       return out;
-    } catch (ShuffleService.Refused e) {
+    } catch (Refused e) {
       return error(e.code, e.getMessage());
     } catch (java.nio.file.InvalidPathException e) {
       return error(ServiceProtocol.E_BAD_OUTPUT, "not a path: " + e.getMessage());

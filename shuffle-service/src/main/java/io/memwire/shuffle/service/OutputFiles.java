@@ -111,8 +111,8 @@ final class OutputFiles {
             "the output is on another filesystem than the service's directory "
                 + targetDir
                 + " (put "
-                + ServiceConfig.PREFIX
-                + ServiceConfig.DIR.name()
+                + ServiceSettings.PREFIX
+                + ServiceSettings.DIR.name()
                 + " on the filesystem of spark.local.dir)";
       }
       throw new OutputRefused("cannot take " + index + ": " + why);

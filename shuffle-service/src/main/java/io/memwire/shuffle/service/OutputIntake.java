@@ -27,6 +27,7 @@ final class OutputIntake {
   private final AtomicLong linkIds;
   private final BooleanSupplier closed;
   private final RecoveryLog log;
+  private final PointerResolver resolver;
 
   OutputIntake(
       TransferNode node,
@@ -35,8 +36,10 @@ final class OutputIntake {
       ServiceCounters counters,
       AtomicLong linkIds,
       BooleanSupplier closed,
-      RecoveryLog log) {
+      RecoveryLog log,
+      PointerResolver resolver) {
     this.log = log;
+    this.resolver = resolver;
     this.node = node;
     this.directories = directories;
     this.quotas = quotas;
@@ -52,7 +55,7 @@ final class OutputIntake {
    * earlier attempt of the same map index. All or nothing: a refusal leaves no link, region or
    * quota behind.
    *
-   * @throws ShuffleService.Refused with the protocol's code when the output is not taken
+   * @throws Refused with the protocol's code when the output is not taken
    */
   DirectoryPointer publish(
       Application app,
@@ -62,10 +65,10 @@ final class OutputIntake {
       long mapId,
       Path index,
       Path data)
-      throws ShuffleService.Refused {
+      throws Refused {
     if (closed.getAsBoolean()) {
       counters.refused("stopping");
-      throw new ShuffleService.Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
+      throw new Refused(ServiceProtocol.E_CLOSED, "the shuffle service is stopping");
     }
     Application.Held before = app.held(executor, shuffleId, mapIndex);
     if (before != null && before.mapId() == mapId) {
@@ -86,21 +89,23 @@ final class OutputIntake {
     } catch (OutputFiles.OutputRefused e) {
       counters.outputsRefused.increment();
       counters.refused("badOutput");
-      throw new ShuffleService.Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
+      throw new Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
     }
     String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
     if (overQuota != null) {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
       counters.outputsRefused.increment();
-      throw new ShuffleService.Refused(ServiceProtocol.E_QUOTA, overQuota);
+      throw new Refused(ServiceProtocol.E_QUOTA, overQuota);
     }
     try {
       DirectoryPointer p = install(app, executor, shuffleId, mapIndex, mapId, linked);
-      log.outputTaken(app.record(), record(app, executor, shuffleId, mapIndex, mapId, linked));
+      log.outputTaken(
+          app.record(),
+          record(app, executor, shuffleId, mapIndex, mapId, linked).withPointerKey(keyOf(p)));
       counters.outputsTaken.increment();
       return p;
-    } catch (ShuffleService.Refused e) {
+    } catch (Refused e) {
       counters.outputsRefused.increment();
       counters.refused(
           e.code == ServiceProtocol.E_NO_CAPACITY
@@ -115,27 +120,34 @@ final class OutputIntake {
    * quotas charged, the files registered (new keys) and published in the executor's directory. On a
    * refusal nothing of it is left (its files deleted).
    *
+   * @param recorded what the store recorded of it: once taken back, it is recorded again with the
+   *     new directory chunk's key, and its old keys resolve to the new chunk ({@link
+   *     PointerResolver})
    * @return why it was not taken back (a reason of {@link ServiceCounters#RECOVERY_DROPS}), or null
    */
-  String adopt(
-      Application app,
-      String executor,
-      int shuffleId,
-      int mapIndex,
-      long mapId,
-      OutputFiles.Linked linked) {
+  String adopt(Application app, RecoveryRecords.OutputRecord recorded, OutputFiles.Linked linked) {
     String overQuota = quotas.takeOutput(app.key.user(), app.key, app.key.id(), linked.bytes());
     if (overQuota != null) {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
       return "quota";
     }
+    DirectoryPointer p;
     try {
-      install(app, executor, shuffleId, mapIndex, mapId, linked);
-      return null;
-    } catch (ShuffleService.Refused e) {
+      p =
+          install(
+              app,
+              recorded.executor(),
+              recorded.shuffleId(),
+              recorded.mapIndex(),
+              recorded.mapId(),
+              linked);
+    } catch (Refused e) {
       return e.code == ServiceProtocol.E_NO_CAPACITY ? "registrationBudget" : "changed";
     }
+    resolver.moved(recorded.pointerKeys(), app, recorded.executor(), recorded.shuffleId(), p);
+    log.outputTaken(app.record(), recorded.withPointerKey(keyOf(p)));
+    return null;
   }
 
   /** What the recovery store keeps of a held output. */
@@ -158,7 +170,13 @@ final class OutputIntake {
         linked.indexLength(),
         linked.dataLength(),
         linked.indexCheck(),
-        linked.dataCheck());
+        linked.dataCheck(),
+        new long[0]);
+  }
+
+  /** The region key naming a directory chunk (its first segment's). */
+  static long keyOf(DirectoryPointer p) {
+    return p.region().segments().get(0).key();
   }
 
   /**
@@ -172,7 +190,7 @@ final class OutputIntake {
       int mapIndex,
       long mapId,
       OutputFiles.Linked linked)
-      throws ShuffleService.Refused {
+      throws Refused {
     UserPrincipal user = app.key.user();
     MemoryRegion indexRegion = null;
     MemoryRegion dataRegion = null;
@@ -187,7 +205,7 @@ final class OutputIntake {
             "data file of "
                 + linked.dataLength()
                 + " bytes needs more segments than a directory slot holds; raise "
-                + ServiceConfig.TRANSFER_PREFIX
+                + ServiceSettings.TRANSFER_PREFIX
                 + "maxSegmentSize");
       }
       ShuffleDirectory dir = app.directory(executor, node, directories);
@@ -223,8 +241,7 @@ final class OutputIntake {
               : e instanceof IllegalStateException
                   ? ServiceProtocol.E_CLOSED
                   : ServiceProtocol.E_BAD_OUTPUT;
-      throw new ShuffleService.Refused(
-          code, "cannot register map output " + mapId + ": " + e.getMessage());
+      throw new Refused(code, "cannot register map output " + mapId + ": " + e.getMessage());
     }
   }
 }

@@ -184,7 +184,7 @@ final class Recovery {
             hasData ? r.dataLength() : 0,
             r.indexCheck(),
             r.dataCheck());
-    why = intake.adopt(app, r.executor(), r.shuffleId(), r.mapIndex(), r.mapId(), linked);
+    why = intake.adopt(app, r, linked);
     if (why != null) {
       return why;
     }

@@ -16,8 +16,14 @@ import java.nio.charset.StandardCharsets;
  * repeat the key's fields, so a value is read without parsing its key.
  */
 final class RecoveryRecords {
-  /** Layout version of every value; a value of another version is dropped as corrupt. */
-  static final int VERSION = 1;
+  /**
+   * Layout version of every value written; a value of another version than 1 (no pointer keys) or
+   * this one is dropped as corrupt.
+   */
+  static final int VERSION = 2;
+
+  /** Region keys of earlier directory chunks an output record keeps (old pointers it answers). */
+  static final int MAX_POINTER_KEYS = 4;
 
   private static final byte SEP = 0;
 
@@ -29,7 +35,9 @@ final class RecoveryRecords {
 
   /**
    * One held output of an application's executor: the map task attempt, the names of its links in
-   * the executor's directory ({@code dataName} empty without a data file) and their checks.
+   * the executor's directory ({@code dataName} empty without a data file) and their checks; {@code
+   * pointerKeys}: the region keys of the directory chunk it was published in, by this run and the
+   * last ones (newest last, at most {@link #MAX_POINTER_KEYS}), so a reader's old pointer resolves.
    */
   record OutputRecord(
       String user,
@@ -43,7 +51,31 @@ final class RecoveryRecords {
       long indexLength,
       long dataLength,
       FileCheck indexCheck,
-      FileCheck dataCheck) {}
+      FileCheck dataCheck,
+      long[] pointerKeys) {
+
+    /** This record published again in a chunk whose region key is {@code key}. */
+    OutputRecord withPointerKey(long key) {
+      int keep = Math.min(pointerKeys.length, MAX_POINTER_KEYS - 1);
+      long[] keys = new long[keep + 1];
+      System.arraycopy(pointerKeys, pointerKeys.length - keep, keys, 0, keep);
+      keys[keep] = key;
+      return new OutputRecord(
+          user,
+          appId,
+          executor,
+          shuffleId,
+          mapIndex,
+          mapId,
+          indexName,
+          dataName,
+          indexLength,
+          dataLength,
+          indexCheck,
+          dataCheck,
+          keys);
+    }
+  }
 
   static byte[] appKey(String user, String appId) {
     return key("a", user, appId);
@@ -127,6 +159,10 @@ final class RecoveryRecords {
           out.writeLong(o.dataLength());
           writeCheck(out, o.indexCheck());
           writeCheck(out, o.dataCheck());
+          out.writeByte(o.pointerKeys().length);
+          for (long k : o.pointerKeys()) {
+            out.writeLong(k);
+          }
         });
   }
 
@@ -150,6 +186,7 @@ final class RecoveryRecords {
   /** Decodes an output's value; throws IOException as {@link #decodeApp} does. */
   static OutputRecord decodeOutput(byte[] value) throws IOException {
     DataInputStream in = reader(value);
+    boolean v1 = value[0] == 1;
     OutputRecord o =
         new OutputRecord(
             in.readUTF(),
@@ -163,7 +200,8 @@ final class RecoveryRecords {
             in.readLong(),
             in.readLong(),
             readCheck(in),
-            readCheck(in));
+            readCheck(in),
+            v1 ? new long[0] : readKeys(in));
     end(in);
     return o;
   }
@@ -186,10 +224,22 @@ final class RecoveryRecords {
   private static DataInputStream reader(byte[] value) throws IOException {
     DataInputStream in = new DataInputStream(new ByteArrayInputStream(value));
     int version = in.readUnsignedByte();
-    if (version != VERSION) {
+    if (version != VERSION && version != 1) {
       throw new IOException("record version " + version + ", expected " + VERSION);
     }
     return in;
+  }
+
+  private static long[] readKeys(DataInputStream in) throws IOException {
+    int n = in.readUnsignedByte();
+    if (n > MAX_POINTER_KEYS) {
+      throw new IOException(n + " pointer keys in a record, at most " + MAX_POINTER_KEYS);
+    }
+    long[] keys = new long[n];
+    for (int i = 0; i < n; i++) {
+      keys[i] = in.readLong();
+    }
+    return keys;
   }
 
   private static void end(DataInputStream in) throws IOException {

@@ -36,7 +36,7 @@ final class RecoveryStores {
       return new Opened(RecoveryLog.NONE, null, List.of());
     }
     Path path = config.recoveryPath().get();
-    String key = ServiceConfig.PREFIX + ServiceConfig.RECOVERY_PATH.name();
+    String key = ServiceSettings.PREFIX + ServiceSettings.RECOVERY_PATH.name();
     TrustedPaths.prepareDirectory(path, PosixFilePermissions.fromString("rwx------"), key);
     List<String> lost = new ArrayList<>();
     // No CURRENT file: no database there (RocksDB's own marker), so not RocksRecoveryStore's to
@@ -59,7 +59,7 @@ final class RecoveryStores {
     try {
       return RocksRecoveryStore.open(path);
     } catch (LinkageError e) {
-      throw ShuffleService.missingJars(ServiceConfig.RECOVERY_PATH, "RocksDB", e);
+      throw ServiceStart.missingJars(ServiceSettings.RECOVERY_PATH, "RocksDB", e);
     }
   }
 

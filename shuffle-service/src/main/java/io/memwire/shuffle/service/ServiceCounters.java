@@ -39,6 +39,8 @@ final class ServiceCounters {
   final LongAdder applicationsEnded = new LongAdder();
   final LongAdder shufflesRemoved = new LongAdder();
   final LongAdder driverProbes = new LongAdder();
+  final LongAdder pointersResolved = new LongAdder();
+  final LongAdder pointerResolvesRefused = new LongAdder();
   private final Map<String, LongAdder> refusals = new LinkedHashMap<>();
 
   ServiceCounters() {
@@ -48,6 +50,24 @@ final class ServiceCounters {
     for (String r : RECOVERY_DROPS) {
       recoveryDrops.put(r, new LongAdder());
     }
+  }
+
+  /** Every counter above, then {@link #putRecoveryDrops} and {@link #putRefusals}. */
+  void putCounts(Map<String, Long> m) {
+    m.put("outputsTaken", outputsTaken.sum());
+    m.put("outputsRefused", outputsRefused.sum());
+    m.put("outputsReplaced", outputsReplaced.sum());
+    m.put("clientsRefused", clientsRefused.sum());
+    m.put("clientsTimedOut", clientsTimedOut.sum());
+    m.put("applicationsEnded", applicationsEnded.sum());
+    m.put("shufflesRemoved", shufflesRemoved.sum());
+    m.put("driverProbes", driverProbes.sum());
+    m.put("outputsRecovered", outputsRecovered.sum());
+    m.put("recoveryStoreLost", recoveryStoreLost.sum());
+    m.put("pointersResolved", pointersResolved.sum());
+    m.put("pointerResolvesRefused", pointerResolvesRefused.sum());
+    putRecoveryDrops(m);
+    putRefusals(m);
   }
 
   /** Counts a recorded output not taken back; {@code reason} is one of {@link #RECOVERY_DROPS}. */

@@ -96,8 +96,8 @@ final class ServiceHttp implements AutoCloseable {
               + ":"
               + port
               + " ("
-              + ServiceConfig.PREFIX
-              + ServiceConfig.HTTP_PORT.name()
+              + ServiceSettings.PREFIX
+              + ServiceSettings.HTTP_PORT.name()
               + "): "
               + e.getMessage(),
           e);

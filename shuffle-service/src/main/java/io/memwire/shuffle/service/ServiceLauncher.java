@@ -29,7 +29,7 @@ public final class ServiceLauncher {
     System.getProperties()
         .forEach(
             (k, v) -> {
-              if (k.toString().startsWith(ServiceConfig.PREFIX)) {
+              if (k.toString().startsWith(ServiceSettings.PREFIX)) {
                 props.put(k.toString(), v.toString());
               }
             });

@@ -115,7 +115,7 @@ public final class ServiceMetrics {
               "registration_budget_bytes",
               "bytes",
               "The transfer node's registration budget ("
-                  + ServiceConfig.TRANSFER_PREFIX
+                  + ServiceSettings.TRANSFER_PREFIX
                   + TransportSettings.REGISTRATION_BUDGET.name()
                   + "): the most bytes it registers at once.",
               "registrationBudget"),
@@ -181,6 +181,19 @@ public final class ServiceMetrics {
               "Starts whose recovery store was gone (while outputs remained) or could not be read: "
                   + "the service started empty.",
               "recoveryStoreLost"),
+          counter(
+              "pointers_resolved",
+              null,
+              "Readers' directory pointers from before a restart resolved to the chunk that "
+                  + "replaced them (RESOLVE on resolvePort): those readers go on one-sided.",
+              "pointersResolved"),
+          counter(
+              "pointer_resolves_refused",
+              null,
+              "RESOLVE requests refused: malformed, not authenticated with the pointer's "
+                  + "application token, or naming a pointer no output was taken back under (the "
+                  + "reader then gets a fetch failure).",
+              "pointerResolvesRefused"),
           counter(
               "outputs_refused",
               null,

@@ -2,19 +2,12 @@ package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,40 +36,25 @@ import org.slf4j.LoggerFactory;
  * a connection that does not register, or stalls inside a frame, is closed ({@code
  * registerTimeout}, {@code frameTimeout}).
  *
- * <p>An application's outputs go when Spark removes a shuffle (any executor of the application
- * forwards {@code unregisterShuffle}), when its driver's RPC port refuses TCP connections for 5 s
- * (application end, driver crash) or does not answer for {@code appTimeout} (host gone), when
- * {@link #endApplication} is called (YARN's stopApplication), or when the service stops. Drivers
- * are probed all at once, each probe bounded ({@link DriverProbes}), so no application's end waits
- * on another's. A restarted service starts empty with new keys: readers holding old descriptors get
- * remote-access errors, so Spark reruns the map stage, never reads stale bytes. With {@code
- * recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps it when it stops,
- * and at start takes back, under new keys, what still passes its checks ({@link Recovery}) before
- * it serves anyone.
+ * <p>An application's outputs go when Spark removes a shuffle, when its driver stops answering
+ * ({@link DriverLiveness}), when {@link #endApplication} is called (YARN), or when the service
+ * stops. With {@code recoveryPath} set it records what it owns ({@link RocksRecoveryStore}), keeps
+ * it when it stops, takes back at start, under new keys, what still passes its checks ({@link
+ * Recovery}), and with {@code resolvePort} answers readers' old pointers ({@link PointerResolver}).
  *
  * <p>Threads (all daemons, joined by {@link #close}): {@code memwire-shuffle-service-accept}
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
  * memwire-shuffle-service-liveness} probes drivers and ends applications; {@code
  * memwire-shuffle-service-deadlines} closes connections past their deadlines; with {@code
  * http.port} set, {@code memwire-shuffle-service-http-N} answer {@code /metrics} and {@code
- * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp}).
+ * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp});
+ * with {@code resolvePort} set, {@link ResolveListener}'s.
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);
 
   /** Prefix of the transfer node's counters in {@link #stats()}. */
   static final String NODE_PREFIX = "node.";
-
-  /** Open files and memory mappings kept free for everything but held outputs. */
-  private static final long RESERVED_FILES = 1024;
-
-  private static final long RESERVED_MAPPINGS = 4096;
-
-  /** Longest a stop with recovery on waits for reads under way. */
-  private static final long DRAIN_NANOS = TimeUnit.SECONDS.toNanos(5);
-
-  /** A stop with recovery on goes on once no read was served for this long. */
-  private static final long DRAIN_QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
   private final ServiceConfig config;
   private final TransferNode node;
@@ -104,19 +83,14 @@ public final class ShuffleService implements AutoCloseable {
 
   private volatile int httpPort = -1;
 
+  /** Old directory pointers of recovered outputs, answered on the resolve port. */
+  private final PointerResolver resolver;
+
+  /** The resolve port's listener, or null when {@code resolvePort} is unset. */
+  private volatile ResolveListener resolve;
+
   /** Runs in {@link #close} once the service is no longer ready (tests observe /health there). */
   volatile Runnable whileClosing = () -> {};
-
-  /** A request the service refuses, with the protocol's error code. */
-  static final class Refused extends Exception {
-    private static final long serialVersionUID = 1L;
-    final int code;
-
-    Refused(int code, String message) {
-      super(message);
-      this.code = code;
-    }
-  }
 
   /** Where what the service owns is recorded ({@link RecoveryLog#NONE} with recovery off). */
   private final RecoveryLog log;
@@ -125,15 +99,17 @@ public final class ShuffleService implements AutoCloseable {
   private volatile boolean recovering;
 
   /** Runs while the service recovers, before it is ready (tests observe /health there). */
-  static volatile java.util.function.Consumer<ShuffleService> whileRecovering = s -> {};
+  private final Consumer<ShuffleService> whileRecovering;
 
-  private ShuffleService(
+  ShuffleService(
       ServiceConfig config,
       TransferNode node,
       ServerSocketChannel server,
       long maxOutputs,
-      RecoveryLog log) {
+      RecoveryLog log,
+      Consumer<ShuffleService> whileRecovering) {
     this.config = config;
+    this.whileRecovering = whileRecovering;
     this.log = log;
     this.node = node;
     this.server = server;
@@ -149,7 +125,9 @@ public final class ShuffleService implements AutoCloseable {
             config.maxApplicationsPerUser());
     this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
     this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
-    this.intake = new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log);
+    this.resolver = new PointerResolver(counters);
+    this.intake =
+        new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log, resolver);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
     this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
     this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
@@ -165,115 +143,76 @@ public final class ShuffleService implements AutoCloseable {
   }
 
   /**
-   * Starts a service: checks (or creates) its private directories and empties its output directory,
-   * starts its transfer node and listens on its socket.
+   * Starts a service ({@link ServiceStart}): checks (or creates) its private directories, starts
+   * its transfer node, takes back what its recovery store records, and serves its socket.
    *
    * @throws IllegalStateException when another service already listens on the socket
    * @throws IOException when the socket or the directory cannot be set up, or cannot be trusted
    *     (another user owns or may change a directory on the way; the message names it)
    */
   public static ShuffleService start(ServiceConfig config) throws IOException {
-    Path socket = config.socket();
-    // Outputs: only the service. Socket: other users must reach it when they may connect.
-    TrustedPaths.prepareDirectory(
-        config.dir(),
-        PosixFilePermissions.fromString("rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
-    TrustedPaths.prepareDirectory(
-        socket.getParent(),
-        PosixFilePermissions.fromString(config.multiUser() ? "rwxr-xr-x" : "rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.SOCKET.name());
-    if (Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
-      if (answers(socket)) {
-        throw new IllegalStateException("another shuffle service listens on " + socket);
-      }
-      Files.delete(socket); // left by a service that died; its directory is the service's own
-    }
-    Path apps = config.dir().resolve("apps");
-    TrustedPaths.prepareDirectory(
-        apps,
-        PosixFilePermissions.fromString("rwx------"),
-        ServiceConfig.PREFIX + ServiceConfig.DIR.name());
-    RecoveryStores.Opened store = RecoveryStores.open(config, apps);
-    long maxOutputs = fitOutputs(config.nodeQuota().outputs());
-    TransferNode node;
-    ServerSocketChannel server;
-    try {
-      node = TransferNode.start(config.transfer());
-    } catch (RuntimeException e) {
-      store.log().close();
-      throw e;
-    }
-    try {
-      // Bound now, served once recovered: executors that connect meanwhile wait in the backlog.
-      server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-      server.bind(UnixDomainSocketAddress.of(socket), 128);
-      Files.setPosixFilePermissions(
-          socket, PosixFilePermissions.fromString(config.multiUser() ? "rw-rw-rw-" : "rw-------"));
-    } catch (IOException | RuntimeException e) {
-      node.close();
-      store.log().close();
-      throw e;
-    }
-    ShuffleService s = new ShuffleService(config, node, server, maxOutputs, store.log());
-    store.lost().forEach(why -> s.counters.recoveryStoreLost.increment());
-    startHttp(s, config);
-    s.recover(store);
-    s.clients.start();
-    long tick = TimeUnit.NANOSECONDS.toMillis(s.drivers.tickNanos());
-    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
-    var unusedProbes =
-        s.liveness.scheduleWithFixedDelay(s.drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
-    var unusedDeadlines =
-        s.deadlines.scheduleWithFixedDelay(
-            s.clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
-    s.ready = true; // after recovery: /health/ready answers 200 from here
-    LOG.info(
-        "Memwire shuffle service: socket {}, outputs in {}, provider {} because {}; endpoint {}; "
-            + "applications end {} ms after their driver stops answering, {} ms after its port "
-            + "starts refusing connections; at most {} outputs held; per user {}, per "
-            + "application {}",
-        socket,
-        config.dir(),
-        node.provider(),
-        node.selectionReason(),
-        node.localAddress(),
-        config.appTimeout().toMillis(),
-        TimeUnit.NANOSECONDS.toMillis(s.drivers.refusedGraceNanos()),
-        maxOutputs,
-        config.userQuota(),
-        config.applicationQuota());
-    if (s.httpPort >= 0) {
-      LOG.info(
-          "shuffle service HTTP endpoint on {}:{}: /metrics, /health, /health/ready",
-          config.httpHost(),
-          s.httpPort);
-    }
-    return s;
+    return ServiceStart.start(config, s -> {});
   }
 
-  /** Starts the HTTP endpoint when {@code http.port} is set (before recovery: it shows it). */
-  private static void startHttp(ShuffleService s, ServiceConfig config) throws IOException {
-    if (config.httpPort().isPresent()) {
-      try {
-        ServiceHttp h = ServiceHttp.start(s, config.httpHost(), config.httpPort().getAsInt());
-        s.http = h;
-        s.httpPort = h.port();
-      } catch (IOException | RuntimeException e) {
-        s.close();
-        throw e;
-      } catch (LinkageError e) {
-        s.close();
-        throw missingJars(ServiceConfig.HTTP_PORT, "the Prometheus client", e);
-      }
-    }
+  /** As {@link #start(ServiceConfig)}, running {@code whileRecovering} before recovery (tests). */
+  static ShuffleService start(ServiceConfig config, Consumer<ShuffleService> whileRecovering)
+      throws IOException {
+    return ServiceStart.start(config, whileRecovering);
+  }
+
+  /** Counts a start whose recovery store was lost. */
+  void storeLost() {
+    counters.recoveryStoreLost.increment();
+  }
+
+  PointerResolver resolver() {
+    return resolver;
+  }
+
+  /** Attaches the resolve port's listener (closed with the service). */
+  void resolve(ResolveListener l) {
+    resolve = l;
+  }
+
+  /** The resolve port, or -1 when it is off ({@code resolvePort} unset). */
+  public int resolvePort() {
+    ResolveListener l = resolve;
+    return l == null ? -1 : l.port();
+  }
+
+  /** Attaches the HTTP endpoint (closed with the service). */
+  void http(ServiceHttp h) {
+    http = h;
+    httpPort = h.port();
+  }
+
+  /**
+   * Starts serving once recovered: executors, driver probes, deadlines; ready from here. Returns
+   * how long after its port starts refusing an application ends (ns), for the start's log line.
+   */
+  long serve() {
+    clients.start();
+    long tick = TimeUnit.NANOSECONDS.toMillis(drivers.tickNanos());
+    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
+    var unusedProbes =
+        liveness.scheduleWithFixedDelay(drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
+    var unusedDeadlines =
+        deadlines.scheduleWithFixedDelay(
+            clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    ready = true; // after recovery: /health/ready answers 200 from here
+    return drivers.refusedGraceNanos();
+  }
+
+  /** The most outputs held at once (maxOutputs as fitted at start). */
+  long maxOutputs() {
+    return maxOutputs;
   }
 
   /**
    * Takes back what a previous run recorded ({@link Recovery}); not ready meanwhile. A store that
    * cannot be read through is counted as lost: the service then starts empty.
    */
-  private void recover(RecoveryStores.Opened store) throws IOException {
+  void recover(RecoveryStores.Opened store) throws IOException {
     if (store.store() == null) {
       return;
     }
@@ -297,72 +236,6 @@ public final class ShuffleService implements AutoCloseable {
       throw e;
     } finally {
       recovering = false;
-    }
-  }
-
-  /**
-   * The error of a setting that needs jars of target/service-lib/ ({@code what}) which this process
-   * cannot load.
-   */
-  static TransferConfigException missingJars(
-      io.memwire.transfer.settings.Setting<?> setting, String what, LinkageError e) {
-    String key = ServiceConfig.PREFIX + setting.name();
-    return new TransferConfigException(
-        TransferConfigException.Problem.UNUSABLE,
-        key,
-        key
-            + " is set but "
-            + what
-            + " cannot be loaded ("
-            + e
-            + "): run the service with bin/memwire, or put shuffle-service/target/service-lib/"
-            + "*.jar on its classpath, or leave the key unset");
-  }
-
-  /**
-   * Lowers the configured output limit to what this process's open-file limit and the kernel's
-   * mapping limit leave room for: each held output keeps two files open and two mappings.
-   */
-  static long fitOutputs(long configured) {
-    long fit = configured;
-    String why = null;
-    if (ManagementFactory.getOperatingSystemMXBean()
-        instanceof com.sun.management.UnixOperatingSystemMXBean os) {
-      long byFiles = (os.getMaxFileDescriptorCount() - RESERVED_FILES) / 2;
-      if (byFiles < fit) {
-        fit = Math.max(1, byFiles);
-        why = "the open-file limit of " + os.getMaxFileDescriptorCount();
-      }
-    }
-    // Not Files.readString: it trusts the size procfs reports and may return part of the line.
-    try (java.io.BufferedReader r =
-        Files.newBufferedReader(Path.of("/proc/sys/vm/max_map_count"))) {
-      long maps = Long.parseLong(String.valueOf(r.readLine()).trim());
-      long byMaps = (maps - RESERVED_MAPPINGS) / 2;
-      if (byMaps < fit) {
-        fit = Math.max(1, byMaps);
-        why = "vm.max_map_count " + maps;
-      }
-    } catch (IOException | NumberFormatException e) {
-      LOG.debug("cannot read vm.max_map_count: {}", e.toString());
-    }
-    if (why != null) {
-      LOG.info(
-          "at most {} map outputs held (not {}): each keeps two files open and two mappings, and "
-              + "{} leaves room for no more; raise it to hold more",
-          fit,
-          configured,
-          why);
-    }
-    return fit;
-  }
-
-  private static boolean answers(Path socket) {
-    try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
-      ch.connect(UnixDomainSocketAddress.of(socket));
-      return true;
-    } catch (IOException e) {
-      return false;
     }
   }
 
@@ -455,24 +328,13 @@ public final class ShuffleService implements AutoCloseable {
     m.put("clients", (long) clients.sessions());
     m.put("outputsHeld", held[0]);
     m.put("bytesHeld", held[1]);
-    m.put("outputsTaken", counters.outputsTaken.sum());
-    m.put("outputsRefused", counters.outputsRefused.sum());
-    m.put("outputsReplaced", counters.outputsReplaced.sum());
+    counters.putCounts(m); // and recovery drops and refusals by reason
     m.put("quotaRefusals", quotas.refusals());
-    m.put("clientsRefused", counters.clientsRefused.sum());
-    m.put("clientsTimedOut", counters.clientsTimedOut.sum());
-    m.put("applicationsEnded", counters.applicationsEnded.sum());
-    m.put("shufflesRemoved", counters.shufflesRemoved.sum());
-    m.put("driverProbes", counters.driverProbes.sum());
     m.put("directoryBytes", directories.allocatedBytes());
     m.put("maxOutputs", maxOutputs);
     m.put("registrationBudget", config.transfer().registrationBudget());
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
     m.put("recovering", recovering ? 1L : 0L);
-    m.put("outputsRecovered", counters.outputsRecovered.sum());
-    m.put("recoveryStoreLost", counters.recoveryStoreLost.sum());
-    counters.putRecoveryDrops(m);
-    counters.putRefusals(m);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
@@ -481,29 +343,6 @@ public final class ShuffleService implements AutoCloseable {
   /** Waits until {@link #close} ran. */
   public void awaitStop() throws InterruptedException {
     stopped.await();
-  }
-
-  /**
-   * Waits, at most {@link #DRAIN_NANOS}, until the transfer node has served no read for {@link
-   * #DRAIN_QUIET_NANOS}: reads reducers have under way finish before the regions go. (Over verbs
-   * the service does not see reads; the wait is then the quiet period alone.)
-   */
-  private void drainReads() {
-    long end = System.nanoTime() + DRAIN_NANOS;
-    long served = node.stats().servedReads();
-    long quietSince = System.nanoTime();
-    try {
-      while (System.nanoTime() - end < 0 && System.nanoTime() - quietSince < DRAIN_QUIET_NANOS) {
-        Thread.sleep(20);
-        long now = node.stats().servedReads();
-        if (now != served) {
-          served = now;
-          quietSince = System.nanoTime();
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 
   /**
@@ -527,6 +366,7 @@ public final class ShuffleService implements AutoCloseable {
         LOG.debug("shuffle service: closing hook failed: {}", e.toString());
       }
       closeQuietly(server);
+      closeEndpoint(resolve, "resolve port");
       clients.stop();
       for (ScheduledExecutorService e : List.of(liveness, deadlines)) {
         e.shutdownNow();
@@ -537,7 +377,7 @@ public final class ShuffleService implements AutoCloseable {
         }
       }
       if (log.enabled()) {
-        drainReads();
+        ReadDrain.await(node);
         applications.detachAll(); // files and records stay for the next run
       } else {
         applications.endAll("ended: the shuffle service stops");
@@ -545,16 +385,7 @@ public final class ShuffleService implements AutoCloseable {
       directories.close();
       node.close();
       log.close();
-      AutoCloseable h = http;
-      if (h != null) {
-        try {
-          h.close(); // its threads joined, its port free
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        } catch (Exception e) {
-          LOG.warn("shuffle service: closing the HTTP endpoint failed: {}", e.toString());
-        }
-      }
+      closeEndpoint(http, "HTTP endpoint");
       try {
         Files.deleteIfExists(config.socket());
       } catch (IOException ignored) {
@@ -562,6 +393,20 @@ public final class ShuffleService implements AutoCloseable {
       }
     } finally {
       stopped.countDown();
+    }
+  }
+
+  /** Closes an endpoint (its threads joined, its port free); null: it is off. */
+  private static void closeEndpoint(AutoCloseable endpoint, String what) {
+    if (endpoint == null) {
+      return;
+    }
+    try {
+      endpoint.close();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      LOG.warn("shuffle service: closing the {} failed: {}", what, e.toString());
     }
   }
 

@@ -136,7 +136,7 @@ class LocalAttacksTest {
   void swappingADirectoryDuringTheHandOverNeverServesAnotherUsersFile() throws Exception {
     otherUserOrSkip();
     Path base = sharedDirectory();
-    start(base, ServiceConfig.PREFIX + "allowedUsers", "*");
+    start(base, ServiceSettings.PREFIX + "allowedUsers", "*");
     Path victim = Files.createDirectory(base.resolve("victim"));
     Files.setPosixFilePermissions(victim, PosixFilePermissions.fromString("rwx------"));
     byte[][] secret = output(victim, 7, (byte) 'S');
@@ -235,7 +235,7 @@ class LocalAttacksTest {
             () ->
                 start(
                     root.resolve("a"),
-                    ServiceConfig.PREFIX + "dir",
+                    ServiceSettings.PREFIX + "dir",
                     root.resolve("out-link").toString()));
     assertTrue(
         e.getMessage().contains("symbolic link") && e.getMessage().contains(".dir"),
@@ -246,7 +246,7 @@ class LocalAttacksTest {
     e =
         assertThrows(
             IOException.class,
-            () -> start(root.resolve("b"), ServiceConfig.PREFIX + "dir", open.toString()));
+            () -> start(root.resolve("b"), ServiceSettings.PREFIX + "dir", open.toString()));
     assertTrue(e.getMessage().contains("other users may write"), e.getMessage());
     // Start-up cleanup removes a link planted in its directory, never what it points to.
     Path victim = Files.createDirectory(root.resolve("victim"));
@@ -273,7 +273,7 @@ class LocalAttacksTest {
             () ->
                 start(
                     root.resolve("d"),
-                    ServiceConfig.PREFIX + "socket",
+                    ServiceSettings.PREFIX + "socket",
                     foreign.resolve("service.sock").toString()));
     assertTrue(
         e.getMessage().contains("uid " + OtherUser.UID) && e.getMessage().contains(".socket"),
@@ -315,13 +315,13 @@ class LocalAttacksTest {
   void connectionsThatDoNotRegisterOrStallInAFrameAreClosed() throws Exception {
     start(
         root,
-        ServiceConfig.PREFIX + "registerTimeout",
+        ServiceSettings.PREFIX + "registerTimeout",
         "500ms",
-        ServiceConfig.PREFIX + "frameTimeout",
+        ServiceSettings.PREFIX + "frameTimeout",
         "500ms",
-        ServiceConfig.PREFIX + "maxClients",
+        ServiceSettings.PREFIX + "maxClients",
         "2",
-        ServiceConfig.PREFIX + "maxClientsPerApplication",
+        ServiceSettings.PREFIX + "maxClientsPerApplication",
         "2");
     SocketChannel silent = SocketChannel.open(UnixDomainSocketAddress.of(service.socket()));
     long t0 = System.nanoTime();
@@ -355,7 +355,11 @@ class LocalAttacksTest {
     otherUserOrSkip();
     Path base = sharedDirectory();
     start(
-        base, ServiceConfig.PREFIX + "allowedUsers", "*", ServiceConfig.PREFIX + "maxClients", "6");
+        base,
+        ServiceSettings.PREFIX + "allowedUsers",
+        "*",
+        ServiceSettings.PREFIX + "maxClients",
+        "6");
     // Several users may connect: each gets half of maxClients by default.
     List<SocketChannel> held = new ArrayList<>();
     try {
@@ -441,9 +445,9 @@ class LocalAttacksTest {
   void quotasOfOutputsAndBytesNameTheApplicationAndCountSparseFilesInFull() throws Exception {
     start(
         root,
-        ServiceConfig.PREFIX + "maxOutputsPerApplication",
+        ServiceSettings.PREFIX + "maxOutputsPerApplication",
         "2",
-        ServiceConfig.PREFIX + "maxBytesPerUser",
+        ServiceSettings.PREFIX + "maxBytesPerUser",
         "64m");
     Path dir = root.resolve("e1");
     try (ServiceClient a = executor("app-greedy", "1", 1);
@@ -503,7 +507,7 @@ class LocalAttacksTest {
     service = null;
     otherUserOrSkip();
     Path base = sharedDirectory();
-    start(base, ServiceConfig.PREFIX + "allowedUsers", "*");
+    start(base, ServiceSettings.PREFIX + "allowedUsers", "*");
     String port = Integer.toString(driver.getLocalPort());
     // The other user takes "app-shared" first, with its own token.
     assertEquals(
@@ -530,7 +534,7 @@ class LocalAttacksTest {
     ServiceFixture.SilentPort silent = ServiceFixture.silentPort();
     assumeTrue(silent != null, "this kernel accepts past the backlog; no silent port to test with");
     try (silent) {
-      start(root, ServiceConfig.PREFIX + "appTimeout", "60s");
+      start(root, ServiceSettings.PREFIX + "appTimeout", "60s");
       List<ServiceClient> clients = new ArrayList<>();
       try {
         for (int i = 0; i < 12; i++) {

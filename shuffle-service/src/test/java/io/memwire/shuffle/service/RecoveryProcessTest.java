@@ -148,7 +148,7 @@ class RecoveryProcessTest {
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       assertTrue(p.waitFor(60, TimeUnit.SECONDS));
       assertEquals(2, p.exitValue(), out);
-      assertTrue(out.contains(ServiceConfig.PREFIX + "recoveryPath"), out);
+      assertTrue(out.contains(ServiceSettings.PREFIX + "recoveryPath"), out);
       assertTrue(out.contains("RocksDB"), out);
     } finally {
       p.destroyForcibly();

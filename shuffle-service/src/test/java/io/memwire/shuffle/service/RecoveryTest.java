@@ -30,6 +30,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -57,7 +58,6 @@ class RecoveryTest {
 
   @AfterEach
   void stop() throws IOException {
-    ShuffleService.whileRecovering = s -> {};
     if (service != null) {
       service.close();
     }
@@ -70,12 +70,18 @@ class RecoveryTest {
   }
 
   private ShuffleService startService(String... extra) throws IOException {
+    return startService(s -> {}, extra);
+  }
+
+  private ShuffleService startService(Consumer<ShuffleService> whileRecovering, String... extra)
+      throws IOException {
     List<String> all =
-        new ArrayList<>(List.of(ServiceConfig.PREFIX + "recoveryPath", store().toString()));
+        new ArrayList<>(List.of(ServiceSettings.PREFIX + "recoveryPath", store().toString()));
     all.addAll(List.of(extra));
     service =
         ShuffleService.start(
-            ServiceConfig.fromProperties(ServiceFixture.conf(root, all.toArray(String[]::new))));
+            ServiceConfig.fromProperties(ServiceFixture.conf(root, all.toArray(String[]::new))),
+            whileRecovering);
     return service;
   }
 
@@ -209,7 +215,7 @@ class RecoveryTest {
     publishTwoAndStop();
     HttpClient http = HttpClient.newHttpClient();
     List<Integer> duringRecovery = new ArrayList<>();
-    ShuffleService.whileRecovering =
+    Consumer<ShuffleService> whileRecovering =
         s -> {
           try {
             duringRecovery.add(status(http, s.httpPort(), "/health/ready"));
@@ -219,7 +225,11 @@ class RecoveryTest {
           }
         };
     startService(
-        ServiceConfig.PREFIX + "http.port", "0", ServiceConfig.PREFIX + "http.host", "127.0.0.1");
+        whileRecovering,
+        ServiceSettings.PREFIX + "http.port",
+        "0",
+        ServiceSettings.PREFIX + "http.host",
+        "127.0.0.1");
     assertEquals(List.of(503, 200), duringRecovery, "unready, live while recovering");
     assertEquals(200, status(http, service.httpPort(), "/health/ready"));
     String metrics =
@@ -242,7 +252,7 @@ class RecoveryTest {
 
   @Test
   void theStorePathMustBePrivateAndOutsideTheOutputDirectory() throws Exception {
-    String key = ServiceConfig.PREFIX + "recoveryPath";
+    String key = ServiceSettings.PREFIX + "recoveryPath";
     TransferConfigException inside =
         assertThrows(
             TransferConfigException.class,

@@ -18,14 +18,14 @@ import org.junit.jupiter.api.Test;
 
 /** The service's keys: validated at start naming the key, documented from their declarations. */
 class ServiceConfigTest {
-  private static final String P = ServiceConfig.PREFIX;
+  private static final String P = ServiceSettings.PREFIX;
 
   @Test
   void docsShowTheGeneratedTable() throws Exception {
     String doc = Files.readString(Path.of("..", "docs", "SHUFFLE-SERVICE.md"));
     assertTrue(
-        doc.contains(ServiceConfig.markdownTable()),
-        "regenerate the table in docs/SHUFFLE-SERVICE.md:\n" + ServiceConfig.markdownTable());
+        doc.contains(ServiceSettings.markdownTable()),
+        "regenerate the table in docs/SHUFFLE-SERVICE.md:\n" + ServiceSettings.markdownTable());
   }
 
   @Test
@@ -101,12 +101,12 @@ class ServiceConfigTest {
         Map.of(P + "allowedUsers", " , "));
     assertKey(
         TransferConfigException.Problem.OUT_OF_RANGE,
-        ServiceConfig.TRANSFER_PREFIX + "port",
-        Map.of(ServiceConfig.TRANSFER_PREFIX + "port", "70000"));
+        ServiceSettings.TRANSFER_PREFIX + "port",
+        Map.of(ServiceSettings.TRANSFER_PREFIX + "port", "70000"));
     assertKey(
         TransferConfigException.Problem.UNKNOWN_KEY,
-        ServiceConfig.TRANSFER_PREFIX + "prot",
-        Map.of(ServiceConfig.TRANSFER_PREFIX + "prot", "1"));
+        ServiceSettings.TRANSFER_PREFIX + "prot",
+        Map.of(ServiceSettings.TRANSFER_PREFIX + "prot", "1"));
   }
 
   private static void assertKey(

@@ -30,10 +30,10 @@ final class ServiceFixture {
   /** Service settings for a test: its socket and directory under {@code root}, tcp on loopback. */
   static Map<String, String> conf(Path root, String... extra) {
     Map<String, String> m = new HashMap<>();
-    m.put(ServiceConfig.PREFIX + "socket", root.resolve("s/service.sock").toString());
-    m.put(ServiceConfig.PREFIX + "dir", root.resolve("outputs").toString());
-    m.put(ServiceConfig.TRANSFER_PREFIX + "provider", "tcp");
-    m.put(ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
+    m.put(ServiceSettings.PREFIX + "socket", root.resolve("s/service.sock").toString());
+    m.put(ServiceSettings.PREFIX + "dir", root.resolve("outputs").toString());
+    m.put(ServiceSettings.TRANSFER_PREFIX + "provider", "tcp");
+    m.put(ServiceSettings.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
     // extra entries override the defaults above
     for (int i = 0; i + 1 < extra.length; i += 2) {
       m.put(extra[i], extra[i + 1]);

@@ -83,11 +83,11 @@ class ServiceHttpTest {
 
   private ShuffleService startWithHttp() throws IOException {
     return startService(
-        ServiceConfig.PREFIX + "http.port",
+        ServiceSettings.PREFIX + "http.port",
         "0",
-        ServiceConfig.PREFIX + "http.host",
+        ServiceSettings.PREFIX + "http.host",
         "127.0.0.1",
-        ServiceConfig.PREFIX + "appTimeout",
+        ServiceSettings.PREFIX + "appTimeout",
         "2s");
   }
 
@@ -279,11 +279,11 @@ class ServiceHttpTest {
               IOException.class,
               () ->
                   startService(
-                      ServiceConfig.PREFIX + "http.port",
+                      ServiceSettings.PREFIX + "http.port",
                       String.valueOf(taken.getLocalPort()),
-                      ServiceConfig.PREFIX + "http.host",
+                      ServiceSettings.PREFIX + "http.host",
                       "127.0.0.1"));
-      assertTrue(e.getMessage().contains(ServiceConfig.PREFIX + "http.port"), e.getMessage());
+      assertTrue(e.getMessage().contains(ServiceSettings.PREFIX + "http.port"), e.getMessage());
     }
     // The half-started service was closed: its socket is gone, another one starts.
     assertFalse(Files.exists(root.resolve("s/service.sock")));

@@ -71,7 +71,7 @@ class ServiceLauncherTest {
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       assertTrue(p.waitFor(60, TimeUnit.SECONDS));
       assertEquals(2, p.exitValue(), out);
-      assertTrue(out.contains(ServiceConfig.PREFIX + "http.port"), out);
+      assertTrue(out.contains(ServiceSettings.PREFIX + "http.port"), out);
       assertTrue(out.contains("Prometheus"), out);
     } finally {
       p.destroyForcibly();

@@ -47,7 +47,7 @@ final class ServiceProcess {
     cmd.add(ServiceLauncher.class.getName());
     for (String kv : conf) {
       cmd.add("--conf");
-      cmd.add(ServiceConfig.PREFIX + kv);
+      cmd.add(ServiceSettings.PREFIX + kv);
     }
     return cmd;
   }

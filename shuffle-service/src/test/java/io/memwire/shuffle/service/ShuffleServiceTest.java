@@ -52,8 +52,8 @@ class ShuffleServiceTest {
   /** The service's transfer keys (this class: tcp on loopback). */
   protected String[] providerConf() {
     return new String[] {
-      ServiceConfig.TRANSFER_PREFIX + "provider", "tcp",
-      ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1"
+      ServiceSettings.TRANSFER_PREFIX + "provider", "tcp",
+      ServiceSettings.TRANSFER_PREFIX + "bindAddress", "127.0.0.1"
     };
   }
 
@@ -174,7 +174,7 @@ class ShuffleServiceTest {
 
   @Test
   void anApplicationWhoseDriverStopsAnsweringIsRemovedWithinItsTimeout() throws Exception {
-    startService(ServiceConfig.PREFIX + "appTimeout", "1s");
+    startService(ServiceSettings.PREFIX + "appTimeout", "1s");
     ServiceFixture.Output a = write(root.resolve("e1"), 3, 21, 4, 6);
     try (ServiceClient c = executor("app-3", "1", 9)) {
       c.publish(3, 0, 21, a.index(), a.data());
@@ -207,7 +207,7 @@ class ShuffleServiceTest {
 
   @Test
   void aDriverPortThatRefusesConnectionsEndsTheApplicationBeforeTheTimeout() throws Exception {
-    startService(ServiceConfig.PREFIX + "appTimeout", "60s");
+    startService(ServiceSettings.PREFIX + "appTimeout", "60s");
     ServiceFixture.Output a = write(root.resolve("e1"), 4, 41, 2, 5);
     try (ServiceClient c = executor("app-4", "1", 12)) {
       c.publish(4, 0, 41, a.index(), a.data());
@@ -230,7 +230,7 @@ class ShuffleServiceTest {
     ServiceFixture.SilentPort silent = ServiceFixture.silentPort();
     assumeTrue(silent != null, "this kernel accepts past the backlog; no silent port to test with");
     try (silent) {
-      startService(ServiceConfig.PREFIX + "appTimeout", "8s");
+      startService(ServiceSettings.PREFIX + "appTimeout", "8s");
       ServiceFixture.Output a = write(root.resolve("e1"), 5, 51, 2, 6);
       try (ServiceClient c = client(service.socket(), "app-5", "1", token(13), silent.port())) {
         c.publish(5, 0, 51, a.index(), a.data());
@@ -277,7 +277,7 @@ class ShuffleServiceTest {
     assertArrayEquals(a.partitions()[0], readPartition(reader, old, 0, 0));
     service.close();
     assertHygiene(service);
-    service = startService(ServiceConfig.TRANSFER_PREFIX + "port", Integer.toString(port));
+    service = startService(ServiceSettings.TRANSFER_PREFIX + "port", Integer.toString(port));
     assertEquals(port, service.node().localAddress().getPort(), "same endpoint as before");
     assertEquals(0, filesUnder(root.resolve("outputs/apps")), "previous run's files removed");
     reader.disconnect(old.region().node());
@@ -386,11 +386,11 @@ class ShuffleServiceTest {
   @Test
   void theRegistrationBudgetBoundsWhatTheServiceTakes() throws Exception {
     startService(
-        ServiceConfig.TRANSFER_PREFIX + "registrationBudget", "3m",
-        ServiceConfig.TRANSFER_PREFIX + "poolMaxBytes", "1m",
+        ServiceSettings.TRANSFER_PREFIX + "registrationBudget", "3m",
+        ServiceSettings.TRANSFER_PREFIX + "poolMaxBytes", "1m",
         // quotas above the budget: the node's budget is what refuses here
-        ServiceConfig.PREFIX + "maxBytesPerApplication", "1g",
-        ServiceConfig.PREFIX + "maxBytesPerUser", "1g");
+        ServiceSettings.PREFIX + "maxBytesPerApplication", "1g",
+        ServiceSettings.PREFIX + "maxBytesPerUser", "1g");
     Path dir = root.resolve("e1");
     Files.createDirectories(dir);
     for (long mapId : new long[] {91, 92}) {
@@ -440,13 +440,13 @@ class ShuffleServiceTest {
 
   @Test
   void aUserNotAllowedIsRefusedAtConnect() throws Exception {
-    startService(ServiceConfig.PREFIX + "allowedUsers", "nobody-else");
+    startService(ServiceSettings.PREFIX + "allowedUsers", "nobody-else");
     ServiceException e = assertThrows(ServiceException.class, () -> executor("app-9", "1", 17));
     assertEquals(ServiceProtocol.E_DENIED, e.code());
     assertTrue(e.getMessage().contains("may not use"), e.getMessage());
     assertEquals(1L, service.stats().get("clientsRefused"));
     service.close();
-    startService(ServiceConfig.PREFIX + "allowedUsers", "*");
+    startService(ServiceSettings.PREFIX + "allowedUsers", "*");
     try (ServiceClient c = executor("app-9", "1", 17)) {
       assertEquals(0L, c.stats().get("clientsRefused"), "* admits this user");
     }
@@ -454,7 +454,7 @@ class ShuffleServiceTest {
 
   @Test
   void clientsOverMaxClientsAreRefusedAndTheOthersServed() throws Exception {
-    startService(ServiceConfig.PREFIX + "maxClients", "1");
+    startService(ServiceSettings.PREFIX + "maxClients", "1");
     try (ServiceClient first = executor("app-13", "1", 21)) {
       ServiceException e = assertThrows(ServiceException.class, () -> executor("app-13", "2", 21));
       assertEquals(ServiceProtocol.E_NO_CAPACITY, e.code(), e.getMessage());

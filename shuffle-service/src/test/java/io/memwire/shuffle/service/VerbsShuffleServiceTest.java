@@ -36,11 +36,11 @@ class VerbsShuffleServiceTest extends ShuffleServiceTest {
   protected String[] providerConf() {
     String bind = System.getProperty("memwire.test.verbs.bind", "");
     return bind.isBlank()
-        ? new String[] {ServiceConfig.TRANSFER_PREFIX + "provider", "verbs"}
+        ? new String[] {ServiceSettings.TRANSFER_PREFIX + "provider", "verbs"}
         : new String[] {
-          ServiceConfig.TRANSFER_PREFIX + "provider",
+          ServiceSettings.TRANSFER_PREFIX + "provider",
           "verbs",
-          ServiceConfig.TRANSFER_PREFIX + "bindAddress",
+          ServiceSettings.TRANSFER_PREFIX + "bindAddress",
           bind
         };
   }

@@ -1,6 +1,7 @@
 package io.memwire.shuffle.yarn;
 
 import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
 import io.memwire.transfer.TransferConfigException;
 import java.nio.ByteBuffer;
@@ -93,8 +94,8 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
     Map<String, String> props = new TreeMap<>();
     // getPropsWithPrefix expands ${...} references as Configuration.get does; XML values often
     // carry line breaks and indentation, which no Memwire value may contain.
-    conf.getPropsWithPrefix(ServiceConfig.PREFIX)
-        .forEach((k, v) -> props.put(ServiceConfig.PREFIX + k, v.trim()));
+    conf.getPropsWithPrefix(ServiceSettings.PREFIX)
+        .forEach((k, v) -> props.put(ServiceSettings.PREFIX + k, v.trim()));
     config = ServiceConfig.fromProperties(props);
     org.apache.hadoop.fs.Path recovery = getRecoveryPath();
     if (recovery != null && config.recoveryPath().isEmpty()) {
@@ -103,7 +104,7 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
       config = config.withRecoveryPath(java.nio.file.Path.of(recovery.toUri().getPath()));
     }
     if (config.httpPort().isPresent()) {
-      String key = ServiceConfig.PREFIX + ServiceConfig.HTTP_PORT.name();
+      String key = ServiceSettings.PREFIX + ServiceSettings.HTTP_PORT.name();
       throw new TransferConfigException(
           TransferConfigException.Problem.UNUSABLE,
           key,
@@ -121,7 +122,7 @@ public final class MemwireYarnShuffleService extends AuxiliaryService {
           "{}: NodeManager recovery is off and {} unset: after a restart the service serves none "
               + "of the earlier map outputs and Spark reruns the map stages that need them",
           SERVICE_NAME,
-          ServiceConfig.PREFIX + ServiceConfig.RECOVERY_PATH.name());
+          ServiceSettings.PREFIX + ServiceSettings.RECOVERY_PATH.name());
     }
     super.serviceInit(conf);
   }

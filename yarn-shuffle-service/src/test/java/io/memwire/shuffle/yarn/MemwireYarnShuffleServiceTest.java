@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.service.ServiceConfig;
+import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.TransferConfigException;
@@ -74,10 +74,10 @@ class MemwireYarnShuffleServiceTest {
     conf.set(
         "yarn.nodemanager.aux-services.memwire_shuffle.class",
         MemwireYarnShuffleService.class.getName());
-    conf.set(ServiceConfig.PREFIX + "socket", "\n    " + socket() + "\n  ");
-    conf.set(ServiceConfig.PREFIX + "dir", root.resolve("outputs").toString());
-    conf.set(ServiceConfig.TRANSFER_PREFIX + "provider", "tcp");
-    conf.set(ServiceConfig.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
+    conf.set(ServiceSettings.PREFIX + "socket", "\n    " + socket() + "\n  ");
+    conf.set(ServiceSettings.PREFIX + "dir", root.resolve("outputs").toString());
+    conf.set(ServiceSettings.TRANSFER_PREFIX + "provider", "tcp");
+    conf.set(ServiceSettings.TRANSFER_PREFIX + "bindAddress", "127.0.0.1");
     return conf;
   }
 
@@ -205,7 +205,7 @@ class MemwireYarnShuffleServiceTest {
     RuntimeException e = assertThrows(RuntimeException.class, () -> aux.start());
     String all = e + " " + e.getCause();
     assertTrue(
-        all.contains("other users may write") && all.contains(ServiceConfig.PREFIX + "socket"),
+        all.contains("other users may write") && all.contains(ServiceSettings.PREFIX + "socket"),
         all);
     assertFalse(Files.exists(socket()), "nothing listened");
   }
@@ -213,7 +213,7 @@ class MemwireYarnShuffleServiceTest {
   @Test
   void anUnknownKeyFailsInitNamingIt() {
     Configuration conf = nodeManagerConf();
-    String typo = ServiceConfig.PREFIX + "appTimout";
+    String typo = ServiceSettings.PREFIX + "appTimout";
     conf.set(typo, "30s");
     aux = new MemwireYarnShuffleService();
     RuntimeException e = assertThrows(RuntimeException.class, () -> aux.init(conf));
@@ -227,7 +227,7 @@ class MemwireYarnShuffleServiceTest {
   @Test
   void theHttpEndpointIsRefusedNamingItsKey() {
     Configuration conf = nodeManagerConf();
-    String key = ServiceConfig.PREFIX + "http.port";
+    String key = ServiceSettings.PREFIX + "http.port";
     conf.set(key, "9464");
     aux = new MemwireYarnShuffleService();
     RuntimeException e = assertThrows(RuntimeException.class, () -> aux.init(conf));
@@ -240,7 +240,7 @@ class MemwireYarnShuffleServiceTest {
   @Test
   void aBadTransferValueFailsInitNamingIt() {
     Configuration conf = nodeManagerConf();
-    String key = ServiceConfig.TRANSFER_PREFIX + "port";
+    String key = ServiceSettings.TRANSFER_PREFIX + "port";
     conf.set(key, "not-a-port");
     aux = new MemwireYarnShuffleService();
     RuntimeException e = assertThrows(RuntimeException.class, () -> aux.init(conf));

@@ -24,6 +24,15 @@ import java.nio.charset.StandardCharsets;
  * any             ERROR: u8 code | str message
  * </pre>
  *
+ * <p>The same frames carry one request over TCP, to the service's resolve port, from a reducer on
+ * any node ({@link ResolveClient}), one per connection and with no REGISTER:
+ *
+ * <pre>
+ * RESOLVE         u16 version | str application | i32 shuffle | i32 chunk | bytes old RemoteRegion
+ *                 | 32B HMAC-SHA256(token, "memwire-resolve-1" | every byte before it from version)
+ *                                                                    → OK (i32 chunk | RemoteRegion)
+ * </pre>
+ *
  * <p>REGISTER comes first on every connection and binds it to one application; the first REGISTER
  * of an application fixes its token, and a later one must present the same. A malformed frame
  * closes the connection.
@@ -39,6 +48,10 @@ public final class ServiceProtocol {
   public static final byte PUBLISH = 2;
   public static final byte REMOVE_SHUFFLE = 3;
   public static final byte STATS = 4;
+
+  /** A reducer's request for the new directory pointer of a pointer from before a restart. */
+  public static final byte RESOLVE = 5;
+
   public static final byte OK = (byte) 0x80;
   public static final byte ERROR = (byte) 0x81;
 
@@ -53,6 +66,9 @@ public final class ServiceProtocol {
 
   /** A quota of the user or application (or a node limit) is reached; the message names it. */
   public static final int E_QUOTA = 7;
+
+  /** RESOLVE: the service took back no output under that pointer (a fetch failure follows). */
+  public static final int E_NOT_FOUND = 8;
 
   private ServiceProtocol() {}
 
