@@ -44,6 +44,12 @@ public final class ShuffleCounters {
   /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
   public final LongAdder firstBlockMicros = new LongAdder();
 
+  /**
+   * Batches of metadata reads (directory slots, index files or entries) posted to peers: the round
+   * trips a fetch request makes before it can read data.
+   */
+  public final LongAdder metadataReads = new LongAdder();
+
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = new LongAdder();
 
@@ -129,6 +135,7 @@ public final class ShuffleCounters {
     m.put("rdmaBytes", rdmaBytes.sum());
     m.put("fetchRequests", fetchRequests.sum());
     m.put("firstBlockMicros", firstBlockMicros.sum());
+    m.put("metadataReads", metadataReads.sum());
     m.put("slotReads", slotReads.sum());
     m.put("indexReads", indexReads.sum());
     m.put("indexEntryReads", indexEntryReads.sum());

@@ -91,6 +91,11 @@ public final class MemwireMetrics {
         "outputs.migratedNotRepointed",
         "migratedNotRepointed",
         "Outputs migrated here that kept Spark's location without a pointer.");
+    manager(
+        m,
+        "metadata.reads",
+        "metadataReads",
+        "Batches of slot or index reads posted to peers: round trips before data.");
     manager(m, "directory.slotReads", "slotReads", "Directory slots read from peers.");
     manager(m, "index.reads", "indexReads", "Whole index files read from peers.");
     manager(m, "index.entryReads", "indexEntryReads", "Reads of one block's index entries.");

@@ -141,6 +141,7 @@ final class IndexLookup {
               Found.none(
                   new Miss.Fallback(reading, FallbackCause.READ, "index read failed: " + ex, ex))));
     }
+    ctx.metrics.metadataBatch();
     return new Located(
         "reading index entries",
         reading,

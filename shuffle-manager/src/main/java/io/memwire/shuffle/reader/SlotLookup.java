@@ -100,6 +100,7 @@ final class SlotLookup {
               Found.none(new Miss.Fallback(all, FallbackCause.READ, "slot read failed: " + e, e)),
               List.of()));
     }
+    ctx.metrics.metadataBatch();
     ctx.metrics.slotsRead(maps.size());
     return batch.all().handle((ok, err) -> decode(maps, batch, reread));
   }

@@ -184,6 +184,7 @@ class InMemoryReadPathTest {
         expected(1, 1, 3), spark.ok.get("shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3"));
     assertEquals(2, counters.slotReads.sum());
     assertEquals(2, counters.indexReads.sum(), "whole indexes read and kept");
+    assertEquals(2, counters.metadataReads.sum(), "slots, then indexes: two round trips");
     assertEquals(0, counters.fallbackBlocks.sum());
 
     // A later task of this executor knows slots and indexes: only data is read.
@@ -194,6 +195,7 @@ class InMemoryReadPathTest {
     assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
     assertEquals(2, transport.posted() - before, "one data read per block, nothing else");
     assertEquals(2, counters.slotReads.sum());
+    assertEquals(2, counters.metadataReads.sum());
   }
 
   @Test
