@@ -59,6 +59,12 @@ public final class ShuffleCounters {
   /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
   public final LongAdder firstBlockMicros = adder(ShuffleMetrics.FIRST_BLOCK_MICROS);
 
+  /**
+   * Batches of metadata reads (directory slots, index files or entries) posted to peers: the round
+   * trips a fetch request makes before it can read data.
+   */
+  public final LongAdder metadataReads = adder(ShuffleMetrics.METADATA_READS);
+
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = adder(ShuffleMetrics.SLOT_READS);
 

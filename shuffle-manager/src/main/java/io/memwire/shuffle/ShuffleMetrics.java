@@ -127,6 +127,13 @@ public final class ShuffleMetrics {
           COUNT,
           "Slots whose map id did not match after the re-read: reported as fetch failures.");
 
+  public static final Metric METADATA_READS =
+      counter(
+          "metadataReads",
+          COUNT,
+          "Batches of metadata reads (directory slots with their inline index entries, index"
+              + " files or entries) posted to peers: the round trips a fetch request waits for"
+              + " before its data.");
   public static final Metric POINTERS_RERESOLVED =
       counter(
           "pointersReresolved",
@@ -194,6 +201,7 @@ public final class ShuffleMetrics {
           INDEX_ENTRY_READS,
           INDEX_CACHE_HITS,
           STALE_SLOTS,
+          METADATA_READS,
           POINTERS_RERESOLVED,
           RERESOLVE_FAILURES,
           FALLBACK_BLOCKS,

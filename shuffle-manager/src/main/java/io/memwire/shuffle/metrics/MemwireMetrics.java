@@ -68,6 +68,7 @@ public final class MemwireMetrics {
     d.manager("index.entryReads", ShuffleMetrics.INDEX_ENTRY_READS);
     d.manager("indexCache.hits", ShuffleMetrics.INDEX_CACHE_HITS);
     d.manager("staleSlots", ShuffleMetrics.STALE_SLOTS);
+    d.manager("metadata.reads", ShuffleMetrics.METADATA_READS);
     d.manager("pointers.reresolved", ShuffleMetrics.POINTERS_RERESOLVED);
     d.manager("pointers.reresolveFailures", ShuffleMetrics.RERESOLVE_FAILURES);
     d.transport("registration.bytes", TransportMetrics.REGISTERED_BYTES);

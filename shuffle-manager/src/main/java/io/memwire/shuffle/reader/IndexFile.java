@@ -32,6 +32,22 @@ final class IndexFile {
     return offsets[n - 1] <= dataLength ? offsets : null;
   }
 
+  /**
+   * Whether offsets are an index: at least two, starting at 0, never decreasing, the last not
+   * beyond the data file.
+   */
+  static boolean valid(long[] offsets, long dataLength) {
+    if (offsets.length < 2 || offsets[0] != 0) {
+      return false;
+    }
+    for (int i = 1; i < offsets.length; i++) {
+      if (offsets[i] < offsets[i - 1]) {
+        return false;
+      }
+    }
+    return offsets[offsets.length - 1] <= dataLength;
+  }
+
   /** A whole index whose bytes are not an index file: its blocks fail, they are not retried. */
   static final class InvalidIndexException extends IOException {
     InvalidIndexException(String message) {

@@ -15,11 +15,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index,
- * cached whole in {@link ReadContext} or read in one batch (whole, when the cache has room, else
- * the block's entries). A function of the slotted map outputs; it ends no block itself, it reports
- * them ({@link Miss}): an invalid index or entry fails its blocks, a failed read and a block too
- * large for one read go to Spark's client.
+ * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index:
+ * the entries read inline with its slot, the index cached whole in {@link ReadContext}, or read in
+ * one batch (whole, when the cache has room, else the block's entries). A function of the slotted
+ * map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or entry
+ * fails its blocks, a failed read and a block too large for one read go to Spark's client.
  *
  * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
  * task's whole-index load of this executor, then those located at once (cached index), then those
@@ -71,7 +71,13 @@ final class IndexLookup {
       List<Wanted> blocks = m.map().blocks();
       DirectorySlot slot = m.slot();
       ReadContext.MapOutput cached = ctx.cached(shuffleId, m.map().key(), slot.mapId());
-      if (cached != null && cached.offsets() != null) {
+      if (slot.entries() != null) {
+        // Read with the slot in this request's slot batch: no index read.
+        atOnce.addAll(blocks);
+        for (Wanted w : blocks) {
+          locate(w, m, slot.entries(), located, misses, tooLarge);
+        }
+      } else if (cached != null && cached.offsets() != null) {
         ctx.metrics.indexCacheHits(blocks.size());
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
@@ -141,6 +147,7 @@ final class IndexLookup {
               Found.none(
                   new Miss.Fallback(reading, FallbackCause.READ, "index read failed: " + ex, ex))));
     }
+    ctx.metrics.metadataBatch();
     return new Located(
         "reading index entries",
         reading,

@@ -18,6 +18,11 @@ final class ReadMetrics {
     this.latencies = latencies;
   }
 
+  /** One batch of slot or index reads was posted to a peer (one metadata round trip). */
+  void metadataBatch() {
+    counters.metadataReads.increment();
+  }
+
   void slotsRead(int slots) {
     counters.slotReads.add(slots);
   }

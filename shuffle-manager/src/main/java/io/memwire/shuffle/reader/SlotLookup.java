@@ -16,6 +16,12 @@ import java.util.concurrent.CompletionException;
  * cache ({@link ReadContext}) or by one batch of slot reads. A function of the request's map
  * outputs; it ends no block itself, it reports them ({@link Result}).
  *
+ * <p>Where the directory keeps index entries inline ({@link
+ * io.memwire.shuffle.directory.DirectoryPointer#entries()}), each slot read covers the slot and its
+ * entries, so the batch is the request's only metadata round trip: the entries are handed on with
+ * the slot and kept in the executor's index cache (within its budget). Entries that are not a valid
+ * index fail their blocks, as an invalid index file does.
+ *
  * <p>A slot that names another map id (or does not decode) is dropped from the cache and reported
  * {@code stale}: the caller re-reads those once, all in one more batch ({@link #reread}); if one is
  * still wrong its blocks are reported as failures (counted in {@code staleSlots}), so Spark reruns
@@ -87,7 +93,9 @@ final class SlotLookup {
       ReadContext.SlotKey k = m.key();
       reqs.add(
           ReadRequest.of(
-              k.pointer().region(), k.pointer().slotOffset(k.mapIndex()), DirectorySlot.SIZE));
+              k.pointer().region(),
+              k.pointer().slotOffset(k.mapIndex()),
+              k.pointer().slotReadLength()));
     }
     ReadBatch batch;
     try {
@@ -100,12 +108,14 @@ final class SlotLookup {
               Found.none(new Miss.Fallback(all, FallbackCause.READ, "slot read failed: " + e, e)),
               List.of()));
     }
+    ctx.metrics.metadataBatch();
     ctx.metrics.slotsRead(maps.size());
     return batch.all().handle((ok, err) -> decode(maps, batch, reread));
   }
 
   private Result decode(List<MapBlocks> maps, ReadBatch batch, boolean reread) {
     List<SlottedBlocks> slotted = new ArrayList<>();
+    List<Miss> misses = new ArrayList<>();
     List<MapBlocks> stale = new ArrayList<>();
     List<Wanted> unreadable = new ArrayList<>();
     String cause = null;
@@ -123,19 +133,27 @@ final class SlotLookup {
       }
       DirectorySlot slot;
       try {
-        slot = DirectorySlot.read(buf.nioBuffer());
+        slot = DirectorySlot.read(buf.nioBuffer(), m.key().pointer().entries());
       } finally {
         buf.release();
       }
       if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.key().mapIndex()) {
-        ctx.cacheSlot(shuffleId, m.key(), slot);
-        slotted.add(new SlottedBlocks(m, slot));
+        DirectorySlot header = slot.withoutEntries();
+        ctx.cacheSlot(shuffleId, m.key(), header);
+        if (slot.entries() == null) {
+          slotted.add(new SlottedBlocks(m, slot));
+        } else if (IndexFile.valid(slot.entries(), slot.dataLength())) {
+          ctx.metrics.wholeIndexRead();
+          ctx.cacheIndex(shuffleId, m.key(), header, slot.entries());
+          slotted.add(new SlottedBlocks(m, slot));
+        } else {
+          misses.add(new Miss.Failure(m.blocks(), invalidEntries(slot)));
+        }
       } else {
         ctx.drop(shuffleId, m.key());
         stale.add(m);
       }
     }
-    List<Miss> misses = new ArrayList<>();
     if (!unreadable.isEmpty()) {
       misses.add(new Miss.Fallback(unreadable, FallbackCause.READ, cause, error));
     }
@@ -157,5 +175,18 @@ final class SlotLookup {
                       + " (stale or invalid after a re-read)")));
     }
     return new Result(new Found<>(slotted, misses), List.of());
+  }
+
+  private IOException invalidEntries(DirectorySlot slot) {
+    return new IndexFile.InvalidIndexException(
+        "inline index of map output "
+            + slot.mapId()
+            + " on "
+            + peer
+            + " is invalid ("
+            + slot.entries().length
+            + " entries for a data file of "
+            + slot.dataLength()
+            + " bytes)");
   }
 }

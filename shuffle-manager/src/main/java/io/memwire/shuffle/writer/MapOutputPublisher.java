@@ -127,6 +127,7 @@ public final class MapOutputPublisher {
       notPublished(shuffleId, mapId, e, mustPublish);
       return null;
     }
+    // Reads the index file (just written, in the page cache) to keep its entries inline.
     DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
     counters.outputsPublished.increment();
     return pointer;

@@ -7,9 +7,11 @@ public final class TestSlots {
   private TestSlots() {}
 
   /**
-   * Writes {@code slot} into the {@value DirectorySlot#SIZE} bytes of {@code chunk} at {@code at}.
+   * Writes {@code slot} into {@code chunk} at {@code at}: its {@value DirectorySlot#SIZE}-byte
+   * header and its inline entries, if it has any.
    */
   public static void write(DirectorySlot slot, ByteBuffer chunk, int at) {
-    slot.writeTo(chunk.duplicate().position(at).limit(at + DirectorySlot.SIZE).slice());
+    int length = DirectorySlot.readLength(slot.entries() == null ? 0 : slot.entries().length);
+    slot.writeTo(chunk.duplicate().position(at).limit(at + length).slice());
   }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -194,8 +195,10 @@ class ServiceRestartClusterTest {
     Map<String, Map<String, Long>> after = Clusters.executorStats(jsc, 2);
     return new Run(
         got,
-        Clusters.sum(after, "pointersReresolved") - Clusters.sum(before, "pointersReresolved"),
-        Clusters.sum(after, "reresolveFailures") - Clusters.sum(before, "reresolveFailures"));
+        Clusters.sum(after, ShuffleMetrics.POINTERS_RERESOLVED)
+            - Clusters.sum(before, ShuffleMetrics.POINTERS_RERESOLVED),
+        Clusters.sum(after, ShuffleMetrics.RERESOLVE_FAILURES)
+            - Clusters.sum(before, ShuffleMetrics.RERESOLVE_FAILURES));
   }
 
   interface ThrowingRunnable {

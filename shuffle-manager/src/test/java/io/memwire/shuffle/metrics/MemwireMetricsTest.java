@@ -55,6 +55,7 @@ class MemwireMetricsTest {
             "outputs.servedByFallback",
             "outputs.migrated",
             "outputs.migratedNotRepointed",
+            "metadata.reads",
             "directory.slotReads",
             "index.reads",
             "index.entryReads",

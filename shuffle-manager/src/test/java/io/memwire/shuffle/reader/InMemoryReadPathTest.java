@@ -184,6 +184,7 @@ class InMemoryReadPathTest {
         expected(1, 1, 3), spark.ok.get("shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3"));
     assertEquals(2, counters.slotReads.sum());
     assertEquals(2, counters.indexReads.sum(), "whole indexes read and kept");
+    assertEquals(2, counters.metadataReads.sum(), "slots, then indexes: two round trips");
     assertEquals(0, counters.fallbackBlocks.sum());
 
     // A later task of this executor knows slots and indexes: only data is read.
@@ -194,6 +195,133 @@ class InMemoryReadPathTest {
     assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
     assertEquals(2, transport.posted() - before, "one data read per block, nothing else");
     assertEquals(2, counters.slotReads.sum());
+    assertEquals(2, counters.metadataReads.sum());
+  }
+
+  /**
+   * Replaces the directory by one whose slots carry their index entries inline (as the writer lays
+   * it out for a shuffle of few partitions); the routes point at it.
+   */
+  private void inlineDirectory() {
+    int entries = SIZES[0].length + 1;
+    chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.stride(entries));
+    pointer = new DirectoryPointer(0, entries, mapNode.register(chunk).remote());
+    for (int m = 0; m < MAPS; m++) {
+      writeInlineSlot(m, mapId(m));
+      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+    }
+  }
+
+  private void writeInlineSlot(int m, long mapId) {
+    TestSlots.write(
+        new DirectorySlot(
+            m, mapId, indexRegions.get(m).remote(), dataRegions.get(m).remote(), offsets.get(m)),
+        chunk,
+        m * DirectorySlot.stride(pointer.entries()));
+  }
+
+  private boolean isAnyIndexRead(PostedRead r) {
+    for (int m = 0; m < MAPS; m++) {
+      if (isIndexRead(r, m)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Test
+  void inlineEntriesMakeTheFirstReadOneMetadataRoundTripAndLaterTasksReadOnlyData() {
+    inlineDirectory();
+    AtomicInteger indexFileReads = new AtomicInteger();
+    transport.script(
+        r -> {
+          if (isAnyIndexRead(r)) {
+            indexFileReads.incrementAndGet();
+          }
+          return Action.serve();
+        });
+    String batch = "shuffle_" + SHUFFLE + "_" + mapId(1) + "_1_3";
+    fetch(task(), null, block(0, 0), block(0, 2), block(1, 3), batch);
+    spark.awaitEnded(4);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
+    assertArrayEquals(expected(1, 3, 4), spark.ok.get(block(1, 3)));
+    assertArrayEquals(expected(1, 1, 3), spark.ok.get(batch));
+    assertEquals(1, counters.metadataReads.sum(), "slots and entries in one round trip");
+    assertEquals(2, counters.slotReads.sum());
+    assertEquals(2, counters.indexReads.sum(), "both indexes read whole, with their slots");
+    assertEquals(0, indexFileReads.get(), "no index file read");
+    assertEquals(0, counters.fallbackBlocks.sum());
+
+    // A later task of this executor has both indexes cached: only data is read.
+    long before = transport.posted();
+    fetch(task(), null, block(0, 1), block(1, 0));
+    spark.awaitEnded(6);
+    assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));
+    assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
+    assertEquals(2, transport.posted() - before, "one data read per block, nothing else");
+    assertEquals(1, counters.metadataReads.sum());
+    assertEquals(2, counters.indexCacheHits.sum());
+  }
+
+  @Test
+  void withTheIndexCacheOffInlineEntriesStillComeWithTheSlot() {
+    inlineDirectory();
+    ctx.close();
+    ctx = new ReadContext(reduceNode, 8, 1 << 20, true, 0, counters);
+    fetch(task(), null, block(0, 0), block(1, 2));
+    spark.awaitEnded(2);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    assertArrayEquals(expected(1, 2, 3), spark.ok.get(block(1, 2)));
+    assertEquals(1, counters.metadataReads.sum());
+    assertEquals(0, ctx.indexCacheBytes(), "nothing kept");
+
+    // The slot is kept without its entries: the next task reads just the block's entries.
+    fetch(task(), null, block(0, 3));
+    spark.awaitEnded(3);
+    assertArrayEquals(expected(0, 3, 4), spark.ok.get(block(0, 3)));
+    assertEquals(2, counters.metadataReads.sum(), "one metadata round trip per fetch");
+    assertEquals(1, counters.indexEntryReads.sum());
+    assertEquals(2, counters.slotReads.sum());
+  }
+
+  @Test
+  void aStaleOrTornInlineSlotIsReReadOnceThenItsBlocksFail() {
+    inlineDirectory();
+    writeInlineSlot(1, 999); // the executor reran map index 1 as another map id
+    fetch(task(), null, block(0, 0), block(1, 0), block(1, 2));
+    spark.awaitEnded(3);
+    assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
+    for (String id : List.of(block(1, 0), block(1, 2))) {
+      Throwable e = spark.failed.get(id);
+      assertInstanceOf(IOException.class, e, id);
+      assertTrue(e.getMessage().contains("does not hold map output " + mapId(1)), e.getMessage());
+    }
+    assertEquals(2, counters.metadataReads.sum(), "the first batch and the re-read");
+    assertEquals(1, counters.staleSlots.sum());
+
+    // Torn: the right header, an entry of another output (the CRC does not match).
+    writeInlineSlot(1, mapId(1));
+    int entryAt = DirectorySlot.stride(pointer.entries()) + DirectorySlot.SIZE + 2 * 8;
+    chunk.putLong(entryAt, chunk.getLong(entryAt) + 1);
+    fetch(task(), null, block(1, 1));
+    spark.awaitEnded(4);
+    assertInstanceOf(IOException.class, spark.failed.get(block(1, 1)));
+    assertEquals(2, counters.staleSlots.sum());
+
+    assertEquals(Set.of(), spark.viaSpark, "a stale slot is no case for Spark's client");
+
+    // A header-only slot in a directory with inline entries: its index file is read apart.
+    TestSlots.write(
+        new DirectorySlot(1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote()),
+        chunk,
+        DirectorySlot.stride(pointer.entries()));
+    long metadata = counters.metadataReads.sum();
+    fetch(task(), null, block(1, 3));
+    spark.awaitEnded(5);
+    assertArrayEquals(expected(1, 3, 4), spark.ok.get(block(1, 3)));
+    assertEquals(metadata + 2, counters.metadataReads.sum(), "the slot, then its index");
+    assertEquals(2, counters.staleSlots.sum());
   }
 
   @Test

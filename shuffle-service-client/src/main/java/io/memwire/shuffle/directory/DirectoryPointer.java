@@ -5,28 +5,64 @@ import java.util.Base64;
 import java.util.Optional;
 
 /**
- * Where a reducer finds the directory chunk that holds a map output's slot: carried in the
- * MapStatus location's {@code topologyInfo} as {@code memwire1:<chunk>:<base64url region>}, after
- * any topology information Spark had put there ({@code <original>|memwire1:...}).
+ * Where a reducer finds the directory chunk that holds a map output's slot, and how the chunk is
+ * laid out: carried in the MapStatus location's {@code topologyInfo} after any topology information
+ * Spark had put there ({@code <original>|memwire...}), as {@code
+ * memwire2:<chunk>:<entries>:<base64url region>} for a chunk whose slots carry {@code entries}
+ * index entries inline, or {@code memwire1:<chunk>:<base64url region>} for one of headers only
+ * ({@link #entries()} 0). From the pointer and a map index alone a reducer computes where the slot
+ * and its entries lie, so it reads both in one read.
  *
  * <p>All map outputs of one executor, shuffle and chunk share the pointer, so Spark still groups
  * their blocks into one fetch request per executor.
  */
 public final class DirectoryPointer {
   static final String TAG = "memwire1:";
+  static final String TAG_INLINE = "memwire2:";
   private static final char SEPARATOR = '|';
 
   private final int chunk;
+  private final int entries;
   private final RemoteRegion region;
 
+  /** A pointer to a chunk of slot headers only ({@value ShuffleDirectory#SLOTS_PER_CHUNK}). */
   public DirectoryPointer(int chunk, RemoteRegion region) {
+    this(chunk, 0, region);
+  }
+
+  /**
+   * A pointer to a chunk whose slots carry {@code entries} inline index entries (0: none).
+   *
+   * @throws IllegalArgumentException when {@code entries} is not 0 or 2 to {@value
+   *     DirectorySlot#MAX_INLINE_ENTRIES}
+   */
+  public DirectoryPointer(int chunk, int entries, RemoteRegion region) {
+    if (entries != 0 && (entries < 2 || entries > DirectorySlot.MAX_INLINE_ENTRIES)) {
+      throw new IllegalArgumentException("inline entries per slot: " + entries);
+    }
     this.chunk = chunk;
+    this.entries = entries;
     this.region = region;
   }
 
   /** Index of the chunk: it holds map indexes [chunk * slots, (chunk + 1) * slots). */
   public int chunk() {
     return chunk;
+  }
+
+  /** Index entries inline after each slot (reduce partitions + 1), or 0 for headers only. */
+  public int entries() {
+    return entries;
+  }
+
+  /** Slots in this chunk: map indexes [chunk * this, (chunk + 1) * this). */
+  public int slotsPerChunk() {
+    return ShuffleDirectory.slotsPerChunk(entries);
+  }
+
+  /** Bytes a reducer reads for one slot: the header and, when inline, every entry. */
+  public int slotReadLength() {
+    return DirectorySlot.readLength(entries);
   }
 
   /** The chunk's registered memory on the serving executor. */
@@ -36,21 +72,20 @@ public final class DirectoryPointer {
 
   /** Byte offset of {@code mapIndex}'s slot within this chunk, or -1 if not in this chunk. */
   public long slotOffset(int mapIndex) {
-    long first = (long) chunk * ShuffleDirectory.SLOTS_PER_CHUNK;
-    if (mapIndex < first || mapIndex >= first + ShuffleDirectory.SLOTS_PER_CHUNK) {
+    int slots = slotsPerChunk();
+    long first = (long) chunk * slots;
+    if (mapIndex < first || mapIndex >= first + slots) {
       return -1;
     }
-    long off = (mapIndex - first) * DirectorySlot.SIZE;
-    return off + DirectorySlot.SIZE <= region.length() ? off : -1;
+    long off = (mapIndex - first) * DirectorySlot.stride(entries);
+    return off + slotReadLength() <= region.length() ? off : -1;
   }
 
   /** The topologyInfo string: {@code original} (if any) followed by this pointer. */
   public String toTopologyInfo(String original) {
+    String layout = entries == 0 ? TAG + chunk : TAG_INLINE + chunk + ":" + entries;
     String me =
-        TAG
-            + chunk
-            + ":"
-            + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
+        layout + ":" + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
     return original == null || original.isEmpty() ? me : original + SEPARATOR + me;
   }
 
@@ -59,21 +94,27 @@ public final class DirectoryPointer {
     if (topologyInfo == null) {
       return Optional.empty();
     }
-    int at = topologyInfo.lastIndexOf(TAG);
+    int at = Math.max(topologyInfo.lastIndexOf(TAG), topologyInfo.lastIndexOf(TAG_INLINE));
     if (at < 0 || (at > 0 && topologyInfo.charAt(at - 1) != SEPARATOR)) {
       return Optional.empty();
     }
+    boolean inline = topologyInfo.startsWith(TAG_INLINE, at);
     String rest = topologyInfo.substring(at + TAG.length());
-    int colon = rest.indexOf(':');
-    if (colon <= 0) {
-      return Optional.empty();
-    }
     try {
+      int colon = rest.indexOf(':');
       int chunk = Integer.parseInt(rest.substring(0, colon));
+      int entries = 0;
+      if (inline) {
+        rest = rest.substring(colon + 1);
+        colon = rest.indexOf(':');
+        entries = Integer.parseInt(rest.substring(0, colon));
+      }
       RemoteRegion region =
           RemoteRegion.fromBytes(Base64.getUrlDecoder().decode(rest.substring(colon + 1)));
-      return chunk < 0 ? Optional.empty() : Optional.of(new DirectoryPointer(chunk, region));
-    } catch (IllegalArgumentException e) {
+      return chunk < 0 || (inline && entries == 0)
+          ? Optional.empty()
+          : Optional.of(new DirectoryPointer(chunk, entries, region));
+    } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
       return Optional.empty();
     }
   }
@@ -82,16 +123,22 @@ public final class DirectoryPointer {
   public boolean equals(Object o) {
     return o instanceof DirectoryPointer
         && ((DirectoryPointer) o).chunk == chunk
+        && ((DirectoryPointer) o).entries == entries
         && ((DirectoryPointer) o).region.equals(region);
   }
 
   @Override
   public int hashCode() {
-    return chunk * 31 + region.hashCode();
+    return (chunk * 31 + entries) * 31 + region.hashCode();
   }
 
   @Override
   public String toString() {
-    return "DirectoryPointer{chunk " + chunk + ", " + region + "}";
+    return "DirectoryPointer{chunk "
+        + chunk
+        + (entries == 0 ? "" : ", " + entries + " entries inline")
+        + ", "
+        + region
+        + "}";
   }
 }

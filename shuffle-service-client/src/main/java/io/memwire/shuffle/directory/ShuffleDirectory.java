@@ -5,8 +5,11 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,10 +18,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * This executor's shuffle directory. For each shuffle it keeps chunks of {@value #SLOTS_PER_CHUNK}
- * slots (registered direct memory, created on the first map output whose index falls in the chunk),
- * the slot of each map output, and every region registered for the shuffle's files, so {@link
- * #unregister} can deregister and unmap them all.
+ * This executor's shuffle directory. For each shuffle it keeps chunks of slots (registered direct
+ * memory, created on the first map output whose index falls in the chunk), the slot of each map
+ * output, and every region registered for the shuffle's files, so {@link #unregister} can
+ * deregister and unmap them all.
+ *
+ * <p>Layout. A shuffle whose first published index file has at most {@value
+ * DirectorySlot#MAX_INLINE_ENTRIES} entries (reduce partitions + 1) keeps every output's index
+ * entries inline after its slot header: slots of {@link DirectorySlot#stride} bytes, as many per
+ * chunk as fit in {@value #CHUNK_BYTES} bytes ({@link #slotsPerChunk}). A reducer then reads a map
+ * output's slot and entries in one read, at an offset it computes from the pointer. A shuffle with
+ * more partitions, or whose first index is not a readable file, keeps headers only ({@value
+ * #SLOTS_PER_CHUNK} per chunk) and reducers read the index file apart, as they do for an output
+ * whose index has another length than the shuffle's first (never with Spark's partitioner).
  *
  * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
  * {@link TransferNode#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
@@ -29,8 +41,14 @@ import org.slf4j.LoggerFactory;
 public final class ShuffleDirectory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleDirectory.class);
 
-  /** Slots per chunk: map indexes [c * 1024, (c + 1) * 1024) live in chunk c (256 KiB). */
+  /**
+   * Slots per chunk of headers only: map indexes [c * 1024, (c + 1) * 1024) live in chunk c (256
+   * KiB); the most slots a chunk holds with inline entries too.
+   */
   public static final int SLOTS_PER_CHUNK = 1024;
+
+  /** Bytes a chunk with inline entries holds at most (unless one slot is larger). */
+  public static final int CHUNK_BYTES = 256 * 1024;
 
   /** Name of the directory's child of the node's registered-memory root. */
   public static final String ALLOCATOR = "shuffle-directory";
@@ -69,12 +87,26 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
   }
 
+  /** Slots per chunk of a shuffle whose slots carry {@code entries} inline entries (0: none). */
+  public static int slotsPerChunk(int entries) {
+    return entries == 0
+        ? SLOTS_PER_CHUNK
+        : Math.max(1, Math.min(SLOTS_PER_CHUNK, CHUNK_BYTES / DirectorySlot.stride(entries)));
+  }
+
   /** Everything registered for one shuffle on this executor. */
   private static final class ShuffleEntry {
+    /** Inline entries per slot, fixed by the shuffle's first output (0: headers only). */
+    final int entries;
+
     final Map<Integer, Chunk> chunks = new ConcurrentHashMap<>();
 
     /** The file regions of the output in each map index's slot: index, and data or none. */
     final Map<Integer, List<MemoryRegion>> outputs = new ConcurrentHashMap<>();
+
+    ShuffleEntry(int entries) {
+      this.entries = entries;
+    }
 
     int fileRegions() {
       int n = 0;
@@ -89,12 +121,17 @@ public final class ShuffleDirectory implements AutoCloseable {
    * Records a map output whose files are already registered and returns the pointer reducers use to
    * find its slot. The directory owns the regions from now on (closed by {@link #unregister}). An
    * output published again for the same map index replaces the earlier one: its regions are closed
-   * once the slot names the new one, so republishing never accumulates registrations.
+   * once the slot names the new one, so republishing never accumulates registrations. The index
+   * region must map the whole index file: its entries are read from the file to be kept inline.
+   *
+   * <p>An output whose index cannot be read or has another length than its shuffle's first gets a
+   * slot header only: reducers read its index file apart.
    *
    * @throws IllegalStateException when the directory is closed (the regions are closed too)
    */
   public DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
+    long[] inline = inlineEntries(index);
     ShuffleEntry entry;
     Chunk chunk;
     List<MemoryRegion> replaced;
@@ -106,16 +143,35 @@ public final class ShuffleDirectory implements AutoCloseable {
         }
         throw new IllegalStateException("shuffle directory is closed");
       }
-      entry = shuffles.computeIfAbsent(shuffleId, id -> new ShuffleEntry());
+      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline));
+      int entries = entry.entries;
       replaced = entry.outputs.put(mapIndex, data == null ? List.of(index) : List.of(index, data));
-      chunk = entry.chunks.computeIfAbsent(mapIndex / SLOTS_PER_CHUNK, c -> newChunk(shuffleId, c));
+      chunk =
+          entry.chunks.computeIfAbsent(
+              mapIndex / slotsPerChunk(entries), c -> newChunk(shuffleId, c, entries));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
     try {
+      int entries = entry.entries;
+      boolean fits = inline != null && inline.length == entries;
+      if (entries != 0 && !fits) {
+        LOG.debug(
+            "map output {} of shuffle {}: index of {} bytes not kept inline ({} entries per slot)",
+            mapId,
+            shuffleId,
+            index.length(),
+            entries);
+      }
       DirectorySlot slot =
-          new DirectorySlot(mapIndex, mapId, index.remote(), data == null ? null : data.remote());
-      int at = (mapIndex % SLOTS_PER_CHUNK) * DirectorySlot.SIZE;
-      slot.writeTo(chunk.memory.duplicate().position(at).limit(at + DirectorySlot.SIZE).slice());
+          new DirectorySlot(
+              mapIndex,
+              mapId,
+              index.remote(),
+              data == null ? null : data.remote(),
+              fits ? inline : null);
+      int at = (mapIndex % slotsPerChunk(entries)) * DirectorySlot.stride(entries);
+      int length = DirectorySlot.readLength(fits ? entries : 0);
+      slot.writeTo(chunk.memory.duplicate().position(at).limit(at + length).slice());
       return chunk.pointer;
     } finally {
       chunk.unit.release();
@@ -125,8 +181,45 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
   }
 
-  private Chunk newChunk(int shuffleId, int chunkIndex) {
-    int size = SLOTS_PER_CHUNK * DirectorySlot.SIZE;
+  private static ShuffleEntry newEntry(int shuffleId, long[] inline) {
+    int entries = inline == null ? 0 : inline.length;
+    LOG.debug(
+        "directory of shuffle {}: {}",
+        shuffleId,
+        entries == 0 ? "slot headers only" : entries + " index entries inline per slot");
+    return new ShuffleEntry(entries);
+  }
+
+  /**
+   * The index file's offsets when they may be kept inline: a file of 2 to {@value
+   * DirectorySlot#MAX_INLINE_ENTRIES} entries that can be read; else null.
+   */
+  private static long[] inlineEntries(MemoryRegion index) {
+    long bytes = index.length();
+    if (!index.isFileBacked()
+        || bytes % 8 != 0
+        || bytes < 16
+        || bytes > DirectorySlot.MAX_INLINE_ENTRIES * 8L) {
+      return null;
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) bytes);
+    try (FileChannel ch = FileChannel.open(index.file(), StandardOpenOption.READ)) {
+      while (b.hasRemaining()) {
+        if (ch.read(b, b.position()) < 0) {
+          return null;
+        }
+      }
+    } catch (IOException e) {
+      LOG.debug("cannot read index file {}: {}", index.file(), e.toString());
+      return null;
+    }
+    long[] out = new long[(int) (bytes / 8)];
+    b.flip().asLongBuffer().get(out);
+    return out;
+  }
+
+  private Chunk newChunk(int shuffleId, int chunkIndex, int entries) {
+    int size = slotsPerChunk(entries) * DirectorySlot.stride(entries);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
     BufferUnit registered = node.allocateRegistered(allocator, size, what);
     MemoryUnit unit;
@@ -140,7 +233,7 @@ public final class ShuffleDirectory implements AutoCloseable {
     return new Chunk(
         registered.buffer().order(ByteOrder.BIG_ENDIAN),
         region,
-        new DirectoryPointer(chunkIndex, region.remote()),
+        new DirectoryPointer(chunkIndex, entries, region.remote()),
         unit);
   }
 
@@ -194,9 +287,10 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
     int n = 0;
     for (Chunk c : e.chunks.values()) {
-      for (int i = 0; i < SLOTS_PER_CHUNK; i++) {
-        int at = i * DirectorySlot.SIZE;
-        if (c.memory.getInt(at) == DirectorySlot.MAGIC) {
+      for (int i = 0; i < slotsPerChunk(e.entries); i++) {
+        int at = i * DirectorySlot.stride(e.entries);
+        int magic = c.memory.getInt(at);
+        if (magic == DirectorySlot.MAGIC || magic == DirectorySlot.MAGIC_INLINE) {
           c.memory.putLong(at + 8, -1L);
           n++;
         }
