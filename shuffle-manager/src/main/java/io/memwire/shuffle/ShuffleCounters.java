@@ -59,12 +59,6 @@ public final class ShuffleCounters {
   /** Sum over those requests of the microseconds from Spark's call to the first block handed. */
   public final LongAdder firstBlockMicros = adder(ShuffleMetrics.FIRST_BLOCK_MICROS);
 
-  /**
-   * Batches of metadata reads (directory slots, index files or entries) posted to peers: the round
-   * trips a fetch request makes before it can read data.
-   */
-  public final LongAdder metadataReads = adder(ShuffleMetrics.METADATA_READS);
-
   /** Directory slots read from peers (cache misses). */
   public final LongAdder slotReads = adder(ShuffleMetrics.SLOT_READS);
 
@@ -79,6 +73,12 @@ public final class ShuffleCounters {
 
   /** Slots whose map id did not match after the re-read: reported as fetch failures. */
   public final LongAdder staleSlots = adder(ShuffleMetrics.STALE_SLOTS);
+
+  /**
+   * Batches of metadata reads (directory slots, index files or entries) posted to peers: the round
+   * trips a fetch request makes before it can read data.
+   */
+  public final LongAdder metadataReads = adder(ShuffleMetrics.METADATA_READS);
 
   /**
    * Directory pointers from before a shuffle service restarted that the service resolved to their

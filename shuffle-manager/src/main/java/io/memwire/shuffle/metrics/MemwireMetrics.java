@@ -63,12 +63,12 @@ public final class MemwireMetrics {
     d.manager("outputs.servedByFallback", ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK);
     d.manager("outputs.migrated", ShuffleMetrics.OUTPUTS_MIGRATED);
     d.manager("outputs.migratedNotRepointed", ShuffleMetrics.MIGRATED_NOT_REPOINTED);
+    d.manager("metadata.reads", ShuffleMetrics.METADATA_READS);
     d.manager("directory.slotReads", ShuffleMetrics.SLOT_READS);
     d.manager("index.reads", ShuffleMetrics.INDEX_READS);
     d.manager("index.entryReads", ShuffleMetrics.INDEX_ENTRY_READS);
     d.manager("indexCache.hits", ShuffleMetrics.INDEX_CACHE_HITS);
     d.manager("staleSlots", ShuffleMetrics.STALE_SLOTS);
-    d.manager("metadata.reads", ShuffleMetrics.METADATA_READS);
     d.manager("pointers.reresolved", ShuffleMetrics.POINTERS_RERESOLVED);
     d.manager("pointers.reresolveFailures", ShuffleMetrics.RERESOLVE_FAILURES);
     d.transport("registration.bytes", TransportMetrics.REGISTERED_BYTES);
