@@ -29,9 +29,8 @@ class PathCheckTest {
   @Test
   void everyRemoteByteOneSidedPasses() {
     assertDoesNotThrow(
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0))));
-    assertDoesNotThrow(
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0))));
+        () -> PathCheck.check("q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0))));
+    assertDoesNotThrow(() -> PathCheck.check("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0))));
   }
 
   @Test
@@ -39,7 +38,7 @@ class PathCheckTest {
     PathCheckException e =
         assertThrows(
             PathCheckException.class,
-            () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1))));
+            () -> PathCheck.check("q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1))));
     assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
     assertTrue(
         e.getMessage()
@@ -47,21 +46,20 @@ class PathCheckTest {
         e.getMessage());
     assertThrows(
         PathCheckException.class,
-        () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0))),
+        () -> PathCheck.check("q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0))),
         "a block handed to Spark's transfer");
   }
 
   @Test
   void aMemwireConfigurationWithoutCountersStopsTheRun() {
     PathCheckException e =
-        assertThrows(
-            PathCheckException.class, () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, null)));
+        assertThrows(PathCheckException.class, () -> PathCheck.check("q3", RDMA, run(1000, null)));
     assertTrue(e.getMessage().contains("no Memwire counters"), e.getMessage());
   }
 
   @Test
   void otherManagersAreNotChecked() {
-    assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", SORT, run(1000, null)));
+    assertDoesNotThrow(() -> PathCheck.check("q3", SORT, run(1000, null)));
   }
 
   @Test
