@@ -15,11 +15,11 @@ final class PostedRead extends WireRead {
 
   @Override
   protected void onComplete() {
-    piece.connection.partEnded(this, null);
+    piece.queue.partEnded(this, null);
   }
 
   @Override
   protected void onFail(TransferException cause) {
-    piece.connection.partEnded(this, cause);
+    piece.queue.partEnded(this, cause);
   }
 }

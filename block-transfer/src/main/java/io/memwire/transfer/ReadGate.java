@@ -8,14 +8,14 @@ import java.util.List;
  * transport has it in order, or failed); then queues it.
  */
 final class ReadGate {
-  private final Connection connection;
+  private final ReadQueue queue;
   private final List<ReadPiece> after;
 
   @GuardedBy("this")
   private int waiting;
 
-  ReadGate(Connection connection, List<ReadPiece> after) {
-    this.connection = connection;
+  ReadGate(ReadQueue queue, List<ReadPiece> after) {
+    this.queue = queue;
     this.after = after;
   }
 
@@ -34,7 +34,7 @@ final class ReadGate {
       open = --waiting == 0;
     }
     if (open) {
-      connection.enqueue(after);
+      queue.enqueue(after);
     }
   }
 }

@@ -4,7 +4,9 @@ import java.nio.ByteBuffer;
 
 /** A part of a request not yet posted. */
 final class ReadPiece {
-  final Connection connection;
+  /** The queue of the connection this piece is read on. */
+  final ReadQueue queue;
+
   final PendingRead request;
   final RegionDescriptor segment;
   final long remoteAddress;
@@ -15,13 +17,13 @@ final class ReadPiece {
   volatile ReadGate gate;
 
   ReadPiece(
-      Connection connection,
+      ReadQueue queue,
       PendingRead request,
       RegionDescriptor segment,
       long remoteAddress,
       int length,
       int off) {
-    this.connection = connection;
+    this.queue = queue;
     this.request = request;
     this.segment = segment;
     this.remoteAddress = remoteAddress;

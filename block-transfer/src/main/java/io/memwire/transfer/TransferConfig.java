@@ -6,20 +6,20 @@ import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.settings.Units;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 
 /**
- * Validated settings of a {@link TransferNode}. Each key is declared once, as a {@link Setting} in
- * {@link TransportSettings} (name, typed default, parser, range, doc, since); {@link #KEYS} lists
- * them for consumers and docs/CONFIGURATION.md shows the table generated from them. Consumers put
- * their own prefix in front: {@code spark.shuffle.rdma.} in Spark, {@code memwire.flight.} for
- * Flight, {@code memwire.transfer.} for system properties.
+ * Validated settings of a {@link TransferNode}: each value and what derives from it (the bind
+ * address resolved, sizes as ints). Each key is declared once, as a {@link Setting} in {@link
+ * TransportSettings} (name, typed default, parser, range, doc, since); {@link #KEYS} lists them for
+ * consumers and docs/CONFIGURATION.md shows the table generated from them. Values are set and
+ * checked by a {@link TransferConfigBuilder}. Consumers put their own prefix in front: {@code
+ * spark.shuffle.rdma.} in Spark, {@code memwire.flight.} for Flight, {@code memwire.transfer.} for
+ * system properties.
  */
 public final class TransferConfig {
 
@@ -86,13 +86,14 @@ public final class TransferConfig {
    */
   private final byte[] authSecret;
 
-  private TransferConfig(Builder b) {
-    this.values = Map.copyOf(b.values);
-    this.authSecret = b.authSecret;
+  TransferConfig(Map<Setting<?>, Object> values, byte[] authSecret) {
+    this.values = Map.copyOf(values);
+    this.authSecret = authSecret;
   }
 
-  public static Builder builder() {
-    return new Builder();
+  /** A builder with every default; see {@link TransferConfigBuilder}. */
+  public static TransferConfigBuilder builder() {
+    return new TransferConfigBuilder();
   }
 
   /** All defaults: provider auto, bound to 127.0.0.1 on an ephemeral port. */
@@ -108,7 +109,7 @@ public final class TransferConfig {
    */
   public static TransferConfig fromProperties(Map<String, String> props, String prefix) {
     Settings.refuseUnknown(props, prefix, KEYS.keySet());
-    Builder b = builder().prefix(prefix);
+    TransferConfigBuilder b = builder().prefix(prefix);
     for (Map.Entry<String, String> e : props.entrySet()) {
       if (e.getKey().startsWith(prefix)) {
         b.set(e.getKey().substring(prefix.length()), e.getValue());
@@ -117,12 +118,9 @@ public final class TransferConfig {
     return b.build();
   }
 
-  public Builder toBuilder() {
-    Builder b = new Builder();
-    b.values.clear();
-    b.values.putAll(values);
-    b.authSecret = authSecret;
-    return b;
+  /** A builder holding these values. */
+  public TransferConfigBuilder toBuilder() {
+    return TransferConfigBuilder.of(values, authSecret);
   }
 
   /**
@@ -277,184 +275,6 @@ public final class TransferConfig {
         + "ms, writeTimeout="
         + writeTimeout().toMillis()
         + "ms}";
-  }
-
-  /**
-   * Builder; every setter checks its value with its {@link Setting} and names the key in its error.
-   */
-  public static final class Builder {
-    private String prefix = "";
-    private final Map<Setting<?>, Object> values = new HashMap<>();
-    private byte[] authSecret;
-
-    private Builder() {
-      for (Setting<?> s : TransportSettings.ALL) {
-        if (s.defaultValue() != null) {
-          values.put(s, s.defaultValue());
-        }
-      }
-    }
-
-    /** Prefix shown in error messages (for example {@code spark.shuffle.rdma.}). */
-    public Builder prefix(String p) {
-      this.prefix = p;
-      return this;
-    }
-
-    /** Sets a key by name from its string form, as in a properties file. */
-    public Builder set(String name, String value) {
-      Key key = KEYS.get(name);
-      if (key == null) {
-        throw new TransferConfigException(
-            TransferConfigException.Problem.UNKNOWN_KEY,
-            prefix + name,
-            "unknown configuration key " + prefix + name + "; known keys: " + KEYS.keySet());
-      }
-      Setting<?> s = key.setting();
-      Object parsed = s.parse(prefix, value);
-      if (s == TransportSettings.AUTH_SECRET) {
-        return authSecret((String) parsed);
-      }
-      return put(s, parsed);
-    }
-
-    /**
-     * Sets {@code setting}, one of {@link TransportSettings#ALL} other than the auth secret (see
-     * {@link #authSecret(String)}), after checking {@code value} against its range.
-     */
-    public <T> Builder set(Setting<T> setting, T value) {
-      if (setting == TransportSettings.AUTH_SECRET
-          || KEYS.get(setting.name()) == null
-          || KEYS.get(setting.name()).setting() != setting) {
-        throw new IllegalArgumentException(setting.name() + " is not a transfer node setting");
-      }
-      return put(setting, setting.check(prefix, value));
-    }
-
-    private Builder put(Setting<?> s, Object value) {
-      if (value == null) {
-        values.remove(s);
-      } else {
-        values.put(s, value);
-      }
-      return this;
-    }
-
-    private <T> T value(Setting<T> s) {
-      @SuppressWarnings("unchecked")
-      T v = (T) values.get(s);
-      return v;
-    }
-
-    public Builder provider(ProviderKind p) {
-      return set(TransportSettings.PROVIDER, p);
-    }
-
-    public Builder bindAddress(String a) {
-      return put(TransportSettings.BIND_ADDRESS, TransportSettings.BIND_ADDRESS.parse(prefix, a));
-    }
-
-    /** The RDMA device to bind to; null or blank: none. */
-    public Builder device(String d) {
-      return put(
-          TransportSettings.DEVICE, d == null ? null : TransportSettings.DEVICE.parse(prefix, d));
-    }
-
-    public Builder port(int p) {
-      return set(TransportSettings.PORT, p);
-    }
-
-    public Builder connectTimeout(Duration d) {
-      return set(TransportSettings.CONNECT_TIMEOUT, d);
-    }
-
-    public Builder readTimeout(Duration d) {
-      return set(TransportSettings.READ_TIMEOUT, d);
-    }
-
-    public Builder peerBackoff(Duration d) {
-      return set(TransportSettings.PEER_BACKOFF, d);
-    }
-
-    /** Idle outgoing connections are closed after {@code d}; zero keeps them. */
-    public Builder connectionIdleTimeout(Duration d) {
-      return set(TransportSettings.CONNECTION_IDLE_TIMEOUT, d);
-    }
-
-    public Builder maxOutstandingRequests(int n) {
-      return set(TransportSettings.MAX_OUTSTANDING_REQUESTS, n);
-    }
-
-    public Builder maxOutstandingBytes(long n) {
-      return set(TransportSettings.MAX_OUTSTANDING_BYTES, n);
-    }
-
-    public Builder maxTransferSize(int n) {
-      return set(TransportSettings.MAX_TRANSFER_SIZE, (long) n);
-    }
-
-    public Builder maxSegmentSize(int n) {
-      return set(TransportSettings.MAX_SEGMENT_SIZE, (long) n);
-    }
-
-    public Builder registrationBudget(long n) {
-      return set(TransportSettings.REGISTRATION_BUDGET, n);
-    }
-
-    public Builder poolMaxBytes(long n) {
-      return set(TransportSettings.POOL_MAX_BYTES, n);
-    }
-
-    public Builder ioThreads(int n) {
-      return set(TransportSettings.IO_THREADS, n);
-    }
-
-    public Builder maxConnections(int n) {
-      return set(TransportSettings.MAX_CONNECTIONS, n);
-    }
-
-    public Builder idleTimeout(Duration d) {
-      return set(TransportSettings.IDLE_TIMEOUT, d);
-    }
-
-    public Builder writeTimeout(Duration d) {
-      return set(TransportSettings.WRITE_TIMEOUT, d);
-    }
-
-    /** The shared secret as text (UTF-8); null: none. Not trimmed. */
-    public Builder authSecret(String secret) {
-      return authSecret(secret == null ? null : secret.getBytes(StandardCharsets.UTF_8));
-    }
-
-    /** The shared secret; null: none. */
-    public Builder authSecret(byte[] secret) {
-      if (secret != null && secret.length == 0) {
-        throw new TransferConfigException(
-            TransportSettings.AUTH_SECRET.name(prefix) + " must not be empty when set");
-      }
-      this.authSecret = secret == null ? null : secret.clone();
-      return this;
-    }
-
-    public TransferConfig build() {
-      refuseAbove(TransportSettings.MAX_TRANSFER_SIZE, TransportSettings.MAX_OUTSTANDING_BYTES);
-      refuseAbove(TransportSettings.POOL_MAX_BYTES, TransportSettings.REGISTRATION_BUDGET);
-      return new TransferConfig(this);
-    }
-
-    /** Refuses a value of {@code part} larger than that of {@code whole}, naming both keys. */
-    private void refuseAbove(Setting<Long> part, Setting<Long> whole) {
-      if (value(part) > value(whole)) {
-        throw new TransferConfigException(
-            part.name(prefix)
-                + "="
-                + value(part)
-                + " exceeds "
-                + whole.name(prefix)
-                + "="
-                + value(whole));
-      }
-    }
   }
 
   /**

@@ -62,7 +62,7 @@ class ConnectionLifecycleTest {
     transport.close();
   }
 
-  private TransferNode node(TransferConfig.Builder b) {
+  private TransferNode node(TransferConfigBuilder b) {
     TransferNode n = transport.start(b.build());
     nodes.add(n);
     return n;

@@ -33,7 +33,7 @@ class ConnectionPoolTest {
     transport.close();
   }
 
-  private TransferNode node(TransferConfig.Builder b) {
+  private TransferNode node(TransferConfigBuilder b) {
     TransferNode n = transport.start(b.build());
     nodes.add(n);
     return n;

@@ -40,7 +40,7 @@ class ConnectionReaperTest {
     }
   }
 
-  private TransferNode tcpNode(TransferConfig.Builder b) {
+  private TransferNode tcpNode(TransferConfigBuilder b) {
     TransferNode n =
         TransferNode.start(b.provider(ProviderKind.TCP).bindAddress("127.0.0.1").build());
     nodes.add(n);
@@ -53,14 +53,14 @@ class ConnectionReaperTest {
     return t;
   }
 
-  private TransferNode node(InMemoryTransport t, TransferConfig.Builder b) {
+  private TransferNode node(InMemoryTransport t, TransferConfigBuilder b) {
     TransferNode n = t.start(b.build());
     nodes.add(n);
     return n;
   }
 
   /** A node whose reaper sweeps only when {@code time} is advanced. */
-  private TransferNode node(InMemoryTransport t, TransferConfig.Builder b, ManualTime time) {
+  private TransferNode node(InMemoryTransport t, TransferConfigBuilder b, ManualTime time) {
     TransferNode n = t.start(b.build(), time);
     nodes.add(n);
     return n;

@@ -27,7 +27,7 @@ class DestinationMemoryTest {
     TransferContractTest.closeAndCheck(nodes);
   }
 
-  private TransferNode tcpNode(TransferConfig.Builder b) {
+  private TransferNode tcpNode(TransferConfigBuilder b) {
     TransferNode n =
         TransferNode.start(b.provider(ProviderKind.TCP).bindAddress("127.0.0.1").build());
     nodes.add(n);

@@ -18,7 +18,7 @@ class InMemoryTransferContractTest extends TransferContractTest {
   private final InMemoryTransport transport = new InMemoryTransport();
 
   @Override
-  protected TransferConfig.Builder baseConfig() {
+  protected TransferConfigBuilder baseConfig() {
     return TransferConfig.builder();
   }
 

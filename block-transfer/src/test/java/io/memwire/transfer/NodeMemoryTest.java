@@ -32,7 +32,7 @@ class NodeMemoryTest {
     TransferContractTest.closeAndCheck(nodes);
   }
 
-  private TransferNode node(TransferConfig.Builder b) {
+  private TransferNode node(TransferConfigBuilder b) {
     TransferNode n =
         TransferNode.start(b.provider(ProviderKind.TCP).bindAddress("127.0.0.1").build());
     nodes.add(n);

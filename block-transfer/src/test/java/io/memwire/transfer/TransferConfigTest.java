@@ -205,7 +205,7 @@ class TransferConfigTest {
 
   @Test
   void typedBuilderSettersEnforceTheSameBounds() {
-    TransferConfig.Builder b = TransferConfig.builder().prefix(P);
+    TransferConfigBuilder b = TransferConfig.builder().prefix(P);
     assertTrue(
         assertConfigError(Problem.OUT_OF_RANGE, P + "ioThreads", () -> b.ioThreads(65))
             .getMessage()

@@ -41,14 +41,14 @@ public abstract class TransferContractTest {
   private final List<TransferNode> nodes = new ArrayList<>();
 
   /** The provider under test, with anything it needs (bind address, device). */
-  protected abstract TransferConfig.Builder baseConfig();
+  protected abstract TransferConfigBuilder baseConfig();
 
   /** Starts a node; a subclass may start it on another transport (the in-memory one). */
   protected TransferNode startNode(TransferConfig config) {
     return TransferNode.start(config);
   }
 
-  protected TransferNode node(TransferConfig.Builder b) {
+  protected TransferNode node(TransferConfigBuilder b) {
     TransferNode n = startNode(b.build());
     nodes.add(n);
     return n;

@@ -16,8 +16,8 @@ import org.junit.jupiter.api.BeforeEach;
 class VerbsTransferContractTest extends TransferContractTest {
 
   /** The verbs configuration the verbs tests share. */
-  static TransferConfig.Builder verbsConfig() {
-    TransferConfig.Builder b =
+  static TransferConfigBuilder verbsConfig() {
+    TransferConfigBuilder b =
         TransferConfig.builder()
             .provider(ProviderKind.VERBS)
             .registrationBudget(512L << 20)
@@ -50,7 +50,7 @@ class VerbsTransferContractTest extends TransferContractTest {
   }
 
   @Override
-  protected TransferConfig.Builder baseConfig() {
+  protected TransferConfigBuilder baseConfig() {
     return verbsConfig();
   }
 }

@@ -26,12 +26,17 @@ public final class Setting<T> {
   private final String name;
   private final String doc;
   private final String since;
-  private final Type<T> type;
+  private final ValueType<T> type;
   private final String defaultText;
   private final T defaultValue;
 
   private Setting(
-      String name, String doc, String since, Type<T> type, String defaultText, T defaultValue) {
+      String name,
+      String doc,
+      String since,
+      ValueType<T> type,
+      String defaultText,
+      T defaultValue) {
     this.name = name;
     this.doc = doc;
     this.since = since;
@@ -158,7 +163,7 @@ public final class Setting<T> {
               max,
               "is not a whole number",
               Long::parseLong,
-              Setting::plain,
+              Units::plainText,
               v -> (int) v,
               Integer::longValue,
               note));
@@ -173,7 +178,7 @@ public final class Setting<T> {
               max,
               "is not a whole number",
               Long::parseLong,
-              Setting::plain,
+              Units::plainText,
               v -> v,
               Long::longValue,
               note));
@@ -188,7 +193,7 @@ public final class Setting<T> {
               max,
               "is not a size (bytes, or a number with k, m, g, t, p)",
               Units::parseBytes,
-              Setting::bytesText,
+              Units::bytesText,
               v -> v,
               Long::longValue,
               note));
@@ -205,7 +210,7 @@ public final class Setting<T> {
               maxMillis,
               "is not a duration (milliseconds, or a number with ms, s, min, h)",
               s -> Units.parseTime(s).toMillis(),
-              Setting::millisText,
+              Units::millisText,
               Duration::ofMillis,
               Duration::toMillis,
               note));
@@ -215,7 +220,7 @@ public final class Setting<T> {
     public Typed<Boolean> bool() {
       return new Typed<>(
           this,
-          new Type<>(
+          new ValueType<>(
               "true, false",
               (key, s) -> {
                 String v = s.toLowerCase(Locale.ROOT);
@@ -234,10 +239,10 @@ public final class Setting<T> {
      * TransferConfigException} naming the key it is given; {@code rangeText} says what is accepted.
      */
     public <T> Typed<T> text(String rangeText, Parser<T> parser) {
-      return new Typed<>(this, new Type<>(rangeText, parser));
+      return new Typed<>(this, new ValueType<>(rangeText, parser));
     }
 
-    private static <T> Type<T> numeric(
+    private static <T> ValueType<T> numeric(
         long min,
         long max,
         String malformed,
@@ -246,7 +251,7 @@ public final class Setting<T> {
         LongFunction<T> make,
         ToLongFunction<T> measure,
         String[] note) {
-      return new Type<>(
+      return new ValueType<>(
           min,
           max,
           malformed,
@@ -261,9 +266,9 @@ public final class Setting<T> {
   /** A declaration with its type; finish it with a default. */
   public static final class Typed<T> {
     private final Declaration d;
-    private final Type<T> type;
+    private final ValueType<T> type;
 
-    private Typed(Declaration d, Type<T> type) {
+    private Typed(Declaration d, ValueType<T> type) {
       this.d = d;
       this.type = type;
     }
@@ -290,148 +295,5 @@ public final class Setting<T> {
   @FunctionalInterface
   public interface Parser<T> {
     T parse(String key, String trimmed);
-  }
-
-  /** How a value is parsed, checked and its range printed. */
-  private static final class Type<T> {
-    final boolean numeric;
-    final long min;
-    final long max;
-    final String malformed;
-    final ToLongFunction<String> measureParser;
-    final LongFunction<String> unit;
-    final LongFunction<T> make;
-    final ToLongFunction<T> measure;
-    final String note;
-    final String fixedRange;
-    final Parser<T> parser;
-
-    Type(
-        long min,
-        long max,
-        String malformed,
-        ToLongFunction<String> measureParser,
-        LongFunction<String> unit,
-        LongFunction<T> make,
-        ToLongFunction<T> measure,
-        String note) {
-      if (min > max) {
-        throw new IllegalArgumentException("min " + min + " > max " + max);
-      }
-      this.numeric = true;
-      this.min = min;
-      this.max = max;
-      this.malformed = malformed;
-      this.measureParser = measureParser;
-      this.unit = unit;
-      this.make = make;
-      this.measure = measure;
-      this.note = note;
-      this.fixedRange = null;
-      this.parser = null;
-    }
-
-    Type(String rangeText, Parser<T> parser) {
-      this.numeric = false;
-      this.min = 0;
-      this.max = 0;
-      this.malformed = null;
-      this.measureParser = null;
-      this.unit = null;
-      this.make = null;
-      this.measure = null;
-      this.note = null;
-      this.fixedRange = rangeText;
-      this.parser = parser;
-    }
-
-    String rangeText() {
-      if (!numeric) {
-        return fixedRange;
-      }
-      return unit.apply(min) + " to " + unit.apply(max) + (note == null ? "" : "; " + note);
-    }
-
-    T parse(String key, String raw) {
-      if (raw == null) {
-        throw new TransferConfigException(
-            TransferConfigException.Problem.MISSING, key, key + " has no value");
-      }
-      String s = raw.trim();
-      if (!numeric) {
-        return parser.parse(key, s);
-      }
-      long m;
-      try {
-        m = measureParser.applyAsLong(s);
-      } catch (RuntimeException e) {
-        throw new TransferConfigException(
-            TransferConfigException.Problem.MALFORMED, key, key + "=" + raw + " " + malformed);
-      }
-      checkMeasure(key, m, raw);
-      return make.apply(m);
-    }
-
-    void check(String key, T value, String shown) {
-      if (numeric) {
-        checkMeasure(key, measure.applyAsLong(value), shown);
-      }
-    }
-
-    private void checkMeasure(String key, long m, String shown) {
-      if (m < min || m > max) {
-        throw new TransferConfigException(
-            TransferConfigException.Problem.OUT_OF_RANGE,
-            key,
-            key + "=" + shown + " is out of range: " + rangeText());
-      }
-    }
-  }
-
-  static String plain(long v) {
-    return Long.toString(v);
-  }
-
-  private static final String[] BYTE_UNITS = {"", "k", "m", "g", "t", "p"};
-
-  /** Bytes in the largest unit that divides them exactly; one below such a size as "2g-1". */
-  static String bytesText(long v) {
-    if (v <= 0) {
-      return Long.toString(v);
-    }
-    String exact = exactBytes(v);
-    if (exact.matches("\\d+") && v >= 1024 && v < Long.MAX_VALUE) {
-      String above = exactBytes(v + 1);
-      if (!above.matches("\\d+")) {
-        return above + "-1";
-      }
-    }
-    return exact;
-  }
-
-  private static String exactBytes(long v) {
-    int u = 0;
-    while (u < BYTE_UNITS.length - 1 && v % 1024 == 0) {
-      v /= 1024;
-      u++;
-    }
-    return v + BYTE_UNITS[u];
-  }
-
-  /** Milliseconds in the largest of ms, s, min, h that divides them exactly; 0 as "0". */
-  static String millisText(long ms) {
-    if (ms == 0) {
-      return "0";
-    }
-    if (ms % 3_600_000 == 0) {
-      return ms / 3_600_000 + "h";
-    }
-    if (ms % 60_000 == 0) {
-      return ms / 60_000 + "min";
-    }
-    if (ms % 1000 == 0) {
-      return ms / 1000 + "s";
-    }
-    return ms + "ms";
   }
 }

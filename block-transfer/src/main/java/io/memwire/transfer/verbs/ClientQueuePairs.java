@@ -219,7 +219,7 @@ final class ClientQueuePairs {
               peer,
               null);
         }
-        VerbsAuth.authenticate(secret, (InetSocketAddress) own, peer, deadline);
+        VerbsAuthClient.authenticate(secret, (InetSocketAddress) own, peer, deadline);
       }
       qp = cm.createQP(pd, CmSupport.qpAttributes(qpDepth, slot.queue()));
       if (qp == null) {

@@ -16,17 +16,17 @@ import org.junit.jupiter.api.Test;
 class SettingTest {
   @Test
   void rangeTextIsPrintedFromTheBoundsInTheUnitsThatParse() {
-    assertEquals("64k", Setting.bytesText(64 * 1024));
-    assertEquals("2g-1", Setting.bytesText(Integer.MAX_VALUE));
-    assertEquals("1p", Setting.bytesText(1L << 50));
-    assertEquals("4097", Setting.bytesText(4097));
-    assertEquals("1023", Setting.bytesText(1023));
-    assertEquals("0", Setting.bytesText(0));
-    assertEquals("100ms", Setting.millisText(100));
-    assertEquals("1500ms", Setting.millisText(1500));
-    assertEquals("90s", Setting.millisText(90_000));
-    assertEquals("10min", Setting.millisText(600_000));
-    assertEquals("24h", Setting.millisText(86_400_000));
+    assertEquals("64k", Units.bytesText(64 * 1024));
+    assertEquals("2g-1", Units.bytesText(Integer.MAX_VALUE));
+    assertEquals("1p", Units.bytesText(1L << 50));
+    assertEquals("4097", Units.bytesText(4097));
+    assertEquals("1023", Units.bytesText(1023));
+    assertEquals("0", Units.bytesText(0));
+    assertEquals("100ms", Units.millisText(100));
+    assertEquals("1500ms", Units.millisText(1500));
+    assertEquals("90s", Units.millisText(90_000));
+    assertEquals("10min", Units.millisText(600_000));
+    assertEquals("24h", Units.millisText(86_400_000));
     Setting<Duration> d =
         Setting.key("t")
             .doc("x")

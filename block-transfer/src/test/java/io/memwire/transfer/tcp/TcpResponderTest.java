@@ -13,6 +13,7 @@ import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
@@ -45,13 +46,13 @@ class TcpResponderTest {
   private final List<TransferNode> nodes = new ArrayList<>();
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
-  private TransferNode node(TransferConfig.Builder b) {
+  private TransferNode node(TransferConfigBuilder b) {
     TransferNode n = TransferNode.start(b.build());
     nodes.add(n);
     return n;
   }
 
-  private static TransferConfig.Builder tcp() {
+  private static TransferConfigBuilder tcp() {
     return TransferConfig.builder().provider(ProviderKind.TCP).bindAddress("127.0.0.1");
   }
 
@@ -114,7 +115,7 @@ class TcpResponderTest {
   }
 
   private void assertStillServes(
-      TransferNode server, MemoryRegion region, byte[] data, TransferConfig.Builder readerConfig)
+      TransferNode server, MemoryRegion region, byte[] data, TransferConfigBuilder readerConfig)
       throws Exception {
     TransferNode reader = node(readerConfig);
     TransferBuffer b =

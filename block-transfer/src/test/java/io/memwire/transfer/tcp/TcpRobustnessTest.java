@@ -13,6 +13,7 @@ import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferNode;
@@ -64,13 +65,13 @@ class TcpRobustnessTest {
     }
   }
 
-  private TransferNode node(TransferConfig.Builder b) {
+  private TransferNode node(TransferConfigBuilder b) {
     TransferNode n = TransferNode.start(b.build());
     nodes.add(n);
     return n;
   }
 
-  static TransferConfig.Builder tcp() {
+  static TransferConfigBuilder tcp() {
     return TransferConfig.builder().provider(ProviderKind.TCP).bindAddress("127.0.0.1");
   }
 
@@ -103,7 +104,7 @@ class TcpRobustnessTest {
 
   /** Reads [offset, offset + length) of {@code region} with a fresh reader and compares. */
   void assertServes(
-      RemoteRegion region, byte[] data, int offset, int length, TransferConfig.Builder readerConfig)
+      RemoteRegion region, byte[] data, int offset, int length, TransferConfigBuilder readerConfig)
       throws Exception {
     TransferNode reader = node(readerConfig);
     TransferBuffer b =

@@ -9,7 +9,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.TransferBuffer;
-import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -59,7 +59,7 @@ abstract class TcpWireFuzzing {
         return;
       }
       data = TcpRobustnessTest.data(REGION_SIZE);
-      TransferConfig.Builder b = TcpRobustnessTest.tcp().connectTimeout(Duration.ofSeconds(5));
+      TransferConfigBuilder b = TcpRobustnessTest.tcp().connectTimeout(Duration.ofSeconds(5));
       server = TransferNode.start(b.build());
       authServer = TransferNode.start(b.authSecret(SECRET).build());
       live = TcpRobustnessTest.register(server, data);

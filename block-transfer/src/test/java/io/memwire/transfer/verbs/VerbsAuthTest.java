@@ -72,7 +72,7 @@ class VerbsAuthTest {
   @Test
   void theRightSecretAdmitsExactlyOneRequestFromTheAnnouncedAddress() throws Exception {
     VerbsAuth s = server(SECRET);
-    VerbsAuth.authenticate(SECRET, cm(40001), addressOf(s), deadline());
+    VerbsAuthClient.authenticate(SECRET, cm(40001), addressOf(s), deadline());
     assertEquals(1, s.proofsAccepted.sum());
     assertFalse(s.admit(cm(40002)), "another CM port was not announced");
     assertTrue(s.admit(cm(40001)));
@@ -84,7 +84,7 @@ class VerbsAuthTest {
   @Test
   void anAdmissionExpiresAfterTheConnectTimeout() throws Exception {
     VerbsAuth s = server(SECRET);
-    VerbsAuth.authenticate(SECRET, cm(40003), addressOf(s), deadline());
+    VerbsAuthClient.authenticate(SECRET, cm(40003), addressOf(s), deadline());
     clock.addAndGet(TimeUnit.SECONDS.toNanos(11));
     assertFalse(s.admit(cm(40003)));
     assertEquals(0, s.pending(), "the expired admission is gone");
@@ -98,7 +98,7 @@ class VerbsAuthTest {
         assertThrows(
             TransferConnectionException.class,
             () ->
-                VerbsAuth.authenticate(
+                VerbsAuthClient.authenticate(
                     "wrong".getBytes(StandardCharsets.UTF_8), cm(40004), addressOf(s), deadline()));
     assertTrue(e.getMessage().contains("could not prove it knows authSecret"), e.getMessage());
     assertFalse(s.admit(cm(40004)));
@@ -108,18 +108,18 @@ class VerbsAuthTest {
   void aClientThatCannotProveItselfIsNotAdmitted() throws Exception {
     VerbsAuth s = server(SECRET);
     InetSocketAddress at = addressOf(s);
-    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40005), at);
+    byte[] hello = VerbsAuthWire.hello(VerbsAuthWire.nonce(), cm(40005), at);
     byte status =
         exchange(
             at,
             hello,
             nonce ->
-                VerbsAuth.proof(
+                VerbsAuthWire.proof(
                     "guess".getBytes(StandardCharsets.UTF_8),
                     "memwire-verbs-client",
                     hello,
                     nonce));
-    assertEquals(VerbsAuth.AUTH_FAILED, status);
+    assertEquals(VerbsAuthWire.AUTH_FAILED, status);
     assertEquals(1, s.proofsRejected.sum());
     assertFalse(s.admit(cm(40005)));
   }
@@ -128,17 +128,18 @@ class VerbsAuthTest {
   void aRecordedExchangeCannotBeReplayed() throws Exception {
     VerbsAuth s = server(SECRET);
     InetSocketAddress at = addressOf(s);
-    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40006), at);
+    byte[] hello = VerbsAuthWire.hello(VerbsAuthWire.nonce(), cm(40006), at);
     byte[][] recorded = new byte[1][];
     assertEquals(
-        VerbsAuth.OK,
+        VerbsAuthWire.OK,
         exchange(
             at,
             hello,
-            nonce -> recorded[0] = VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+            nonce ->
+                recorded[0] = VerbsAuthWire.proof(SECRET, "memwire-verbs-client", hello, nonce)));
     assertTrue(s.admit(cm(40006)));
     // The same HELLO and AUTH again: the server's nonce is new, so the old proof fails.
-    assertEquals(VerbsAuth.AUTH_FAILED, exchange(at, hello, nonce -> recorded[0]));
+    assertEquals(VerbsAuthWire.AUTH_FAILED, exchange(at, hello, nonce -> recorded[0]));
     assertFalse(s.admit(cm(40006)));
   }
 
@@ -147,18 +148,22 @@ class VerbsAuthTest {
     VerbsAuth s = server(SECRET);
     InetSocketAddress at = addressOf(s);
     InetSocketAddress elsewhere = new InetSocketAddress(at.getAddress(), at.getPort() + 1);
-    byte[] hello = VerbsAuth.hello(VerbsAuth.nonce(), cm(40007), elsewhere);
+    byte[] hello = VerbsAuthWire.hello(VerbsAuthWire.nonce(), cm(40007), elsewhere);
     assertEquals(
-        VerbsAuth.BAD_ADDRESS,
+        VerbsAuthWire.BAD_ADDRESS,
         exchange(
-            at, hello, nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", hello, nonce)));
+            at, hello, nonce -> VerbsAuthWire.proof(SECRET, "memwire-verbs-client", hello, nonce)));
     byte[] spoofed =
-        VerbsAuth.hello(
-            VerbsAuth.nonce(), new InetSocketAddress(InetAddress.getByName("10.9.9.9"), 40007), at);
+        VerbsAuthWire.hello(
+            VerbsAuthWire.nonce(),
+            new InetSocketAddress(InetAddress.getByName("10.9.9.9"), 40007),
+            at);
     assertEquals(
-        VerbsAuth.BAD_ADDRESS,
+        VerbsAuthWire.BAD_ADDRESS,
         exchange(
-            at, spoofed, nonce -> VerbsAuth.proof(SECRET, "memwire-verbs-client", spoofed, nonce)),
+            at,
+            spoofed,
+            nonce -> VerbsAuthWire.proof(SECRET, "memwire-verbs-client", spoofed, nonce)),
         "the announced CM address must be the TCP peer's");
     assertFalse(s.admit(cm(40007)));
   }
@@ -172,7 +177,7 @@ class VerbsAuthTest {
     TransferException e =
         assertThrows(
             TransferException.class,
-            () -> VerbsAuth.authenticate(SECRET, cm(40008), gone, deadline()));
+            () -> VerbsAuthClient.authenticate(SECRET, cm(40008), gone, deadline()));
     assertInstanceOf(TransferConnectionException.class, e);
     assertTrue(e.getMessage().contains("does the peer have authSecret set?"), e.getMessage());
   }
@@ -186,7 +191,7 @@ class VerbsAuthTest {
       assertThrows(
           TransferTimeoutException.class,
           () ->
-              VerbsAuth.authenticate(
+              VerbsAuthClient.authenticate(
                   SECRET, cm(40009), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500)));
       assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(20));
     }
@@ -204,20 +209,21 @@ class VerbsAuthTest {
       OutputStream out = s.getOutputStream();
       DataInputStream in = new DataInputStream(s.getInputStream());
       out.write(hello);
-      byte[] challenge = new byte[VerbsAuth.CHALLENGE_SIZE];
+      byte[] challenge = new byte[VerbsAuthWire.CHALLENGE_SIZE];
       in.readFully(challenge);
       ByteBuffer c = ByteBuffer.wrap(challenge);
-      assertEquals(VerbsAuth.MAGIC, c.getInt());
+      assertEquals(VerbsAuthWire.MAGIC, c.getInt());
       c.getShort();
-      assertEquals(VerbsAuth.OK, c.get());
+      assertEquals(VerbsAuthWire.OK, c.get());
       c.get();
-      byte[] nonce = new byte[VerbsAuth.NONCE_SIZE];
+      byte[] nonce = new byte[VerbsAuthWire.NONCE_SIZE];
       c.get(nonce);
       byte[] serverProof = new byte[32];
       c.get(serverProof);
-      assertArrayEquals(VerbsAuth.proof(SECRET, "memwire-verbs-server", hello, nonce), serverProof);
+      assertArrayEquals(
+          VerbsAuthWire.proof(SECRET, "memwire-verbs-server", hello, nonce), serverProof);
       out.write(prover.proof(nonce));
-      byte[] welcome = new byte[VerbsAuth.WELCOME_SIZE];
+      byte[] welcome = new byte[VerbsAuthWire.WELCOME_SIZE];
       in.readFully(welcome);
       return welcome[4];
     }

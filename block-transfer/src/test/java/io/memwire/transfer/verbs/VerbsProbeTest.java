@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConfigException;
 import java.net.InetAddress;
 import java.nio.file.Path;
@@ -23,7 +24,7 @@ class VerbsProbeTest {
 
   private static final Optional<String> LIB_OK = Optional.empty();
 
-  private static TransferConfig.Builder verbs() {
+  private static TransferConfigBuilder verbs() {
     return TransferConfig.builder()
         .provider(ProviderKind.VERBS)
         .registrationBudget(64 << 20)

@@ -2,6 +2,7 @@ package io.memwire.shuffle.service;
 
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.verbs.VerbsProbe;
 import java.util.Optional;
@@ -14,8 +15,8 @@ import org.junit.jupiter.api.Assumptions;
  * elsewhere every test is skipped with the probe's reason.
  */
 class VerbsShuffleServiceTest extends ShuffleServiceTest {
-  private static TransferConfig.Builder verbs() {
-    TransferConfig.Builder b =
+  private static TransferConfigBuilder verbs() {
+    TransferConfigBuilder b =
         TransferConfig.builder()
             .provider(ProviderKind.VERBS)
             .registrationBudget(256L << 20)

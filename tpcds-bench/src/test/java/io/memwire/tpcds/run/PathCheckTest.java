@@ -37,12 +37,11 @@ class PathCheckTest {
   void everyRemoteByteOneSidedPasses() {
     assertDoesNotThrow(
         () ->
-            BenchmarkRun.checkPath(
+            PathCheck.check(
                 "q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0, BlockSizes.NONE))));
     assertDoesNotThrow(
         () ->
-            BenchmarkRun.checkPath(
-                "q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0, BlockSizes.NONE))));
+            PathCheck.check("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0, BlockSizes.NONE))));
   }
 
   @Test
@@ -51,7 +50,7 @@ class PathCheckTest {
         assertThrows(
             PathCheckException.class,
             () ->
-                BenchmarkRun.checkPath(
+                PathCheck.check(
                     "q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1, BlockSizes.NONE))));
     assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
     assertTrue(
@@ -61,7 +60,7 @@ class PathCheckTest {
     assertThrows(
         PathCheckException.class,
         () ->
-            BenchmarkRun.checkPath(
+            PathCheck.check(
                 "q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0, BlockSizes.NONE))),
         "a block handed to Spark's transfer");
   }
@@ -69,14 +68,13 @@ class PathCheckTest {
   @Test
   void aMemwireConfigurationWithoutCountersStopsTheRun() {
     PathCheckException e =
-        assertThrows(
-            PathCheckException.class, () -> BenchmarkRun.checkPath("q3", RDMA, run(1000, null)));
+        assertThrows(PathCheckException.class, () -> PathCheck.check("q3", RDMA, run(1000, null)));
     assertTrue(e.getMessage().contains("no Memwire counters"), e.getMessage());
   }
 
   @Test
   void otherManagersAreNotChecked() {
-    assertDoesNotThrow(() -> BenchmarkRun.checkPath("q3", SORT, run(1000, null)));
+    assertDoesNotThrow(() -> PathCheck.check("q3", SORT, run(1000, null)));
   }
 
   @Test

@@ -6,6 +6,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -114,7 +115,7 @@ public final class TransferBenchmark {
     for (int i = 0; i < regionSize; i += 8) {
       memory.putLong(i, i * 0x9E3779B97F4A7C15L);
     }
-    TransferConfig.Builder base = TransferConfig.builder().provider(provider).bindAddress(bind);
+    TransferConfigBuilder base = TransferConfig.builder().provider(provider).bindAddress(bind);
     TransferConfig clientConfig =
         base.maxOutstandingRequests(Math.max(maxDepth, 1))
             .maxTransferSize(Math.min(Math.max(maxSize, 1 << 20), 64 << 20))

@@ -3,6 +3,7 @@ package io.memwire.tools.doctor;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.verbs.DisniLibrary;
 import io.memwire.transfer.verbs.MemlockLimit;
@@ -51,7 +52,7 @@ public final class Doctor {
     for (String k : System.getProperties().stringPropertyNames()) {
       props.put(k, System.getProperty(k));
     }
-    TransferConfig.Builder b;
+    TransferConfigBuilder b;
     Path sysfs = RdmaInventory.SYSFS;
     Path limits = MemlockLimit.PROC_SELF_LIMITS;
     String peer = null;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.verbs.FakeSysfs;
 import io.memwire.transfer.verbs.RdmaInventory;
@@ -75,7 +76,7 @@ class DoctorTest {
         .orElseThrow(() -> new AssertionError("no " + name + " in " + cs));
   }
 
-  private static TransferConfig.Builder cfg() {
+  private static TransferConfigBuilder cfg() {
     return TransferConfig.builder().registrationBudget(64 << 20).poolMaxBytes(16 << 20);
   }
 

@@ -1,0 +1,141 @@
+package io.memwire.tpcds.run;
+
+import io.memwire.tpcds.worker.PathCounters;
+import io.memwire.tpcds.worker.QueryRun;
+import io.memwire.tpcds.worker.WorkerMessages.Request;
+import io.memwire.tpcds.worker.WorkerProcess;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+
+/**
+ * The measured part of a run: rounds (warm-ups, then timed ones) of every query on every
+ * configuration, the configuration order rotating each round; each run is recorded as a {@link
+ * Measurement}, its path checked ({@link PathCheck}) and its answer checked ({@link
+ * ReferenceAnswers}). A query that fails to run is recorded and left out of later rounds.
+ */
+final class QueryRounds {
+  private final RunOptions options;
+  private final Map<String, ShuffleConfig> configs;
+  private final Path runDir;
+  private final Consumer<String> progress;
+
+  /**
+   * @param configs the configurations by name
+   * @param progress where progress lines go
+   */
+  QueryRounds(
+      RunOptions options,
+      Map<String, ShuffleConfig> configs,
+      Path runDir,
+      Consumer<String> progress) {
+    this.options = options;
+    this.configs = configs;
+    this.runDir = runDir;
+    this.progress = progress;
+  }
+
+  /**
+   * Runs every round on {@code workers} (the first is the reference configuration), adding to
+   * {@code measurements} and {@code failures}.
+   */
+  void run(
+      List<String> queries,
+      Map<String, String> sql,
+      List<WorkerProcess> workers,
+      List<Measurement> measurements,
+      List<QueryFailure> failures)
+      throws IOException, TimeoutException {
+    int rounds = options.warmups() + options.iterations();
+    ReferenceAnswers answers = new ReferenceAnswers(workers.get(0).name(), runDir);
+    Set<String> failed = new HashSet<>();
+    for (int round = 0; round < rounds; round++) {
+      boolean warmup = round < options.warmups();
+      String roundName =
+          warmup
+              ? "warm-up " + (round + 1) + "/" + options.warmups()
+              : "timed " + (round - options.warmups() + 1) + "/" + options.iterations();
+      for (int qi = 0; qi < queries.size(); qi++) {
+        String query = queries.get(qi);
+        if (failed.contains(query)) {
+          continue;
+        }
+        for (int k = 0; k < workers.size(); k++) {
+          // Rotate the order each round so drift and warm caches do not favour one configuration.
+          WorkerProcess worker = workers.get((k + round) % workers.size());
+          QueryRun run;
+          try {
+            run = worker.call(Request.run(query, sql.get(query)), options.queryTimeout()).run();
+          } catch (WorkerProcess.WorkerException e) {
+            if (!worker.isAlive()) {
+              throw e;
+            }
+            // The query could not run (the worker and its cluster are fine): record it, go on.
+            failed.add(query);
+            failures.add(new QueryFailure(query, worker.name(), round, e.getMessage()));
+            say(
+                String.format(
+                    "%-14s %-5s (%d/%d) %-12s FAILED: %s",
+                    roundName, query, qi + 1, queries.size(), worker.name(), e.getMessage()));
+            continue;
+          }
+          ShuffleConfig config = configs.get(worker.name());
+          measurements.add(
+              new Measurement(
+                  query,
+                  worker.name(),
+                  round,
+                  warmup,
+                  run.wallMs(),
+                  run.answer().rows().size(),
+                  run.metrics(),
+                  run.path()));
+          say(
+              String.format(
+                  "%-14s %-5s (%d/%d) %-12s %8.0f ms  shuffle write %s, read %s (remote %s%s), fetch wait %d ms",
+                  roundName,
+                  query,
+                  qi + 1,
+                  queries.size(),
+                  worker.name(),
+                  run.wallMs(),
+                  mb(run.metrics().bytesWritten()),
+                  mb(run.metrics().bytesRead()),
+                  mb(run.metrics().remoteBytesRead()),
+                  pathText(run),
+                  run.metrics().fetchWaitMs()));
+          PathCheck.check(query, config, run);
+          if (!failed.contains(query)) {
+            answers.verify(query, worker.name(), run.answer());
+          }
+        }
+      }
+    }
+  }
+
+  private static String pathText(QueryRun run) {
+    PathCounters p = run.path();
+    if (p == null) {
+      return "";
+    }
+    return ", one-sided "
+        + mb(p.oneSidedBytes())
+        + ", not one-sided "
+        + mb(p.notOneSidedBytes(run.metrics().remoteBytesRead()))
+        + ", fallback blocks "
+        + p.fallbackBlocks();
+  }
+
+  static String mb(long bytes) {
+    return String.format("%.1f MB", bytes / 1e6);
+  }
+
+  private void say(String line) {
+    progress.accept(line);
+  }
+}
