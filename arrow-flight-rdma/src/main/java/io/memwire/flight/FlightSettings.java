@@ -102,7 +102,9 @@ public final class FlightSettings {
   public static final Setting<Long> MAX_REGISTERED_BYTES =
       Setting.key("maxRegisteredBytes")
           .since(V010)
-          .doc("Most bytes all registered arenas take together (at least one arena).")
+          .doc(
+              "Most bytes all arenas for leased bodies take together (at least one arena), and"
+                  + " apart the most bytes registered for live leases; a lease past it fails.")
           .bytes(1, TIB)
           .withDefault("1g");
 

@@ -4,6 +4,8 @@ import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegionDescriptor;
+import io.memwire.transfer.memory.LimitExceededException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
@@ -18,10 +20,18 @@ import org.apache.arrow.vector.ipc.message.ArrowBuffer;
 /**
  * Makes a batch's body remotely readable for one lease, and ends that again. Only the batch's own
  * bytes become readable, through regions registered for this lease alone (own keys): a zero-copy
- * producer's buffers in place, or a copy in a block of registered memory. Runs on the producer's
- * thread ({@code putNext}); {@link #end} on whichever thread ends the lease.
+ * producer's buffers in place, or a copy in a block of the producer's arenas. Runs on the
+ * producer's thread ({@code putNext}); {@link #end} on whichever thread ends the lease.
+ *
+ * <p>Every body region is a registered unit of the producer's {@value #ALLOCATOR} allocator (a
+ * child of the node's root), whose limit is {@code maxRegisteredBytes}: a lease that would pass it
+ * fails as a whole ({@link FallbackReason#LEASE_FAILED}) and nothing of it stays registered. A
+ * region leaves those books when the lease ends and closes it.
  */
 final class LeaseBodies {
+  /** Name of the lease regions' child of the node's registered-memory root. */
+  static final String ALLOCATOR = "flight-leases";
+
   /** A body ready to lease: its regions (this batch's bytes only) and how to release it. */
   record Body(List<MemoryRegion> regions, Runnable release) {
     static final Body EMPTY = new Body(List.of(), () -> {});
@@ -49,6 +59,16 @@ final class LeaseBodies {
    * producer's memory, else a copy) and issues its guard. On failure nothing stays held.
    */
   Prepared prepare(
+      List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength, boolean zeroCopy) {
+    try {
+      return prepareOrThrow(bufs, layout, bodyLength, zeroCopy);
+    } catch (RuntimeException e) {
+      resources.stats().leasesFailed.increment();
+      throw e;
+    }
+  }
+
+  private Prepared prepareOrThrow(
       List<ArrowBuf> bufs, List<ArrowBuffer> layout, long bodyLength, boolean zeroCopy) {
     List<ServerMessage.BufferRef> refs = new ArrayList<>(bufs.size());
     Body body;
@@ -154,7 +174,7 @@ final class LeaseBodies {
     List<MemoryRegion> regions = new ArrayList<>(runs.size());
     try {
       for (long[] r : runs) {
-        regions.add(resources.node().register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
+        regions.add(register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
       }
     } catch (RuntimeException e) {
       regions.forEach(MemoryRegion::close);
@@ -230,13 +250,18 @@ final class LeaseBodies {
     }
     MemoryRegion region;
     try {
-      region = resources.node().register(block.slice(0, bodyLength));
+      region = register(block.slice(0, bodyLength));
     } catch (RuntimeException e) {
       block.release();
       throw cannotRegister("a body of " + bodyLength + " bytes", e);
     }
     resources.stats().batchesCopied.increment();
     return new Body(List.of(region), block::release);
+  }
+
+  /** Registers a lease's bytes on the lease regions' books (within their limit). */
+  private MemoryRegion register(ByteBuffer bytes) {
+    return resources.node().register(bytes, resources.leaseRegions());
   }
 
   /** The region's index in the BATCH message's region list, adding it on first use. */
@@ -258,10 +283,26 @@ final class LeaseBodies {
   }
 
   /** The data plane, not the data, failed: an auto client may retry over DoGet. */
-  private static RuntimeException cannotRegister(String what, RuntimeException e) {
+  private RuntimeException cannotRegister(String what, RuntimeException e) {
     return FallbackReason.LEASE_FAILED.error(
-        CallStatus.UNAVAILABLE,
-        "server data plane cannot " + "register " + what + ": " + e.getMessage(),
-        e);
+        CallStatus.UNAVAILABLE, "server data plane cannot register " + what + ": " + why(e), e);
+  }
+
+  /** The failure in words; the lease limit's refusal names its setting. */
+  private String why(RuntimeException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof LimitExceededException l && l.allocator() == resources.leaseRegions()) {
+        return "the regions of live leases would pass "
+            + FlightSettings.MAX_REGISTERED_BYTES.name(FlightSettings.SERVER_PREFIX)
+            + "="
+            + l.limit()
+            + " ("
+            + l.reserved()
+            + " bytes registered, "
+            + l.requested()
+            + " more asked)";
+      }
+    }
+    return e.getMessage();
   }
 }

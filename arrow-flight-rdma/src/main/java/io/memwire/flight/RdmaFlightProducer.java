@@ -4,6 +4,7 @@ import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -37,10 +38,11 @@ import org.slf4j.LoggerFactory;
  * other calls, plain DoGet included, go to the wrapped producer unchanged.
  *
  * <p>Bodies are leased from {@link #memory()} (large arenas, not remotely readable); each lease
- * registers only its own bytes, under its own key, and closes that region when it ends. A producer
- * that reuses its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a
- * producer that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator
- * built with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
+ * registers only its own bytes, under its own key (booked on the node's {@code flight-leases},
+ * limit {@code maxRegisteredBytes}), and closes that region when it ends. A producer that reuses
+ * its vectors after {@code putNext} (the usual case) gets a copy of each batch there; a producer
+ * that calls {@code setUseZeroCopy(true)} and allocates its vectors from a root allocator built
+ * with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
  *
  * <p>The transfer node is the caller's and stays open on {@link #close()}.
  */
@@ -52,6 +54,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final BufferAllocator allocator;
   private final Location rdmaLocation;
   private final ArenaMemory memory;
+  private final RegisteredAllocator leaseRegions;
   private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
   private final ServerResources resources;
@@ -79,6 +82,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             b.maxRegisteredBytes,
             "flight producer memory on " + node.localAddress(),
             false);
+    // Apart, same limit: a zero-copy producer may lease the same buffers to many clients at once.
+    this.leaseRegions = node.memory().newChild(LeaseBodies.ALLOCATOR, b.maxRegisteredBytes);
     this.guards = new LeaseGuards(node);
     String refusal =
         refusal(b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
@@ -89,6 +94,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             node,
             allocator,
             memory,
+            leaseRegions,
             guards,
             stats,
             codec,
@@ -155,15 +161,17 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
    * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
    * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
-   * maxExchanges} ({@code sessionsRefused}), credit waits, peak leased bytes, plus the current
-   * {@code activeSessions}, {@code leasedBatches}, {@code leasedBytes} and {@code
-   * registeredBlocks}.
+   * maxExchanges} ({@code sessionsRefused}), credit waits, leases that failed ({@code
+   * leasesFailed}: memory limit or registration), peak leased bytes, plus the current {@code
+   * activeSessions}, {@code leasedBatches}, {@code leasedBytes}, {@code registeredBlocks} (blocks
+   * of the arenas) and {@code leaseRegionBytes} (bytes registered for live leases).
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = stats.snapshot();
     exchanges.putCurrent(m);
     m.put("registeredBlocks", memory.outstandingBlocks());
     m.put("registeredBlockBytes", memory.allocatedBytesNow());
+    m.put("leaseRegionBytes", leaseRegions.registeredBytes());
     return m;
   }
 
@@ -265,8 +273,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * Ends every exchange in progress (their leases are released), then frees the registered memory
-   * and the message allocator. The wrapped producer and the transfer node stay open.
+   * Ends every exchange in progress (their leases are released), then closes the lease regions'
+   * books (a region still on them is reported as a leak), frees the arenas and the message
+   * allocator. The wrapped producer and the transfer node stay open.
    */
   @Override
   public void close() {
@@ -276,6 +285,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     closed = true;
     exchanges.close();
     guards.close();
+    leaseRegions.close();
     memory.close();
     allocator.close();
   }

@@ -2,6 +2,7 @@ package io.memwire.flight;
 
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.time.Duration;
 import org.apache.arrow.flight.FlightProducer;
 import org.apache.arrow.memory.BufferAllocator;
@@ -15,7 +16,9 @@ import org.apache.arrow.vector.compression.CompressionCodec;
  * @param delegate the wrapped producer, asked for each exchange's stream
  * @param node the caller's transfer node, where lease regions are registered
  * @param allocator the small allocator data-plane messages are encoded in
- * @param memory the registered arenas copied bodies are leased from
+ * @param memory the arenas copied bodies are leased from (not remotely readable)
+ * @param leaseRegions the books of every lease's body regions ({@value LeaseBodies#ALLOCATOR}),
+ *     whose limit caps the bytes registered for live leases
  * @param guards the guard words of the live leases
  * @param stats the producer's counters
  * @param codec body compression
@@ -28,6 +31,7 @@ record ServerResources(
     TransferNode node,
     BufferAllocator allocator,
     ArenaMemory memory,
+    RegisteredAllocator leaseRegions,
     LeaseGuards guards,
     ServerStats stats,
     CompressionCodec codec,

@@ -21,6 +21,10 @@ final class ServerStats {
   final LongAdder leasesReleasedUnfreed = new LongAdder();
   final LongAdder leasesExpired = new LongAdder();
   final LongAdder creditWaits = new LongAdder();
+
+  /** Batches that could not be leased (memory limit, registration): the exchange failed. */
+  final LongAdder leasesFailed = new LongAdder();
+
   private final AtomicLong peakLeasedBytes = new AtomicLong();
 
   void notePeak(long leased) {
@@ -40,6 +44,7 @@ final class ServerStats {
     m.put("leasesReleasedUnfreed", leasesReleasedUnfreed.sum());
     m.put("leasesExpired", leasesExpired.sum());
     m.put("creditWaits", creditWaits.sum());
+    m.put("leasesFailed", leasesFailed.sum());
     m.put("peakLeasedBytes", peakLeasedBytes.get());
     return m;
   }

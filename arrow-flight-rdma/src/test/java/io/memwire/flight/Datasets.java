@@ -128,7 +128,10 @@ final class Datasets {
       case "empty":
         return schema("ints");
       default:
-        if (name.startsWith("many:") || name.startsWith("zc:") || name.startsWith("fail:")) {
+        if (name.startsWith("many:")
+            || name.startsWith("zc:")
+            || name.startsWith("zcsame:")
+            || name.startsWith("fail:")) {
           return new Schema(List.of(Field.nullable("l", new ArrowType.Int(64, true))));
         }
         throw new IllegalArgumentException("no data set named " + name);

@@ -131,14 +131,18 @@ final class Fixture implements AutoCloseable {
     return r;
   }
 
-  /** Waits, with a deadline, until the server holds no lease and no session. */
+  /**
+   * Waits, with a deadline, until the server holds no lease and no session, no block and no lease
+   * region on its books.
+   */
   void awaitServerIdle() throws InterruptedException {
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (System.nanoTime() < deadline) {
       var s = rdma.stats();
       if (s.get("activeSessions") == 0
           && s.get("leasedBatches") == 0
-          && s.get("registeredBlocks") == 0) {
+          && s.get("registeredBlocks") == 0
+          && s.get("leaseRegionBytes") == 0) {
         return;
       }
       Thread.sleep(10);
@@ -156,6 +160,9 @@ final class Fixture implements AutoCloseable {
     rdmaServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
     plainServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
     rdma.close();
+    var leaseRegions = rdma.resources().leaseRegions();
+    assertTrue(leaseRegions.isClosed(), "lease regions' allocator closed with the producer");
+    assertEquals(0, leaseRegions.registeredBytes(), leaseRegions.toVerboseString());
     zeroCopyRoot.close();
     node.close();
     assertEquals(

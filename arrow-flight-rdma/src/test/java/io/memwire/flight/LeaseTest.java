@@ -85,6 +85,8 @@ class LeaseTest {
       // What the two leases pin in registered memory: each body rounded up to 512 bytes only
       // (162,816), not to a power of two (262,144).
       assertEquals(2 * 162_816L, f.stat("registeredBlockBytes"));
+      // Each lease registers exactly its body, on the lease regions' books.
+      assertEquals(2 * BATCH_BYTES, f.stat("leaseRegionBytes"));
       assertEquals(a.guard().generation, guardWord(a));
       x.free(a.sequence());
       ServerMessage c = x.next();
@@ -103,6 +105,7 @@ class LeaseTest {
     f.awaitServerIdle();
     assertEquals(2 * BATCH_BYTES, f.stat("peakLeasedBytes"));
     assertEquals(0, f.stat("leasesReleasedUnfreed"));
+    assertEquals(0, f.stat("leaseRegionBytes"), "completed: every lease region is off the books");
   }
 
   @Test
@@ -161,6 +164,7 @@ class LeaseTest {
     f.awaitServerIdle();
     Fixture.await("producer sees the cancellation", () -> f.producer.cancellationsSeen.get() == 1);
     assertEquals(1, f.stat("sessionsCancelled"));
+    assertEquals(0, f.stat("leaseRegionBytes"), "cancelled: every lease region is off the books");
   }
 
   @Test
@@ -183,6 +187,7 @@ class LeaseTest {
       assertGuardRevoked(m, "cancel revoked the guard");
     }
     assertEquals(3, f.stat("leasesReleasedUnfreed"));
+    assertEquals(0, f.stat("leaseRegionBytes"));
     x.close();
   }
 
@@ -203,6 +208,7 @@ class LeaseTest {
     f.awaitServerIdle();
     assertGuardRevoked(first, "crash revoked the guard");
     assertEquals(2, f.stat("leasesReleasedUnfreed"));
+    assertEquals(0, f.stat("leaseRegionBytes"), "crashed: every lease region is off the books");
     x.close();
     alloc.close();
   }
@@ -218,5 +224,6 @@ class LeaseTest {
     }
     f.awaitServerIdle();
     assertTrue(f.stat("leasesExpired") >= 1);
+    assertEquals(0, f.stat("leaseRegionBytes"), "timed out: every lease region is off the books");
   }
 }

@@ -17,6 +17,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * The producer behind every test server. Tickets are data-set names ({@link Datasets}) or: {@code
  * many:<batches>:<rows>} (BIGINT batches, one reused root, stops when cancelled), {@code
  * zc:<batches>:<rows>} (zero-copy: fresh buffers per batch from {@link #zeroCopyAllocator}), {@code
+ * zcsame:<batches>:<rows>} (zero-copy: the same buffers leased again for every batch), {@code
  * fail:<batches>:<message>} (errors after that many batches), {@code missing} (NOT_FOUND).
  * Endpoints list no location ("this service").
  */
@@ -52,6 +53,9 @@ final class TestProducer extends NoOpFlightProducer {
         return;
       case "zc":
         many(Integer.parseInt(p[1]), Integer.parseInt(p[2]), zeroCopyAllocator, true, listener);
+        return;
+      case "zcsame":
+        same(Integer.parseInt(p[1]), Integer.parseInt(p[2]), listener);
         return;
       case "fail":
         try (VectorSchemaRoot root = VectorSchemaRoot.create(Datasets.schema(name), allocator)) {
@@ -90,6 +94,20 @@ final class TestProducer extends NoOpFlightProducer {
       }
       listener.completed();
       streamsCompleted.incrementAndGet();
+    }
+  }
+
+  /** One batch filled once and leased in place {@code batches} times (a table served again). */
+  private void same(int batches, int rows, ServerStreamListener listener) {
+    try (VectorSchemaRoot root =
+        VectorSchemaRoot.create(Datasets.schema("zcsame:"), zeroCopyAllocator)) {
+      listener.setUseZeroCopy(true);
+      listener.start(root);
+      fillLongs(root, 0, rows);
+      for (int b = 0; b < batches && !listener.isCancelled(); b++) {
+        listener.putNext();
+      }
+      listener.completed();
     }
   }
 
