@@ -224,7 +224,8 @@ final class ClientSession implements Runnable {
               mapId,
               Path.of(index),
               data.isEmpty() ? null : Path.of(data));
-      ServiceProtocol.Out out = new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk());
+      ServiceProtocol.Out out =
+          new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk()).i32(p.entries());
       out.raw(p.region().toBytes());
       return out;
     } catch (Refused e) {

@@ -56,7 +56,10 @@ final class PointerResolver {
     try {
       DirectoryPointer p = resolve(req, signed);
       counters.pointersResolved.increment();
-      return new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk()).raw(p.region().toBytes());
+      return new ServiceProtocol.Out(ServiceProtocol.OK)
+          .i32(p.chunk())
+          .i32(p.entries())
+          .raw(p.region().toBytes());
     } catch (Refused e) {
       counters.pointerResolvesRefused.increment();
       LOG.debug("RESOLVE refused: {}", e.getMessage());

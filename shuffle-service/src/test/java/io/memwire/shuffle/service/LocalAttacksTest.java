@@ -108,7 +108,8 @@ class LocalAttacksTest {
   private static DirectoryPointer pointer(String base64) {
     ByteBuffer b = ByteBuffer.wrap(Base64.getDecoder().decode(base64));
     int chunk = b.getInt();
-    return new DirectoryPointer(chunk, RemoteRegion.decode(b.slice()));
+    int entries = b.getInt();
+    return new DirectoryPointer(chunk, entries, RemoteRegion.decode(b.slice()));
   }
 
   /** Writes a valid map output whose every partition is {@code fill}, owned by the caller. */

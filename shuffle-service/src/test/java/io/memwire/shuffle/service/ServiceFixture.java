@@ -188,7 +188,8 @@ final class ServiceFixture {
       throw new AssertionError("refused: " + error(answer));
     }
     int chunk = answer.i32();
-    return new DirectoryPointer(chunk, RemoteRegion.decode(answer.rest()));
+    int entries = answer.i32();
+    return new DirectoryPointer(chunk, entries, RemoteRegion.decode(answer.rest()));
   }
 
   /** The error an answer carries, as "code: message"; fails on an OK answer. */

@@ -126,8 +126,9 @@ public final class ResolveClient {
       throw new IOException("unexpected answer type " + type + " to RESOLVE");
     }
     int chunk = r.i32();
+    int entries = r.i32();
     try {
-      return new DirectoryPointer(chunk, RemoteRegion.decode(r.rest()));
+      return ServiceClient.pointer(chunk, entries, RemoteRegion.decode(r.rest()));
     } catch (IllegalArgumentException e) {
       throw new IOException("malformed RESOLVE answer: " + e.getMessage(), e);
     }

@@ -180,13 +180,23 @@ public final class ServiceClient implements AutoCloseable {
                 .str(realPath(index))
                 .str(data == null ? "" : realPath(data)));
     int chunk = r.i32();
+    int entries = r.i32();
     RemoteRegion region;
     try {
       region = RemoteRegion.decode(r.rest());
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }
-    return new DirectoryPointer(chunk, region);
+    return pointer(chunk, entries, region);
+  }
+
+  /** The pointer an OK answer names, or an IOException when its layout is not one we read. */
+  static DirectoryPointer pointer(int chunk, int entries, RemoteRegion region) throws IOException {
+    try {
+      return new DirectoryPointer(chunk, entries, region);
+    } catch (IllegalArgumentException e) {
+      throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
+    }
   }
 
   /**

@@ -18,7 +18,7 @@ import java.nio.charset.StandardCharsets;
  * REGISTER        u16 version | str application | str executor | bytes token | str driverHost
  *                 | u16 driverPort                                   → OK (empty)
  * PUBLISH         i32 shuffle | i32 mapIndex | i64 mapId | str indexPath | str dataPath ("" = none)
- *                                                                    → OK (i32 chunk | RemoteRegion)
+ *                                                                    → OK (i32 chunk | i32 entries | RemoteRegion)
  * REMOVE_SHUFFLE  i32 shuffle                                        → OK (empty)
  * STATS           (empty)                                            → OK (u16 n | n × (str, i64))
  * any             ERROR: u8 code | str message
@@ -30,7 +30,7 @@ import java.nio.charset.StandardCharsets;
  * <pre>
  * RESOLVE         u16 version | str application | i32 shuffle | i32 chunk | bytes old RemoteRegion
  *                 | 32B HMAC-SHA256(token, "memwire-resolve-1" | every byte before it from version)
- *                                                                    → OK (i32 chunk | RemoteRegion)
+ *                                                                    → OK (i32 chunk | i32 entries | RemoteRegion)
  * </pre>
  *
  * <p>REGISTER comes first on every connection and binds it to one application; the first REGISTER
@@ -39,7 +39,7 @@ import java.nio.charset.StandardCharsets;
  */
 public final class ServiceProtocol {
   /** Protocol version sent in REGISTER. */
-  public static final int VERSION = 1;
+  public static final int VERSION = 2;
 
   /** Largest frame, type byte included. */
   public static final int MAX_FRAME = 64 * 1024;
