@@ -19,6 +19,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs every {@link ShuffleJobs} job on a cluster with the RDMA manager and one configuration
@@ -29,6 +31,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 abstract class DifferentialTestBase {
+  private static final Logger LOG = LoggerFactory.getLogger(DifferentialTestBase.class);
+
   LocalSparkCluster cluster;
   TaskMetricsListener listener;
   Map<String, List<String>> expected;
@@ -133,6 +137,15 @@ abstract class DifferentialTestBase {
       assertEquals(0, Clusters.sum(stats, "indexCacheHits"), stats.toString());
       assertTrue(Clusters.sum(stats, "indexEntryReads") > 0, stats.toString());
     }
+    LOG.info(
+        "reader counters: fetchRequests {}, metadataReads {}, slotReads {}, indexReads {}, "
+            + "indexEntryReads {}, indexCacheHits {}",
+        Clusters.sum(stats, "fetchRequests"),
+        Clusters.sum(stats, "metadataReads"),
+        Clusters.sum(stats, "slotReads"),
+        Clusters.sum(stats, "indexReads"),
+        Clusters.sum(stats, "indexEntryReads"),
+        Clusters.sum(stats, "indexCacheHits"));
     // Slot and index entries come in one batch: at most one metadata round trip per request.
     assertTrue(
         Clusters.sum(stats, "metadataReads") <= Clusters.sum(stats, "fetchRequests"),

@@ -23,12 +23,12 @@ import org.slf4j.LoggerFactory;
  * output, and every region registered for the shuffle's files, so {@link #unregister} can
  * deregister and unmap them all.
  *
- * <p>Layout. A shuffle whose first published index file has at most {@value
- * DirectorySlot#MAX_INLINE_ENTRIES} entries (reduce partitions + 1) keeps every output's index
- * entries inline after its slot header: slots of {@link DirectorySlot#stride} bytes, as many per
- * chunk as fit in {@value #CHUNK_BYTES} bytes ({@link #slotsPerChunk}). A reducer then reads a map
- * output's slot and entries in one read, at an offset it computes from the pointer. A shuffle with
- * more partitions, or whose first index is not a readable file, keeps headers only ({@value
+ * <p>Layout. In an executor's directory, a shuffle whose first published index file has at most
+ * {@value DirectorySlot#MAX_INLINE_ENTRIES} entries (reduce partitions + 1) keeps every output's
+ * index entries inline after its slot header: slots of {@link DirectorySlot#stride} bytes, as many
+ * per chunk as fit in {@value #CHUNK_BYTES} bytes ({@link #slotsPerChunk}). A reducer then reads a
+ * map output's slot and entries in one read, at an offset it computes from the pointer. A shuffle
+ * with more partitions, or whose first index is not a readable file, keeps headers only ({@value
  * #SLOTS_PER_CHUNK} per chunk) and reducers read the index file apart, as they do for an output
  * whose index has another length than the shuffle's first (never with Spark's partitioner).
  *
@@ -57,19 +57,34 @@ public final class ShuffleDirectory implements AutoCloseable {
   private final RegisteredAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
+  private final boolean keepsEntriesInline;
 
-  /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
+  /**
+   * An executor's directory, keeping index entries inline where they fit; its chunks are units of
+   * the node's {@value #ALLOCATOR} child allocator.
+   */
   public ShuffleDirectory(TransferNode node) {
-    this(node, node.memory(), ALLOCATOR);
+    this(node, node.memory(), ALLOCATOR, true);
   }
 
   /**
-   * A directory whose chunks are units of a new child {@code name} of {@code parent} (a service
-   * keeps one directory per application and executor under one parent).
+   * A service's directory of slot headers only (the service protocol's PUBLISH answer carries the
+   * chunk and its region but no layout); its chunks are units of a new child {@code name} of {@code
+   * parent} (a service keeps one directory per application and executor under one parent).
    */
   public ShuffleDirectory(TransferNode node, RegisteredAllocator parent, String name) {
+    this(node, parent, name, false);
+  }
+
+  /**
+   * A directory whose chunks are units of a new child {@code name} of {@code parent}, keeping index
+   * entries inline where they fit when {@code inline}.
+   */
+  public ShuffleDirectory(
+      TransferNode node, RegisteredAllocator parent, String name, boolean inline) {
     this.node = node;
     this.allocator = parent.newChild(name);
+    this.keepsEntriesInline = inline;
   }
 
   /** One registered chunk of slots. */
@@ -131,7 +146,7 @@ public final class ShuffleDirectory implements AutoCloseable {
    */
   public DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
-    long[] inline = inlineEntries(index);
+    long[] inline = keepsEntriesInline ? inlineEntries(index) : null;
     ShuffleEntry entry;
     Chunk chunk;
     List<MemoryRegion> replaced;
