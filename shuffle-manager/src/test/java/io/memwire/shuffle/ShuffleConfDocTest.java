@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.conf.ShuffleSettings;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.settings.Setting;
@@ -13,23 +14,23 @@ import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** docs/SHUFFLE.md shows exactly the table ShuffleConf.KEYS generates, and its ranges hold. */
+/** docs/SHUFFLE.md shows exactly the table ShuffleSettings.KEYS generates, and its ranges hold. */
 class ShuffleConfDocTest {
   @Test
   void docsShowTheGeneratedTable() throws Exception {
     String doc = Files.readString(Path.of("..", "docs", "SHUFFLE.md"));
     assertTrue(
-        doc.contains(ShuffleConf.markdownTable()),
+        doc.contains(ShuffleSettings.markdownTable()),
         "regenerate the table in docs/SHUFFLE.md with: java -cp ... "
             + "io.memwire.shuffle.conf.ShuffleConf\n"
-            + ShuffleConf.markdownTable());
+            + ShuffleSettings.markdownTable());
   }
 
   @Test
   void theManagersOwnRangesAreWhatParsingEnforces() {
     String p = ShuffleConf.PREFIX;
-    for (Setting<?> s : ShuffleConf.OWN) {
-      if (s.name().equals(ShuffleConf.SERVICE_USER)) {
+    for (Setting<?> s : ShuffleSettings.OWN) {
+      if (s.name().equals(ShuffleSettings.SERVICE_USER)) {
         // A list of user names: trimmed; one with no name is refused naming the key.
         assertEquals(
             java.util.Set.of("yarn", "root"),
@@ -39,7 +40,7 @@ class ShuffleConfDocTest {
       }
       if (s.min().isEmpty() && !s.rangeText().equals("true, false")) {
         // The one other free-form value, a path: taken as given.
-        assertEquals(ShuffleConf.SERVICE_SOCKET, s.name());
+        assertEquals(ShuffleSettings.SERVICE_SOCKET, s.name());
         assertEquals(
             java.nio.file.Path.of("/x/y.sock"),
             ShuffleConf.parse(Map.of(p + s.name(), "/x/y.sock"), null).serviceSocket());

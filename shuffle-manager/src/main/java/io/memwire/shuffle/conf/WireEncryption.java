@@ -61,13 +61,13 @@ public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEnc
               + " makes Memwire read every shuffle block through "
               + "Spark's own encrypted transfer, which "
               + ShuffleConf.PREFIX
-              + ShuffleConf.FALLBACK
+              + ShuffleSettings.FALLBACK
               + "=false forbids; set "
               + ShuffleConf.PREFIX
-              + ShuffleConf.FALLBACK
+              + ShuffleSettings.FALLBACK
               + "=true, or "
               + ShuffleConf.PREFIX
-              + ShuffleConf.ALLOW_CLEARTEXT_READS
+              + ShuffleSettings.ALLOW_CLEARTEXT_READS
               + "=true to read one-sided unencrypted on an isolated fabric");
     }
     return new WireEncryption(by, delegate, flag(sparkConf, "spark.io.encryption.enabled", false));
@@ -91,14 +91,14 @@ public record WireEncryption(String encryptedBy, boolean delegate, boolean ioEnc
           + ": Spark encrypts its network, so every shuffle block is read through "
           + "Spark's own encrypted transfer (no one-sided reads, no registration; "
           + ShuffleConf.PREFIX
-          + ShuffleConf.ALLOW_CLEARTEXT_READS
+          + ShuffleSettings.ALLOW_CLEARTEXT_READS
           + "=true reads one-sided "
           + "unencrypted on isolated fabrics)";
     }
     return encryptedBy
         + " but "
         + ShuffleConf.PREFIX
-        + ShuffleConf.ALLOW_CLEARTEXT_READS
+        + ShuffleSettings.ALLOW_CLEARTEXT_READS
         + "=true: shuffle blocks are read one-sided UNENCRYPTED on the wire"
         + (ioEncryption
             ? " (block bytes are ciphertext: spark.io.encryption.enabled=true; index "

@@ -1,6 +1,6 @@
 package io.memwire.shuffle.writer;
 
-import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.conf.ShuffleSettings;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceIdentityException;
 import java.io.IOException;
@@ -93,7 +93,7 @@ public final class ServiceLink implements AutoCloseable {
               socket,
               e.getMessage(),
               ((ServiceIdentityException) e).user(),
-              ShuffleConf.SERVICE_USER);
+              ShuffleSettings.SERVICE_USER);
         }
         return null;
       }
