@@ -1,27 +1,18 @@
 package io.memwire.localcluster;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.reflect.Field;
 import java.lang.reflect.Method;
-import java.net.URL;
-import java.net.URLClassLoader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.launcher.JavaModuleOptions;
@@ -54,9 +45,6 @@ import org.slf4j.LoggerFactory;
 public final class LocalSparkCluster implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(LocalSparkCluster.class);
   private static final String LOCAL_IP = "127.0.0.1";
-
-  /** The SPARK_HOME this class put into the environment, so a later cluster may replace it. */
-  private static volatile String injectedSparkHome;
 
   private final SparkSession session;
   private final Path sparkHome;
@@ -135,7 +123,7 @@ public final class LocalSparkCluster implements AutoCloseable {
       session.stop();
     } finally {
       if (deleteWorkDir) {
-        deleteRecursively(workDir);
+        ClusterEnvironment.deleteRecursively(workDir);
       }
     }
   }
@@ -256,8 +244,8 @@ public final class LocalSparkCluster implements AutoCloseable {
       } catch (IOException e) {
         throw new UncheckedIOException("cannot create the cluster work dir " + workDir, e);
       }
-      Path home = prepareSparkHome(dir);
-      String classPath = executorClassPath();
+      Path home = ClusterEnvironment.prepareSparkHome(dir, LOCAL_IP);
+      String classPath = ClusterEnvironment.executorClassPath(extraExecutorClassPath);
 
       SparkSession.Builder b =
           SparkSession.builder()
@@ -275,7 +263,7 @@ public final class LocalSparkCluster implements AutoCloseable {
               .config("spark.driver.bindAddress", LOCAL_IP)
               .config("spark.ui.enabled", "false")
               .config("spark.executorEnv.SPARK_DIST_CLASSPATH", classPath)
-              .config("spark.executorEnv.SPARK_SCALA_VERSION", scalaVersion())
+              .config("spark.executorEnv.SPARK_SCALA_VERSION", ClusterEnvironment.scalaVersion())
               .config("spark.executorEnv.SPARK_LOCAL_IP", LOCAL_IP);
       for (Map.Entry<String, String> e : conf.entrySet()) {
         b.config(e.getKey(), e.getValue());
@@ -287,7 +275,7 @@ public final class LocalSparkCluster implements AutoCloseable {
       } catch (RuntimeException e) {
         session.stop();
         if (tempDir) {
-          deleteRecursively(dir);
+          ClusterEnvironment.deleteRecursively(dir);
         }
         throw e;
       }
@@ -328,150 +316,7 @@ public final class LocalSparkCluster implements AutoCloseable {
               + " s (SPARK_HOME "
               + home
               + "). "
-              + executorStderrTail(home));
-    }
-
-    private Path prepareSparkHome(Path dir) {
-      String envHome = System.getenv("SPARK_HOME");
-      boolean given = envHome != null && !envHome.isBlank() && !envHome.equals(injectedSparkHome);
-      Path home =
-          given ? Path.of(envHome).toAbsolutePath() : dir.resolve("spark-home").toAbsolutePath();
-      try {
-        // Workers refuse a SPARK_HOME without jars/; the classpath comes from SPARK_DIST_CLASSPATH.
-        Files.createDirectories(home.resolve("jars"));
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot create " + home.resolve("jars"), e);
-      }
-      Map<String, String> missing = new LinkedHashMap<>();
-      if (!given) {
-        missing.put("SPARK_HOME", home.toString());
-        injectedSparkHome = home.toString();
-      }
-      if (System.getenv("SPARK_SCALA_VERSION") == null) {
-        missing.put("SPARK_SCALA_VERSION", scalaVersion());
-      }
-      if (System.getenv("SPARK_LOCAL_IP") == null) {
-        missing.put("SPARK_LOCAL_IP", LOCAL_IP);
-      }
-      if (!missing.isEmpty()) {
-        ProcessEnvironment.put(missing);
-      }
-      return home;
-    }
-
-    private String executorClassPath() {
-      Set<String> entries = new LinkedHashSet<>(extraExecutorClassPath);
-      entries.addAll(jvmClassPath());
-      return String.join(File.pathSeparator, entries);
-    }
-  }
-
-  /** Scala binary version of the Spark on the classpath, e.g. 2.13. */
-  static String scalaVersion() {
-    String v = scala.util.Properties$.MODULE$.versionNumberString();
-    String[] parts = v.split("\\.");
-    return parts.length >= 2 ? parts[0] + "." + parts[1] : v;
-  }
-
-  /**
-   * This JVM's classpath entries. Surefire's manifest-only jar and Maven's exec:java hide the real
-   * classpath from {@code java.class.path}; surefire publishes it in its own property, and a
-   * URLClassLoader lists its URLs.
-   */
-  static List<String> jvmClassPath() {
-    String cp = System.getProperty("surefire.test.class.path");
-    if (cp == null || cp.isBlank()) {
-      cp = System.getProperty("java.class.path", "");
-    }
-    List<String> entries =
-        Arrays.stream(cp.split(File.pathSeparator))
-            .filter(s -> !s.isBlank())
-            .collect(Collectors.toList());
-    boolean hasSpark = entries.stream().anyMatch(e -> e.contains("spark-core"));
-    ClassLoader cl = Thread.currentThread().getContextClassLoader();
-    if (!hasSpark && cl instanceof URLClassLoader) {
-      for (URL u : ((URLClassLoader) cl).getURLs()) {
-        if ("file".equals(u.getProtocol())) {
-          entries.add(new File(u.getPath()).getAbsolutePath());
-        }
-      }
-    }
-    return entries;
-  }
-
-  private static String executorStderrTail(Path home) {
-    Path work = home.resolve("work");
-    if (!Files.isDirectory(work)) {
-      return "No executor was launched (no " + work + ").";
-    }
-    try (Stream<Path> files = Files.walk(work)) {
-      Path newest =
-          files
-              .filter(p -> p.getFileName().toString().equals("stderr"))
-              .max(Comparator.comparingLong(p -> p.toFile().lastModified()))
-              .orElse(null);
-      if (newest == null) {
-        return "No executor stderr under " + work + ".";
-      }
-      List<String> lines = Files.readAllLines(newest, StandardCharsets.UTF_8);
-      List<String> tail = lines.subList(Math.max(0, lines.size() - 15), lines.size());
-      return "Last lines of " + newest + ":\n" + String.join("\n", tail);
-    } catch (IOException | UncheckedIOException e) {
-      return "Could not read executor logs under " + work + ": " + e;
-    }
-  }
-
-  private static void deleteRecursively(Path dir) {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> files = Files.walk(dir)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    } catch (IOException | UncheckedIOException e) {
-      LOG.debug("could not delete {}", dir, e);
-    }
-  }
-
-  /**
-   * Sets variables in this JVM's environment view, so {@code System.getenv} (Spark's Worker and
-   * driver) and child processes see them. Java has no API for this; the map behind {@code
-   * System.getenv()} is reached by reflection, which {@code --add-opens=java.base/java.util}
-   * permits.
-   */
-  static final class ProcessEnvironment {
-    private ProcessEnvironment() {}
-
-    @SuppressWarnings("unchecked")
-    static void put(Map<String, String> vars) {
-      Map<String, String> env = System.getenv();
-      try {
-        Field f = env.getClass().getDeclaredField("m");
-        f.setAccessible(true);
-        ((Map<String, String>) f.get(env)).putAll(vars);
-      } catch (ReflectiveOperationException | RuntimeException e) {
-        throw new IllegalStateException(
-            "cannot set "
-                + vars.keySet()
-                + " in this JVM's "
-                + "environment ("
-                + e
-                + "). Either start the JVM with "
-                + "--add-opens=java.base/java.util=ALL-UNNAMED (see LocalSparkCluster."
-                + "driverJvmOptions()) or set them before starting it: "
-                + vars.entrySet().stream()
-                    .map(en -> en.getKey() + "=" + en.getValue())
-                    .collect(Collectors.joining(" ")),
-            e);
-      }
-      for (Map.Entry<String, String> e : vars.entrySet()) {
-        if (!e.getValue().equals(System.getenv(e.getKey()))) {
-          throw new IllegalStateException(
-              "setting "
-                  + e.getKey()
-                  + " in the environment did not "
-                  + "take effect; set it before starting the JVM");
-        }
-      }
+              + ClusterEnvironment.executorStderrTail(home));
     }
   }
 }
