@@ -227,22 +227,29 @@ public final class ShuffleBenchmark {
     return conf;
   }
 
+  /**
+   * The benchmark's cluster: local-cluster[2,1,2048] with {@code manager}, Kryo, host-local reads
+   * off (both executors' blocks count as remote), and {@code extra} settings.
+   */
+  static LocalSparkCluster cluster(String manager, Map<String, String> extra) {
+    LocalSparkCluster.Builder builder = LocalSparkCluster.builder();
+    extra.forEach(builder::conf);
+    return builder
+        .executors(2)
+        .coresPerExecutor(1)
+        .memoryPerExecutorMb(2048)
+        .appName("memwire-shuffle-benchmark")
+        .startupTimeout(Duration.ofSeconds(180))
+        .conf("spark.shuffle.manager", manager)
+        .conf("spark.shuffle.readHostLocalDisk", "false")
+        .conf("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .start();
+  }
+
   /** One cluster with {@code manager}: a warm-up, then each job once. */
   private static Map<String, Result> run(
       String manager, Map<String, String> extra, long records, int maps, int reducers) {
-    LocalSparkCluster.Builder builder = LocalSparkCluster.builder();
-    extra.forEach(builder::conf);
-    try (LocalSparkCluster cluster =
-        builder
-            .executors(2)
-            .coresPerExecutor(1)
-            .memoryPerExecutorMb(2048)
-            .appName("memwire-shuffle-benchmark")
-            .startupTimeout(Duration.ofSeconds(180))
-            .conf("spark.shuffle.manager", manager)
-            .conf("spark.shuffle.readHostLocalDisk", "false")
-            .conf("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-            .start()) {
+    try (LocalSparkCluster cluster = cluster(manager, extra)) {
       Metrics metrics = new Metrics();
       cluster.sparkContext().addSparkListener(metrics);
       JavaSparkContext jsc = cluster.javaSparkContext();
