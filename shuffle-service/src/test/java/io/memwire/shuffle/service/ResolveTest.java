@@ -1,8 +1,6 @@
 package io.memwire.shuffle.service;
 
-import static io.memwire.shuffle.service.ServiceFixture.client;
 import static io.memwire.shuffle.service.ServiceFixture.readPartition;
-import static io.memwire.shuffle.service.ServiceFixture.token;
 import static io.memwire.shuffle.service.ServiceFixture.write;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,20 +10,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
-import io.memwire.shuffle.service.protocol.ResolveClient;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.time.Duration;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -46,49 +41,38 @@ class ResolveTest {
   @TempDir Path root;
   private ServerSocket driver;
   private TransferNode reader;
+  private RestartingService restarting;
   private ShuffleService service;
 
   @BeforeEach
   void start() throws IOException {
     driver = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     reader = ServiceFixture.reader();
+    restarting = new RestartingService(root, new String[0], driver.getLocalPort());
   }
 
   @AfterEach
   void stop() throws IOException {
-    if (service != null) {
-      service.close();
-    }
+    restarting.close();
     driver.close();
     reader.close();
   }
 
   private void startService() throws IOException {
-    service =
-        ShuffleService.start(
-            ServiceConfig.fromProperties(
-                ServiceFixture.conf(
-                    root,
-                    ServiceSettings.PREFIX + "recoveryPath",
-                    root.resolve("recovery").toString(),
-                    ServiceSettings.PREFIX + "resolvePort",
-                    "0")));
+    service = restarting.start();
   }
 
   private ServiceClient executor(String app, int tokenSeed) throws IOException {
-    return client(service.socket(), app, "1", token(tokenSeed), driver.getLocalPort());
+    return restarting.executor(app, tokenSeed);
   }
 
   private DirectoryPointer resolve(String app, int tokenSeed, int shuffleId, DirectoryPointer old)
       throws IOException {
-    InetSocketAddress at =
-        new InetSocketAddress(old.region().node().getAddress(), service.resolvePort());
-    return ResolveClient.resolve(at, app, token(tokenSeed), shuffleId, old, Duration.ofSeconds(5));
+    return restarting.resolve(app, tokenSeed, shuffleId, old);
   }
 
   private void restart() throws IOException {
-    service.close();
-    startService();
+    service = restarting.restart();
   }
 
   /** The slot of {@code mapIndex} in a chunk, or null when it holds none. */
