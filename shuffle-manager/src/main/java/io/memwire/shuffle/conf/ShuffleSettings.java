@@ -173,7 +173,9 @@ public final class ShuffleSettings {
                   + "that fails because the service restarted (dead region key, or the service "
                   + "gone for a moment) asks that port once for the pointer that replaced it and "
                   + "reads again one-sided: no fetch failure. Unset: off, such reads fail over to "
-                  + "Spark's client or fail the fetch.")
+                  + "Spark's client or fail the fetch. Set it only where every node's service has "
+                  + "resolvePort: on a node where nothing listens there, each pointer is retried "
+                  + "until service.resolveTimeout (60 s by default) before its blocks fall back.")
           .count(1, 65_535)
           .optional("(off)");
 
@@ -183,8 +185,11 @@ public final class ShuffleSettings {
           .since("0.6.0")
           .doc(
               "Service mode with service.resolvePort: how long re-resolving one pointer may take "
-                  + "in all, a restarting service's start and recovery included; then its blocks "
-                  + "fall back (or fail).")
+                  + "in all, a restarting service's start and recovery included. Connects refused "
+                  + "meanwhile (nothing listening on the port: the service restarting, or running "
+                  + "without resolvePort) are tried again, 100 ms apart doubling up to 2 s, until "
+                  + "then; then its blocks fall back (or fail). Each pointer waits this long once "
+                  + "per executor, on the fallback threads.")
           .duration(100, 600_000)
           .withDefault("60s");
 

@@ -22,10 +22,15 @@ import java.util.concurrent.Executor;
  * most one request. Thread-safe.
  */
 public final class PointerResolution {
-  private final String application;
-  private final byte[] token;
+  /** Sends one RESOLVE and waits for its answer: {@link ResolveClient} outside tests. */
+  @FunctionalInterface
+  interface Asker {
+    DirectoryPointer ask(InetSocketAddress service, int shuffleId, DirectoryPointer old)
+        throws IOException;
+  }
+
   private final int port;
-  private final Duration timeout;
+  private final Asker asker;
 
   private record Key(int shuffleId, DirectoryPointer old) {}
 
@@ -38,10 +43,18 @@ public final class PointerResolution {
    * @param timeout how long one resolution may take in all (the service may be restarting)
    */
   public PointerResolution(String application, byte[] token, int port, Duration timeout) {
-    this.application = application;
-    this.token = token.clone();
+    this(port, resolveClient(application, token.clone(), timeout));
+  }
+
+  /** A resolution that sends its requests through {@code asker} (a fake in unit tests). */
+  PointerResolution(int port, Asker asker) {
     this.port = port;
-    this.timeout = timeout;
+    this.asker = asker;
+  }
+
+  private static Asker resolveClient(String application, byte[] token, Duration timeout) {
+    return (service, shuffleId, old) ->
+        ResolveClient.resolve(service, application, token, shuffleId, old, timeout);
   }
 
   /** The pointer {@code p} was resolved to (following later restarts), or {@code p}. */
@@ -73,8 +86,7 @@ public final class PointerResolution {
           return CompletableFuture.supplyAsync(
               () -> {
                 try {
-                  DirectoryPointer p =
-                      ResolveClient.resolve(service, application, token, shuffleId, old, timeout);
+                  DirectoryPointer p = asker.ask(service, shuffleId, old);
                   if (p.chunk() != old.chunk()) {
                     throw new IOException(
                         "the service answered chunk " + p.chunk() + " for chunk " + old.chunk());

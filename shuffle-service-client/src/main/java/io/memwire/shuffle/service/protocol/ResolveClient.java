@@ -28,7 +28,14 @@ public final class ResolveClient {
   /** Bytes of the HMAC closing a RESOLVE frame. */
   public static final int MAC_BYTES = 32;
 
-  private static final long RETRY_MILLIS = 100;
+  /** First pause after a refused connect; it doubles up to {@link #MAX_RETRY_MILLIS}. */
+  static final long FIRST_RETRY_MILLIS = 100;
+
+  /**
+   * Longest pause between connects: a node where nothing listens on the port (a service without
+   * resolvePort) costs a few dozen connects per pointer over the timeout, not hundreds.
+   */
+  static final long MAX_RETRY_MILLIS = 2_000;
 
   private ResolveClient() {}
 
@@ -37,7 +44,8 @@ public final class ResolveClient {
    *
    * @param application the application's id as its executors register it
    * @param token the application's token (never sent: only a MAC made with it)
-   * @param timeout how long to try in all (connects refused meanwhile are tried again)
+   * @param timeout how long to try in all (connects refused meanwhile are tried again, with a
+   *     capped back-off, {@link #pauseAfter})
    * @throws ServiceException when the service refuses (unknown pointer, not authenticated)
    * @throws IOException when no answer came within {@code timeout}
    */
@@ -52,6 +60,7 @@ public final class ResolveClient {
     ServiceProtocol.Out req = request(application, token, shuffleId, old);
     long deadline = System.nanoTime() + timeout.toNanos();
     IOException last = null;
+    long pause = 0;
     while (true) {
       long left = (deadline - System.nanoTime()) / 1_000_000;
       if (left <= 0) {
@@ -69,13 +78,21 @@ public final class ResolveClient {
       } catch (IOException e) {
         last = e; // not listening yet (restarting or recovering): try again
       }
+      pause = pauseAfter(pause);
+      long leftNow = (deadline - System.nanoTime()) / 1_000_000;
       try {
-        Thread.sleep(RETRY_MILLIS);
+        // Never sleep past the deadline: the last connect gets the time that is left.
+        Thread.sleep(Math.max(1, Math.min(pause, leftNow)));
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IOException("interrupted while resolving a pointer", e);
       }
     }
+  }
+
+  /** The pause before the next connect, after one of {@code pause} ms (0: the first). */
+  static long pauseAfter(long pause) {
+    return pause <= 0 ? FIRST_RETRY_MILLIS : Math.min(pause * 2, MAX_RETRY_MILLIS);
   }
 
   /** The RESOLVE frame for {@code old}, its MAC made with {@code token}. */
