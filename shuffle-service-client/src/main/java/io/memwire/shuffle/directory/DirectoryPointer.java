@@ -57,7 +57,7 @@ public final class DirectoryPointer {
 
   /** Slots in this chunk: map indexes [chunk * this, (chunk + 1) * this). */
   public int slotsPerChunk() {
-    return ShuffleDirectory.slotsPerChunk(entries);
+    return DirectorySlot.slotsPerChunk(entries);
   }
 
   /** Bytes a reducer reads for one slot: the header and, when inline, every entry. */

@@ -87,6 +87,20 @@ public final class DirectorySlot {
     return entries == 0 ? SIZE : (SIZE + entries * 8 + 63) & ~63;
   }
 
+  /**
+   * Slots per directory chunk of a shuffle whose slots carry {@code entries} inline entries (0:
+   * none): as many as fit in {@link ShuffleDirectory#CHUNK_BYTES}, at most {@link
+   * ShuffleDirectory#SLOTS_PER_CHUNK}.
+   */
+  public static int slotsPerChunk(int entries) {
+    return entries == 0
+        ? ShuffleDirectory.SLOTS_PER_CHUNK
+        : Math.max(
+            1,
+            Math.min(
+                ShuffleDirectory.SLOTS_PER_CHUNK, ShuffleDirectory.CHUNK_BYTES / stride(entries)));
+  }
+
   /** Bytes a reader reads for one slot with {@code entries} inline entries: header and entries. */
   public static int readLength(int entries) {
     return SIZE + entries * 8;

@@ -87,13 +87,6 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
   }
 
-  /** Slots per chunk of a shuffle whose slots carry {@code entries} inline entries (0: none). */
-  public static int slotsPerChunk(int entries) {
-    return entries == 0
-        ? SLOTS_PER_CHUNK
-        : Math.max(1, Math.min(SLOTS_PER_CHUNK, CHUNK_BYTES / DirectorySlot.stride(entries)));
-  }
-
   /** Everything registered for one shuffle on this executor. */
   private static final class ShuffleEntry {
     /** Inline entries per slot, fixed by the shuffle's first output (0: headers only). */
@@ -148,7 +141,8 @@ public final class ShuffleDirectory implements AutoCloseable {
       replaced = entry.outputs.put(mapIndex, data == null ? List.of(index) : List.of(index, data));
       chunk =
           entry.chunks.computeIfAbsent(
-              mapIndex / slotsPerChunk(entries), c -> newChunk(shuffleId, c, entries));
+              mapIndex / DirectorySlot.slotsPerChunk(entries),
+              c -> newChunk(shuffleId, c, entries));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
     try {
@@ -169,7 +163,7 @@ public final class ShuffleDirectory implements AutoCloseable {
               index.remote(),
               data == null ? null : data.remote(),
               fits ? inline : null);
-      int at = (mapIndex % slotsPerChunk(entries)) * DirectorySlot.stride(entries);
+      int at = (mapIndex % DirectorySlot.slotsPerChunk(entries)) * DirectorySlot.stride(entries);
       int length = DirectorySlot.readLength(fits ? entries : 0);
       slot.writeTo(chunk.memory.duplicate().position(at).limit(at + length).slice());
       return chunk.pointer;
@@ -219,7 +213,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   private Chunk newChunk(int shuffleId, int chunkIndex, int entries) {
-    int size = slotsPerChunk(entries) * DirectorySlot.stride(entries);
+    int size = DirectorySlot.slotsPerChunk(entries) * DirectorySlot.stride(entries);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
     BufferUnit registered = node.allocateRegistered(allocator, size, what);
     MemoryUnit unit;
@@ -287,7 +281,7 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
     int n = 0;
     for (Chunk c : e.chunks.values()) {
-      for (int i = 0; i < slotsPerChunk(e.entries); i++) {
+      for (int i = 0; i < DirectorySlot.slotsPerChunk(e.entries); i++) {
         int at = i * DirectorySlot.stride(e.entries);
         int magic = c.memory.getInt(at);
         if (magic == DirectorySlot.MAGIC || magic == DirectorySlot.MAGIC_INLINE) {

@@ -146,7 +146,7 @@ class InlineEntriesTest {
   @Test
   void publishedIndexFilesAreReadInlineWithTheirSlot() throws Exception {
     int partitions = 200;
-    int spc = ShuffleDirectory.slotsPerChunk(partitions + 1);
+    int spc = DirectorySlot.slotsPerChunk(partitions + 1);
     try (ShuffleDirectory dir = new ShuffleDirectory(mapNode)) {
       long[] first = offsets(partitions, 1);
       DirectoryPointer p0 =

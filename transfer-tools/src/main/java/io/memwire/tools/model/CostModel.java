@@ -1,5 +1,7 @@
 package io.memwire.tools.model;
 
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.settings.Units;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,17 +11,13 @@ import java.util.Locale;
  * What Memwire costs a cluster of a given shape on an RDMA fabric: queue pairs, completion queues,
  * memory regions, pinned and metadata bytes per executor and per node, and the reads that must be
  * in flight to fill a link. The formulas follow the code (one RC queue pair per pair of transfer
- * nodes that read from each other, two regions per held map output, 256 KiB directory chunks of
- * 1024 slots, a read pool of 4 MiB slabs); docs/COST-MODEL.md states each assumption. Run {@code
- * java -cp memwire-transfer-tools.jar:memwire-block-transfer.jar io.memwire.tools.model.CostModel
- * --help}.
+ * nodes that read from each other, two regions per held map output, directory chunks as {@link
+ * ShuffleDirectory} sizes them, a read pool of 4 MiB slabs); docs/COST-MODEL.md states each
+ * assumption. Run {@code java -cp
+ * memwire-transfer-tools.jar:memwire-block-transfer.jar:memwire-shuffle-service-client.jar
+ * io.memwire.tools.model.CostModel --help}.
  */
 public final class CostModel {
-  /** Slots per directory chunk and its size (ShuffleDirectory). */
-  static final int SLOTS_PER_CHUNK = 1024;
-
-  static final long CHUNK_BYTES = 256L * 1024;
-
   /** The read pool's slab size (BufferPool). */
   static final long SLAB_BYTES = 4L << 20;
 
@@ -128,16 +126,21 @@ public final class CostModel {
     long segments = Math.max(1, ceil(s.outputBytes(), l.maxSegmentSize()));
     double fileRegions = heldPerServer * (1 + segments);
     // Each directory (the executor's; the service keeps one per executor) touches at most one
-    // chunk per 1024 map indexes of a shuffle, and at most one per output it holds.
+    // chunk per chunk's worth of map indexes of a shuffle, and at most one per output it holds.
+    // Slots carry the output's index entries inline up to MAX_INLINE_ENTRIES, so wider slots
+    // mean fewer per chunk.
+    int entries = s.reducers() + 1 <= DirectorySlot.MAX_INLINE_ENTRIES ? (int) s.reducers() + 1 : 0;
+    int slotsPerChunk = DirectorySlot.slotsPerChunk(entries);
+    long chunkBytes = (long) slotsPerChunk * DirectorySlot.stride(entries);
     long perDirectoryPerShuffle = Math.max(1, ceil(s.maps(), executors));
     double chunks =
         (double) s.liveShuffles()
-            * Math.min(ceil(s.maps(), SLOTS_PER_CHUNK), perDirectoryPerShuffle)
+            * Math.min(ceil(s.maps(), slotsPerChunk), perDirectoryPerShuffle)
             * (s.serviceMode() ? e : 1);
     double slabs = (double) l.poolMaxBytes() / SLAB_BYTES;
     double indexBytes = 8.0 * (s.reducers() + 1);
     double pinned =
-        heldPerServer * (s.outputBytes() + indexBytes) + chunks * CHUNK_BYTES + l.poolMaxBytes();
+        heldPerServer * (s.outputBytes() + indexBytes) + chunks * chunkBytes + l.poolMaxBytes();
     rows.add(
         row(
             "map outputs held",
@@ -172,10 +175,14 @@ public final class CostModel {
     rows.add(
         row(
             "directory memory",
-            s.serviceMode() ? 0 : chunks * CHUNK_BYTES,
-            (s.serviceMode() ? chunks : chunks * e) * CHUNK_BYTES,
+            s.serviceMode() ? 0 : chunks * chunkBytes,
+            (s.serviceMode() ? chunks : chunks * e) * chunkBytes,
             "B",
-            "256 KiB per 1024 map indexes per shuffle and directory"));
+            slotsPerChunk
+                + " map outputs per chunk of "
+                + bytes(chunkBytes)
+                + (entries == 0 ? " (slot headers only)" : " (index entries inline)")
+                + ", per shuffle and directory"));
     double wanted = s.liveShuffles() * (double) s.maps() * indexBytes;
     rows.add(
         row(

@@ -54,6 +54,21 @@ class CostModelTest {
   }
 
   @Test
+  void directoryChunksFollowTheSlotWidthOfTheShuffle() {
+    // 2000 reducers: 2001 entries do not fit inline, 256-byte headers, 1024 per 256 KiB chunk;
+    // 4000 maps over 4 executors: 1000 each, at most 4 chunks per executor.
+    var wide = rows(new CostModel.Shape(2, 2, 4000, 2000, 1, 64L << 20, false, true));
+    assertEquals(4L * 256 * 1024, wide.get("directory memory").perExecutor());
+    assertTrue(wide.get("directory memory").note().contains("1024 map outputs per chunk"));
+    // 200 reducers: 201 entries inline, slots of (256 + 1608) rounded up to 64 = 1920 bytes,
+    // 136 per chunk of 261,120 bytes: the 4000 map indexes span ceil(4000 / 136) = 30 chunks, and
+    // an executor holding 1000 outputs spread over them touches all 30.
+    var narrow = rows(new CostModel.Shape(2, 2, 4000, 200, 1, 64L << 20, false, true));
+    assertEquals(30L * 136 * 1920, narrow.get("directory memory").perExecutor());
+    assertTrue(narrow.get("directory memory").note().contains("136 map outputs per chunk"));
+  }
+
+  @Test
   void readsInFlightFollowLittlesLaw() {
     // 100 Gb/s = 12,500 bytes per microsecond; 3 us round trip holds 37,500 bytes.
     assertEquals(11, CostModel.readsInFlight(100, 4096, L)); // 37500/4096 + 1 = 10.2 -> 11
