@@ -17,33 +17,19 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightServer;
 import org.apache.arrow.flight.FlightStatusCode;
-import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.Location;
-import org.apache.arrow.flight.NoOpFlightProducer;
-import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.VectorLoader;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.VectorUnloader;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
-import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
  * Arrow Flight over the verbs provider: a wrapped server whose endpoints carry {@code rdma://}
@@ -59,9 +45,6 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * every check passed.
  */
 public final class FlightCheck {
-  private static final Schema SCHEMA =
-      new Schema(List.of(field("a"), field("b"), field("c"), field("d")));
-
   /** Rows per batch for 64 KiB, 1 MiB and 16 MiB bodies (4 BIGINT columns, 32 bytes a row). */
   private static final int[] ROWS = {2048, 32768, 524288};
 
@@ -72,10 +55,6 @@ public final class FlightCheck {
 
   private FlightCheck(Path out) {
     this.out = out;
-  }
-
-  private static Field field(String name) {
-    return new Field(name, FieldType.nullable(new ArrowType.Int(64, true)), null);
   }
 
   public static void main(String[] args) throws Exception {
@@ -167,7 +146,7 @@ public final class FlightCheck {
       BufferAllocator clientAlloc,
       TransferConfig verbs)
       throws Exception {
-    Producer producer = new Producer(serverAlloc, mode.equals("inplace"));
+    CheckProducer producer = new CheckProducer(serverAlloc, mode.equals("inplace"));
     FlightServer plain =
         FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), producer)
             .build()
@@ -199,17 +178,17 @@ public final class FlightCheck {
         int batches = rows >= 524288 ? 3 : rows >= 32768 ? 8 : 16;
         String ticket = rows + ":" + batches;
         long t0 = System.nanoTime();
-        List<Long> grpc = grpcDigests(plainClient, ticket);
+        List<Long> grpc = BatchDigests.grpc(plainClient, ticket);
         double grpcSeconds = (System.nanoTime() - t0) / 1e9;
         String[] plane = new String[1];
         long t1 = System.nanoTime();
         List<Long> viaRdma;
         try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 4, 64L << 20)) {
-          viaRdma = rdmaDigests(c, ticket, plane);
+          viaRdma = BatchDigests.rdma(c, ticket, plane);
         }
         double rdmaSeconds = (System.nanoTime() - t1) / 1e9;
-        long bytes = bodyBytes(rows) * batches;
-        String name = mode + "." + (bodyBytes(rows) >> 10) + "KiB";
+        long bytes = CheckProducer.bodyBytes(rows) * batches;
+        String name = mode + "." + (CheckProducer.bodyBytes(rows) >> 10) + "KiB";
         put(
             "flight." + name + ".grpcMBps",
             String.format(Locale.ROOT, "%.1f", bytes / grpcSeconds / 1e6));
@@ -237,7 +216,8 @@ public final class FlightCheck {
       String leaseError = "none";
       byte firstKind = 0;
       ExchangeRequest req =
-          new ExchangeRequest(ProviderKind.VERBS, 1, 64L << 20, ticket(32768, 6).getBytes());
+          new ExchangeRequest(
+              ProviderKind.VERBS, 1, 64L << 20, CheckProducer.ticket(32768, 6).getBytes());
       try (FlightClient.ExchangeReaderWriter rw =
           wrappedClient.doExchange(FlightDescriptor.command(req.toBytes()))) {
         firstKind = nextKind(rw);
@@ -269,7 +249,7 @@ public final class FlightCheck {
       // A stream cancelled mid-way.
       long cancelled0 = rdma.stats().get("sessionsCancelled");
       try (RdmaFlightClient c = client(wrappedClient, clientAlloc, verbs, 2, 64L << 20)) {
-        RdmaFlightStream s = c.getStream(ticket(32768, 50));
+        RdmaFlightStream s = c.getStream(CheckProducer.ticket(32768, 50));
         boolean first = s.next();
         boolean two = first && s.next();
         s.cancel("verbs-check cancels", null);
@@ -355,126 +335,5 @@ public final class FlightCheck {
     byte[] b = new byte[(int) md.readableBytes()];
     md.getBytes(0, b);
     return ServerMessage.decode(ByteBuffer.wrap(b)).kind();
-  }
-
-  private static Ticket ticket(int rows, int batches) {
-    return new Ticket((rows + ":" + batches).getBytes(StandardCharsets.UTF_8));
-  }
-
-  private static List<Long> grpcDigests(FlightClient c, String ticket) throws Exception {
-    List<Long> d = new ArrayList<>();
-    try (FlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
-      while (s.next()) {
-        d.add(digest(s.getRoot()));
-      }
-    }
-    return d;
-  }
-
-  private static List<Long> rdmaDigests(RdmaFlightClient c, String ticket, String[] plane) {
-    List<Long> d = new ArrayList<>();
-    try (RdmaFlightStream s = c.getStream(new Ticket(ticket.getBytes(StandardCharsets.UTF_8)))) {
-      while (s.next()) {
-        d.add(digest(s.getRoot()));
-      }
-      plane[0] = s.dataPlane().toString();
-    }
-    return d;
-  }
-
-  /** Hash of every value and null of every column, in order. */
-  private static long digest(VectorSchemaRoot root) {
-    long h = root.getRowCount();
-    for (int c = 0; c < root.getFieldVectors().size(); c++) {
-      BigIntVector v = (BigIntVector) root.getVector(c);
-      for (int r = 0; r < v.getValueCount(); r++) {
-        long x = v.isNull(r) ? 0x5bd1e995L : v.get(r);
-        h = h * 0x100000001B3L ^ x;
-      }
-    }
-    return h;
-  }
-
-  static long bodyBytes(int rows) {
-    long validity = ((rows + 7L) / 8 + 7) / 8 * 8;
-    return 4 * (validity + 8L * rows);
-  }
-
-  /**
-   * Tickets {@code rows:batches}; batch {@code b} holds value {@code r * (c + 1) + b} in row r of
-   * column c (every 101st null). The copying producer fills one root per batch; the in-place one
-   * serves batches built once in the wrapper's registered memory and declares zero-copy.
-   */
-  private static final class Producer extends NoOpFlightProducer implements AutoCloseable {
-    private final BufferAllocator allocator;
-    private final boolean inPlace;
-    volatile BufferAllocator tableAllocator;
-    private final Map<Integer, List<ArrowRecordBatch>> tables = new ConcurrentHashMap<>();
-
-    Producer(BufferAllocator allocator, boolean inPlace) {
-      this.allocator = allocator;
-      this.inPlace = inPlace;
-    }
-
-    @Override
-    public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
-      String[] p = new String(ticket.getBytes(), StandardCharsets.UTF_8).split(":");
-      int rows = Integer.parseInt(p[0]);
-      int batches = Integer.parseInt(p[1]);
-      BufferAllocator a = inPlace ? tableAllocator : allocator;
-      try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, a)) {
-        if (inPlace) {
-          List<ArrowRecordBatch> t =
-              tables.computeIfAbsent(
-                  rows * 64 + batches,
-                  k -> {
-                    List<ArrowRecordBatch> l = new ArrayList<>();
-                    try (VectorSchemaRoot r = VectorSchemaRoot.create(SCHEMA, a)) {
-                      for (int b = 0; b < batches; b++) {
-                        fill(r, rows, b);
-                        l.add(new VectorUnloader(r).getRecordBatch());
-                      }
-                    }
-                    return l;
-                  });
-          VectorLoader loader = new VectorLoader(root);
-          listener.setUseZeroCopy(true);
-          listener.start(root);
-          for (int b = 0; b < batches && !listener.isCancelled(); b++) {
-            loader.load(t.get(b));
-            listener.putNext();
-          }
-        } else {
-          listener.start(root);
-          for (int b = 0; b < batches && !listener.isCancelled(); b++) {
-            fill(root, rows, b);
-            listener.putNext();
-          }
-        }
-        listener.completed();
-      }
-    }
-
-    private static void fill(VectorSchemaRoot root, int rows, int seed) {
-      for (int c = 0; c < 4; c++) {
-        BigIntVector v = (BigIntVector) root.getVector(c);
-        v.allocateNew(rows);
-        for (int r = 0; r < rows; r++) {
-          if (r % 101 == 100) {
-            v.setNull(r);
-          } else {
-            v.set(r, (long) r * (c + 1) + seed);
-          }
-        }
-        v.setValueCount(rows);
-      }
-      root.setRowCount(rows);
-    }
-
-    @Override
-    public void close() {
-      tables.values().forEach(t -> t.forEach(ArrowRecordBatch::close));
-      tables.clear();
-    }
   }
 }
