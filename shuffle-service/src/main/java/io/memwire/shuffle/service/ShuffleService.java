@@ -10,11 +10,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -63,8 +60,7 @@ public final class ShuffleService implements AutoCloseable {
   private final Path appsDir;
   private final Quotas quotas;
   private final ClientAcceptor clients;
-  private final ScheduledExecutorService liveness;
-  private final ScheduledExecutorService deadlines;
+  private final PeriodicTasks periodic = new PeriodicTasks();
   private final AtomicLong linkIds = new AtomicLong();
 
   private final ServiceCounters counters = new ServiceCounters();
@@ -129,17 +125,6 @@ public final class ShuffleService implements AutoCloseable {
     this.intake =
         new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log, resolver);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
-    this.liveness = daemonScheduler("memwire-shuffle-service-liveness");
-    this.deadlines = daemonScheduler("memwire-shuffle-service-deadlines");
-  }
-
-  private static ScheduledExecutorService daemonScheduler(String name) {
-    return Executors.newSingleThreadScheduledExecutor(
-        r -> {
-          Thread t = new Thread(r, name);
-          t.setDaemon(true);
-          return t;
-        });
   }
 
   /**
@@ -192,13 +177,7 @@ public final class ShuffleService implements AutoCloseable {
    */
   long serve() {
     clients.start();
-    long tick = TimeUnit.NANOSECONDS.toMillis(drivers.tickNanos());
-    // Both tasks catch and log their own failures: a periodic task that threw would stop silently.
-    var unusedProbes =
-        liveness.scheduleWithFixedDelay(drivers::probe, tick, tick, TimeUnit.MILLISECONDS);
-    var unusedDeadlines =
-        deadlines.scheduleWithFixedDelay(
-            clients::enforceDeadlines, 100, 100, TimeUnit.MILLISECONDS);
+    periodic.start(drivers, clients);
     ready = true; // after recovery: /health/ready answers 200 from here
     return drivers.refusedGraceNanos();
   }
@@ -365,17 +344,10 @@ public final class ShuffleService implements AutoCloseable {
       } catch (RuntimeException e) {
         LOG.debug("shuffle service: closing hook failed: {}", e.toString());
       }
-      closeQuietly(server);
-      closeEndpoint(resolve, "resolve port");
+      Endpoints.closeQuietly(server);
+      Endpoints.close(resolve, "resolve port");
       clients.stop();
-      for (ScheduledExecutorService e : List.of(liveness, deadlines)) {
-        e.shutdownNow();
-        try {
-          e.awaitTermination(10, TimeUnit.SECONDS);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-        }
-      }
+      periodic.stop();
       if (log.enabled()) {
         ReadDrain.await(node);
         applications.detachAll(); // files and records stay for the next run
@@ -385,7 +357,7 @@ public final class ShuffleService implements AutoCloseable {
       directories.close();
       node.close();
       log.close();
-      closeEndpoint(http, "HTTP endpoint");
+      Endpoints.close(http, "HTTP endpoint");
       try {
         Files.deleteIfExists(config.socket());
       } catch (IOException ignored) {
@@ -393,28 +365,6 @@ public final class ShuffleService implements AutoCloseable {
       }
     } finally {
       stopped.countDown();
-    }
-  }
-
-  /** Closes an endpoint (its threads joined, its port free); null: it is off. */
-  private static void closeEndpoint(AutoCloseable endpoint, String what) {
-    if (endpoint == null) {
-      return;
-    }
-    try {
-      endpoint.close();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (Exception e) {
-      LOG.warn("shuffle service: closing the {} failed: {}", what, e.toString());
-    }
-  }
-
-  private static void closeQuietly(java.io.Closeable c) {
-    try {
-      c.close();
-    } catch (IOException ignored) {
-      // closing only
     }
   }
 }
