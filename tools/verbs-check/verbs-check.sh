@@ -132,6 +132,14 @@ CP_T="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$BT_TEST
 CP_T="$CP_T:@W@/stage/memwire/$(basename "$TT")"
 # The shuffle service's verbs tests ride in the transport step (same dependencies).
 CP_T="$CP_T:@W@/stage/memwire/$(basename "$SS_TESTS"):@W@/stage/memwire/$(basename "$SS"):@W@/stage/memwire/$(basename "$SC")"
+# ...with the service's optional jars (RocksDB for the recovery store, the Prometheus client).
+SS_LIB="$ROOT/shuffle-service/target/service-lib"
+need "$SS_LIB"
+mkdir -p "$WORK/stage/memwire/service-lib"
+for j in "$SS_LIB"/*.jar; do
+  cp -u "$j" "$WORK/stage/memwire/service-lib/"
+  CP_T="$CP_T:@W@/stage/memwire/service-lib/$(basename "$j")"
+done
 for j in $(tr ':' '\n' <"$WORK/stage/bt-deps.txt") "$LAUNCHER"; do
   rel="${j#"$M2"/}"
   mkdir -p "$WORK/stage/m2/$(dirname "$rel")"
