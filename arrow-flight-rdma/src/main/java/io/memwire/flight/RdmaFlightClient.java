@@ -8,7 +8,6 @@ import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
@@ -59,40 +58,15 @@ public final class RdmaFlightClient implements AutoCloseable {
   /** System property: most body bytes leased to this client at once (see FlightSettings). */
   public static final String WINDOW_BYTES_PROPERTY = "memwire.flight.windowBytes";
 
-  /** What a stream reads: a ticket, and the endpoint it came from when known. */
-  static final class Target {
-    final Ticket ticket;
-    final FlightEndpoint endpoint;
-    final CallOption[] options;
-
-    Target(Ticket ticket, FlightEndpoint endpoint, CallOption[] options) {
-      this.ticket = ticket;
-      this.endpoint = endpoint;
-      this.options = options;
-    }
-
-    @Override
-    public String toString() {
-      return "ticket of "
-          + ticket.getBytes().length
-          + " bytes"
-          + (endpoint == null ? "" : " at " + endpoint.getLocations());
-    }
-  }
-
   private final FlightClient flight;
   private final BufferAllocator allocator;
   private final DataPlane dataPlane;
   private final int windowBatches;
   private final long windowBytes;
   private final TransferConfig transferConfig;
-  private final long arenaSize;
-  private final long maxRegisteredBytes;
   private final Duration readTimeout;
   private final ExecutorService executor;
-  private final Map<ProviderKind, TransferNode> nodes = new EnumMap<>(ProviderKind.class);
-  private final Map<ProviderKind, ArenaMemory> memories = new EnumMap<>(ProviderKind.class);
-  private final Map<ProviderKind, String> unavailable = new EnumMap<>(ProviderKind.class);
+  private final ClientNodes nodes;
   private final ClientStats stats = new ClientStats();
   private boolean loggedRdma;
   private volatile boolean closed;
@@ -130,8 +104,8 @@ public final class RdmaFlightClient implements AutoCloseable {
             ? b.windowBytes
             : FlightSettings.WINDOW_BYTES.valueIn(sys, FlightSettings.CLIENT_PREFIX);
     this.transferConfig = b.transferConfig != null ? b.transferConfig : TransferConfig.defaults();
-    this.arenaSize = b.arenaSize;
-    this.maxRegisteredBytes = Math.max(b.maxRegisteredBytes, arenaSize);
+    this.nodes =
+        new ClientNodes(transferConfig, b.arenaSize, Math.max(b.maxRegisteredBytes, b.arenaSize));
     this.readTimeout =
         b.readTimeout != null ? b.readTimeout : transferConfig.readTimeout().plusSeconds(5);
     int id = IDS.incrementAndGet();
@@ -157,7 +131,7 @@ public final class RdmaFlightClient implements AutoCloseable {
 
   /** Reads an endpoint's ticket, over its RDMA location when it has one (see {@link DataPlane}). */
   public RdmaFlightStream getStream(FlightEndpoint endpoint, CallOption... options) {
-    return open(new Target(endpoint.getTicket(), endpoint, options));
+    return open(new StreamTarget(endpoint.getTicket(), endpoint, options));
   }
 
   /**
@@ -165,10 +139,10 @@ public final class RdmaFlightClient implements AutoCloseable {
    * no location to check: in auto mode the exchange is tried and DoGet taken if it fails.
    */
   public RdmaFlightStream getStream(Ticket ticket, CallOption... options) {
-    return open(new Target(ticket, null, options));
+    return open(new StreamTarget(ticket, null, options));
   }
 
-  private RdmaFlightStream open(Target t) {
+  private RdmaFlightStream open(StreamTarget t) {
     ensureOpen();
     if (dataPlane == DataPlane.GRPC) {
       stats.streamsGrpc.increment();
@@ -178,28 +152,20 @@ public final class RdmaFlightClient implements AutoCloseable {
     ProviderKind provider;
     Location location = null;
     if (t.endpoint != null) {
-      location = pickLocation(t.endpoint);
+      location = LocationChoice.pick(dataPlane, t.endpoint);
       if (location == null) {
-        String why =
-            dataPlane == DataPlane.AUTO
-                ? "the endpoint offers no rdma:// or rdma+tcp:// location"
-                : "the endpoint offers no "
-                    + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
-                    + " location";
+        String why = LocationChoice.noLocation(dataPlane);
         return fallBackOrFail(t, auto, FallbackReason.NO_LOCATION, why, null);
       }
       provider = RdmaLocations.providerOf(location);
     } else {
-      provider =
-          dataPlane == DataPlane.TCP
-              ? ProviderKind.TCP
-              : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : transferConfig.provider();
+      provider = LocationChoice.withoutLocation(dataPlane, transferConfig);
     }
     TransferNode node;
     ArenaMemory memory;
     try {
-      node = node(provider);
-      memory = memories.get(node.provider());
+      node = nodes.node(provider);
+      memory = nodes.memory(node.provider());
       if (location != null) {
         InetSocketAddress peer = RdmaLocations.addressOf(location);
         node.connection(peer); // proves the transport reaches the server; cached for the reads
@@ -219,7 +185,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     return new RdmaFlightStream(this, t, source, used, auto, null, null);
   }
 
-  private synchronized void logChoice(Target t, DataPlane used) {
+  private synchronized void logChoice(StreamTarget t, DataPlane used) {
     if (!loggedRdma) {
       loggedRdma = true;
       LOG.info(
@@ -233,23 +199,8 @@ public final class RdmaFlightClient implements AutoCloseable {
     }
   }
 
-  private Location pickLocation(FlightEndpoint e) {
-    for (Location l : e.getLocations()) {
-      ProviderKind p = RdmaLocations.providerOf(l);
-      if (p == null) {
-        continue;
-      }
-      if (dataPlane == DataPlane.AUTO
-          || (dataPlane == DataPlane.TCP && p == ProviderKind.TCP)
-          || (dataPlane == DataPlane.VERBS && p == ProviderKind.VERBS)) {
-        return l;
-      }
-    }
-    return null;
-  }
-
   private RdmaFlightStream fallBackOrFail(
-      Target t, boolean auto, FallbackReason reason, String why, Throwable cause) {
+      StreamTarget t, boolean auto, FallbackReason reason, String why, Throwable cause) {
     if (!auto) {
       throw reason.error(
           CallStatus.UNAVAILABLE, "data plane " + dataPlane + " requested but " + why, cause);
@@ -274,35 +225,8 @@ public final class RdmaFlightClient implements AutoCloseable {
     return stats;
   }
 
-  StreamSource openGrpc(Target t) {
+  StreamSource openGrpc(StreamTarget t) {
     return new GrpcSource(flight.getStream(t.ticket, t.options));
-  }
-
-  /** The node for a provider, started on first use; a failure to start is remembered. */
-  private synchronized TransferNode node(ProviderKind provider) {
-    TransferNode n = nodes.get(provider);
-    if (n != null) {
-      return n;
-    }
-    String failed = unavailable.get(provider);
-    if (failed != null) {
-      throw new IllegalStateException(failed);
-    }
-    try {
-      n = TransferNode.start(transferConfig.toBuilder().provider(provider).build());
-    } catch (RuntimeException e) {
-      unavailable.put(provider, e.getMessage());
-      throw e;
-    }
-    nodes.put(provider, n);
-    if (n.provider() != provider) {
-      nodes.put(n.provider(), n);
-    }
-    memories.put(
-        n.provider(),
-        new ArenaMemory(
-            n, arenaSize, maxRegisteredBytes, "flight client memory on " + n.localAddress()));
-    return n;
   }
 
   BufferAllocator allocator() {
@@ -349,12 +273,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    for (ArenaMemory m : memories.values()) {
-      m.close();
-    }
-    for (TransferNode n : new java.util.HashSet<>(nodes.values())) {
-      n.close();
-    }
+    nodes.close();
   }
 
   /** Prefix of the client's transfer-node keys in a properties file. */

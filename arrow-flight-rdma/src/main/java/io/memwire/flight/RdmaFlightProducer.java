@@ -60,8 +60,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final ServerResources resources;
   private final RdmaExchanges exchanges;
 
-  /** Adds the data-plane location to FlightInfo; null when the data plane is off. */
-  private final FlightInfoDecorator decorator;
+  /** Answers with FlightInfo, decorated with the data-plane location when it is on. */
+  private final DecoratedInfos infos;
 
   private volatile boolean closed;
 
@@ -87,7 +87,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.guards = new LeaseGuards(node);
     String refusal =
         refusal(b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
-    this.decorator = refusal != null ? null : new FlightInfoDecorator(rdmaLocation, b.grpcLocation);
+    this.infos =
+        new DecoratedInfos(
+            refusal != null ? null : new FlightInfoDecorator(rdmaLocation, b.grpcLocation));
     this.resources =
         new ServerResources(
             delegate,
@@ -207,43 +209,17 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   @Override
   public void listFlights(
       CallContext context, Criteria criteria, StreamListener<FlightInfo> listener) {
-    delegate.listFlights(
-        context,
-        criteria,
-        new StreamListener<>() {
-          @Override
-          public void onNext(FlightInfo val) {
-            listener.onNext(decorate(val));
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            listener.onError(t);
-          }
-
-          @Override
-          public void onCompleted() {
-            listener.onCompleted();
-          }
-        });
+    delegate.listFlights(context, criteria, infos.listing(listener));
   }
 
   @Override
   public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
-    return decorate(delegate.getFlightInfo(context, descriptor));
+    return infos.info(delegate.getFlightInfo(context, descriptor));
   }
 
   @Override
   public PollInfo pollFlightInfo(CallContext context, FlightDescriptor descriptor) {
-    PollInfo p = delegate.pollFlightInfo(context, descriptor);
-    if (p == null || p.getFlightInfo() == null) {
-      return p;
-    }
-    return new PollInfo(
-        decorate(p.getFlightInfo()),
-        p.getFlightDescriptor().orElse(null),
-        p.getProgress().orElse(null),
-        p.getExpirationTime().orElse(null));
+    return infos.poll(delegate.pollFlightInfo(context, descriptor));
   }
 
   @Override
@@ -265,11 +241,6 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   @Override
   public void listActions(CallContext context, StreamListener<ActionType> listener) {
     delegate.listActions(context, listener);
-  }
-
-  /** The same info with the data-plane location after each endpoint's own locations. */
-  FlightInfo decorate(FlightInfo info) {
-    return decorator == null ? info : decorator.decorate(info);
   }
 
   /**

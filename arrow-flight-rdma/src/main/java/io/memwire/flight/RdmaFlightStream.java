@@ -23,7 +23,7 @@ public final class RdmaFlightStream implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightStream.class);
 
   private final RdmaFlightClient client;
-  private final RdmaFlightClient.Target target;
+  private final StreamTarget target;
   private final boolean mayFallBack;
   private StreamSource source;
   private DataPlane dataPlane;
@@ -34,7 +34,7 @@ public final class RdmaFlightStream implements AutoCloseable {
 
   RdmaFlightStream(
       RdmaFlightClient client,
-      RdmaFlightClient.Target target,
+      StreamTarget target,
       StreamSource source,
       DataPlane dataPlane,
       boolean mayFallBack,

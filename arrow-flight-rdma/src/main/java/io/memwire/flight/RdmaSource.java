@@ -4,7 +4,6 @@ import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,18 +12,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -69,8 +64,6 @@ final class RdmaSource implements StreamSource {
     }
   }
 
-  private final BufferAllocator allocator;
-  private final ClientStats stats;
   private final FlightClient.ExchangeReaderWriter exchange;
   private final FlightStream reader;
   private final Duration readTimeout;
@@ -85,9 +78,7 @@ final class RdmaSource implements StreamSource {
   /** An event {@link #settle} took and {@link #next} has not consumed yet. */
   private StreamEvent peeked;
 
-  private VectorSchemaRoot root;
-  private VectorLoader loader;
-  private ArrowBuf latestMetadata;
+  private final BatchLoader batchLoader;
   private long batches;
 
   RdmaSource(
@@ -95,11 +86,11 @@ final class RdmaSource implements StreamSource {
       TransferNode node,
       ArenaMemory memory,
       FlightClient.ExchangeReaderWriter exchange) {
-    this.allocator = client.allocator();
-    this.stats = client.clientStats();
+    BufferAllocator allocator = client.allocator();
     this.exchange = exchange;
     this.reader = exchange.getReader();
     this.readTimeout = client.readTimeout();
+    this.batchLoader = new BatchLoader(allocator, client.clientStats(), reader);
     this.frees = new FreeSender(exchange.getWriter(), allocator, client.executor());
     this.pumpTask =
         client.executor().submit(new BatchPuller(client, node, memory, reader, frees, events));
@@ -185,16 +176,15 @@ final class RdmaSource implements StreamSource {
     if (e instanceof StreamEvent.Failed f) {
       throw failWith(toFlight(f.cause()));
     }
-    ensureRoot();
+    batchLoader.root();
     if (e instanceof StreamEvent.Metadata m) {
-      setLatest(m.bytes());
-      root.clear();
+      batchLoader.loadMetadata(m.bytes());
       return true;
     }
     Pull p = ((StreamEvent.Batch) e).pull();
     try {
       await(p);
-      load(p);
+      batchLoader.load(p);
     } catch (FlightRuntimeException ex) {
       discard(p);
       throw failWith(whyLeaseEnded(ex));
@@ -247,72 +237,14 @@ final class RdmaSource implements StreamSource {
     }
   }
 
-  private void load(Pull p) {
-    ArrowBuf body;
-    ArenaMemory.Block block = p.takeBlock();
-    if (block == null) {
-      body = allocator.getEmpty();
-    } else {
-      try {
-        body = allocator.wrapForeignAllocation(new BlockAllocation(block, p.bodyLength));
-      } catch (RuntimeException e) {
-        block.release();
-        throw FallbackReason.CLIENT_MEMORY.error(
-            CallStatus.RESOURCE_EXHAUSTED,
-            "cannot account " + "a body of " + p.bodyLength + " bytes: " + e.getMessage(),
-            e);
-      }
-    }
-    ArrowRecordBatch batch;
-    try {
-      batch = MessageSerializer.deserializeRecordBatch(p.header, body); // takes over body
-    } catch (IOException | RuntimeException e) {
-      body.getReferenceManager().release();
-      throw FallbackReason.PROTOCOL.error(
-          CallStatus.INTERNAL,
-          "bad record batch header in " + "batch " + p.seq + ": " + e.getMessage(),
-          e);
-    }
-    try {
-      root.clear();
-      loader.load(batch);
-    } finally {
-      batch.close();
-    }
-    setLatest(p.appMetadata);
-    stats.batchesOneSided.increment();
-    stats.bodyBytesOneSided.add(p.bodyLength);
-  }
-
-  private void ensureRoot() {
-    if (root == null) {
-      root = VectorSchemaRoot.create(reader.getSchema(), allocator);
-      loader = new VectorLoader(root, CommonsCompressionFactory.INSTANCE);
-    }
-  }
-
-  private void setLatest(byte[] bytes) {
-    if (latestMetadata != null) {
-      latestMetadata.close();
-      latestMetadata = null;
-    }
-    if (bytes != null) {
-      latestMetadata = allocator.buffer(bytes.length);
-      latestMetadata.setBytes(0, bytes);
-      latestMetadata.writerIndex(bytes.length);
-    }
-  }
-
   @Override
   public Schema schema() {
-    ensureRoot();
-    return root.getSchema();
+    return batchLoader.root().getSchema();
   }
 
   @Override
   public VectorSchemaRoot root() {
-    ensureRoot();
-    return root;
+    return batchLoader.root();
   }
 
   @Override
@@ -322,7 +254,7 @@ final class RdmaSource implements StreamSource {
 
   @Override
   public ArrowBuf latestMetadata() {
-    return latestMetadata;
+    return batchLoader.latestMetadata();
   }
 
   long batchesHandedOut() {
@@ -368,10 +300,7 @@ final class RdmaSource implements StreamSource {
     for (StreamEvent e : left) {
       discard(e);
     }
-    if (root != null) {
-      root.close();
-    }
-    setLatest(null);
+    batchLoader.close();
     try {
       exchange.close();
     } catch (Exception e) {

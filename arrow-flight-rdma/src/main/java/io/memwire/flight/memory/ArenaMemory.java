@@ -1,6 +1,5 @@
 package io.memwire.flight.memory;
 
-import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
@@ -8,16 +7,9 @@ import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.TreeSet;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Direct memory in large arenas, handed out in blocks. Record batch bodies are copied into blocks
@@ -44,8 +36,6 @@ import org.slf4j.LoggerFactory;
  * {@link Block#release()} gives the extent back to its arena.
  */
 public final class ArenaMemory implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(ArenaMemory.class);
-
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
   static final int UNIT = 512;
 
@@ -59,11 +49,8 @@ public final class ArenaMemory implements AutoCloseable {
   private final long arenaSize;
   private final long maxBytes;
   private final String name;
-  private final boolean registerArenas;
   private final RegisteredAllocator allocator;
-  private final List<Arena> arenas = new ArrayList<>();
-  private final TreeMap<Long, Arena> byAddress = new TreeMap<>();
-  private long arenaBytes;
+  private final Arenas arenas;
   private boolean closed;
 
   /**
@@ -86,7 +73,6 @@ public final class ArenaMemory implements AutoCloseable {
    */
   public ArenaMemory(
       TransferNode node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
-    this.registerArenas = registerArenas;
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
       throw new IllegalArgumentException(
           name + ": arena size must be in (0, 1 GiB], got " + arenaSize);
@@ -101,6 +87,7 @@ public final class ArenaMemory implements AutoCloseable {
     this.name = name;
     this.allocator =
         node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR, maxBytes);
+    this.arenas = new Arenas(node, allocator, name, registerArenas);
   }
 
   /** The node whose allocator the arenas come from. */
@@ -178,10 +165,10 @@ public final class ArenaMemory implements AutoCloseable {
       if (!allocator.withinLimit(size)) {
         return null;
       }
-      Arena a = newArena(size, false);
+      Arena a = arenas.create(size, false);
       return take(a, 0, size);
     }
-    for (Arena a : arenas) {
+    for (Arena a : arenas.all()) {
       if (a.dedicated) {
         continue;
       }
@@ -193,7 +180,7 @@ public final class ArenaMemory implements AutoCloseable {
     if (!allocator.withinLimit(arenaSize)) {
       return null;
     }
-    Arena a = newArena(arenaSize, true);
+    Arena a = arenas.create(arenaSize, true);
     return take(a, a.alloc(bytes), bytes);
   }
 
@@ -209,22 +196,6 @@ public final class ArenaMemory implements AutoCloseable {
     return b;
   }
 
-  private Arena newArena(long size, boolean shared) {
-    // Page-aligned, so every block is aligned to the unit (and bodies start on a page). Only this
-    // memory reserves on its allocator, under this lock: the limit checked above still holds.
-    String what = (shared ? "arena of " : "dedicated arena of ") + name;
-    BufferUnit memory =
-        registerArenas
-            ? node.allocateRegistered(allocator, (int) size, what)
-            : node.allocateDirect(allocator, (int) size, what);
-    Arena a = new Arena(memory, shared);
-    arenas.add(a);
-    byAddress.put(a.base, a);
-    arenaBytes += size;
-    LOG.debug("{}: new arena of {} bytes ({} in {} arenas)", name, size, arenaBytes, arenas.size());
-    return a;
-  }
-
   /** The free action of a block's unit: runs once, after its last release. */
   private synchronized void free(Block b) {
     giveBack(b);
@@ -232,23 +203,7 @@ public final class ArenaMemory implements AutoCloseable {
   }
 
   private void giveBack(Block b) {
-    Arena a = b.arena;
-    if (!a.dedicated) {
-      a.release(b.offset, b.size);
-    }
-    a.used -= b.size;
-    if (a.dedicated || (closed && a.used == 0)) {
-      drop(a);
-    }
-  }
-
-  private void drop(Arena a) {
-    arenas.remove(a);
-    byAddress.remove(a.base);
-    arenaBytes -= a.memory.capacity();
-    // A registered arena's region is closed and the memory freed once it is released; an
-    // unregistered one's slices were all released before its blocks were freed.
-    a.unit.release();
+    arenas.giveBack(b.arena, b.offset, b.size, closed);
   }
 
   /**
@@ -256,16 +211,8 @@ public final class ArenaMemory implements AutoCloseable {
    * offset in it; null when the range is not inside one arena.
    */
   public synchronized Location locate(long address, long length) {
-    Map.Entry<Long, Arena> e = byAddress.floorEntry(address);
-    if (e == null) {
-      return null;
-    }
-    Arena a = e.getValue();
-    long off = address - a.base;
-    if (off + length > a.memory.capacity()) {
-      return null;
-    }
-    return new Location(a, off);
+    Arena a = arenas.find(address, length);
+    return a == null ? null : new Location(a, address - a.base);
   }
 
   /** An Arrow allocation-manager factory whose buffers live in these arenas. */
@@ -307,16 +254,12 @@ public final class ArenaMemory implements AutoCloseable {
 
   /** Free extents over all shared arenas (merged neighbours count once); for tests. */
   synchronized int freeExtents() {
-    int n = 0;
-    for (Arena a : arenas) {
-      n += a.freeExtents();
-    }
-    return n;
+    return arenas.freeExtents();
   }
 
   /** Bytes of all arenas right now. */
   public synchronized long arenaBytes() {
-    return arenaBytes;
+    return arenas.bytes();
   }
 
   public long maxBytes() {
@@ -334,11 +277,7 @@ public final class ArenaMemory implements AutoCloseable {
       return;
     }
     closed = true;
-    for (Arena a : new ArrayList<>(arenas)) {
-      if (a.used == 0) {
-        drop(a);
-      }
-    }
+    arenas.dropUnused();
     allocator.close();
     notifyAll();
   }
@@ -434,94 +373,6 @@ public final class ArenaMemory implements AutoCloseable {
      */
     public boolean release() {
       return unit.release();
-    }
-  }
-
-  /**
-   * One arena and its free extents, indexed by offset (to merge neighbours on free) and by size
-   * (best fit: the smallest extent that holds the block, lowest offset first).
-   */
-  private static final class Arena {
-    final BufferUnit unit;
-    final ByteBuffer memory;
-    final long base;
-    final MemoryRegion region;
-    final boolean dedicated;
-
-    /** Free extents: offset to length. */
-    final TreeMap<Long, Long> freeByOffset;
-
-    /** The same extents as {length, offset} pairs, ordered by length then offset. */
-    final TreeSet<long[]> freeBySize;
-
-    long used;
-
-    Arena(BufferUnit unit, boolean shared) {
-      this.unit = unit;
-      this.memory = unit.buffer();
-      this.base = unit.address();
-      this.region = unit.region();
-      this.dedicated = !shared;
-      if (dedicated) {
-        this.freeByOffset = null;
-        this.freeBySize = null;
-      } else {
-        this.freeByOffset = new TreeMap<>();
-        this.freeBySize =
-            new TreeSet<>(
-                (x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
-        addFree(0, memory.capacity());
-      }
-    }
-
-    ByteBuffer slice(long off, long length) {
-      return memory.duplicate().limit((int) (off + length)).position((int) off).slice();
-    }
-
-    /** Offset of a free range of {@code bytes} (a multiple of the unit); -1 when none fits. */
-    long alloc(long bytes) {
-      long[] fit = freeBySize.ceiling(new long[] {bytes, -1});
-      if (fit == null) {
-        return -1;
-      }
-      long off = fit[1];
-      long len = fit[0];
-      removeFree(off, len);
-      if (len > bytes) {
-        addFree(off + bytes, len - bytes);
-      }
-      return off;
-    }
-
-    void release(long off, long bytes) {
-      long len = bytes;
-      Map.Entry<Long, Long> before = freeByOffset.floorEntry(off);
-      if (before != null && before.getKey() + before.getValue() == off) {
-        removeFree(before.getKey(), before.getValue());
-        off = before.getKey();
-        len += before.getValue();
-      }
-      Long after = freeByOffset.get(off + len);
-      if (after != null) {
-        removeFree(off + len, after);
-        len += after;
-      }
-      addFree(off, len);
-    }
-
-    private void addFree(long off, long len) {
-      freeByOffset.put(off, len);
-      freeBySize.add(new long[] {len, off});
-    }
-
-    private void removeFree(long off, long len) {
-      freeByOffset.remove(off);
-      freeBySize.remove(new long[] {len, off});
-    }
-
-    /** Free extents (for tests): merged neighbours show as one. */
-    int freeExtents() {
-      return freeByOffset == null ? 0 : freeByOffset.size();
     }
   }
 }
