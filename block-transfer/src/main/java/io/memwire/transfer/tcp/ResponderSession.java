@@ -6,8 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,12 +22,14 @@ import org.slf4j.LoggerFactory;
  * buffer is a heap buffer taken at the first read, so an accepted connection costs no direct
  * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing the
  * regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
+ *
+ * <p>This class keeps the handshake, flow control and timeouts; {@link ReadRequestHandler} checks
+ * each read request and {@link ResponseQueue} holds and writes the responses.
  */
 final class ResponderSession implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(ResponderSession.class);
   static final int MAX_QUEUED = 1024;
   private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
-  private static final int GATHER = 64;
 
   private enum State {
     HELLO,
@@ -37,43 +38,14 @@ final class ResponderSession implements EventLoop.Handler {
     CLOSED
   }
 
-  /** One queued response. */
-  private static final class Response {
-    final ByteBuffer header;
-    final ByteBuffer body;
-    final RegionTable.Entry entry;
-    final FileChannel file;
-    long filePosition;
-    long fileRemaining;
-
-    Response(ByteBuffer header, ByteBuffer body, RegionTable.Entry entry) {
-      this.header = header;
-      this.body = body;
-      this.entry = entry;
-      this.file = null;
-    }
-
-    Response(ByteBuffer header, RegionTable.Entry entry, long position, long length) {
-      this.header = header;
-      this.body = null;
-      this.entry = entry;
-      this.file = entry.file;
-      this.filePosition = position;
-      this.fileRemaining = length;
-    }
-
-    boolean done() {
-      return !header.hasRemaining() && (body == null || !body.hasRemaining()) && fileRemaining == 0;
-    }
-  }
-
   private final TcpProvider provider;
   private final SocketChannel channel;
   private final String remote;
   private final long startedNanos = System.nanoTime();
   private ByteBuffer in; // taken at the first read
-  private final ArrayDeque<Response> out = new ArrayDeque<>();
-  private final ByteBuffer[] gather = new ByteBuffer[GATHER];
+  private final ResponseQueue out = new ResponseQueue();
+  private final ReadRequestHandler requests;
+  private final LongConsumer progress = this::wrote;
   private ByteBuffer control; // handshake bytes waiting to be sent
   private boolean closeAfterFlush;
   private boolean paused;
@@ -102,6 +74,7 @@ final class ResponderSession implements EventLoop.Handler {
       r = "?";
     }
     this.remote = r;
+    this.requests = new ReadRequestHandler(provider, r, out);
   }
 
   void attach(SelectionKey key) {
@@ -243,82 +216,10 @@ final class ResponderSession implements EventLoop.Handler {
   }
 
   private void request() {
-    byte type = in.get();
-    in.get();
-    in.getShort();
-    long length = Integer.toUnsignedLong(in.getInt());
-    long id = in.getLong();
-    long rkey = in.getLong();
-    long address = in.getLong();
-    if (type != Wire.TYPE_READ) {
-      protocolViolation("unknown request type " + type);
-      return;
+    String violation = requests.handle(in);
+    if (violation != null) {
+      protocolViolation(violation);
     }
-    if (length > Wire.MAX_READ_LENGTH) {
-      protocolViolation(
-          "read of " + length + " bytes exceeds the frame limit " + Wire.MAX_READ_LENGTH);
-      return;
-    }
-    if (length == 0) {
-      error(id, Wire.STATUS_INVALID_REQUEST, "zero-length read");
-      return;
-    }
-    RegionTable.Entry e = provider.table().lookup(rkey);
-    if (e == null) {
-      if (provider.table().wasClosed(rkey)) {
-        error(id, Wire.STATUS_REGION_CLOSED, "region was closed");
-      } else {
-        error(id, Wire.STATUS_UNKNOWN_KEY, "no live region has this key");
-      }
-      return;
-    }
-    // Modular difference: any offset in [0, length - read] names bytes inside the region, and
-    // nothing else does, whatever the two addresses are (no overflow can sneak past).
-    long offset = address - e.address;
-    if (offset < 0 || offset > e.length - length) {
-      error(
-          id,
-          Wire.STATUS_OUT_OF_BOUNDS,
-          "read [0x"
-              + Long.toHexString(address)
-              + ", +"
-              + length
-              + ") is outside the region [0x"
-              + Long.toHexString(e.address)
-              + ", +"
-              + e.length
-              + ")");
-      return;
-    }
-    if (!e.acquire()) {
-      error(id, Wire.STATUS_REGION_CLOSED, "region was closed");
-      return;
-    }
-    ByteBuffer header = header(Wire.TYPE_DATA, Wire.STATUS_OK, (int) length, id);
-    if (e.file != null && length >= provider.sendfileMinBytes()) {
-      out.add(new Response(header, e, e.fileOffset + offset, length));
-    } else {
-      ByteBuffer body = e.memory.duplicate();
-      body.limit((int) (offset + length)).position((int) offset);
-      out.add(new Response(header, body, e));
-    }
-    provider.servedReads.increment();
-    provider.servedBytes.add(length);
-  }
-
-  private void error(long id, byte status, String message) {
-    byte[] msg = message.getBytes(StandardCharsets.UTF_8);
-    int len = Math.min(msg.length, Wire.MAX_ERROR_LENGTH);
-    out.add(
-        new Response(header(Wire.TYPE_ERROR, status, len, id), ByteBuffer.wrap(msg, 0, len), null));
-    provider.servedErrors.increment();
-    LOG.debug("refused a read from {}: {}", remote, message);
-  }
-
-  private static ByteBuffer header(byte type, byte status, int length, long id) {
-    ByteBuffer h = ByteBuffer.allocate(Wire.RESPONSE_HEADER_SIZE);
-    h.put(type).put(status).putShort((short) 0).putInt(length).putLong(id);
-    return h.flip();
   }
 
   private void protocolViolation(String what) {
@@ -363,63 +264,13 @@ final class ResponderSession implements EventLoop.Handler {
       closeOnLoop(null);
       return;
     }
-    while (!out.isEmpty()) {
-      Response head = out.peek();
-      if (head.file != null) {
-        if (head.header.hasRemaining()) {
-          int n = channel.write(head.header);
-          wrote(n);
-          if (n == 0) {
-            break;
-          }
-        }
-        if (head.header.hasRemaining()) {
-          break;
-        }
-        long n = head.file.transferTo(head.filePosition, head.fileRemaining, channel);
-        wrote(n);
-        head.filePosition += n;
-        head.fileRemaining -= n;
-        if (head.fileRemaining > 0) {
-          break;
-        }
-        finish(out.poll());
-        continue;
-      }
-      int count = 0;
-      for (Response r : out) {
-        if (r.file != null || count > GATHER - 2) {
-          break;
-        }
-        gather[count++] = r.header;
-        gather[count++] = r.body;
-      }
-      wrote(channel.write(gather, 0, count));
-      java.util.Arrays.fill(gather, 0, count, null);
-      boolean progressed = false;
-      while (!out.isEmpty() && out.peek().file == null && out.peek().done()) {
-        finish(out.poll());
-        progressed = true;
-      }
-      if (!out.isEmpty() && out.peek().file == null && !out.peek().done()) {
-        break;
-      }
-      if (!progressed && !out.isEmpty() && out.peek().file == null) {
-        break;
-      }
-    }
+    out.writeTo(channel, progress);
     setWriteInterest(!out.isEmpty());
     if (paused && out.size() < MAX_QUEUED / 2) {
       parse(); // requests already buffered while paused
       if (!out.isEmpty() && !paused) {
         flush();
       }
-    }
-  }
-
-  private void finish(Response r) {
-    if (r.entry != null) {
-      r.entry.release();
     }
   }
 
@@ -496,10 +347,7 @@ final class ResponderSession implements EventLoop.Handler {
     } catch (IOException e) {
       LOG.debug("close", e);
     }
-    Response r;
-    while ((r = out.poll()) != null) {
-      finish(r);
-    }
+    out.releaseAll();
     provider.sessionClosed(this, admitted);
     admitted = false;
   }

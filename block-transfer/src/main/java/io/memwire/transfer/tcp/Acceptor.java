@@ -1,0 +1,197 @@
+package io.memwire.transfer.tcp;
+
+import io.memwire.transfer.TransferConfig;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Accepts a {@link TcpProvider}'s connections, admits them within its limits (serving and
+ * handshaking) and spreads them over the loops; runs on the provider's first loop. It never closes
+ * the listener on a failure: a failed {@code accept()} pauses accepting (100 ms, doubling up to 2
+ * s, resumed by the loop's tick) and the next success resumes normal service.
+ */
+final class Acceptor implements EventLoop.Handler {
+  private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
+
+  /** Shortest and longest pause of accepting after {@code accept()} failed. */
+  private static final long ACCEPT_BACKOFF_MIN_MS = 100;
+
+  private static final long ACCEPT_BACKOFF_MAX_MS = 2_000;
+
+  /** Connections taken per readiness event, so one flood does not starve the loop's others. */
+  private static final int ACCEPTS_PER_EVENT = 256;
+
+  private final TcpProvider provider;
+  private final ServerSocketChannel server;
+  private final InetSocketAddress localAddress;
+  SelectionKey key;
+  private long pausedUntil;
+  private boolean paused;
+  private long backoffMs;
+  private long failuresInRow;
+  private boolean refusing;
+
+  Acceptor(TcpProvider provider, ServerSocketChannel server, InetSocketAddress localAddress) {
+    this.provider = provider;
+    this.server = server;
+    this.localAddress = localAddress;
+  }
+
+  @Override
+  public void ready(SelectionKey k) {
+    for (int i = 0; i < ACCEPTS_PER_EVENT && !provider.isClosed(); i++) {
+      SocketChannel ch;
+      try {
+        ch = server.accept();
+      } catch (ClosedChannelException e) {
+        return; // the provider is closing
+      } catch (IOException | RuntimeException | Error e) {
+        acceptFailed(k, e);
+        return;
+      }
+      if (ch == null) {
+        return;
+      }
+      if (failuresInRow > 0) {
+        LOG.info(
+            "accepting tcp transfer connections on {} again after {} failed accepts",
+            localAddress,
+            failuresInRow);
+        failuresInRow = 0;
+        backoffMs = 0;
+      }
+      admit(ch);
+    }
+  }
+
+  private void acceptFailed(SelectionKey k, Throwable e) {
+    provider.acceptFailures.increment();
+    failuresInRow++;
+    backoffMs =
+        backoffMs == 0 ? ACCEPT_BACKOFF_MIN_MS : Math.min(backoffMs * 2, ACCEPT_BACKOFF_MAX_MS);
+    pausedUntil = System.nanoTime() + backoffMs * 1_000_000L;
+    paused = true;
+    if (k.isValid()) {
+      k.interestOps(0);
+    }
+    if (failuresInRow == 1) {
+      LOG.warn(
+          "accept() failed on {} ({}); still listening, retrying with a back-off of up to "
+              + "{} ms (failures are counted as acceptFailures)",
+          localAddress,
+          e.toString(),
+          ACCEPT_BACKOFF_MAX_MS);
+    } else {
+      LOG.debug("accept() failed again on {}: {}", localAddress, e.toString());
+    }
+  }
+
+  @Override
+  public void tick(long nowNanos) {
+    if (paused && nowNanos - pausedUntil >= 0) {
+      paused = false;
+      if (key != null && key.isValid()) {
+        key.interestOps(SelectionKey.OP_ACCEPT);
+      }
+    }
+  }
+
+  private void admit(SocketChannel ch) {
+    if (provider.servingCount() >= provider.config().maxConnections()) {
+      refuse(ch, "connections");
+      return;
+    }
+    if (provider.sessionCount() - provider.servingCount() >= provider.maxHandshakes()) {
+      refuse(ch, "connections still in their handshake");
+      return;
+    }
+    if (refusing) {
+      refusing = false;
+      LOG.info(
+          "serving fewer than {} connections on {} again; accepting",
+          provider.config().maxConnections(),
+          localAddress);
+    }
+    ResponderSession s = null;
+    try {
+      ch.configureBlocking(false);
+      ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      s = new ResponderSession(provider, ch);
+      provider.addSession(s);
+      EventLoop loop = provider.pickLoop();
+      ResponderSession session = s;
+      loop.execute(
+          () -> {
+            try {
+              session.attach(loop.register(ch, SelectionKey.OP_READ, session));
+            } catch (IOException | RuntimeException | Error e) {
+              session.closeOnLoop(e instanceof Exception ? (Exception) e : new IOException(e));
+            }
+          });
+    } catch (IOException | RuntimeException | Error e) {
+      // Out of memory for the session, say: drop this connection only.
+      provider.loopErrors.increment();
+      LOG.debug("dropped an accepted connection on {}: {}", localAddress, e.toString());
+      if (s != null) {
+        provider.removeSession(s);
+      }
+      closeQuietly(ch);
+    }
+  }
+
+  /** Tells the peer the node is at a connection limit, then closes. */
+  private void refuse(SocketChannel ch, String what) {
+    provider.connectionsRefused.increment();
+    if (!refusing) {
+      refusing = true;
+      LOG.warn(
+          "serving {} connections on {}, {} still in their handshake: at the limit of {} ({} "
+              + "and at most {} handshakes); refusing further ones until fewer are open "
+              + "(counted as connectionsRefused)",
+          provider.servingCount(),
+          localAddress,
+          provider.sessionCount() - provider.servingCount(),
+          what,
+          TransferConfig.MAX_CONNECTIONS,
+          provider.maxHandshakes());
+    }
+    try {
+      ch.configureBlocking(false);
+      // Take the client's HELLO if it is already here, so the close is a FIN, not a reset
+      // that could discard the answer before the client reads it.
+      ch.read(ByteBuffer.allocate(Handshake.HELLO_SIZE));
+      ch.write(
+          Handshake.challenge(Handshake.STATUS_BUSY, false, new byte[Handshake.NONCE_SIZE], null));
+    } catch (IOException | RuntimeException | Error e) {
+      LOG.debug("refusing a connection on {}: {}", localAddress, e.toString());
+    } finally {
+      closeQuietly(ch);
+    }
+  }
+
+  @Override
+  public void closeOnLoop(Exception cause) {
+    // Only at loop shutdown: ready() and tick() handle their own failures.
+    try {
+      server.close();
+    } catch (IOException e) {
+      LOG.debug("close server", e);
+    }
+  }
+
+  private static void closeQuietly(SocketChannel ch) {
+    try {
+      ch.close();
+    } catch (IOException e) {
+      LOG.debug("close", e);
+    }
+  }
+}
