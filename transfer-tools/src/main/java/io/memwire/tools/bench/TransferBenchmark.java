@@ -17,6 +17,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,7 +27,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * Read throughput of the transport against the raw socket limit, measured in one run on the same
  * machine: for each block size and queue depth, Memwire's one-sided reads ({@link TransferNode})
  * and the same request/response exchange over plain blocking sockets ({@link RawSocketBaseline}),
- * plus one-way streaming as the absolute ceiling. Prints a table and writes CSV.
+ * plus one-way streaming as the absolute ceiling, and the CPU the serving node's threads spent per
+ * GiB served. Prints a table and writes CSV. Compare tcp's two ways of serving a file region by
+ * running {@code --region file} with and without {@code -Dmemwire.tcp.sendfileMinBytes=0}.
  *
  * <pre>
  * java -cp ... io.memwire.tools.bench.TransferBenchmark [--provider tcp|verbs|auto]
@@ -44,12 +47,17 @@ public final class TransferBenchmark {
     final double rawMBps;
     final double streamMBps;
 
-    Point(int size, int depth, double memwire, double raw, double stream) {
+    /** CPU of the serving node's threads per GiB served (ms); NaN where not measurable. */
+    final double servingCpuMsPerGiB;
+
+    Point(
+        int size, int depth, double memwire, double raw, double stream, double servingCpuMsPerGiB) {
       this.size = size;
       this.depth = depth;
       this.memwireMBps = memwire;
       this.rawMBps = raw;
       this.streamMBps = stream;
+      this.servingCpuMsPerGiB = servingCpuMsPerGiB;
     }
 
     double ratio() {
@@ -124,66 +132,79 @@ public final class TransferBenchmark {
             .build();
     List<Point> points = new ArrayList<>();
     Path file = null;
-    try (TransferNode server = TransferNode.start(base.build());
-        TransferNode client = TransferNode.start(clientConfig);
-        RawSocketBaseline baseline = raw ? new RawSocketBaseline(bind, memory) : null) {
-      MemoryRegion region;
-      if (fileRegion) {
-        file = Files.createTempFile("memwire-bench", ".bin");
-        try (var ch =
-            java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
-          ch.write(memory.duplicate().clear());
-        }
-        region = server.register(file, 0, regionSize);
-      } else {
-        region = server.register(memory.duplicate().clear());
-      }
-      out.printf(
-          Locale.ROOT,
-          "Memwire transfer benchmark: provider %s (%s), %s region, "
-              + "median of %d x %.1f s per point%n",
-          server.provider(),
-          server.selectionReason(),
-          fileRegion ? "file" : "direct",
-          repeat,
-          seconds);
-      out.printf(
-          Locale.ROOT,
-          "%8s %6s %14s %14s %8s %14s%n",
-          "size",
-          "depth",
-          "memwire MB/s",
-          "raw MB/s",
-          "ratio",
-          "stream MB/s");
-      Connection c = client.connection(server.localAddress());
-      for (int size : sizes) {
-        double stream = baseline != null ? baseline.stream(size, seconds) : Double.NaN;
-        for (int depth : depths) {
-          measure(c, region.remote(), size, depth, seconds / 4); // warm-up
-          // Alternate the two so machine noise hits both alike; report medians.
-          double[] mws = new double[repeat];
-          double[] rws = new double[repeat];
-          for (int r = 0; r < repeat; r++) {
-            mws[r] = measure(c, region.remote(), size, depth, seconds);
-            rws[r] = baseline != null ? baseline.requestResponse(size, depth, seconds) : Double.NaN;
+    // The serving node's threads are those its start adds (tcp: its I/O loops): their CPU per
+    // GiB is what serving costs (over verbs the serving side's threads do no work per read).
+    Set<Long> existing = ThreadCpu.liveThreadIds();
+    try (TransferNode server = TransferNode.start(base.build())) {
+      ThreadCpu serving = ThreadCpu.startedSince(existing);
+      try (TransferNode client = TransferNode.start(clientConfig);
+          RawSocketBaseline baseline = raw ? new RawSocketBaseline(bind, memory) : null) {
+        MemoryRegion region;
+        if (fileRegion) {
+          file = Files.createTempFile("memwire-bench", ".bin");
+          try (var ch =
+              java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(memory.duplicate().clear());
           }
-          double mw = median(mws);
-          double rw = median(rws);
-          Point p = new Point(size, depth, mw, rw, stream);
-          points.add(p);
-          out.printf(
-              Locale.ROOT,
-              "%8s %6d %14.1f %14.1f %8.2f %14.1f%n",
-              human(size),
-              depth,
-              mw,
-              rw,
-              p.ratio(),
-              stream);
+          region = server.register(file, 0, regionSize);
+        } else {
+          region = server.register(memory.duplicate().clear());
         }
+        out.printf(
+            Locale.ROOT,
+            "Memwire transfer benchmark: provider %s (%s), %s region, "
+                + "median of %d x %.1f s per point%n",
+            server.provider(),
+            server.selectionReason(),
+            fileRegion ? "file" : "direct",
+            repeat,
+            seconds);
+        out.printf(
+            Locale.ROOT,
+            "%8s %6s %14s %14s %8s %14s %16s%n",
+            "size",
+            "depth",
+            "memwire MB/s",
+            "raw MB/s",
+            "ratio",
+            "stream MB/s",
+            "serving ms/GiB");
+        Connection c = client.connection(server.localAddress());
+        for (int size : sizes) {
+          double stream = baseline != null ? baseline.stream(size, seconds) : Double.NaN;
+          for (int depth : depths) {
+            var unused = measure(c, region.remote(), size, depth, seconds / 4); // warm-up
+            // Alternate the two so machine noise hits both alike; report medians.
+            double[] mws = new double[repeat];
+            double[] rws = new double[repeat];
+            double[] cpu = new double[repeat];
+            for (int r = 0; r < repeat; r++) {
+              long cpu0 = serving.nanos();
+              Measured m = measure(c, region.remote(), size, depth, seconds);
+              long cpu1 = serving.nanos();
+              mws[r] = m.mbps();
+              cpu[r] = ThreadCpu.msPerGiB(cpu0 < 0 ? -1 : cpu1 - cpu0, m.bytes());
+              rws[r] =
+                  baseline != null ? baseline.requestResponse(size, depth, seconds) : Double.NaN;
+            }
+            double mw = median(mws);
+            double rw = median(rws);
+            Point p = new Point(size, depth, mw, rw, stream, median(cpu));
+            points.add(p);
+            out.printf(
+                Locale.ROOT,
+                "%8s %6d %14.1f %14.1f %8.2f %14.1f %16.1f%n",
+                human(size),
+                depth,
+                mw,
+                rw,
+                p.ratio(),
+                stream,
+                p.servingCpuMsPerGiB);
+          }
+        }
+        region.close();
       }
-      region.close();
     } finally {
       if (file != null) {
         Files.deleteIfExists(file);
@@ -192,8 +213,11 @@ public final class TransferBenchmark {
     return points;
   }
 
+  /** What one measurement read: its rate and its bytes. */
+  record Measured(double mbps, long bytes) {}
+
   /** MB/s of {@code size}-byte reads with {@code depth} in flight on one connection. */
-  static double measure(Connection c, RemoteRegion region, int size, int depth, double seconds)
+  static Measured measure(Connection c, RemoteRegion region, int size, int depth, double seconds)
       throws Exception {
     Semaphore slots = new Semaphore(depth);
     AtomicLong bytes = new AtomicLong();
@@ -227,7 +251,7 @@ public final class TransferBenchmark {
     if (error.get() != null) {
       throw new IllegalStateException("benchmark read failed", error.get());
     }
-    return bytes.get() / elapsed / 1e6;
+    return new Measured(bytes.get() / elapsed / 1e6, bytes.get());
   }
 
   static double median(double[] v) {
@@ -242,19 +266,21 @@ public final class TransferBenchmark {
     }
     StringBuilder sb =
         new StringBuilder(
-            "provider,size_bytes,queue_depth,memwire_mb_s,raw_socket_mb_s,ratio,raw_stream_mb_s\n");
+            "provider,size_bytes,queue_depth,memwire_mb_s,raw_socket_mb_s,ratio,raw_stream_mb_s,"
+                + "serving_cpu_ms_per_gib\n");
     for (Point p : points) {
       sb.append(
           String.format(
               Locale.ROOT,
-              "%s,%d,%d,%.1f,%.1f,%.3f,%.1f%n",
+              "%s,%d,%d,%.1f,%.1f,%.3f,%.1f,%.1f%n",
               provider,
               p.size,
               p.depth,
               p.memwireMBps,
               p.rawMBps,
               p.ratio(),
-              p.streamMBps));
+              p.streamMBps,
+              p.servingCpuMsPerGiB));
     }
     Files.writeString(csv, sb.toString());
   }

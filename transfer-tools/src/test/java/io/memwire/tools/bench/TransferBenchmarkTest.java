@@ -36,6 +36,8 @@ class TransferBenchmarkTest {
     for (TransferBenchmark.Point p : points) {
       assertTrue(p.memwireMBps > 0, "memwire MB/s " + p.memwireMBps);
       assertTrue(p.rawMBps > 0, "raw MB/s " + p.rawMBps);
+      // tcp serves on the server node's I/O threads: they spend some CPU on every GiB.
+      assertTrue(p.servingCpuMsPerGiB > 0, "serving ms/GiB " + p.servingCpuMsPerGiB);
     }
     assertTrue(bytes.toString(StandardCharsets.UTF_8).contains("64K"), bytes::toString);
     Path csv = tmp.resolve("bench/transfer.csv");
@@ -43,6 +45,39 @@ class TransferBenchmarkTest {
     List<String> lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
     assertEquals(3, lines.size(), lines::toString);
     assertTrue(lines.get(1).startsWith("tcp,65536,1,"), lines.get(1));
+    assertTrue(lines.get(0).endsWith(",serving_cpu_ms_per_gib"), lines.get(0));
+    assertEquals(8, lines.get(1).split(",").length, lines.get(1));
+  }
+
+  @Test
+  void threadCpuCountsOnlyTheThreadsStartedSinceAndNeverGoesBack() throws Exception {
+    java.util.Set<Long> before = ThreadCpu.liveThreadIds();
+    java.util.concurrent.CountDownLatch stop = new java.util.concurrent.CountDownLatch(1);
+    Thread busy =
+        new Thread(
+            () -> {
+              long x = 0;
+              while (stop.getCount() > 0) {
+                x += System.nanoTime() % 7;
+              }
+              assertTrue(x >= 0);
+            },
+            "thread-cpu-test");
+    busy.setDaemon(true);
+    busy.start();
+    ThreadCpu cpu = ThreadCpu.startedSince(before);
+    long first = cpu.nanos();
+    long deadline = System.nanoTime() + 10_000_000_000L; // the busy thread gets CPU by then
+    while (cpu.nanos() <= first && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    long second = cpu.nanos();
+    assertTrue(second > first, first + " then " + second);
+    stop.countDown();
+    busy.join();
+    assertTrue(cpu.nanos() >= second, "a thread that ended keeps its CPU");
+    assertEquals(Double.NaN, ThreadCpu.msPerGiB(-1, 1 << 30));
+    assertEquals(1000.0, ThreadCpu.msPerGiB(1_000_000_000L, 1L << 30), 1e-9);
   }
 
   @Test
