@@ -22,6 +22,12 @@ final class MiniYarn implements AutoCloseable {
 
   static final String AUX_CLASS = "io.memwire.shuffle.yarn.MemwireYarnShuffleService";
 
+  /**
+   * The memory of {@link #startForApplicationMasters}' NodeManager: a Spark application master of
+   * 512 MB heap and 384 MB overhead fits, an executor of the same size beside it does not.
+   */
+  static final int AM_NODE_MB = 1024;
+
   private final MiniYARNCluster cluster;
   private final Path socket;
   private final Path serviceDir;
@@ -55,12 +61,13 @@ final class MiniYarn implements AutoCloseable {
 
   /**
    * Starts a ResourceManager and a NodeManager without Memwire's aux service and with room for a
-   * Spark application master (512 MB heap + 384 MB overhead) but no executor beside it: the
-   * executors go to a NodeManager started separately ({@link RestartableNodeManager}).
+   * Spark application master but no executor beside it ({@link #AM_NODE_MB}): the executors go to a
+   * NodeManager started separately ({@link RestartableNodeManager}).
    */
   static MiniYARNCluster startForApplicationMasters(String name) throws InterruptedException {
     YarnConfiguration conf = baseConf();
-    conf.setInt(YarnConfiguration.NM_PMEM_MB, 1024);
+    // MiniYARNCluster gives its NodeManagers this key's memory, whatever NM_PMEM_MB says.
+    conf.setInt(YarnConfiguration.YARN_MINICLUSTER_NM_PMEM_MB, AM_NODE_MB);
     return startCluster(name, conf);
   }
 
