@@ -22,6 +22,12 @@ final class MiniYarn implements AutoCloseable {
 
   static final String AUX_CLASS = "io.memwire.shuffle.yarn.MemwireYarnShuffleService";
 
+  /**
+   * The memory of {@link #startForApplicationMasters}' NodeManager: a Spark application master of
+   * 512 MB heap and 384 MB overhead fits, an executor of the same size beside it does not.
+   */
+  static final int AM_NODE_MB = 1024;
+
   private final MiniYARNCluster cluster;
   private final Path socket;
   private final Path serviceDir;
@@ -39,29 +45,35 @@ final class MiniYarn implements AutoCloseable {
    */
   static MiniYarn start(Path root, Path auxJar, Map<String, String> serviceConf)
       throws IOException, InterruptedException {
-    if (!Files.isRegularFile(auxJar)) {
-      throw new IllegalStateException(
-          "no aux service jar at " + auxJar + ": run mvn install -DskipTests first");
-    }
     Path socket = root.resolve("run/memwire-shuffle.sock");
     // Under target/, like the NodeManager's local dirs (MiniYARNCluster puts them in
     // target/<name>): the service takes outputs over by hard link, so one filesystem.
     Path serviceDir = root.resolve("memwire-shuffle-service");
     Files.createDirectories(socket.getParent());
 
-    YarnConfiguration conf = new YarnConfiguration();
-    conf.set(YarnConfiguration.NM_AUX_SERVICES, AUX_NAME);
-    conf.set(String.format(YarnConfiguration.NM_AUX_SERVICE_FMT, AUX_NAME), AUX_CLASS);
-    conf.set(
-        String.format(YarnConfiguration.NM_AUX_SERVICES_CLASSPATH, AUX_NAME), auxJar.toString());
-    conf.set("memwire.shuffle.service.socket", socket.toString());
-    conf.set("memwire.shuffle.service.dir", serviceDir.toString());
-    conf.set("memwire.shuffle.service.transfer.provider", "tcp");
-    conf.set("memwire.shuffle.service.transfer.bindAddress", "127.0.0.1");
-    serviceConf.forEach(conf::set);
+    YarnConfiguration conf = baseConf();
+    addAuxService(conf, auxJar, socket, serviceDir, serviceConf);
     // Room for the application master and two executors of 512 MB heap + 384 MB overhead.
     conf.setInt(YarnConfiguration.NM_PMEM_MB, 4096);
     conf.setInt(YarnConfiguration.NM_VCORES, 4);
+    return new MiniYarn(startCluster("memwire-yarn-it", conf), socket, serviceDir);
+  }
+
+  /**
+   * Starts a ResourceManager and a NodeManager without Memwire's aux service and with room for a
+   * Spark application master but no executor beside it ({@link #AM_NODE_MB}): the executors go to a
+   * NodeManager started separately ({@link RestartableNodeManager}).
+   */
+  static MiniYARNCluster startForApplicationMasters(String name) throws InterruptedException {
+    YarnConfiguration conf = baseConf();
+    // MiniYARNCluster gives its NodeManagers this key's memory, whatever NM_PMEM_MB says.
+    conf.setInt(YarnConfiguration.YARN_MINICLUSTER_NM_PMEM_MB, AM_NODE_MB);
+    return startCluster(name, conf);
+  }
+
+  /** What every NodeManager of these tests shares, Memwire's aux service aside. */
+  static YarnConfiguration baseConf() {
+    YarnConfiguration conf = new YarnConfiguration();
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
@@ -72,16 +84,45 @@ final class MiniYarn implements AutoCloseable {
         "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler");
     // A shared build machine's disk may be fuller than the health checker's 90 %.
     conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 100.0f);
+    return conf;
+  }
 
-    MiniYARNCluster cluster = new MiniYARNCluster("memwire-yarn-it", 1, 1, 1);
+  /**
+   * Adds Memwire's aux service to {@code conf} as {@code yarn-site.xml} does on a real node: loaded
+   * from {@code auxJar} in its own class loader, tcp on loopback, {@code serviceConf} on top.
+   */
+  static void addAuxService(
+      YarnConfiguration conf,
+      Path auxJar,
+      Path socket,
+      Path serviceDir,
+      Map<String, String> serviceConf) {
+    if (!Files.isRegularFile(auxJar)) {
+      throw new IllegalStateException(
+          "no aux service jar at " + auxJar + ": run mvn install -DskipTests first");
+    }
+    conf.set(YarnConfiguration.NM_AUX_SERVICES, AUX_NAME);
+    conf.set(String.format(YarnConfiguration.NM_AUX_SERVICE_FMT, AUX_NAME), AUX_CLASS);
+    conf.set(
+        String.format(YarnConfiguration.NM_AUX_SERVICES_CLASSPATH, AUX_NAME), auxJar.toString());
+    conf.set("memwire.shuffle.service.socket", socket.toString());
+    conf.set("memwire.shuffle.service.dir", serviceDir.toString());
+    conf.set("memwire.shuffle.service.transfer.provider", "tcp");
+    conf.set("memwire.shuffle.service.transfer.bindAddress", "127.0.0.1");
+    serviceConf.forEach(conf::set);
+  }
+
+  /** Starts one ResourceManager and one NodeManager; returns once the node has registered. */
+  private static MiniYARNCluster startCluster(String name, YarnConfiguration conf)
+      throws InterruptedException {
+    MiniYARNCluster cluster = new MiniYARNCluster(name, 1, 1, 1);
     cluster.init(conf);
     cluster.start();
-    MiniYarn yarn = new MiniYarn(cluster, socket, serviceDir);
     Waits.until(
         Duration.ofSeconds(60),
         () -> cluster.getResourceManager().getRMContext().getRMNodes().size() == 1,
         () -> "the NodeManager registered with the ResourceManager");
-    return yarn;
+    return cluster;
   }
 
   /**
@@ -89,6 +130,11 @@ final class MiniYarn implements AutoCloseable {
    * (Spark ships them to the application master in its Hadoop configuration).
    */
   Map<String, String> sparkHadoopConf() {
+    return sparkHadoopConf(cluster);
+  }
+
+  /** As {@link #sparkHadoopConf()}, for any started {@code cluster}. */
+  static Map<String, String> sparkHadoopConf(MiniYARNCluster cluster) {
     Map<String, String> m = new TreeMap<>();
     cluster
         .getConfig()

@@ -36,9 +36,9 @@ import scala.Tuple2;
  * them, with results equal to Spark's sort shuffle; when the application finishes, YARN's {@code
  * stopApplication} must leave the service holding nothing.
  *
- * <p>One cluster for the class; each case runs its own application ({@link #startApplication}), so
- * a further case (a NodeManager restart with recovery, once the service persists its state) is one
- * more method.
+ * <p>One cluster for the class; each case runs its own application ({@link #startApplication}). A
+ * NodeManager restart with recovery on is {@link YarnNodeManagerRestartTest}'s case: it needs a
+ * NodeManager of its own, which {@code MiniYARNCluster} cannot restart.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)

@@ -1,0 +1,265 @@
+package io.memwire.yarnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import scala.Tuple2;
+
+/**
+ * A NodeManager restarted with recovery on between a shuffle's map and reduce stages (issue 26,
+ * item 3): the executors hand their map outputs to Memwire's aux service in a {@link
+ * RestartableNodeManager}, YARN releases them, the NodeManager is stopped and a new one started
+ * with the same configuration. Its aux service takes the outputs back from its recovery store
+ * (under the NodeManager's recovery path) and registers them under new keys; the reduce stage, on
+ * new executors, must read them one-sided through the driver's pointers from before the restart,
+ * each re-resolved once on the resolve port: results equal to Spark's sort shuffle, no fetch
+ * failure, no stage rerun, no fallback. Then YARN's {@code stopApplication}, delivered by the new
+ * NodeManager for the application it recovered, must leave the service holding nothing.
+ *
+ * <p>The application master runs on the {@code MiniYARNCluster}'s own NodeManager (no aux service,
+ * room for the master only), so the restarted node has no container running across the restart.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class YarnNodeManagerRestartTest {
+  private static final int RECORDS = 40_000;
+  private static final int KEYS = 997;
+  private static final int MAPS = 6;
+  private static final int REDUCERS = 4;
+  private static final Duration YARN_WAIT = Duration.ofSeconds(180);
+
+  private final Path root =
+      Path.of(System.getProperty("memwire.yarn.workDir", "target/yarn-it")).resolve("nm-restart");
+  private Map<Integer, Long> sortShuffle;
+  private MiniYARNCluster yarn;
+  private RestartableNodeManager node;
+  private int resolvePort;
+  private JavaSparkContext jsc;
+  private final ShuffleRuns runs = new ShuffleRuns();
+
+  @BeforeAll
+  void start() throws Exception {
+    // A NodeManager started on a previous run's recovery directory would recover that run.
+    deleteTree(root);
+    sortShuffle = sumsUnderSortShuffle();
+    resolvePort = RestartableNodeManager.freePort();
+    yarn = MiniYarn.startForApplicationMasters("memwire-yarn-nm-restart");
+  }
+
+  @AfterAll
+  void stop() {
+    if (jsc != null) {
+      jsc.stop();
+    }
+    if (node != null) {
+      node.close();
+    }
+    if (yarn != null) {
+      yarn.stop();
+    }
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> all = Files.walk(dir)) {
+      for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+  }
+
+  /** The job: values {@code i * 7} summed by {@code value % KEYS}, MAPS maps, REDUCERS reducers. */
+  private static JavaPairRDD<Integer, Long> sums(JavaSparkContext sc) {
+    List<Integer> data = IntStream.range(0, RECORDS).map(i -> i * 7).boxed().toList();
+    return sc.parallelize(data, MAPS)
+        .mapToPair(x -> new Tuple2<>(x % KEYS, (long) x))
+        .reduceByKey(Long::sum, REDUCERS);
+  }
+
+  private static Map<Integer, Long> collect(JavaPairRDD<Integer, Long> rdd) {
+    return new HashMap<>(rdd.collectAsMap());
+  }
+
+  private static Map<Integer, Long> sumsUnderSortShuffle() {
+    SparkConf conf =
+        new SparkConf()
+            .setMaster("local[2]")
+            .setAppName("sort-shuffle-reference")
+            .set("spark.shuffle.manager", "sort")
+            .set("spark.ui.enabled", "false");
+    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+      return collect(sums(sc));
+    }
+  }
+
+  /**
+   * Starts the application (its master lands on the cluster's NodeManager, the only node so far),
+   * then the restartable NodeManager its executors run on.
+   */
+  private void startApplicationAndNode() throws Exception {
+    SparkConf conf =
+        SparkOnYarn.clientMode(
+            "memwire-yarn-nm-restart", MiniYarn.sparkHadoopConf(yarn), root.resolve("staging"));
+    Path socket = root.resolve("node/run/memwire-shuffle.sock");
+    conf.set("spark.shuffle.manager", "io.memwire.shuffle.RdmaShuffleManager")
+        .set("spark.shuffle.sort.io.plugin.class", "io.memwire.shuffle.dataio.MemwireShuffleDataIO")
+        .set("spark.shuffle.rdma.service.socket", socket.toString())
+        .set("spark.shuffle.rdma.service.resolvePort", Integer.toString(resolvePort))
+        .set("spark.shuffle.rdma.provider", "tcp")
+        .set("spark.shuffle.rdma.fallback", "false")
+        .set("spark.plugins", MemwireMetricsPlugin.class.getName())
+        .set("spark.executor.extraJavaOptions", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED")
+        // No executor can start before the node below exists: do not wait for them here.
+        .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "1s")
+        .set("spark.dynamicAllocation.enabled", "true")
+        .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
+        .set("spark.dynamicAllocation.executorIdleTimeout", "3s")
+        .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
+        .set("spark.dynamicAllocation.minExecutors", "0")
+        .set("spark.dynamicAllocation.initialExecutors", "2")
+        .set("spark.dynamicAllocation.maxExecutors", "2");
+    jsc = new JavaSparkContext(conf);
+    jsc.sc().addSparkListener(runs);
+
+    node =
+        RestartableNodeManager.start(
+            yarn.getConfig(),
+            root.resolve("node"),
+            // Two executors of 512 MB heap + 384 MB overhead.
+            2048,
+            Path.of(System.getProperty("memwire.yarn.auxJar")),
+            Map.of(
+                // Ten minutes: an application gone sooner was ended by stopApplication.
+                "memwire.shuffle.service.appTimeout",
+                "10min",
+                "memwire.shuffle.service.resolvePort",
+                Integer.toString(resolvePort)));
+    assertEquals(socket, node.socket());
+    Waits.until(
+        Duration.ofSeconds(60),
+        () -> yarn.getResourceManager().getRMContext().getRMNodes().size() == 2,
+        () -> "the restartable NodeManager registered with the ResourceManager");
+    // The executors cannot go to the master's node: it has room for the master only.
+    yarn.getResourceManager()
+        .getRMContext()
+        .getRMNodes()
+        .forEach(
+            (id, n) -> {
+              if (!id.equals(node.nodeId())) {
+                assertEquals(
+                    MiniYarn.AM_NODE_MB,
+                    n.getTotalCapability().getMemorySize(),
+                    "the application master's node " + id);
+              }
+            });
+  }
+
+  private Map<String, Long> memwireTotals() throws Exception {
+    MemwireMetricsPlugin.awaitExecutorTotals(jsc.sc(), Duration.ofSeconds(60));
+    return MemwireMetricsPlugin.applicationTotals();
+  }
+
+  private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
+    return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
+  }
+
+  @Test
+  @Order(1)
+  void aNodeManagerRestartedWithRecoveryKeepsTheMapOutputsReadableOneSided() throws Exception {
+    startApplicationAndNode();
+    JavaPairRDD<Integer, Long> sums = sums(jsc);
+    assertEquals(sortShuffle, collect(sums), "first run equals Spark's sort shuffle");
+    assertEquals(
+        MAPS,
+        node.serviceStats().get("outputsTaken"),
+        "every map output went to the NodeManager's service");
+    String app = jsc.sc().applicationId();
+    assertTrue(
+        node.knowsApplication(app), "the map executors ran on the NodeManager that is restarted");
+    SparkContext sc = jsc.sc();
+    Waits.until(
+        YARN_WAIT,
+        () -> sc.getExecutorIds().isEmpty(),
+        () -> "dynamic allocation released the executors: " + sc.getExecutorIds());
+    Map<String, Long> before = memwireTotals();
+
+    node.restart();
+
+    Map<String, Long> recovered = node.serviceStats();
+    assertEquals(2, node.starts());
+    assertTrue(node.knowsApplication(app), "the new NodeManager recovered " + app);
+    assertEquals(
+        (long) MAPS, recovered.get("outputsRecovered"), "outputs taken back: " + recovered);
+    assertEquals(0L, recovered.get("recoveryStoreLost"), recovered.toString());
+    assertEquals(0L, recovered.get("node.servedReads"), "a new service: " + recovered);
+    runs.reset();
+
+    // The same RDD: its map stage is done, and its pointers are from before the restart.
+    assertEquals(sortShuffle, collect(sums), "the reduce stage after the restart");
+
+    assertEquals(1, runs.stagesSubmitted.get(), "only the reduce stage ran: " + runs);
+    assertEquals(0, runs.stageReruns.get(), runs.toString());
+    assertEquals(0, runs.fetchFailures.get(), runs.toString());
+    Map<String, Long> after = memwireTotals();
+    assertTrue(delta(before, after, "oneSided.blocks") > 0, "read one-sided: " + after);
+    assertEquals(0, delta(before, after, "fallback.blocks"), "no fallback: " + after);
+    assertTrue(
+        delta(before, after, "pointers.reresolved") > 0, "old pointers re-resolved: " + after);
+    assertEquals(0, delta(before, after, "pointers.reresolveFailures"), after.toString());
+    Map<String, Long> st = node.serviceStats();
+    assertTrue(st.get("pointersResolved") > 0, "the service resolved them: " + st);
+    assertTrue(st.get("node.servedReads") > 0, "the restarted service served the reads: " + st);
+  }
+
+  @Test
+  @Order(2)
+  void theRestartedNodeManagersStopApplicationLeavesTheServiceHoldingNothing() throws Exception {
+    Map<String, Long> held = node.serviceStats();
+    assertTrue(held.get("outputsHeld") > 0, "the application's outputs are held: " + held);
+    ApplicationId app = ApplicationId.fromString(jsc.sc().applicationId());
+
+    jsc.stop();
+    jsc = null;
+
+    Waits.until(
+        YARN_WAIT,
+        () ->
+            yarn.getResourceManager().getRMContext().getRMApps().get(app).getState()
+                == RMAppState.FINISHED,
+        () -> app + " finished in YARN");
+    Waits.until(
+        Duration.ofSeconds(60),
+        () -> node.serviceStats().get("applications") == 0,
+        () -> "the service ended " + app + " on stopApplication: " + node.serviceStats());
+    Map<String, Long> st = node.serviceStats();
+    assertEquals(0L, st.get("outputsHeld"), st.toString());
+    assertEquals(0L, st.get("node.registeredRegions"), st.toString());
+  }
+}
