@@ -3,16 +3,12 @@ package io.memwire.yarnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
@@ -28,7 +24,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
-import scala.Tuple2;
 
 /**
  * A NodeManager restarted with recovery on between a shuffle's map and reduce stages (issue 26,
@@ -47,10 +42,6 @@ import scala.Tuple2;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class YarnNodeManagerRestartTest {
-  private static final int RECORDS = 40_000;
-  private static final int KEYS = 997;
-  private static final int MAPS = 6;
-  private static final int REDUCERS = 4;
   private static final Duration YARN_WAIT = Duration.ofSeconds(180);
 
   private final Path root =
@@ -66,7 +57,7 @@ class YarnNodeManagerRestartTest {
   void start() throws Exception {
     // A NodeManager started on a previous run's recovery directory would recover that run.
     deleteTree(root);
-    sortShuffle = sumsUnderSortShuffle();
+    sortShuffle = SumsJob.underSortShuffle();
     resolvePort = RestartableNodeManager.freePort();
     yarn = MiniYarn.startForApplicationMasters("memwire-yarn-nm-restart");
   }
@@ -95,56 +86,21 @@ class YarnNodeManagerRestartTest {
     }
   }
 
-  /** The job: values {@code i * 7} summed by {@code value % KEYS}, MAPS maps, REDUCERS reducers. */
-  private static JavaPairRDD<Integer, Long> sums(JavaSparkContext sc) {
-    List<Integer> data = IntStream.range(0, RECORDS).map(i -> i * 7).boxed().toList();
-    return sc.parallelize(data, MAPS)
-        .mapToPair(x -> new Tuple2<>(x % KEYS, (long) x))
-        .reduceByKey(Long::sum, REDUCERS);
-  }
-
-  private static Map<Integer, Long> collect(JavaPairRDD<Integer, Long> rdd) {
-    return new HashMap<>(rdd.collectAsMap());
-  }
-
-  private static Map<Integer, Long> sumsUnderSortShuffle() {
-    SparkConf conf =
-        new SparkConf()
-            .setMaster("local[2]")
-            .setAppName("sort-shuffle-reference")
-            .set("spark.shuffle.manager", "sort")
-            .set("spark.ui.enabled", "false");
-    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
-      return collect(sums(sc));
-    }
-  }
-
   /**
    * Starts the application (its master lands on the cluster's NodeManager, the only node so far),
    * then the restartable NodeManager its executors run on.
    */
   private void startApplicationAndNode() throws Exception {
-    SparkConf conf =
-        SparkOnYarn.clientMode(
-            "memwire-yarn-nm-restart", MiniYarn.sparkHadoopConf(yarn), root.resolve("staging"));
     Path socket = root.resolve("node/run/memwire-shuffle.sock");
-    conf.set("spark.shuffle.manager", "io.memwire.shuffle.RdmaShuffleManager")
-        .set("spark.shuffle.sort.io.plugin.class", "io.memwire.shuffle.dataio.MemwireShuffleDataIO")
-        .set("spark.shuffle.rdma.service.socket", socket.toString())
-        .set("spark.shuffle.rdma.service.resolvePort", Integer.toString(resolvePort))
-        .set("spark.shuffle.rdma.provider", "tcp")
-        .set("spark.shuffle.rdma.fallback", "false")
-        .set("spark.plugins", MemwireMetricsPlugin.class.getName())
-        .set("spark.executor.extraJavaOptions", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED")
-        // No executor can start before the node below exists: do not wait for them here.
-        .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "1s")
-        .set("spark.dynamicAllocation.enabled", "true")
-        .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
-        .set("spark.dynamicAllocation.executorIdleTimeout", "3s")
-        .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
-        .set("spark.dynamicAllocation.minExecutors", "0")
-        .set("spark.dynamicAllocation.initialExecutors", "2")
-        .set("spark.dynamicAllocation.maxExecutors", "2");
+    SparkConf conf =
+        SumsJob.serviceModeConf(
+                "memwire-yarn-nm-restart",
+                MiniYarn.sparkHadoopConf(yarn),
+                root.resolve("staging"),
+                socket)
+            .set("spark.shuffle.rdma.service.resolvePort", Integer.toString(resolvePort))
+            // No executor can start before the node below exists: do not wait for them here.
+            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "1s");
     jsc = new JavaSparkContext(conf);
     jsc.sc().addSparkListener(runs);
 
@@ -181,23 +137,14 @@ class YarnNodeManagerRestartTest {
             });
   }
 
-  private Map<String, Long> memwireTotals() throws Exception {
-    MemwireMetricsPlugin.awaitExecutorTotals(jsc.sc(), Duration.ofSeconds(60));
-    return MemwireMetricsPlugin.applicationTotals();
-  }
-
-  private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
-    return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
-  }
-
   @Test
   @Order(1)
   void aNodeManagerRestartedWithRecoveryKeepsTheMapOutputsReadableOneSided() throws Exception {
     startApplicationAndNode();
-    JavaPairRDD<Integer, Long> sums = sums(jsc);
-    assertEquals(sortShuffle, collect(sums), "first run equals Spark's sort shuffle");
+    JavaPairRDD<Integer, Long> sums = SumsJob.sums(jsc);
+    assertEquals(sortShuffle, SumsJob.collect(sums), "first run equals Spark's sort shuffle");
     assertEquals(
-        MAPS,
+        SumsJob.MAPS,
         node.serviceStats().get("outputsTaken"),
         "every map output went to the NodeManager's service");
     String app = jsc.sc().applicationId();
@@ -208,7 +155,7 @@ class YarnNodeManagerRestartTest {
         YARN_WAIT,
         () -> sc.getExecutorIds().isEmpty(),
         () -> "dynamic allocation released the executors: " + sc.getExecutorIds());
-    Map<String, Long> before = memwireTotals();
+    Map<String, Long> before = SumsJob.memwireTotals(jsc);
 
     node.restart();
 
@@ -216,23 +163,24 @@ class YarnNodeManagerRestartTest {
     assertEquals(2, node.starts());
     assertTrue(node.knowsApplication(app), "the new NodeManager recovered " + app);
     assertEquals(
-        (long) MAPS, recovered.get("outputsRecovered"), "outputs taken back: " + recovered);
+        (long) SumsJob.MAPS, recovered.get("outputsRecovered"), "outputs taken back: " + recovered);
     assertEquals(0L, recovered.get("recoveryStoreLost"), recovered.toString());
     assertEquals(0L, recovered.get("node.servedReads"), "a new service: " + recovered);
     runs.reset();
 
     // The same RDD: its map stage is done, and its pointers are from before the restart.
-    assertEquals(sortShuffle, collect(sums), "the reduce stage after the restart");
+    assertEquals(sortShuffle, SumsJob.collect(sums), "the reduce stage after the restart");
 
     assertEquals(1, runs.stagesSubmitted.get(), "only the reduce stage ran: " + runs);
     assertEquals(0, runs.stageReruns.get(), runs.toString());
     assertEquals(0, runs.fetchFailures.get(), runs.toString());
-    Map<String, Long> after = memwireTotals();
-    assertTrue(delta(before, after, "oneSided.blocks") > 0, "read one-sided: " + after);
-    assertEquals(0, delta(before, after, "fallback.blocks"), "no fallback: " + after);
+    Map<String, Long> after = SumsJob.memwireTotals(jsc);
+    assertTrue(SumsJob.delta(before, after, "oneSided.blocks") > 0, "read one-sided: " + after);
+    assertEquals(0, SumsJob.delta(before, after, "fallback.blocks"), "no fallback: " + after);
     assertTrue(
-        delta(before, after, "pointers.reresolved") > 0, "old pointers re-resolved: " + after);
-    assertEquals(0, delta(before, after, "pointers.reresolveFailures"), after.toString());
+        SumsJob.delta(before, after, "pointers.reresolved") > 0,
+        "old pointers re-resolved: " + after);
+    assertEquals(0, SumsJob.delta(before, after, "pointers.reresolveFailures"), after.toString());
     Map<String, Long> st = node.serviceStats();
     assertTrue(st.get("pointersResolved") > 0, "the service resolved them: " + st);
     assertTrue(st.get("node.servedReads") > 0, "the restarted service served the reads: " + st);

@@ -3,15 +3,12 @@ package io.memwire.yarnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.metrics.MemwireMetricsPlugin;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
@@ -26,7 +23,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
-import scala.Tuple2;
 
 /**
  * Service mode on YARN for real: a {@link MiniYarn} NodeManager runs Memwire's auxiliary service
@@ -43,10 +39,6 @@ import scala.Tuple2;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class YarnServiceModeTest {
-  private static final int RECORDS = 40_000;
-  private static final int KEYS = 997;
-  private static final int MAPS = 6;
-  private static final int REDUCERS = 4;
   private static final Duration YARN_WAIT = Duration.ofSeconds(180);
 
   private final Path root = Path.of(System.getProperty("memwire.yarn.workDir", "target/yarn-it"));
@@ -57,7 +49,7 @@ class YarnServiceModeTest {
 
   @BeforeAll
   void start() throws Exception {
-    sortShuffle = sumsUnderSortShuffle();
+    sortShuffle = SumsJob.underSortShuffle();
     yarn =
         MiniYarn.start(
             root,
@@ -77,63 +69,17 @@ class YarnServiceModeTest {
     }
   }
 
-  /** The job: values {@code i * 7} summed by {@code value % KEYS}, MAPS maps, REDUCERS reducers. */
-  private static JavaPairRDD<Integer, Long> sums(JavaSparkContext sc) {
-    List<Integer> data = IntStream.range(0, RECORDS).map(i -> i * 7).boxed().toList();
-    return sc.parallelize(data, MAPS)
-        .mapToPair(x -> new Tuple2<>(x % KEYS, (long) x))
-        .reduceByKey(Long::sum, REDUCERS);
-  }
-
-  private static Map<Integer, Long> collect(JavaPairRDD<Integer, Long> rdd) {
-    return new HashMap<>(rdd.collectAsMap());
-  }
-
-  /** The job under Spark's own SortShuffleManager, in a local driver of this JVM. */
-  private static Map<Integer, Long> sumsUnderSortShuffle() {
-    SparkConf conf =
-        new SparkConf()
-            .setMaster("local[2]")
-            .setAppName("sort-shuffle-reference")
-            .set("spark.shuffle.manager", "sort")
-            .set("spark.ui.enabled", "false");
-    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
-      return collect(sums(sc));
-    }
-  }
-
   /**
    * Starts a Spark application on the cluster in client mode with Memwire's service mode: outputs
    * to the aux service's socket, no fallback (a block not read one-sided fails the task), executors
    * released after 3 s idle.
    */
   private void startApplication(String name) {
-    SparkConf conf = SparkOnYarn.clientMode(name, yarn.sparkHadoopConf(), root.resolve("staging"));
-    conf.set("spark.shuffle.manager", "io.memwire.shuffle.RdmaShuffleManager")
-        .set("spark.shuffle.sort.io.plugin.class", "io.memwire.shuffle.dataio.MemwireShuffleDataIO")
-        .set("spark.shuffle.rdma.service.socket", yarn.socket().toString())
-        .set("spark.shuffle.rdma.provider", "tcp")
-        .set("spark.shuffle.rdma.fallback", "false")
-        .set("spark.plugins", MemwireMetricsPlugin.class.getName())
-        .set("spark.executor.extraJavaOptions", "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED")
-        .set("spark.dynamicAllocation.enabled", "true")
-        .set("spark.dynamicAllocation.shuffleTracking.enabled", "false")
-        .set("spark.dynamicAllocation.executorIdleTimeout", "3s")
-        .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
-        .set("spark.dynamicAllocation.minExecutors", "0")
-        .set("spark.dynamicAllocation.initialExecutors", "2")
-        .set("spark.dynamicAllocation.maxExecutors", "2");
+    SparkConf conf =
+        SumsJob.serviceModeConf(
+            name, yarn.sparkHadoopConf(), root.resolve("staging"), yarn.socket());
     jsc = new JavaSparkContext(conf);
     jsc.sc().addSparkListener(runs);
-  }
-
-  private Map<String, Long> memwireTotals() throws Exception {
-    MemwireMetricsPlugin.awaitExecutorTotals(jsc.sc(), Duration.ofSeconds(60));
-    return MemwireMetricsPlugin.applicationTotals();
-  }
-
-  private static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
-    return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);
   }
 
   @Test
@@ -143,11 +89,11 @@ class YarnServiceModeTest {
     startApplication("memwire-yarn-service-mode");
     long takenBefore = yarn.serviceStats().get("outputsTaken");
 
-    JavaPairRDD<Integer, Long> sums = sums(jsc);
-    assertEquals(sortShuffle, collect(sums), "first run equals Spark's sort shuffle");
+    JavaPairRDD<Integer, Long> sums = SumsJob.sums(jsc);
+    assertEquals(sortShuffle, SumsJob.collect(sums), "first run equals Spark's sort shuffle");
 
     assertEquals(
-        MAPS,
+        SumsJob.MAPS,
         yarn.serviceStats().get("outputsTaken") - takenBefore,
         "every map output went to the NodeManager's service");
     SparkContext sc = jsc.sc();
@@ -155,21 +101,22 @@ class YarnServiceModeTest {
         YARN_WAIT,
         () -> sc.getExecutorIds().isEmpty(),
         () -> "dynamic allocation released the executors: " + sc.getExecutorIds());
-    Map<String, Long> before = memwireTotals();
+    Map<String, Long> before = SumsJob.memwireTotals(jsc);
     long servedBefore = yarn.serviceStats().get("node.servedReads");
     runs.reset();
 
     // The same RDD: its map stage is done and its executors are gone, so new executors run the
     // reduce stage only.
-    assertEquals(sortShuffle, collect(sums), "the reduce stage again, on new executors");
+    assertEquals(sortShuffle, SumsJob.collect(sums), "the reduce stage again, on new executors");
 
     assertEquals(1, runs.stagesSubmitted.get(), "only the reduce stage ran: " + runs);
     assertEquals(0, runs.stageReruns.get(), runs.toString());
     assertEquals(0, runs.fetchFailures.get(), runs.toString());
-    Map<String, Long> after = memwireTotals();
-    assertTrue(delta(before, after, "oneSided.blocks") > 0, "read one-sided: " + after);
-    assertTrue(delta(before, after, "oneSided.bytes") > 0, "bytes read one-sided: " + after);
-    assertEquals(0, delta(before, after, "fallback.blocks"), "no fallback: " + after);
+    Map<String, Long> after = SumsJob.memwireTotals(jsc);
+    assertTrue(SumsJob.delta(before, after, "oneSided.blocks") > 0, "read one-sided: " + after);
+    assertTrue(
+        SumsJob.delta(before, after, "oneSided.bytes") > 0, "bytes read one-sided: " + after);
+    assertEquals(0, SumsJob.delta(before, after, "fallback.blocks"), "no fallback: " + after);
     assertTrue(
         yarn.serviceStats().get("node.servedReads") > servedBefore,
         "the NodeManager's service served the reads");
