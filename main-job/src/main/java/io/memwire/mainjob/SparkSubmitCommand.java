@@ -1,6 +1,7 @@
 package io.memwire.mainjob;
 
 import io.memwire.localcluster.ExecutorCpu;
+import io.memwire.localcluster.RandomRecords;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,6 +67,13 @@ final class SparkSubmitCommand {
       }
     }
     cmd.addAll(List.of("--driver-class-path", driverClassPath));
+    // The executors make the job's records with local-cluster's RandomRecords.
+    cmd.addAll(
+        List.of(
+            "--jars",
+            Paths.get(
+                    RandomRecords.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                .toString()));
     cmd.addAll(
         List.of(
             "--class",

@@ -1,5 +1,6 @@
 package io.memwire.mainjob;
 
+import io.memwire.localcluster.RandomRecords;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;

@@ -1,6 +1,6 @@
 package io.memwire.verbscheck;
 
-import io.memwire.mainjob.RandomRecords;
+import io.memwire.localcluster.RandomRecords;
 import io.memwire.mainjob.ShuffleApp;
 import io.memwire.mainjob.ShuffleAppResult;
 import java.nio.file.Files;

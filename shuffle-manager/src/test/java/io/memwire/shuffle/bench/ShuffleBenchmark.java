@@ -2,6 +2,7 @@ package io.memwire.shuffle.bench;
 
 import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.localcluster.RandomRecords;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.transfer.TransferConfig;
@@ -12,7 +13,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.HashPartitioner;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -379,35 +379,15 @@ public final class ShuffleBenchmark {
     return sum;
   }
 
-  /** Random pairs generated on the executors, the same for every run (seeded by partition). */
+  /**
+   * Random pairs of {@code RECORD_BYTES} made on the executors by the one workload generator, the
+   * same for every run (map task m seeded with m), keys uniform over a tenth of the records.
+   */
   static JavaPairRDD<Long, byte[]> input(JavaSparkContext jsc, long records, int maps) {
-    long perMap = records / maps;
-    List<Integer> parts = new ArrayList<>();
-    for (int i = 0; i < maps; i++) {
-      parts.add(i);
-    }
-    long keys = Math.max(1, records / 10);
-    return jsc.parallelize(parts, maps)
-        .flatMapToPair(
-            p -> {
-              Random r = new Random(p);
-              return new java.util.Iterator<Tuple2<Long, byte[]>>() {
-                long left = perMap;
-
-                @Override
-                public boolean hasNext() {
-                  return left > 0;
-                }
-
-                @Override
-                public Tuple2<Long, byte[]> next() {
-                  left--;
-                  byte[] v = new byte[VALUE_BYTES];
-                  r.nextBytes(v);
-                  return new Tuple2<>(Math.floorMod(r.nextLong(), keys), v);
-                }
-              };
-            });
+    int keys = (int) Math.max(1, Math.min(Integer.MAX_VALUE, records / 10));
+    return new RandomRecords(
+            maps, records / maps, VALUE_BYTES, 0, 1, RandomRecords.uniformKeys(keys))
+        .rdd(jsc);
   }
 
   /** groupByKey, then the number of groups (checks nothing is lost between managers). */

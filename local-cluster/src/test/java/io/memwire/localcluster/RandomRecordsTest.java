@@ -1,4 +1,4 @@
-package io.memwire.mainjob;
+package io.memwire.localcluster;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,4 +1,4 @@
-package io.memwire.mainjob;
+package io.memwire.localcluster;
 
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -11,10 +11,10 @@ import org.apache.spark.api.java.JavaSparkContext;
 import scala.Tuple2;
 
 /**
- * The workload of the main job and the verbs check: random (key, value) records made on the
- * executors, by every map task for itself, and the same in every run (map task {@code m} draws from
- * a generator seeded with {@code firstSeed + m * seedStride}). A record's value is {@code
- * valueBytes} random bytes; its key comes from {@link Keys}, drawn after the value.
+ * The workload of the main job, the verbs check and the shuffle benchmark: random (key, value)
+ * records made on the executors, by every map task for itself, and the same in every run (map task
+ * {@code m} draws from a generator seeded with {@code firstSeed + m * seedStride}). A record's
+ * value is {@code valueBytes} random bytes; its key comes from {@link Keys}, drawn after the value.
  *
  * @param maps map tasks (partitions of the generated data set)
  * @param perMap records each map task makes
