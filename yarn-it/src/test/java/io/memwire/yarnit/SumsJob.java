@@ -81,6 +81,32 @@ final class SumsJob {
     return MemwireMetricsPlugin.applicationTotals();
   }
 
+  /**
+   * Stops the application, waits until YARN's ResourceManager {@code rm} has it FINISHED and the
+   * NodeManager's service (its counters from {@code serviceStats}) ended it on stopApplication;
+   * returns the service's counters then.
+   */
+  static Map<String, Long> stopAndAwaitEnded(
+      JavaSparkContext jsc,
+      org.apache.hadoop.yarn.server.resourcemanager.ResourceManager rm,
+      java.util.function.Supplier<Map<String, Long>> serviceStats)
+      throws InterruptedException {
+    org.apache.hadoop.yarn.api.records.ApplicationId app =
+        org.apache.hadoop.yarn.api.records.ApplicationId.fromString(jsc.sc().applicationId());
+    jsc.stop();
+    Waits.until(
+        Duration.ofSeconds(180),
+        () ->
+            rm.getRMContext().getRMApps().get(app).getState()
+                == org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState.FINISHED,
+        () -> app + " finished in YARN");
+    Waits.until(
+        Duration.ofSeconds(60),
+        () -> serviceStats.get().get("applications") == 0,
+        () -> "the service ended " + app + " on stopApplication: " + serviceStats.get());
+    return serviceStats.get();
+  }
+
   /** How much {@code key} grew from {@code before} to {@code after}. */
   static long delta(Map<String, Long> before, Map<String, Long> after, String key) {
     return after.getOrDefault(key, 0L) - before.getOrDefault(key, 0L);

@@ -10,9 +10,7 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
-import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -191,22 +189,9 @@ class YarnNodeManagerRestartTest {
   void theRestartedNodeManagersStopApplicationLeavesTheServiceHoldingNothing() throws Exception {
     Map<String, Long> held = node.serviceStats();
     assertTrue(held.get("outputsHeld") > 0, "the application's outputs are held: " + held);
-    ApplicationId app = ApplicationId.fromString(jsc.sc().applicationId());
-
-    jsc.stop();
+    Map<String, Long> st =
+        SumsJob.stopAndAwaitEnded(jsc, yarn.getResourceManager(), node::serviceStats);
     jsc = null;
-
-    Waits.until(
-        YARN_WAIT,
-        () ->
-            yarn.getResourceManager().getRMContext().getRMApps().get(app).getState()
-                == RMAppState.FINISHED,
-        () -> app + " finished in YARN");
-    Waits.until(
-        Duration.ofSeconds(60),
-        () -> node.serviceStats().get("applications") == 0,
-        () -> "the service ended " + app + " on stopApplication: " + node.serviceStats());
-    Map<String, Long> st = node.serviceStats();
     assertEquals(0L, st.get("outputsHeld"), st.toString());
     assertEquals(0L, st.get("node.registeredRegions"), st.toString());
   }

@@ -10,8 +10,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.apache.hadoop.yarn.api.records.ApplicationId;
-import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -128,22 +126,9 @@ class YarnServiceModeTest {
   void yarnsStopApplicationLeavesTheServiceHoldingNothing() throws Exception {
     Map<String, Long> held = yarn.serviceStats();
     assertTrue(held.get("outputsHeld") > 0, "the application's outputs are held: " + held);
-    ApplicationId app = ApplicationId.fromString(jsc.sc().applicationId());
-
-    jsc.stop();
+    Map<String, Long> st =
+        SumsJob.stopAndAwaitEnded(jsc, yarn.cluster().getResourceManager(), yarn::serviceStats);
     jsc = null;
-
-    Waits.until(
-        YARN_WAIT,
-        () ->
-            yarn.cluster().getResourceManager().getRMContext().getRMApps().get(app).getState()
-                == RMAppState.FINISHED,
-        () -> app + " finished in YARN");
-    Waits.until(
-        Duration.ofSeconds(60),
-        () -> yarn.serviceStats().get("applications") == 0,
-        () -> "the service ended " + app + " on stopApplication: " + yarn.serviceStats());
-    Map<String, Long> st = yarn.serviceStats();
     assertEquals(0L, st.get("outputsHeld"), st.toString());
     assertEquals(0L, st.get("bytesHeld"), st.toString());
     assertEquals(0L, st.get("node.registeredRegions"), st.toString());
