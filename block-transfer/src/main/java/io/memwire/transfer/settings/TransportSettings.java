@@ -148,7 +148,9 @@ public final class TransportSettings {
   public static final Setting<Integer> IO_THREADS =
       Setting.key("ioThreads")
           .since(V010)
-          .doc("tcp: I/O threads shared by all connections of the node.")
+          .doc(
+              "tcp: I/O threads per side of the node: that many serve its accepted connections,"
+                  + " that many carry its outgoing (reading) connections.")
           .count(1, 64)
           .withDefault("2");
 

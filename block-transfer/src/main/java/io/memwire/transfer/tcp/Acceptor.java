@@ -14,9 +14,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Accepts a {@link TcpProvider}'s connections, admits them within its limits (serving and
- * handshaking) and spreads them over the loops; runs on the provider's first loop. It never closes
- * the listener on a failure: a failed {@code accept()} pauses accepting (100 ms, doubling up to 2
- * s, resumed by the loop's tick) and the next success resumes normal service.
+ * handshaking) and spreads them over the serving loops; runs on the provider's first serving loop.
+ * It never closes the listener on a failure: a failed {@code accept()} pauses accepting (100 ms,
+ * doubling up to 2 s, resumed by the loop's tick) and the next success resumes normal service.
  */
 final class Acceptor implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -126,7 +126,7 @@ final class Acceptor implements EventLoop.Handler {
       ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
       s = new ResponderSession(provider, ch);
       provider.addSession(s);
-      EventLoop loop = provider.pickLoop();
+      EventLoop loop = provider.pickServeLoop();
       ResponderSession session = s;
       loop.execute(
           () -> {

@@ -19,6 +19,7 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -31,8 +32,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One-sided reads emulated over TCP, the way a software RDMA NIC would do them: the serving node
  * runs a responder that answers (key, address, length) requests from its table of live registered
- * regions, without calling application code. A fixed set of I/O threads (event loops) carries all
- * connections of the node, serving and reading alike.
+ * regions, without calling application code. Two fixed sets of {@code ioThreads} I/O threads (event
+ * loops) carry the node's connections: the serving loops its accepted connections (the responder,
+ * and accepting), the reading loops its outgoing ones, so serving never waits behind received data
+ * and each side's CPU is its own threads'.
  *
  * <p>Robustness: a failed {@code accept()} (out of file descriptors, say) pauses accepting with a
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
@@ -53,10 +56,12 @@ public final class TcpProvider implements TransportProvider {
   private final int sendfileMinBytes;
 
   private final RegionTable table = new RegionTable();
-  private final EventLoop[] loops;
+  private final EventLoop[] serveLoops;
+  private final EventLoop[] readLoops;
   private final ServerSocketChannel server;
   private final InetSocketAddress localAddress;
-  private final AtomicInteger nextLoop = new AtomicInteger();
+  private final AtomicInteger nextServeLoop = new AtomicInteger();
+  private final AtomicInteger nextReadLoop = new AtomicInteger();
   private final Set<ResponderSession> sessions = ConcurrentHashMap.newKeySet();
 
   /** Sessions past their handshake (authenticated when there is a secret). */
@@ -110,23 +115,55 @@ public final class TcpProvider implements TransportProvider {
     }
     server.configureBlocking(false);
     this.localAddress = (InetSocketAddress) server.getLocalAddress();
-    this.loops = new EventLoop[config.ioThreads()];
-    for (int i = 0; i < loops.length; i++) {
-      loops[i] = new EventLoop("memwire-tcp-" + id + "-io-" + i, loopErrors);
-      loops[i].start();
+    // Thread names keep the role within the 15 characters Linux shows (/proc/PID/task/TID/comm).
+    EventLoop[] serve = null;
+    try {
+      serve = startLoops("memwire-tcp-serve-" + id + "-", config.ioThreads());
+      this.readLoops = startLoops("memwire-tcp-read-" + id + "-", config.ioThreads());
+    } catch (IOException | RuntimeException e) {
+      stopLoops(serve);
+      server.close();
+      throw e;
     }
-    loops[0].execute(
+    this.serveLoops = serve;
+    serveLoops[0].execute(
         () -> {
           if (closed) {
             return;
           }
           Acceptor acceptor = new Acceptor(this, server, localAddress);
           try {
-            acceptor.key = loops[0].register(server, SelectionKey.OP_ACCEPT, acceptor);
+            acceptor.key = serveLoops[0].register(server, SelectionKey.OP_ACCEPT, acceptor);
           } catch (IOException e) {
             LOG.error("cannot accept connections on {}", localAddress, e);
           }
         });
+  }
+
+  /** Starts {@code n} loops, or none: those started are stopped when one cannot be. */
+  private EventLoop[] startLoops(String name, int n) throws IOException {
+    EventLoop[] loops = new EventLoop[n];
+    try {
+      for (int i = 0; i < n; i++) {
+        loops[i] = new EventLoop(name + i, loopErrors);
+        loops[i].start();
+      }
+    } catch (IOException | RuntimeException e) {
+      stopLoops(loops);
+      throw e;
+    }
+    return loops;
+  }
+
+  private static void stopLoops(EventLoop[] loops) {
+    if (loops == null) {
+      return;
+    }
+    for (EventLoop l : loops) {
+      if (l != null) {
+        l.shutdown();
+      }
+    }
   }
 
   /**
@@ -162,8 +199,13 @@ public final class TcpProvider implements TransportProvider {
     sessions.remove(s);
   }
 
-  EventLoop pickLoop() {
-    return loops[Math.floorMod(nextLoop.getAndIncrement(), loops.length)];
+  /** The serving loop for the next accepted connection. */
+  EventLoop pickServeLoop() {
+    return serveLoops[Math.floorMod(nextServeLoop.getAndIncrement(), serveLoops.length)];
+  }
+
+  private EventLoop pickReadLoop() {
+    return readLoops[Math.floorMod(nextReadLoop.getAndIncrement(), readLoops.length)];
   }
 
   TransferConfig config() {
@@ -251,9 +293,11 @@ public final class TcpProvider implements TransportProvider {
   }
 
   private boolean onIoThread() {
-    for (EventLoop l : loops) {
-      if (l.inLoop()) {
-        return true;
+    for (EventLoop[] loops : List.of(serveLoops, readLoops)) {
+      for (EventLoop l : loops) {
+        if (l.inLoop()) {
+          return true;
+        }
       }
     }
     return false;
@@ -264,7 +308,7 @@ public final class TcpProvider implements TransportProvider {
     if (closed) {
       throw new IllegalStateException("tcp provider is closed");
     }
-    TcpConnection c = TcpConnection.open(this, peer, pickLoop());
+    TcpConnection c = TcpConnection.open(this, peer, pickReadLoop());
     connections.add(c);
     return c;
   }
@@ -298,9 +342,8 @@ public final class TcpProvider implements TransportProvider {
     } catch (IOException e) {
       LOG.debug("close server", e);
     }
-    for (EventLoop l : loops) {
-      l.shutdown();
-    }
+    stopLoops(serveLoops);
+    stopLoops(readLoops);
     LOG.debug("tcp provider on {} stopped", localAddress);
   }
 }

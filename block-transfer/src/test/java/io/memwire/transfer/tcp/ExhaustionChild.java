@@ -103,7 +103,7 @@ public final class ExhaustionChild {
             Map<String, Long> m = node.stats().asMap();
             long alive =
                 Thread.getAllStackTraces().keySet().stream()
-                    .filter(t -> t.getName().startsWith("memwire-tcp-") && t.isAlive())
+                    .filter(t -> t.getName().startsWith("memwire-tcp-serve-") && t.isAlive())
                     .count();
             System.out.println(
                 "COUNTERS "

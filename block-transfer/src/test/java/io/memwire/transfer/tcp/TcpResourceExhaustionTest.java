@@ -167,7 +167,7 @@ class TcpResourceExhaustionTest {
       }
       long[] c = child.counters();
       assertTrue(c[0] >= 1, "acceptFailures " + c[0]);
-      assertEquals(1, c[2], "the child's I/O thread is alive");
+      assertEquals(1, c[2], "the child's serving I/O thread is alive");
     }
   }
 
@@ -180,14 +180,14 @@ class TcpResourceExhaustionTest {
       child.expect("FULL", 120);
       List<Socket> connected = connectSome(region, 3);
       awaitCounter(child, 1, "loopErrors (an OutOfMemoryError survived)");
-      assertEquals(1, child.counters()[2], "the child's I/O thread is alive");
+      assertEquals(1, child.counters()[2], "the child's serving I/O thread is alive");
       child.toChild.println("release");
       child.expect("RELEASED", 30);
       assertReadsCorrectBytes(region);
       for (Socket s : connected) {
         s.close();
       }
-      assertEquals(1, child.counters()[2], "the child's I/O thread is alive");
+      assertEquals(1, child.counters()[2], "the child's serving I/O thread is alive");
     }
   }
 }
