@@ -13,10 +13,10 @@ import java.util.stream.Stream;
 /**
  * CPU time of the executor JVMs this JVM started, per group of threads, read from Linux's {@code
  * /proc}: the serving side of a shuffle is a set of named threads (Spark's Netty server, Memwire's
- * tcp responder loops, Memwire's verbs threads), and one-sided reads exist to take their work away.
- * In {@code local-cluster} mode the Workers run inside the driver JVM, so every executor is a
- * descendant process of it; on a real cluster executors run elsewhere and {@link #take()} finds
- * none.
+ * tcp serving loops, Memwire's verbs threads), and one-sided reads exist to take their work away;
+ * the JIT compilers and the garbage collector are groups of their own. In {@code local-cluster}
+ * mode the Workers run inside the driver JVM, so every executor is a descendant process of it; on a
+ * real cluster executors run elsewhere and {@link #take()} finds none.
  *
  * <p>Thread names come from {@code /proc/PID/task/TID/comm}, which Linux cuts at 15 characters:
  * every group below is a prefix no longer than that. Times are the kernel's user + system clock
@@ -35,25 +35,33 @@ public final class ExecutorCpu {
     NETTY_SERVER("shuffle-server"),
     /** Spark's block transfer client: Netty event loops that receive fetched blocks. */
     NETTY_CLIENT("shuffle-client"),
-    /** Memwire's tcp event loops: the responder (serving) and the reading side share them. */
-    MEMWIRE_TCP("memwire-tcp"),
+    /** Memwire's tcp serving loops: accepting, and the responder that sends blocks. */
+    MEMWIRE_TCP_SERVE("memwire-tcp-ser"),
+    /** Memwire's tcp reading loops: requests out, blocks in. */
+    MEMWIRE_TCP_READ("memwire-tcp-rea"),
     /** Memwire's verbs threads: completions, connection management, authentication. */
     MEMWIRE_VERBS("memwire-verbs"),
     /** Every other thread whose name starts with {@code memwire-}. */
     MEMWIRE_OTHER("memwire-"),
+    /** The JIT compilers (HotSpot's C1 and C2 threads). */
+    JIT("C1 Compiler", "C2 Compiler"),
+    /** The garbage collector's threads (G1's and the parallel GC workers). */
+    GC("GC Thread", "G1 "),
     /** All threads of the process, including ones that have ended. */
-    PROCESS(null);
+    PROCESS();
 
-    private final String prefix;
+    private final String[] prefixes;
 
-    Group(String prefix) {
-      this.prefix = prefix;
+    Group(String... prefixes) {
+      this.prefixes = prefixes;
     }
 
     static Group of(String threadName) {
       for (Group g : values()) {
-        if (g.prefix != null && threadName.startsWith(g.prefix)) {
-          return g;
+        for (String prefix : g.prefixes) {
+          if (threadName.startsWith(prefix)) {
+            return g;
+          }
         }
       }
       return null;
@@ -79,16 +87,18 @@ public final class ExecutorCpu {
     }
 
     /**
-     * The threads that send blocks: Spark's Netty server, Memwire's tcp loops (which also receive,
-     * so an upper bound) and verbs threads.
+     * The threads that send blocks: Spark's Netty server, Memwire's tcp serving loops and its verbs
+     * threads (which also complete this executor's own reads, so an upper bound over verbs).
      */
     public long servingNanos() {
-      return nanos(Group.NETTY_SERVER) + nanos(Group.MEMWIRE_TCP) + nanos(Group.MEMWIRE_VERBS);
+      return nanos(Group.NETTY_SERVER)
+          + nanos(Group.MEMWIRE_TCP_SERVE)
+          + nanos(Group.MEMWIRE_VERBS);
     }
 
-    /** Every transport thread: {@link #servingNanos()} and Spark's Netty client loops. */
+    /** Every transport thread: {@link #servingNanos()} and the reading side's loops. */
     public long transportNanos() {
-      return servingNanos() + nanos(Group.NETTY_CLIENT);
+      return servingNanos() + nanos(Group.NETTY_CLIENT) + nanos(Group.MEMWIRE_TCP_READ);
     }
 
     /** The nanoseconds of {@code group} in one executor (0 when unknown). */

@@ -23,6 +23,20 @@ class ExecutorCpuTest {
     assertEquals(42, ExecutorCpu.ticks(stat));
   }
 
+  /** Groups match the names as Linux shows them: cut to 15 characters. */
+  @Test
+  void groupsMatchThreadNamesCutTo15Characters() {
+    assertEquals(ExecutorCpu.Group.MEMWIRE_TCP_SERVE, ExecutorCpu.Group.of("memwire-tcp-ser"));
+    assertEquals(ExecutorCpu.Group.MEMWIRE_TCP_READ, ExecutorCpu.Group.of("memwire-tcp-rea"));
+    assertEquals(ExecutorCpu.Group.MEMWIRE_OTHER, ExecutorCpu.Group.of("memwire-shuffle"));
+    assertEquals(ExecutorCpu.Group.NETTY_SERVER, ExecutorCpu.Group.of("shuffle-server-"));
+    assertEquals(ExecutorCpu.Group.JIT, ExecutorCpu.Group.of("C2 CompilerThre"));
+    assertEquals(ExecutorCpu.Group.JIT, ExecutorCpu.Group.of("C1 CompilerThre"));
+    assertEquals(ExecutorCpu.Group.GC, ExecutorCpu.Group.of("GC Thread#1"));
+    assertEquals(ExecutorCpu.Group.GC, ExecutorCpu.Group.of("G1 Conc#0"));
+    assertEquals(null, ExecutorCpu.Group.of("Executor task l"));
+  }
+
   /**
    * A child process that looks like an executor burns a known amount of CPU in a thread named like
    * Spark's Netty server and then waits: the snapshot finds it, puts the time in that group and in
@@ -52,7 +66,8 @@ class ExecutorCpuTest {
       long server = d.nanos(ExecutorCpu.Group.NETTY_SERVER) / 1_000_000;
       assertTrue(server >= BURN_MS - 20 && server < BURN_MS * 3, "netty server ms " + server);
       assertTrue(d.nanos(ExecutorCpu.Group.PROCESS) / 1_000_000 >= server, d.toString());
-      assertEquals(0, d.nanos(ExecutorCpu.Group.MEMWIRE_TCP), d.toString());
+      assertEquals(0, d.nanos(ExecutorCpu.Group.MEMWIRE_TCP_SERVE), d.toString());
+      assertEquals(0, d.nanos(ExecutorCpu.Group.MEMWIRE_TCP_READ), d.toString());
       assertEquals(
           d.nanos(ExecutorCpu.Group.NETTY_SERVER),
           d.nanos(child.pid(), ExecutorCpu.Group.NETTY_SERVER));

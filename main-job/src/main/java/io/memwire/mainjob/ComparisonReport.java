@@ -153,8 +153,8 @@ final class ComparisonReport {
 
   /**
    * The executors' CPU per GiB of remote bytes in the main job, medians and ratios: serving threads
-   * (Spark's Netty server; Memwire's tcp loops, which also receive), all transport threads (plus
-   * Spark's Netty client), whole executor JVMs.
+   * (Spark's Netty server; Memwire's tcp serving loops), all transport threads (plus the reading
+   * side's threads), whole executor JVMs.
    */
   static String cpuPerGiB(List<ShuffleAppResult> sort, List<ShuffleAppResult> memwire) {
     if (median(sort, ShuffleAppResult::executorCpuMsPerGiB) < 0

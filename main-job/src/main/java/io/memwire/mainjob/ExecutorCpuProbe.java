@@ -24,9 +24,9 @@ final class ExecutorCpuProbe {
 
   /**
    * Nanoseconds since {@code before}: {@code serving} (threads that send blocks: Spark's Netty
-   * server; Memwire's tcp loops, which also receive; verbs threads), {@code transport} (those and
-   * Spark's Netty client threads) and {@code executor} (whole JVMs). Empty when not measurable or
-   * no executor was found.
+   * server; Memwire's tcp serving loops; verbs threads), {@code transport} (those and the reading
+   * side's: Spark's Netty client, Memwire's tcp reading loops) and {@code executor} (whole JVMs).
+   * Empty when not measurable or no executor was found.
    */
   static Map<String, Long> since(Object before) {
     Map<String, Long> m = new HashMap<>();

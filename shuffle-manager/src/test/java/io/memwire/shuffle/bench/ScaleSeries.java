@@ -198,6 +198,8 @@ public final class ScaleSeries {
     "serving_cpu_ms_per_gib",
     "transport_cpu_ms_per_gib",
     "executor_cpu_ms_per_gib",
+    "jit_cpu_ms",
+    "gc_cpu_ms",
     "heap_peak_bytes",
     "heap_after_gc_bytes",
     "mapped_shuffle_files",
@@ -226,6 +228,8 @@ public final class ScaleSeries {
             fmt(r.perGiB(r.servingCpuNanos())),
             fmt(r.perGiB(r.transportCpuNanos())),
             fmt(r.perGiB(r.executorCpuNanos())),
+            Long.toString(r.jitCpuNanos() / 1_000_000),
+            Long.toString(r.gcCpuNanos() / 1_000_000),
             Long.toString(f.heapPeakBytes()),
             Long.toString(f.heapAfterGcBytes()),
             Long.toString(f.mappedShuffleFiles()),
@@ -258,9 +262,16 @@ public final class ScaleSeries {
           "netty_serving_ms_per_gib",
           "rdma_serving_ms_per_gib",
           "serving_cpu_ratio",
+          "netty_transport_ms_per_gib",
+          "rdma_transport_ms_per_gib",
+          "transport_cpu_ratio",
           "netty_executor_ms_per_gib",
           "rdma_executor_ms_per_gib",
           "executor_cpu_ratio",
+          "netty_jit_ms",
+          "rdma_jit_ms",
+          "netty_gc_ms",
+          "rdma_gc_ms",
           "netty_heap_peak_mib",
           "rdma_heap_peak_mib",
           "netty_heap_after_gc_mib",
@@ -286,6 +297,8 @@ public final class ScaleSeries {
         double rWall = median(rdma, r -> r.result().wallSeconds());
         double nServ = median(netty, r -> r.result().perGiB(r.result().servingCpuNanos()));
         double rServ = median(rdma, r -> r.result().perGiB(r.result().servingCpuNanos()));
+        double nTran = median(netty, r -> r.result().perGiB(r.result().transportCpuNanos()));
+        double rTran = median(rdma, r -> r.result().perGiB(r.result().transportCpuNanos()));
         double nExec = median(netty, r -> r.result().perGiB(r.result().executorCpuNanos()));
         double rExec = median(rdma, r -> r.result().perGiB(r.result().executorCpuNanos()));
         double registered = median(rdma, r -> r.footprint().registeredPeakBytes());
@@ -304,9 +317,16 @@ public final class ScaleSeries {
               fmt(nServ),
               fmt(rServ),
               fmt(rServ / nServ),
+              fmt(nTran),
+              fmt(rTran),
+              fmt(rTran / nTran),
               fmt(nExec),
               fmt(rExec),
               fmt(rExec / nExec),
+              fmt(median(netty, r -> r.result().jitCpuNanos() / 1e6)),
+              fmt(median(rdma, r -> r.result().jitCpuNanos() / 1e6)),
+              fmt(median(netty, r -> r.result().gcCpuNanos() / 1e6)),
+              fmt(median(rdma, r -> r.result().gcCpuNanos() / 1e6)),
               fmt(median(netty, r -> r.footprint().heapPeakBytes()) / 1048576.0),
               fmt(median(rdma, r -> r.footprint().heapPeakBytes()) / 1048576.0),
               fmt(median(netty, r -> r.footprint().heapAfterGcBytes()) / 1048576.0),

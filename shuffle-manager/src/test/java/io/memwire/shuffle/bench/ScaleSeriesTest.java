@@ -57,6 +57,10 @@ class ScaleSeriesTest {
     assertEquals("0.900", row.get("wall_ratio_min")); // round 0: 9 / 10
     assertEquals("1.200", row.get("wall_ratio_max")); // round 2: 13.2 / 11
     assertEquals("0.500", row.get("serving_cpu_ratio"));
+    assertEquals("0.500", row.get("transport_cpu_ratio"));
+    assertEquals("1200.000", row.get("netty_jit_ms"));
+    assertEquals("600.000", row.get("rdma_jit_ms"));
+    assertEquals("1000.000", row.get("rdma_gc_ms"));
     assertEquals("512.000", row.get("rdma_registered_peak_mib"));
     assertEquals("512.000", row.get("rdma_registered_peak_per_data_gib_mib"));
     assertEquals("12.000", row.get("rdma_wall_s_per_gib"));
@@ -74,7 +78,9 @@ class ScaleSeriesTest {
             wall / 2,
             servingMs * 1_000_000,
             servingMs * 2_000_000,
-            10_000_000_000L);
+            10_000_000_000L,
+            servingMs * 3_000_000,
+            1_000_000_000L);
     assertEquals((double) servingMs, r.perGiB(r.servingCpuNanos()), 1e-9);
     return new ScaleSeries.Run(
         p, "groupByKey", manager, round, r, new ExecutorFootprint(64L << 20, 32L << 20, 8, reg, 8));

@@ -84,9 +84,10 @@ public final class ShuffleBenchmark {
 
   /**
    * One measured run of one job. CPU figures are the executors' (from /proc): {@code servingCpu}
-   * the threads that send blocks (Spark's Netty server; Memwire's tcp loops, which also receive, so
-   * an upper bound; verbs threads), {@code transportCpu} those plus Spark's Netty client threads,
-   * {@code executorCpu} the whole executor JVMs.
+   * the threads that send blocks (Spark's Netty server; Memwire's tcp serving loops; verbs
+   * threads), {@code transportCpu} those plus the reading side's (Spark's Netty client, Memwire's
+   * tcp reading loops), {@code executorCpu} the whole executor JVMs, {@code jitCpu} and {@code
+   * gcCpu} their JIT compiler and garbage collector threads.
    */
   record Result(
       double wallSeconds,
@@ -95,7 +96,9 @@ public final class ShuffleBenchmark {
       double reduceTaskSeconds,
       long servingCpuNanos,
       long transportCpuNanos,
-      long executorCpuNanos) {
+      long executorCpuNanos,
+      long jitCpuNanos,
+      long gcCpuNanos) {
     double remoteMiBPerSecond() {
       return remoteBytes / 1048576.0 / wallSeconds;
     }
@@ -118,7 +121,9 @@ public final class ShuffleBenchmark {
           reduceTaskSeconds,
           cpu.servingNanos(),
           cpu.transportNanos(),
-          cpu.nanos(ExecutorCpu.Group.PROCESS));
+          cpu.nanos(ExecutorCpu.Group.PROCESS),
+          cpu.nanos(ExecutorCpu.Group.JIT),
+          cpu.nanos(ExecutorCpu.Group.GC));
     }
   }
 
