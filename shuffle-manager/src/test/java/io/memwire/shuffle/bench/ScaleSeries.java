@@ -143,17 +143,20 @@ public final class ScaleSeries {
         Map<String, Long> before = isRdma ? ShuffleBenchmark.readerStats(jsc) : Map.of();
         ExecutorCpu.Snapshot cpu0 = ExecutorCpu.take();
         long t0 = System.nanoTime();
-        if (job.equals("groupByKey")) {
-          ShuffleBenchmark.groupByKey(input, point.reducers());
-        } else if (job.equals("sort")) {
-          ShuffleBenchmark.sort(input, point.reducers());
-        } else {
-          throw new IllegalArgumentException("unknown job " + job + " (groupByKey, sort)");
-        }
+        ShuffleBenchmark.Job shuffle =
+            switch (job) {
+              case "groupByKey" -> ShuffleBenchmark.groupByKeyJob(input, point.reducers());
+              case "sort" -> ShuffleBenchmark.sortJob(input, point.reducers());
+              default ->
+                  throw new IllegalArgumentException("unknown job " + job + " (groupByKey, sort)");
+            };
+        shuffle.run();
         double wall = (System.nanoTime() - t0) / 1e9;
         ExecutorCpu.Snapshot cpu = ExecutorCpu.take().since(cpu0);
         cluster.sparkContext().listenerBus().waitUntilEmpty(30_000);
+        // Read while the job's shuffle is still registered (reachable through the job).
         ExecutorFootprint footprint = ExecutorFootprint.max(ExecutorFootprint.read(jsc, executors));
+        java.lang.ref.Reference.reachabilityFence(shuffle);
         if (isRdma) {
           ShuffleBenchmark.checkOneSided(
               job, metrics.remoteBytes.get(), before, ShuffleBenchmark.readerStats(jsc));

@@ -397,22 +397,42 @@ public final class ShuffleBenchmark {
 
   /** groupByKey, then the number of groups (checks nothing is lost between managers). */
   static long groupByKey(JavaPairRDD<Long, byte[]> input, int reducers) {
-    return input.groupByKey(reducers).count();
+    return groupByKeyJob(input, reducers).run();
   }
 
   /** A full sort of the pairs within hash partitions; returns a checksum of the first keys. */
   static long sort(JavaPairRDD<Long, byte[]> input, int reducers) {
-    return input
-        .repartitionAndSortWithinPartitions(new HashPartitioner(reducers))
-        .mapPartitions(
-            it -> {
-              long sum = 0;
-              long n = 0;
-              while (it.hasNext()) {
-                sum += it.next()._1() * (++n % 7);
-              }
-              return Collections.singletonList(sum).iterator();
-            })
-        .reduce(Long::sum);
+    return sortJob(input, reducers).run();
+  }
+
+  /**
+   * A job whose shuffle stays registered while the job object is reachable: Spark's cleaner removes
+   * a shuffle once its RDD is garbage, so a reading taken after the action holds on to this.
+   */
+  record Job(Object rdd, java.util.function.LongSupplier action) {
+    long run() {
+      return action.getAsLong();
+    }
+  }
+
+  static Job groupByKeyJob(JavaPairRDD<Long, byte[]> input, int reducers) {
+    JavaPairRDD<Long, Iterable<byte[]>> grouped = input.groupByKey(reducers);
+    return new Job(grouped, grouped::count);
+  }
+
+  static Job sortJob(JavaPairRDD<Long, byte[]> input, int reducers) {
+    org.apache.spark.api.java.JavaRDD<Long> sums =
+        input
+            .repartitionAndSortWithinPartitions(new HashPartitioner(reducers))
+            .mapPartitions(
+                it -> {
+                  long sum = 0;
+                  long n = 0;
+                  while (it.hasNext()) {
+                    sum += it.next()._1() * (++n % 7);
+                  }
+                  return Collections.singletonList(sum).iterator();
+                });
+    return new Job(sums, () -> sums.reduce(Long::sum));
   }
 }
