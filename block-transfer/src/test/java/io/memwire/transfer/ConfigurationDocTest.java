@@ -30,7 +30,7 @@ class ConfigurationDocTest {
   void docsShowTheGeneratedSystemPropertyTable() throws Exception {
     String table = TransportSettings.systemPropertyTable();
     assertTrue(doc().contains(table), REGENERATE + table);
-    assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | off | 0 to 2g-1 |"), table);
+    assertTrue(table.contains("| `memwire.tcp.sendfileMinBytes` | 256k | 0 to 2g-1 |"), table);
     assertTrue(table.contains("| `memwire.verbs.cqSpinMicros` | 50 | 0 to 1000000 |"), table);
     assertTrue(
         table.contains("| `memwire.verbs.cqEntries` | max_cqe, at most 65536 | 1 to 4194304 |"),

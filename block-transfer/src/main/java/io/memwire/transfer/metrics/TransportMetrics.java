@@ -105,6 +105,12 @@ public final class TransportMetrics {
           "tcp: reads this node served to peers (verbs reads bypass the CPU and are not counted).");
   public static final Metric SERVED_BYTES =
       counter("servedBytes", BYTES, "tcp: bytes this node served to peers.");
+  public static final Metric SENDFILE_READS =
+      counter(
+          "sendfileReads",
+          COUNT,
+          "tcp: of servedReads, those sent from their file by sendfile "
+              + "(memwire.tcp.sendfileMinBytes), not written from its mapping.");
   public static final Metric SERVED_ERRORS =
       counter(
           "servedErrors",
@@ -259,6 +265,7 @@ public final class TransportMetrics {
       List.of(
           SERVED_READS,
           SERVED_BYTES,
+          SENDFILE_READS,
           SERVED_ERRORS,
           PROTOCOL_VIOLATIONS,
           AUTH_FAILURES,

@@ -83,6 +83,7 @@ final class ReadRequestHandler {
     ByteBuffer header = header(Wire.TYPE_DATA, Wire.STATUS_OK, (int) length, id);
     if (e.file != null && length >= provider.sendfileMinBytes()) {
       out.addFile(header, e, e.fileOffset + offset, length);
+      provider.sendfileReads.increment();
     } else {
       ByteBuffer body = e.memory.duplicate();
       body.limit((int) (offset + length)).position((int) offset);

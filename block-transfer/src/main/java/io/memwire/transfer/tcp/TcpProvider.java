@@ -70,6 +70,7 @@ public final class TcpProvider implements TransportProvider {
   private final Set<TcpConnection> connections = ConcurrentHashMap.newKeySet();
   final LongAdder servedReads = new LongAdder();
   final LongAdder servedBytes = new LongAdder();
+  final LongAdder sendfileReads = new LongAdder();
   final LongAdder servedErrors = new LongAdder();
   final LongAdder protocolViolations = new LongAdder();
   final LongAdder authFailures = new LongAdder();
@@ -318,6 +319,7 @@ public final class TcpProvider implements TransportProvider {
     Map<Metric, Long> m = new LinkedHashMap<>();
     m.put(TransportMetrics.SERVED_READS, servedReads.sum());
     m.put(TransportMetrics.SERVED_BYTES, servedBytes.sum());
+    m.put(TransportMetrics.SENDFILE_READS, sendfileReads.sum());
     m.put(TransportMetrics.SERVED_ERRORS, servedErrors.sum());
     m.put(TransportMetrics.PROTOCOL_VIOLATIONS, protocolViolations.sum());
     m.put(TransportMetrics.AUTH_FAILURES, authFailures.sum());

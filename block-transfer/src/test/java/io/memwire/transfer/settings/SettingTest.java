@@ -79,7 +79,8 @@ class SettingTest {
   void systemPropertiesEnforceTheirDocumentedRange() {
     assertEquals("0 to 2g-1", TransportSettings.TCP_SENDFILE_MIN_BYTES.rangeText());
     assertEquals("0 to 1000000", TransportSettings.VERBS_CQ_SPIN_MICROS.rangeText());
-    assertEquals(Optional.empty(), withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, null));
+    assertEquals(
+        Optional.of(256L << 10), withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, null));
     assertEquals(Optional.of(50L), withProperty(TransportSettings.VERBS_CQ_SPIN_MICROS, null));
     assertEquals(
         Optional.of(1L << 20), withProperty(TransportSettings.TCP_SENDFILE_MIN_BYTES, "1m"));
