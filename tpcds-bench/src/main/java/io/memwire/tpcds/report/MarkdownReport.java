@@ -54,7 +54,10 @@ final class MarkdownReport {
     row(
         md,
         "rounds",
-        env.get("warmups")
+        (Integer.valueOf(1).equals(env.getOrDefault("sessions", 1))
+                ? ""
+                : env.get("sessions") + " sessions (clusters started afresh for each) of ")
+            + env.get("warmups")
             + " warm-up + "
             + env.get("iterations")
             + " timed, configuration order rotating");
@@ -136,6 +139,57 @@ final class MarkdownReport {
           .append("`: **")
           .append(g == null ? "-" : num(g, 3) + "x")
           .append("** (above 1 means faster).\n");
+    }
+    List<PairedSpeedup.Row> paired = PairedSpeedup.of(r);
+    if (!paired.isEmpty()) {
+      md.append(
+          "\n## Paired rounds\n\nPer round, the reference's time over the configuration's in the same"
+              + " round; geometric means over rounds (and over queries for `all`), with a 95% bootstrap"
+              + " interval of the wall-time ratio (sessions resampled, then rounds within them). An"
+              + " interval that holds 1 cannot tell the two apart; with one session it speaks for that"
+              + " run's clusters only. Task time and task CPU: the query's tasks' summed run time and"
+              + " CPU time, the same ratio (CPU near 1 while run time falls: the tasks waited or were"
+              + " off their cores longer).\n\n"
+              + "| configuration | query | rounds | wall speedup | 95% interval | task-time speedup"
+              + " | task-CPU speedup |\n"
+              + "|---|---|---:|---:|---:|---:|---:|\n");
+      for (PairedSpeedup.Row p : paired) {
+        md.append("| ")
+            .append(p.config())
+            .append(" | ")
+            .append(p.query().equals("all") ? "**all**" : p.query())
+            .append(" | ")
+            .append(p.rounds())
+            .append(" | ")
+            .append(num(p.wall(), 3))
+            .append("x | ")
+            .append(num(p.low(), 3))
+            .append(" to ")
+            .append(num(p.high(), 3))
+            .append(" | ")
+            .append(num(p.taskTime(), 3))
+            .append("x | ")
+            .append(num(p.taskCpu(), 3))
+            .append("x |\n");
+      }
+      List<PairedSpeedup.SessionRow> sessions = PairedSpeedup.perSession(r);
+      if (sessions.stream().anyMatch(x -> x.session() > 0)) {
+        md.append(
+            "\nPer session (each on clusters started afresh), the set's paired wall speedup:"
+                + " its spread is the cluster-to-cluster part of the noise.\n\n"
+                + "| configuration | session | rounds | wall speedup |\n|---|---:|---:|---:|\n");
+        for (PairedSpeedup.SessionRow x : sessions) {
+          md.append("| ")
+              .append(x.config())
+              .append(" | ")
+              .append(x.session() + 1)
+              .append(" | ")
+              .append(x.rounds())
+              .append(" | ")
+              .append(num(x.wall(), 3))
+              .append("x |\n");
+        }
+      }
     }
 
     md.append(

@@ -34,6 +34,7 @@ public final class ReportWriter {
     Files.createDirectories(dir);
     writeMeasurements(result);
     writeSummary(result);
+    writePaired(result);
     writeFailures(result);
     BlockSizeSection.writeCsv(result, dir);
     WorkerMessages.JSON
@@ -47,10 +48,10 @@ public final class ReportWriter {
   private void writeMeasurements(RunResult result) throws IOException {
     List<String> lines = new ArrayList<>();
     lines.add(
-        "query,config,round,warmup,wall_ms,rows,tasks,executor_run_ms,shuffle_bytes_written,"
+        "query,config,session,round,warmup,wall_ms,rows,tasks,executor_run_ms,shuffle_bytes_written,"
             + "shuffle_records_written,shuffle_local_bytes_read,shuffle_remote_bytes_read,fetch_wait_ms,"
             + "shuffle_records_read,local_blocks_fetched,remote_blocks_fetched,one_sided_bytes,not_one_sided_bytes,"
-            + "fallback_blocks,outputs_not_registered");
+            + "fallback_blocks,outputs_not_registered,executor_cpu_ms,gc_ms,read_task_run_ms");
     for (Measurement m : result.measurements()) {
       ShuffleMetrics s = m.metrics();
       lines.add(
@@ -58,6 +59,7 @@ public final class ReportWriter {
               ",",
               m.query(),
               m.config(),
+              String.valueOf(m.session()),
               String.valueOf(m.round()),
               String.valueOf(m.warmup()),
               fmt(m.wallMs()),
@@ -77,7 +79,10 @@ public final class ReportWriter {
                   ? ""
                   : String.valueOf(m.path().notOneSidedBytes(s.remoteBytesRead())),
               m.path() == null ? "" : String.valueOf(m.path().fallbackBlocks()),
-              m.path() == null ? "" : String.valueOf(m.path().fallbackOutputs())));
+              m.path() == null ? "" : String.valueOf(m.path().fallbackOutputs()),
+              String.valueOf(s.executorCpuMs()),
+              String.valueOf(s.gcMs()),
+              String.valueOf(s.readTaskRunMs())));
     }
     Files.write(dir.resolve("measurements.csv"), lines, StandardCharsets.UTF_8);
   }
@@ -117,6 +122,38 @@ public final class ReportWriter {
               fmt(s.notOneSidedBytes())));
     }
     Files.write(dir.resolve("summary.csv"), lines, StandardCharsets.UTF_8);
+  }
+
+  private void writePaired(RunResult result) throws IOException {
+    List<String> lines = new ArrayList<>();
+    lines.add(
+        "config,query,rounds,paired_speedup,ci95_low,ci95_high,task_time_speedup,task_cpu_speedup");
+    for (PairedSpeedup.Row row : PairedSpeedup.of(result)) {
+      lines.add(
+          String.join(
+              ",",
+              row.config(),
+              row.query(),
+              String.valueOf(row.rounds()),
+              fmt(row.wall()),
+              fmt(row.low()),
+              fmt(row.high()),
+              fmt(row.taskTime()),
+              fmt(row.taskCpu())));
+    }
+    Files.write(dir.resolve("paired.csv"), lines, StandardCharsets.UTF_8);
+    List<String> sessions = new ArrayList<>();
+    sessions.add("config,session,rounds,paired_speedup");
+    for (PairedSpeedup.SessionRow row : PairedSpeedup.perSession(result)) {
+      sessions.add(
+          String.join(
+              ",",
+              row.config(),
+              String.valueOf(row.session()),
+              String.valueOf(row.rounds()),
+              fmt(row.wall())));
+    }
+    Files.write(dir.resolve("paired-sessions.csv"), sessions, StandardCharsets.UTF_8);
   }
 
   private void writeFailures(RunResult result) throws IOException {

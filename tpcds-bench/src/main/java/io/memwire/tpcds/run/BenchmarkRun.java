@@ -31,7 +31,10 @@ import org.slf4j.LoggerFactory;
  * One benchmark run: a driver process per configuration (each with its own cluster, all alive at
  * once), data generated or reused, then rounds of every query on every configuration with the
  * configuration order rotating each round, every answer checked against the reference
- * configuration's, and the results written by {@link ReportWriter}.
+ * configuration's, and the results written by {@link ReportWriter}. With {@code --sessions} above 1
+ * the clusters are stopped and started afresh that many times, each session running its own warm-up
+ * and timed rounds: rounds on one cluster share what that JVM's compilations made of it, so only
+ * fresh clusters sample that part of the noise.
  *
  * <p>Why one process per configuration: Spark reads {@code spark.shuffle.manager} when it creates a
  * SparkContext, and a JVM holds one SparkContext. Keeping the clusters alive side by side (about
@@ -95,62 +98,31 @@ public final class BenchmarkRun {
             + (options.noBroadcast() ? ", broadcast joins off" : ""));
 
     List<WorkerProcess> workers = new ArrayList<>();
+    List<ClusterInfo> clusters = new ArrayList<>();
     List<Measurement> measurements = new ArrayList<>();
     List<QueryFailure> failures = new ArrayList<>();
     DataSetInfo dataSet = null;
     String failure = null;
     RunResult result = null;
     try {
-      for (ShuffleConfig config : configs) {
-        say(
-            "starting "
-                + clusterDescription()
-                + " for "
-                + config.name()
-                + " ("
-                + config.manager()
-                + (config.provider().equals("-") ? "" : ", provider " + config.provider())
-                + ")");
-        WorkerProcess worker =
-            WorkerProcess.start(
-                spec(config, runDir),
-                classPath,
-                options.driverMemoryMb(),
-                runDir.resolve("logs").resolve(config.name() + ".log"),
-                START_TIMEOUT,
-                line -> say("  " + config.name() + ": " + line));
-        workers.add(worker);
-        ClusterInfo info = worker.info();
-        say(
-            String.format(
-                "  %s: Spark %s, %s, %d executors, up in %.1f s",
-                config.name(),
-                info.sparkVersion(),
-                info.master(),
-                info.executors(),
-                info.startSeconds()));
+      QueryRounds rounds =
+          new QueryRounds(
+              options, this.configs, configs.get(0).name(), queries, sql, runDir, this::say);
+      for (int session = 0; session < options.sessions(); session++) {
+        if (options.sessions() > 1) {
+          say("session " + (session + 1) + "/" + options.sessions() + ": clusters started afresh");
+        }
+        startWorkers(configs, runDir, session, workers);
+        if (session == 0) {
+          workers.forEach(w -> clusters.add(w.info()));
+          dataSet = generate(workers.get(0));
+        }
+        for (WorkerProcess worker : workers) {
+          worker.call(Request.load(dataSet.path()), options.queryTimeout());
+        }
+        rounds.runSession(session, workers, measurements, failures);
+        closeAll(workers);
       }
-      dataSet =
-          workers
-              .get(0)
-              .call(
-                  Request.generate(
-                      options.scale(), options.dataDir().toString(), options.costPerChunk()),
-                  options.queryTimeout().multipliedBy(10))
-              .dataSet();
-      say(
-          String.format(
-              "%s TPC-DS data at scale %s in %s (%.1f s, store_sales %,d rows)",
-              dataSet.generated() ? "generated" : "reused",
-              TpcdsDataGenerator.scaleText(dataSet.scale()),
-              dataSet.path(),
-              dataSet.seconds(),
-              dataSet.rowCounts().getOrDefault("store_sales", 0L)));
-      for (WorkerProcess worker : workers) {
-        worker.call(Request.load(dataSet.path()), options.queryTimeout());
-      }
-      new QueryRounds(options, this.configs, runDir, this::say)
-          .run(queries, sql, workers, measurements, failures);
     } catch (AnswerMismatchException | PathCheckException e) {
       failure = e.getMessage();
       Files.writeString(
@@ -161,14 +133,12 @@ public final class BenchmarkRun {
       failure = String.valueOf(e);
       throw e;
     } finally {
-      for (WorkerProcess worker : workers) {
-        worker.close();
-      }
+      closeAll(workers);
       if (dataSet != null) {
         result =
             new RunSummary(options, clusterDescription(), startNanos)
                 .result(
-                    runDir, configs, queries, dataSet, workers, measurements, failures, failure);
+                    runDir, configs, queries, dataSet, clusters, measurements, failures, failure);
         try {
           new ReportWriter(runDir).write(result);
           say("wrote " + runDir.resolve("report.md"));
@@ -184,7 +154,70 @@ public final class BenchmarkRun {
     return result;
   }
 
-  private WorkerSpec spec(ShuffleConfig config, Path runDir) {
+  /** Starts one worker (and its cluster) per configuration into {@code workers}, in order. */
+  private void startWorkers(
+      List<ShuffleConfig> configs, Path runDir, int session, List<WorkerProcess> workers)
+      throws IOException, TimeoutException {
+    String suffix = options.sessions() > 1 ? "-s" + (session + 1) : "";
+    for (ShuffleConfig config : configs) {
+      say(
+          "starting "
+              + clusterDescription()
+              + " for "
+              + config.name()
+              + " ("
+              + config.manager()
+              + (config.provider().equals("-") ? "" : ", provider " + config.provider())
+              + ")");
+      WorkerProcess worker =
+          WorkerProcess.start(
+              spec(config, runDir, suffix),
+              classPath,
+              options.driverMemoryMb(),
+              runDir.resolve("logs").resolve(config.name() + suffix + ".log"),
+              START_TIMEOUT,
+              line -> say("  " + config.name() + ": " + line));
+      workers.add(worker);
+      ClusterInfo info = worker.info();
+      say(
+          String.format(
+              "  %s: Spark %s, %s, %d executors, up in %.1f s",
+              config.name(),
+              info.sparkVersion(),
+              info.master(),
+              info.executors(),
+              info.startSeconds()));
+    }
+  }
+
+  private DataSetInfo generate(WorkerProcess worker) throws IOException, TimeoutException {
+    DataSetInfo dataSet =
+        worker
+            .call(
+                Request.generate(
+                    options.scale(), options.dataDir().toString(), options.costPerChunk()),
+                options.queryTimeout().multipliedBy(10))
+            .dataSet();
+    say(
+        String.format(
+            "%s TPC-DS data at scale %s in %s (%.1f s, store_sales %,d rows)",
+            dataSet.generated() ? "generated" : "reused",
+            TpcdsDataGenerator.scaleText(dataSet.scale()),
+            dataSet.path(),
+            dataSet.seconds(),
+            dataSet.rowCounts().getOrDefault("store_sales", 0L)));
+    return dataSet;
+  }
+
+  /** Stops every worker and its cluster and empties the list. */
+  private static void closeAll(List<WorkerProcess> workers) {
+    for (WorkerProcess worker : workers) {
+      worker.close();
+    }
+    workers.clear();
+  }
+
+  private WorkerSpec spec(ShuffleConfig config, Path runDir, String suffix) {
     return new WorkerSpec(
         config.name(),
         config.sparkConf(),
@@ -192,7 +225,7 @@ public final class BenchmarkRun {
         options.executors(),
         options.executorCores(),
         options.executorMemoryMb(),
-        runDir.resolve("cluster").resolve(config.name()).toString());
+        runDir.resolve("cluster").resolve(config.name() + suffix).toString());
   }
 
   private String clusterDescription() {

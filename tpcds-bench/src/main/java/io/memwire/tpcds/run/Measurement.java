@@ -6,7 +6,9 @@ import io.memwire.tpcds.worker.ShuffleMetrics;
 /**
  * One execution of one query with one configuration.
  *
- * @param round 0-based round; rounds below the warm-up count are not timed
+ * @param session 0-based session: each session runs on clusters started for it
+ * @param round 0-based round, numbered across sessions; a session's first {@code --warmup} rounds
+ *     are not timed
  * @param warmup whether this was a warm-up execution (left out of the statistics)
  * @param rows rows in the answer
  * @param path the shuffle manager's counters for the execution (null when it keeps none)
@@ -14,6 +16,7 @@ import io.memwire.tpcds.worker.ShuffleMetrics;
 public record Measurement(
     String query,
     String config,
+    int session,
     int round,
     boolean warmup,
     double wallMs,

@@ -14,52 +14,65 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
- * The measured part of a run: rounds (warm-ups, then timed ones) of every query on every
- * configuration, the configuration order rotating each round; each run is recorded as a {@link
- * Measurement}, its path checked ({@link PathCheck}) and its answer checked ({@link
- * ReferenceAnswers}). A query that fails to run is recorded and left out of later rounds.
+ * The measured part of a run: per session, rounds (warm-ups, then timed ones) of every query on
+ * every configuration, the configuration order rotating each round; each run is recorded as a
+ * {@link Measurement}, its path checked ({@link PathCheck}) and its answer checked against the
+ * reference's, across sessions ({@link ReferenceAnswers}). A query that fails to run is recorded
+ * and left out of later rounds and sessions.
  */
 final class QueryRounds {
   private final RunOptions options;
   private final Map<String, ShuffleConfig> configs;
-  private final Path runDir;
   private final Consumer<String> progress;
+  private final ReferenceAnswers answers;
+  private final List<String> queries;
+  private final Map<String, String> sql;
+  private final Set<String> failed = new HashSet<>();
 
   /**
    * @param configs the configurations by name
+   * @param reference the reference configuration's name
+   * @param queries the queries, in running order
+   * @param sql each query's text
    * @param progress where progress lines go
    */
   QueryRounds(
       RunOptions options,
       Map<String, ShuffleConfig> configs,
+      String reference,
+      List<String> queries,
+      Map<String, String> sql,
       Path runDir,
       Consumer<String> progress) {
     this.options = options;
     this.configs = configs;
-    this.runDir = runDir;
+    this.queries = queries;
+    this.sql = sql;
     this.progress = progress;
+    this.answers = new ReferenceAnswers(reference, runDir);
   }
 
   /**
-   * Runs every round on {@code workers} (the first is the reference configuration), adding to
-   * {@code measurements} and {@code failures}.
+   * Runs session {@code session}'s rounds on {@code workers} (started for it; the first is the
+   * reference configuration), adding to {@code measurements} and {@code failures}.
    */
-  void run(
-      List<String> queries,
-      Map<String, String> sql,
+  void runSession(
+      int session,
       List<WorkerProcess> workers,
       List<Measurement> measurements,
       List<QueryFailure> failures)
       throws IOException, TimeoutException {
     int rounds = options.warmups() + options.iterations();
-    ReferenceAnswers answers = new ReferenceAnswers(workers.get(0).name(), runDir);
-    Set<String> failed = new HashSet<>();
-    for (int round = 0; round < rounds; round++) {
-      boolean warmup = round < options.warmups();
+    String sessionName =
+        options.sessions() > 1 ? "s" + (session + 1) + "/" + options.sessions() + " " : "";
+    for (int local = 0; local < rounds; local++) {
+      int round = session * rounds + local;
+      boolean warmup = local < options.warmups();
       String roundName =
-          warmup
-              ? "warm-up " + (round + 1) + "/" + options.warmups()
-              : "timed " + (round - options.warmups() + 1) + "/" + options.iterations();
+          sessionName
+              + (warmup
+                  ? "warm-up " + (local + 1) + "/" + options.warmups()
+                  : "timed " + (local - options.warmups() + 1) + "/" + options.iterations());
       for (int qi = 0; qi < queries.size(); qi++) {
         String query = queries.get(qi);
         if (failed.contains(query)) {
@@ -80,7 +93,7 @@ final class QueryRounds {
             failures.add(new QueryFailure(query, worker.name(), round, e.getMessage()));
             say(
                 String.format(
-                    "%-14s %-5s (%d/%d) %-12s FAILED: %s",
+                    "%-20s %-5s (%d/%d) %-12s FAILED: %s",
                     roundName, query, qi + 1, queries.size(), worker.name(), e.getMessage()));
             continue;
           }
@@ -89,6 +102,7 @@ final class QueryRounds {
               new Measurement(
                   query,
                   worker.name(),
+                  session,
                   round,
                   warmup,
                   run.wallMs(),
@@ -97,7 +111,7 @@ final class QueryRounds {
                   run.path()));
           say(
               String.format(
-                  "%-14s %-5s (%d/%d) %-12s %8.0f ms  shuffle write %s, read %s (remote %s%s), fetch wait %d ms",
+                  "%-20s %-5s (%d/%d) %-12s %8.0f ms  shuffle write %s, read %s (remote %s%s), fetch wait %d ms",
                   roundName,
                   query,
                   qi + 1,

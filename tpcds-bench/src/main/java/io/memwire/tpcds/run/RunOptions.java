@@ -16,8 +16,11 @@ import java.util.Map;
  * @param driverMemoryMb heap of each driver (worker) JVM, MiB
  * @param scale TPC-DS scale factor
  * @param queries query selection: names and sets, comma-separated
- * @param warmups untimed rounds before the timed ones
- * @param iterations timed rounds
+ * @param warmups untimed rounds before the timed ones, in every session
+ * @param iterations timed rounds of every session
+ * @param sessions sessions: each starts every configuration's cluster afresh, runs the warm-up and
+ *     the timed rounds, and stops the clusters, so the per-cluster part of the noise (what a JVM's
+ *     compilations and placement make of a run) is sampled more than once
  * @param configs shuffle configurations; the first is the reference
  * @param noBroadcast turn broadcast joins off (both thresholds -1)
  * @param sparkConf settings applied to every configuration
@@ -36,6 +39,7 @@ public record RunOptions(
     String queries,
     int warmups,
     int iterations,
+    int sessions,
     List<ShuffleConfig> configs,
     boolean noBroadcast,
     Map<String, String> sparkConf,
@@ -55,6 +59,7 @@ public record RunOptions(
     positive("--executors", executors);
     positive("--executor-cores", executorCores);
     positive("--iterations", iterations);
+    positive("--sessions", sessions);
     if (warmups < 0) {
       throw new IllegalArgumentException("--warmup must be >= 0, got " + warmups);
     }
@@ -105,8 +110,10 @@ public record RunOptions(
                   --scale SF            TPC-DS scale factor (default 1)
                   --queries LIST        query names and sets, comma-separated (default: default)
                                         sets: default = q3,q7,q19,q42,q50,q55,q93; smoke = q3,q93; all = 103 files
-                  --iterations N        timed rounds (default 3)
-                  --warmup N            untimed rounds first (default 1)
+                  --iterations N        timed rounds per session (default 3)
+                  --warmup N            untimed rounds first, in every session (default 1)
+                  --sessions N          start every configuration's cluster afresh N times, each session
+                                        running the warm-up and timed rounds (default 1)
                   --configs LIST        shuffle configurations, comma-separated; the first is the reference
                                         (default: sort,rdma-tcp). Built-in: sort, rdma-tcp, rdma-verbs;
                                         inline: name{manager=<class>;spark.key=value;...}
@@ -146,6 +153,7 @@ public record RunOptions(
     String queries = "default";
     int warmups = 1;
     int iterations = 3;
+    int sessions = 1;
     String configs = "sort,rdma-tcp";
     boolean noBroadcast = false;
     Map<String, String> conf = new LinkedHashMap<>();
@@ -178,6 +186,7 @@ public record RunOptions(
         case "--queries" -> queries = value;
         case "--iterations" -> iterations = integer(option, value);
         case "--warmup" -> warmups = integer(option, value);
+        case "--sessions" -> sessions = integer(option, value);
         case "--configs" -> configs = value;
         case "--conf" -> {
           int eq = value.indexOf('=');
@@ -203,6 +212,7 @@ public record RunOptions(
         queries,
         warmups,
         iterations,
+        sessions,
         ShuffleConfig.parseList(configs),
         noBroadcast,
         conf,

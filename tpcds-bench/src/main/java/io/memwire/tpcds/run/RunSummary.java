@@ -2,7 +2,6 @@ package io.memwire.tpcds.run;
 
 import io.memwire.tpcds.data.DataSetInfo;
 import io.memwire.tpcds.worker.ClusterInfo;
-import io.memwire.tpcds.worker.WorkerProcess;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -37,7 +36,7 @@ final class RunSummary {
       List<ShuffleConfig> configs,
       List<String> queries,
       DataSetInfo dataSet,
-      List<WorkerProcess> workers,
+      List<ClusterInfo> clusters,
       List<Measurement> measurements,
       List<QueryFailure> failures,
       String failure) {
@@ -87,15 +86,15 @@ final class RunSummary {
     env.put("hostCores", Runtime.getRuntime().availableProcessors());
     env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
     env.put("java", System.getProperty("java.version"));
-    env.put("sparkVersion", workers.isEmpty() ? "?" : workers.get(0).info().sparkVersion());
+    env.put("sparkVersion", clusters.isEmpty() ? "?" : clusters.get(0).sparkVersion());
     env.put("master", options.localCluster() ? clusterDescription : options.master());
-    env.put("executors", workers.isEmpty() ? 0 : workers.get(0).info().executors());
+    env.put("executors", clusters.isEmpty() ? 0 : clusters.get(0).executors());
     env.put("scale", options.scale());
     env.put("noBroadcast", options.noBroadcast());
     env.put("warmups", options.warmups());
     env.put("iterations", options.iterations());
+    env.put("sessions", options.sessions());
     env.put("durationSeconds", (System.nanoTime() - startNanos) / 1e9);
-    List<ClusterInfo> clusters = workers.stream().map(WorkerProcess::info).toList();
     return new RunResult(
         runDir.toString(),
         env,

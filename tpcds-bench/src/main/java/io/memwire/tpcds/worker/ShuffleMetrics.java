@@ -3,6 +3,11 @@ package io.memwire.tpcds.worker;
 /**
  * Task metrics of one query run, summed over all its tasks (times in milliseconds, sizes in bytes).
  * {@code recordsRead} counts shuffle records read by reducers.
+ *
+ * @param executorCpuMs the tasks' CPU time: run time above it is time a task waited or was off its
+ *     core (other threads of the executor, such as the JIT compilers, or other processes)
+ * @param gcMs the JVMs' garbage-collection time during the tasks
+ * @param readTaskRunMs run time of the tasks that read shuffle blocks (the reduce side)
  */
 public record ShuffleMetrics(
     long tasks,
@@ -14,9 +19,13 @@ public record ShuffleMetrics(
     long fetchWaitMs,
     long recordsRead,
     long localBlocksFetched,
-    long remoteBlocksFetched) {
+    long remoteBlocksFetched,
+    long executorCpuMs,
+    long gcMs,
+    long readTaskRunMs) {
   /** No tasks. */
-  public static final ShuffleMetrics ZERO = new ShuffleMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  public static final ShuffleMetrics ZERO =
+      new ShuffleMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
   /** Local plus remote shuffle bytes read. */
   public long bytesRead() {
@@ -35,6 +44,9 @@ public record ShuffleMetrics(
         fetchWaitMs + o.fetchWaitMs,
         recordsRead + o.recordsRead,
         localBlocksFetched + o.localBlocksFetched,
-        remoteBlocksFetched + o.remoteBlocksFetched);
+        remoteBlocksFetched + o.remoteBlocksFetched,
+        executorCpuMs + o.executorCpuMs,
+        gcMs + o.gcMs,
+        readTaskRunMs + o.readTaskRunMs);
   }
 }

@@ -132,7 +132,10 @@ public final class TaskMetricsCollector extends SparkListener {
             r.fetchWaitTime(),
             r.recordsRead(),
             r.localBlocksFetched(),
-            r.remoteBlocksFetched());
+            r.remoteBlocksFetched(),
+            m.executorCpuTime() / 1_000_000,
+            m.jvmGCTime(),
+            r.localBlocksFetched() + r.remoteBlocksFetched() > 0 ? m.executorRunTime() : 0);
     totals.merge(group, one, ShuffleMetrics::plus);
   }
 }

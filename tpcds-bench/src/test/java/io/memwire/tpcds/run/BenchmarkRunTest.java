@@ -38,7 +38,13 @@ class BenchmarkRunTest {
    * off.
    */
   private static RunOptions options(String configs, String queries, int warmups) {
+    return options(configs, queries, warmups, 1);
+  }
+
+  private static RunOptions options(String configs, String queries, int warmups, int sessions) {
     return RunOptions.parse(
+        "--sessions",
+        String.valueOf(sessions),
         "--scale",
         "0.01",
         "--queries",
@@ -96,6 +102,12 @@ class BenchmarkRunTest {
       assertTrue(m.rows() > 0, m + " returned no rows: the comparison would prove nothing");
       assertTrue(m.metrics().bytesWritten() > 0, m + " wrote no shuffle bytes");
       assertEquals(m.metrics().bytesWritten() > 0, m.metrics().bytesRead() > 0, m.toString());
+      // The split of the tasks' time: CPU, and the reduce side's share of the run time.
+      assertTrue(m.metrics().executorCpuMs() > 0, m.toString());
+      assertTrue(
+          m.metrics().readTaskRunMs() > 0
+              && m.metrics().readTaskRunMs() < m.metrics().executorRunMs(),
+          m.toString());
     }
     assertTrue(
         result.measurements().stream().anyMatch(m -> m.metrics().remoteBytesRead() > 0),
@@ -177,6 +189,7 @@ class BenchmarkRunTest {
     assertNoProcessesLeft();
   }
 
+  /** Also runs two sessions: clusters restarted, the failed query left out of the second. */
   @Test
   @Order(3)
   @Timeout(value = 25, unit = TimeUnit.MINUTES)
@@ -186,8 +199,17 @@ class BenchmarkRunTest {
             "sort,failing{manager=io.memwire.tpcds.QueryFailingShuffleManager;"
                 + "spark.memwire.test.failQuery=q3;spark.task.maxFailures=1}",
             "q3,q7",
-            0);
-    RunResult result = new BenchmarkRun(options, System.out::println).run();
+            0,
+            2);
+    List<String> progress = new CopyOnWriteArrayList<>();
+    RunResult result =
+        new BenchmarkRun(
+                options,
+                line -> {
+                  progress.add(line);
+                  System.out.println(line);
+                })
+            .run();
     assertTrue(result.verified(), "q7 still verified: " + result.failure());
     assertEquals(1, result.failures().size(), result.failures().toString());
     QueryFailure f = result.failures().get(0);
@@ -203,6 +225,27 @@ class BenchmarkRunTest {
     assertTrue(report.contains("## Queries that failed to run"), report);
     assertTrue(report.contains("1 of 2 queries failed to run"), report);
     assertTrue(Files.readString(dir.resolve("failures.csv")).contains("q3,failing,0,"));
+
+    // Session 1 is round 0, session 2 round 1, each on clusters of its own; q3 is not run again.
+    assertEquals(
+        List.of("q3 sort 0 0", "q7 sort 0 0", "q7 failing 0 0", "q7 failing 1 1", "q7 sort 1 1"),
+        result.measurements().stream()
+            .map(m -> m.query() + " " + m.config() + " " + m.session() + " " + m.round())
+            .toList());
+    assertEquals(
+        2,
+        progress.stream()
+            .filter(l -> l.contains("starting local-cluster") && l.contains("for failing"))
+            .count());
+    assertTrue(Files.size(dir.resolve("logs").resolve("failing-s2.log")) > 0);
+    assertTrue(report.contains("2 sessions (clusters started afresh for each)"), report);
+    assertTrue(report.contains("| failing | 2 | 1 |"), report);
+    assertEquals(
+        "query,config,session,round",
+        Files.readAllLines(dir.resolve("measurements.csv")).get(0).substring(0, 26));
+    List<String> sessions = Files.readAllLines(dir.resolve("paired-sessions.csv"));
+    assertEquals(3, sessions.size(), sessions.toString());
+    assertTrue(sessions.get(2).startsWith("failing,1,1,"), sessions.toString());
     assertNoProcessesLeft();
   }
 

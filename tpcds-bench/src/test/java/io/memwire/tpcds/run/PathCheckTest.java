@@ -28,7 +28,8 @@ class PathCheckTest {
   private static final ShuffleConfig SORT = ShuffleConfig.parse("sort");
 
   private static QueryRun run(long remoteBytes, PathCounters path) {
-    ShuffleMetrics m = new ShuffleMetrics(4, 10, remoteBytes, 1, 0, remoteBytes, 0, 1, 0, 2);
+    ShuffleMetrics m =
+        new ShuffleMetrics(4, 10, remoteBytes, 1, 0, remoteBytes, 0, 1, 0, 2, 8, 0, 5);
     return new QueryRun(
         "q3", 1_000_000, m, path, new Answer(List.of("a"), List.of("string"), List.of()));
   }

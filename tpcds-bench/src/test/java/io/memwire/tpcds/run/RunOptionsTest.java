@@ -21,6 +21,8 @@ class RunOptionsTest {
     assertEquals(ShuffleConfig.RDMA_MANAGER, o.configs().get(1).manager());
     assertEquals("tcp", o.configs().get(1).provider());
     assertFalse(o.noBroadcast());
+    assertEquals(1, o.sessions());
+    assertEquals(4, RunOptions.parse("--sessions", "4").sessions());
   }
 
   @Test
@@ -54,6 +56,10 @@ class RunOptionsTest {
         assertThrows(IllegalArgumentException.class, () -> RunOptions.parse("--iterations", "0"))
             .getMessage()
             .contains("--iterations"));
+    assertEquals(
+        "--sessions must be >= 1, got 0",
+        assertThrows(IllegalArgumentException.class, () -> RunOptions.parse("--sessions", "0"))
+            .getMessage());
     assertTrue(
         assertThrows(
                 IllegalArgumentException.class, () -> RunOptions.parse("--configs", "sort,nope"))
