@@ -60,7 +60,7 @@ final class MarkdownReport {
             + env.get("warmups")
             + " warm-up + "
             + env.get("iterations")
-            + " timed, configuration order rotating");
+            + " timed, configuration order permuted each round");
     row(
         md,
         "host",

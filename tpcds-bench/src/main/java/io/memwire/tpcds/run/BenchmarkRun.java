@@ -30,11 +30,11 @@ import org.slf4j.LoggerFactory;
 /**
  * One benchmark run: a driver process per configuration (each with its own cluster, all alive at
  * once), data generated or reused, then rounds of every query on every configuration with the
- * configuration order rotating each round, every answer checked against the reference
- * configuration's, and the results written by {@link ReportWriter}. With {@code --sessions} above 1
- * the clusters are stopped and started afresh that many times, each session running its own warm-up
- * and timed rounds: rounds on one cluster share what that JVM's compilations made of it, so only
- * fresh clusters sample that part of the noise.
+ * configuration order changing each round ({@link RoundOrder}), every answer checked against the
+ * reference configuration's, and the results written by {@link ReportWriter}. With {@code
+ * --sessions} above 1 the clusters are stopped and started afresh that many times, each session
+ * running its own warm-up and timed rounds: rounds on one cluster share what that JVM's
+ * compilations made of it, so only fresh clusters sample that part of the noise.
  *
  * <p>Why one process per configuration: Spark reads {@code spark.shuffle.manager} when it creates a
  * SparkContext, and a JVM holds one SparkContext. Keeping the clusters alive side by side (about

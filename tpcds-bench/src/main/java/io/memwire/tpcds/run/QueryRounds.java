@@ -15,7 +15,7 @@ import java.util.function.Consumer;
 
 /**
  * The measured part of a run: per session, rounds (warm-ups, then timed ones) of every query on
- * every configuration, the configuration order rotating each round; each run is recorded as a
+ * every configuration, in the order {@link RoundOrder} gives each round; each run is recorded as a
  * {@link Measurement}, its path checked ({@link PathCheck}) and its answer checked against the
  * reference's, across sessions ({@link ReferenceAnswers}). A query that fails to run is recorded
  * and left out of later rounds and sessions.
@@ -73,14 +73,17 @@ final class QueryRounds {
               + (warmup
                   ? "warm-up " + (local + 1) + "/" + options.warmups()
                   : "timed " + (local - options.warmups() + 1) + "/" + options.iterations());
+      int[] order =
+          RoundOrder.of(
+              workers.size(),
+              warmup ? -1 : session * options.iterations() + local - options.warmups());
       for (int qi = 0; qi < queries.size(); qi++) {
         String query = queries.get(qi);
         if (failed.contains(query)) {
           continue;
         }
         for (int k = 0; k < workers.size(); k++) {
-          // Rotate the order each round so drift and warm caches do not favour one configuration.
-          WorkerProcess worker = workers.get((k + round) % workers.size());
+          WorkerProcess worker = workers.get(order[k]);
           QueryRun run;
           try {
             run = worker.call(Request.run(query, sql.get(query)), options.queryTimeout()).run();
