@@ -35,6 +35,9 @@ public final class ShuffleCounters {
   /** Map outputs left to Spark's own transfer (budget exhausted, registration failed). */
   public final LongAdder outputsServedByFallback = adder(ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK);
 
+  /** Microseconds map tasks spent publishing their outputs. */
+  public final LongAdder publishMicros = adder(ShuffleMetrics.PUBLISH_MICROS);
+
   /** Blocks (single or batch) delivered to Spark by one-sided reads. */
   public final LongAdder rdmaBlocks = adder(ShuffleMetrics.RDMA_BLOCKS);
 

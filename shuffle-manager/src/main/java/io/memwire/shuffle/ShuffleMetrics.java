@@ -56,6 +56,12 @@ public final class ShuffleMetrics {
           "outputsServedByFallback",
           COUNT,
           "Map outputs left to Spark's own transfer (budget exhausted, registration failed).");
+  public static final Metric PUBLISH_MICROS =
+      counter(
+          "publishMicros",
+          MICROSECONDS,
+          "Time map tasks spent making their finished outputs readable one-sided (registering the"
+              + " files, writing the slot, or handing them to the shuffle service).");
 
   // Reduce side: blocks delivered one-sided.
 
@@ -188,6 +194,7 @@ public final class ShuffleMetrics {
           OUTPUTS_MIGRATED,
           MIGRATED_NOT_REPOINTED,
           OUTPUTS_SERVED_BY_FALLBACK,
+          PUBLISH_MICROS,
           RDMA_BLOCKS,
           RDMA_BATCH_BLOCKS,
           RDMA_BLOCKS_TO_DISK,

@@ -53,6 +53,9 @@ class LocalModeLifecycleTest {
       sums.values().forEach(v -> assertEquals(2000, v));
       assertTrue(manager.isTransportActive());
       assertEquals(4, manager.counters().outputsPublished.sum());
+      // Four publications, each of which registers two files: some time, and not a minute.
+      long publishMicros = manager.counters().publishMicros.sum();
+      assertTrue(publishMicros > 0 && publishMicros < 60_000_000, "publishMicros " + publishMicros);
       TransferStats s = manager.transferStats();
       assertTrue(s.registeredRegions() >= 8, s.toString());
       assertTrue(s.mappedSegments() >= 4, s.toString());

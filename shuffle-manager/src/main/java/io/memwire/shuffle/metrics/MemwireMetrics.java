@@ -61,6 +61,7 @@ public final class MemwireMetrics {
     d.manager("outputs.toService", ShuffleMetrics.OUTPUTS_TO_SERVICE);
     d.manager("outputs.serviceErrors", ShuffleMetrics.SERVICE_ERRORS);
     d.manager("outputs.servedByFallback", ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK);
+    d.manager("outputs.publishMicros", ShuffleMetrics.PUBLISH_MICROS);
     d.manager("outputs.migrated", ShuffleMetrics.OUTPUTS_MIGRATED);
     d.manager("outputs.migratedNotRepointed", ShuffleMetrics.MIGRATED_NOT_REPOINTED);
     d.manager("metadata.reads", ShuffleMetrics.METADATA_READS);

@@ -66,9 +66,14 @@ public final class MapOutputPublisher {
    * @throws IllegalStateException when it cannot be published and fallback is disabled
    */
   public void publish(int shuffleId, long mapId, int mapIndex, MapStatus status) {
-    DirectoryPointer pointer = register(shuffleId, mapId, mapIndex, !fallback);
-    if (pointer != null) {
-      pointTo(status, pointer);
+    long start = System.nanoTime();
+    try {
+      DirectoryPointer pointer = register(shuffleId, mapId, mapIndex, !fallback);
+      if (pointer != null) {
+        pointTo(status, pointer);
+      }
+    } finally {
+      counters.publishMicros.add((System.nanoTime() - start) / 1000);
     }
   }
 

@@ -51,7 +51,7 @@ public final class ReportWriter {
         "query,config,session,round,warmup,wall_ms,rows,tasks,executor_run_ms,shuffle_bytes_written,"
             + "shuffle_records_written,shuffle_local_bytes_read,shuffle_remote_bytes_read,fetch_wait_ms,"
             + "shuffle_records_read,local_blocks_fetched,remote_blocks_fetched,one_sided_bytes,not_one_sided_bytes,"
-            + "fallback_blocks,outputs_not_registered,executor_cpu_ms,gc_ms,read_task_run_ms");
+            + "fallback_blocks,outputs_not_registered,executor_cpu_ms,gc_ms,read_task_run_ms,publish_ms");
     for (Measurement m : result.measurements()) {
       ShuffleMetrics s = m.metrics();
       lines.add(
@@ -82,7 +82,8 @@ public final class ReportWriter {
               m.path() == null ? "" : String.valueOf(m.path().fallbackOutputs()),
               String.valueOf(s.executorCpuMs()),
               String.valueOf(s.gcMs()),
-              String.valueOf(s.readTaskRunMs())));
+              String.valueOf(s.readTaskRunMs()),
+              m.path() == null ? "" : fmt(m.path().publishMicros() / 1000.0)));
     }
     Files.write(dir.resolve("measurements.csv"), lines, StandardCharsets.UTF_8);
   }

@@ -145,7 +145,8 @@ final class QueryRounds {
         + ", not one-sided "
         + mb(p.notOneSidedBytes(run.metrics().remoteBytesRead()))
         + ", fallback blocks "
-        + p.fallbackBlocks();
+        + p.fallbackBlocks()
+        + String.format(", publish %.1f ms", p.publishMicros() / 1000.0);
   }
 
   static String mb(long bytes) {

@@ -3,6 +3,7 @@ package io.memwire.tpcds.worker;
 import static io.memwire.shuffle.ShuffleMetrics.FAILED_BLOCKS;
 import static io.memwire.shuffle.ShuffleMetrics.FALLBACK_BLOCKS;
 import static io.memwire.shuffle.ShuffleMetrics.OUTPUTS_SERVED_BY_FALLBACK;
+import static io.memwire.shuffle.ShuffleMetrics.PUBLISH_MICROS;
 import static io.memwire.shuffle.ShuffleMetrics.RDMA_BLOCKS;
 import static io.memwire.shuffle.ShuffleMetrics.RDMA_BYTES;
 import static io.memwire.shuffle.ShuffleMetrics.delta;
@@ -21,6 +22,7 @@ import java.util.Map;
  * @param fallbackOutputs map outputs not registered for one-sided reads (served by Spark's
  *     transfer)
  * @param blockSizes the sizes of the blocks read one-sided
+ * @param publishMicros time the map tasks spent making their outputs readable one-sided
  */
 public record PathCounters(
     long oneSidedBytes,
@@ -28,7 +30,8 @@ public record PathCounters(
     long fallbackBlocks,
     long failedBlocks,
     long fallbackOutputs,
-    BlockSizes blockSizes) {
+    BlockSizes blockSizes,
+    long publishMicros) {
   /**
    * The counters between two {@link io.memwire.shuffle.metrics.ManagerCounters#sum} snapshots, or
    * null when the manager keeps none.
@@ -43,7 +46,8 @@ public record PathCounters(
         delta(before, after, FALLBACK_BLOCKS),
         delta(before, after, FAILED_BLOCKS),
         delta(before, after, OUTPUTS_SERVED_BY_FALLBACK),
-        BlockSizes.between(before, after));
+        BlockSizes.between(before, after),
+        delta(before, after, PUBLISH_MICROS));
   }
 
   /**
@@ -62,6 +66,7 @@ public record PathCounters(
         fallbackBlocks + o.fallbackBlocks,
         failedBlocks + o.failedBlocks,
         fallbackOutputs + o.fallbackOutputs,
-        blockSizes.plus(o.blockSizes));
+        blockSizes.plus(o.blockSizes),
+        publishMicros + o.publishMicros);
   }
 }

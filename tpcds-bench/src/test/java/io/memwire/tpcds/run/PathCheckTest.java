@@ -39,10 +39,11 @@ class PathCheckTest {
     assertDoesNotThrow(
         () ->
             PathCheck.check(
-                "q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0, BlockSizes.NONE))));
+                "q3", RDMA, run(1000, new PathCounters(1000, 2, 0, 0, 0, BlockSizes.NONE, 0))));
     assertDoesNotThrow(
         () ->
-            PathCheck.check("q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0, BlockSizes.NONE))));
+            PathCheck.check(
+                "q3", RDMA, run(0, new PathCounters(0, 0, 0, 0, 0, BlockSizes.NONE, 0))));
   }
 
   @Test
@@ -52,7 +53,7 @@ class PathCheckTest {
             PathCheckException.class,
             () ->
                 PathCheck.check(
-                    "q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1, BlockSizes.NONE))));
+                    "q3", RDMA, run(1000, new PathCounters(600, 1, 1, 0, 1, BlockSizes.NONE, 0))));
     assertTrue(e.getMessage().contains("PATH CHECK FAILED in q3"), e.getMessage());
     assertTrue(
         e.getMessage()
@@ -62,7 +63,7 @@ class PathCheckTest {
         PathCheckException.class,
         () ->
             PathCheck.check(
-                "q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0, BlockSizes.NONE))),
+                "q3", RDMA, run(1000, new PathCounters(1000, 2, 1, 0, 0, BlockSizes.NONE, 0))),
         "a block handed to Spark's transfer");
   }
 
@@ -100,7 +101,7 @@ class PathCheckTest {
     blocks.set(0, 3L);
     List<Long> bytes = new ArrayList<>(BlockSizes.NONE.bytes());
     bytes.set(1, 6000L);
-    assertEquals(new PathCounters(250, 4, 0, 0, 0, new BlockSizes(blocks, bytes)), p);
+    assertEquals(new PathCounters(250, 4, 0, 0, 0, new BlockSizes(blocks, bytes), 0), p);
     assertEquals(50, p.notOneSidedBytes(300));
     assertEquals(0, p.notOneSidedBytes(200));
     assertNull(PathCounters.between(Map.of(), Map.of()), "a manager without counters");
