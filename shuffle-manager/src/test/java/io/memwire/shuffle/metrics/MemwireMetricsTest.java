@@ -53,6 +53,7 @@ class MemwireMetricsTest {
             "outputs.toService",
             "outputs.serviceErrors",
             "outputs.servedByFallback",
+            "outputs.publishMicros",
             "outputs.migrated",
             "outputs.migratedNotRepointed",
             "metadata.reads",
