@@ -14,6 +14,9 @@ import java.util.List;
  * neighbour.
  */
 final class RoundOrder {
+  /** The most configurations a run takes (20! still fits a long). */
+  static final int MAX_CONFIGS = 20;
+
   private RoundOrder() {}
 
   /**
@@ -24,8 +27,8 @@ final class RoundOrder {
    *     a warm-up round
    */
   static int[] of(int configs, int timedRound) {
-    if (configs < 1 || configs > 20) {
-      throw new IllegalArgumentException("1 to 20 configurations, got " + configs);
+    if (configs < 1 || configs > MAX_CONFIGS) {
+      throw new IllegalArgumentException("1 to " + MAX_CONFIGS + " configurations, got " + configs);
     }
     int[] order = new int[configs];
     if (timedRound < 0) {

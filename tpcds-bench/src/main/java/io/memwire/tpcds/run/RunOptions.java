@@ -69,6 +69,14 @@ public record RunOptions(
     if (configs.isEmpty()) {
       throw new IllegalArgumentException("--configs names no configuration");
     }
+    if (configs.size() > RoundOrder.MAX_CONFIGS) {
+      throw new IllegalArgumentException(
+          "--configs names "
+              + configs.size()
+              + " configurations, at most "
+              + RoundOrder.MAX_CONFIGS
+              + " run side by side");
+    }
     configs = List.copyOf(configs);
     sparkConf = Map.copyOf(sparkConf);
   }

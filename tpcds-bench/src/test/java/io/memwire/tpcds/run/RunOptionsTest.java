@@ -70,6 +70,16 @@ class RunOptionsTest {
                 IllegalArgumentException.class, () -> RunOptions.parse("--configs", "sort,sort"))
             .getMessage()
             .contains("twice"));
+    String many =
+        String.join(
+            ",",
+            java.util.stream.IntStream.range(0, 21)
+                .mapToObj(i -> "c" + i + "{manager=sort}")
+                .toList());
+    assertEquals(
+        "--configs names 21 configurations, at most 20 run side by side",
+        assertThrows(IllegalArgumentException.class, () -> RunOptions.parse("--configs", many))
+            .getMessage());
     assertTrue(
         assertThrows(
                 IllegalArgumentException.class, () -> RunOptions.parse("--configs", "x{spark.a=1}"))
