@@ -196,6 +196,12 @@ final class ComparisonReport {
         median(memwire, ShuffleAppResult::smallWarmSeconds)
             - median(sort, ShuffleAppResult::smallWarmSeconds);
     double firstExtra = first - later;
+    double firstCpu =
+        (median(memwire, r -> r.cold().executorCpuMs())
+                - median(sort, r -> r.cold().executorCpuMs()))
+            / 1e3;
+    double firstJit =
+        (median(memwire, r -> r.cold().jitCpuMs()) - median(sort, r -> r.cold().jitCpuMs())) / 1e3;
     ShuffleAppResult m = memwire.get(memwire.size() - 1);
     StringBuilder s = new StringBuilder();
     s.append(
@@ -213,17 +219,22 @@ final class ComparisonReport {
             Locale.ROOT,
             "  first small job, beyond a later one (JIT of the read"
                 + " path, first connections: %d open): %+.2f s; directory slot reads %d, index reads"
-                + " %d%n",
+                + " %d, publishing %.0f ms in map tasks; the first job's executor CPU %+.2f s, of"
+                + " it JIT compilers %+.2f s%n",
             m.openConnections(),
             firstExtra,
             m.cold().slotReads(),
-            m.cold().indexReads()));
+            m.cold().indexReads(),
+            m.cold().publishMicros() / 1e3,
+            firstCpu,
+            firstJit));
     s.append(
         String.format(
             Locale.ROOT,
             "  every later small job: %+.2f s; per job %d map"
                 + " outputs registered and mapped, %d directory slot reads, %d index reads, %d index"
-                + " cache hits, %d one-sided fetch requests (first block after %.0f us on average)%n",
+                + " cache hits, %d one-sided fetch requests (first block after %.0f us on average),"
+                + " publishing %.0f ms in map tasks%n",
             later,
             m.warm().outputsPublished(),
             m.warm().slotReads(),
@@ -232,7 +243,8 @@ final class ComparisonReport {
             m.warm().fetchRequests(),
             m.warm().fetchRequests() == 0
                 ? 0.0
-                : (double) m.warm().firstBlockMicros() / m.warm().fetchRequests()));
+                : (double) m.warm().firstBlockMicros() / m.warm().fetchRequests(),
+            m.warm().publishMicros() / 1e3));
     s.append(
         String.format(
             Locale.ROOT,

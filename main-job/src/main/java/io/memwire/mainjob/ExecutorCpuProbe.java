@@ -40,6 +40,7 @@ final class ExecutorCpuProbe {
     m.put("serving", d.servingNanos());
     m.put("transport", d.transportNanos());
     m.put("executor", d.nanos(ExecutorCpu.Group.PROCESS));
+    m.put("jit", d.nanos(ExecutorCpu.Group.JIT));
     return m;
   }
 }

@@ -15,6 +15,7 @@ enum ManagerCounter {
   FALLBACK_BLOCKS(() -> ShuffleMetrics.FALLBACK_BLOCKS.name()),
   FAILED_BLOCKS(() -> ShuffleMetrics.FAILED_BLOCKS.name()),
   OUTPUTS_PUBLISHED(() -> ShuffleMetrics.OUTPUTS_PUBLISHED.name()),
+  PUBLISH_MICROS(() -> ShuffleMetrics.PUBLISH_MICROS.name()),
   SLOT_READS(() -> ShuffleMetrics.SLOT_READS.name()),
   INDEX_READS(() -> ShuffleMetrics.INDEX_READS.name()),
   INDEX_ENTRY_READS(() -> ShuffleMetrics.INDEX_ENTRY_READS.name()),

@@ -131,7 +131,7 @@ final class Round {
   /** A phase's manager counters per job ({@code jobs} of them); all zero for no phase. */
   private static ShuffleAppResult.JobCounters counters(Phase p, int jobs) {
     if (p == null) {
-      return new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+      return new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1);
     }
     return new ShuffleAppResult.JobCounters(
         p.manager(ManagerCounter.OUTPUTS_PUBLISHED) / jobs,
@@ -143,7 +143,16 @@ final class Round {
         p.manager(ManagerCounter.FIRST_BLOCK_MICROS) / jobs,
         p.manager(ManagerCounter.RDMA_BLOCKS) / jobs,
         p.spark("remoteBytes") / jobs,
-        p.spark("fetchWaitMs") / jobs);
+        p.spark("fetchWaitMs") / jobs,
+        p.manager(ManagerCounter.PUBLISH_MICROS) / jobs,
+        cpuMs(p, "executor", jobs),
+        cpuMs(p, "jit", jobs));
+  }
+
+  /** A phase's executor CPU of one thread group per job, or -1 when not measured. */
+  private static long cpuMs(Phase p, String group, int jobs) {
+    Long nanos = p.cpu().get(group);
+    return nanos == null ? -1 : nanos / 1_000_000 / jobs;
   }
 
   /** A phase's executor CPU of one thread group per GiB, or -1 when not measured. */

@@ -97,7 +97,10 @@ public record ShuffleAppResult(
       long firstBlockMicros,
       long rdmaBlocks,
       long remoteBytes,
-      long fetchWaitMs) {}
+      long fetchWaitMs,
+      long publishMicros,
+      long executorCpuMs,
+      long jitCpuMs) {}
 
   /** This result as one line of JSON. */
   public String toJson() {

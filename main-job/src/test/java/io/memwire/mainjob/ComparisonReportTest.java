@@ -1,7 +1,10 @@
 package io.memwire.mainjob;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -36,5 +39,32 @@ class ComparisonReportTest {
     assertEquals(1, ComparisonReport.report(runs(a, e), dir), "remote bytes not one-sided");
     ShuffleAppResult f = ShuffleAppResultTest.result("aa", 7, true, 9, 3);
     assertEquals(1, ComparisonReport.report(runs(a, f), dir), "blocks fell back");
+  }
+
+  @Test
+  void theFirstJobsLineGivesPublishingAndTheCpuDifferences() throws Exception {
+    ShuffleAppResult sort =
+        withCold(
+            ShuffleAppResultTest.full(),
+            new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10_000, 6_000));
+    ShuffleAppResult memwire =
+        withCold(
+            ShuffleAppResultTest.full(),
+            new ShuffleAppResult.JobCounters(
+                57, 57, 57, 0, 0, 98, 0, 0, 0, 0, 180_000, 11_500, 6_250));
+    String s = ComparisonReport.fixedCosts(List.of(sort), List.of(memwire));
+    assertTrue(
+        s.contains(
+            "directory slot reads 57, index reads 57, publishing 180 ms in map tasks; the first"
+                + " job's executor CPU +1.50 s, of it JIT compilers +0.25 s"),
+        s);
+  }
+
+  private static ShuffleAppResult withCold(ShuffleAppResult r, ShuffleAppResult.JobCounters cold)
+      throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode n = (ObjectNode) json.readTree(r.toJson());
+    n.set("cold", json.valueToTree(cold));
+    return ShuffleAppResult.fromJson(json.writeValueAsString(n));
   }
 }

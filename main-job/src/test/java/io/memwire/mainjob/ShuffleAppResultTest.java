@@ -45,9 +45,9 @@ class ShuffleAppResultTest {
         27_000_000,
         0,
         0,
-        new ShuffleAppResult.JobCounters(16, 17, 18, 19, 20, 21, 22, 23, 24, 25),
-        new ShuffleAppResult.JobCounters(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
-        new ShuffleAppResult.JobCounters(31, 32, 33, 34, 35, 36, 37, 38, 39, 40),
+        new ShuffleAppResult.JobCounters(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28),
+        new ShuffleAppResult.JobCounters(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
+        new ShuffleAppResult.JobCounters(31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43),
         2,
         110.5,
         220.25,
@@ -61,7 +61,7 @@ class ShuffleAppResultTest {
   static ShuffleAppResult result(
       String digest, long remoteBytes, boolean counters, long allOneSided, long allFallback) {
     ShuffleAppResult.JobCounters none =
-        new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        new ShuffleAppResult.JobCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1);
     return new ShuffleAppResult(
         counters ? "io.memwire.shuffle.RdmaShuffleManager" : "sort",
         counters ? "tcp" : "-",
