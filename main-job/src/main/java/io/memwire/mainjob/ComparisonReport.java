@@ -196,12 +196,21 @@ final class ComparisonReport {
         median(memwire, ShuffleAppResult::smallWarmSeconds)
             - median(sort, ShuffleAppResult::smallWarmSeconds);
     double firstExtra = first - later;
-    double firstCpu =
-        (median(memwire, r -> r.cold().executorCpuMs())
-                - median(sort, r -> r.cold().executorCpuMs()))
-            / 1e3;
-    double firstJit =
-        (median(memwire, r -> r.cold().jitCpuMs()) - median(sort, r -> r.cold().jitCpuMs())) / 1e3;
+    // -1: the executors' CPU was not measurable (no /proc); then the line leaves it out.
+    boolean cpuMeasured =
+        min(memwire, r -> r.cold().executorCpuMs()) >= 0
+            && min(sort, r -> r.cold().executorCpuMs()) >= 0;
+    String firstCpu =
+        !cpuMeasured
+            ? ""
+            : String.format(
+                Locale.ROOT,
+                "; the first job's executor CPU %+.2f s, of it JIT compilers %+.2f s",
+                (median(memwire, r -> r.cold().executorCpuMs())
+                        - median(sort, r -> r.cold().executorCpuMs()))
+                    / 1e3,
+                (median(memwire, r -> r.cold().jitCpuMs()) - median(sort, r -> r.cold().jitCpuMs()))
+                    / 1e3);
     ShuffleAppResult m = memwire.get(memwire.size() - 1);
     StringBuilder s = new StringBuilder();
     s.append(
@@ -219,15 +228,13 @@ final class ComparisonReport {
             Locale.ROOT,
             "  first small job, beyond a later one (JIT of the read"
                 + " path, first connections: %d open): %+.2f s; directory slot reads %d, index reads"
-                + " %d, publishing %.0f ms in map tasks; the first job's executor CPU %+.2f s, of"
-                + " it JIT compilers %+.2f s%n",
+                + " %d, publishing %.0f ms in map tasks%s%n",
             m.openConnections(),
             firstExtra,
             m.cold().slotReads(),
             m.cold().indexReads(),
             m.cold().publishMicros() / 1e3,
-            firstCpu,
-            firstJit));
+            firstCpu));
     s.append(
         String.format(
             Locale.ROOT,

@@ -84,8 +84,9 @@ public record ShuffleAppResult(
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /**
-   * What one job (or the average of several) made Memwire's manager do, with Spark's remote bytes
-   * and fetch wait for the same job; all zero for Spark's own manager.
+   * What one job (or the average of several) made Memwire's manager do (all zero for Spark's own
+   * manager), with Spark's remote bytes and fetch wait and the executors' CPU milliseconds, whole
+   * and in the JIT compiler threads, for the same job (-1 when not measurable).
    */
   public record JobCounters(
       long outputsPublished,

@@ -58,6 +58,14 @@ class ComparisonReportTest {
             "directory slot reads 57, index reads 57, publishing 180 ms in map tasks; the first"
                 + " job's executor CPU +1.50 s, of it JIT compilers +0.25 s"),
         s);
+
+    // Without /proc (-1) the CPU part is left out rather than printed as no difference.
+    ShuffleAppResult unmeasured =
+        withCold(
+            ShuffleAppResultTest.full(),
+            new ShuffleAppResult.JobCounters(57, 57, 57, 0, 0, 98, 0, 0, 0, 0, 180_000, -1, -1));
+    String u = ComparisonReport.fixedCosts(List.of(sort), List.of(unmeasured));
+    assertTrue(u.contains("publishing 180 ms in map tasks\n"), u);
   }
 
   private static ShuffleAppResult withCold(ShuffleAppResult r, ShuffleAppResult.JobCounters cold)
