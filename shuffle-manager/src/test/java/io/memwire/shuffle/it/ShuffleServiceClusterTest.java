@@ -47,6 +47,7 @@ import scala.Option;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ShuffleServiceClusterTest {
   private static final Duration APP_TIMEOUT = Duration.ofSeconds(3);
+  private static final long LISTENER_WAIT_MS = 10_000;
 
   @TempDir static Path root;
   ServiceProcess service;
@@ -125,6 +126,19 @@ class ShuffleServiceClusterTest {
     Clusters.await(d, c, () -> what);
   }
 
+  /**
+   * Collects {@code sums} with the stage and task counters reset before the job and complete after
+   * it: listener events arrive after collect returns, so the bus is drained on both sides.
+   */
+  private Map<Integer, Long> collectCounted(JavaPairRDD<Integer, Long> sums) {
+    cluster.sparkContext().listenerBus().waitUntilEmpty(LISTENER_WAIT_MS);
+    stages.reset();
+    metrics.reset();
+    Map<Integer, Long> result = new HashMap<>(sums.collectAsMap());
+    cluster.sparkContext().listenerBus().waitUntilEmpty(LISTENER_WAIT_MS);
+    return result;
+  }
+
   private Map<String, Long> appTotals() throws Exception {
     MemwireMetricsPlugin.awaitExecutorTotals(cluster.sparkContext(), Duration.ofSeconds(60));
     return MemwireMetricsPlugin.applicationTotals();
@@ -143,11 +157,8 @@ class ShuffleServiceClusterTest {
         "dynamic allocation released the idle executors");
     Map<String, Long> before = appTotals();
     long servedBefore = service.stats().get("node.servedReads");
-    stages.reset();
-    metrics.reset();
-
     // The same RDD again: its map stage is done, the reduce stage runs on new executors.
-    assertEquals(expected(1), new HashMap<>(sums.collectAsMap()));
+    assertEquals(expected(1), collectCounted(sums));
 
     assertEquals(1, stages.submitted.get(), "only the reduce stage ran; the map stage was kept");
     assertEquals(0, stages.reruns.get());
@@ -189,9 +200,7 @@ class ShuffleServiceClusterTest {
                 .noneMatch(ids::contains),
         "decommissioned executors " + ids + " gone");
     Map<String, Long> before = appTotals();
-    stages.reset();
-    metrics.reset();
-    assertEquals(expected(4), new HashMap<>(sums.collectAsMap()));
+    assertEquals(expected(4), collectCounted(sums));
     assertEquals(1, stages.submitted.get(), "the map stage was kept");
     assertEquals(0, stages.reruns.get());
     assertEquals(0, metrics.fetchFailures.get());
@@ -215,9 +224,7 @@ class ShuffleServiceClusterTest {
         Duration.ofSeconds(60),
         () -> executors.stream().noneMatch(ProcessHandle::isAlive),
         "executor JVMs gone");
-    stages.reset();
-    metrics.reset();
-    assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
+    assertEquals(expected(2), collectCounted(sums));
     assertEquals(0, stages.reruns.get(), "no stage rerun after SIGKILL of the map executors");
     assertEquals(1, stages.submitted.get());
     assertEquals(0, metrics.fetchFailures.get());
@@ -234,9 +241,7 @@ class ShuffleServiceClusterTest {
             root.resolve("service"),
             Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
     assertEquals(0L, service.stats().get("outputsHeld"), "a restarted service holds nothing");
-    stages.reset();
-    metrics.reset();
-    assertEquals(expected(3), new HashMap<>(sums.collectAsMap()), "exact after the rerun");
+    assertEquals(expected(3), collectCounted(sums), "exact after the rerun");
     assertTrue(metrics.fetchFailures.get() > 0, "old keys were refused: fetch failure");
     assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");
     assertTrue(service.stats().get("outputsTaken") > 0, "the rerun's outputs went to the new one");
@@ -255,9 +260,7 @@ class ShuffleServiceClusterTest {
         ServiceProcess.start(
             root.resolve("service"),
             Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
-    stages.reset();
-    metrics.reset();
-    assertEquals(expected(5), new HashMap<>(sums.collectAsMap()), "exact after the rerun");
+    assertEquals(expected(5), collectCounted(sums), "exact after the rerun");
     assertTrue(metrics.fetchFailures.get() > 0, "reads from the dead service failed: " + metrics);
     assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");
   }
