@@ -344,6 +344,8 @@ class LocalAttacksTest {
       assertEquals(1L, idle.stats().get("clients"), "the idle executor is still connected");
       assertTrue(idle.stats().get("clientsTimedOut") >= 2);
     }
+    // The service notices the idle executor's close on its own thread: wait for that first.
+    await(Duration.ofSeconds(5), () -> service.stats().get("clients") == 0, "no client left");
     // The slots the silent ones held are free: both of maxClients=2 can be used.
     try (ServiceClient a = executor("app-3", "1", 3);
         ServiceClient b = executor("app-3", "2", 3)) {
