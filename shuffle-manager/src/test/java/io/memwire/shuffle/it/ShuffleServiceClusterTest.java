@@ -130,7 +130,7 @@ class ShuffleServiceClusterTest {
    * Collects {@code sums} with the stage and task counters reset before the job and complete after
    * it: listener events arrive after collect returns, so the bus is drained on both sides.
    */
-  private Map<Integer, Long> collectCounted(JavaPairRDD<Integer, Long> sums) {
+  private Map<Integer, Long> collectCounted(JavaPairRDD<Integer, Long> sums) throws Exception {
     cluster.sparkContext().listenerBus().waitUntilEmpty(LISTENER_WAIT_MS);
     stages.reset();
     metrics.reset();
