@@ -33,8 +33,8 @@ import java.util.Map;
  *
  * <p>The order alternates every round; {@code --rotate K} starts it K places on, so that round 1,
  * where each application is submitted and pays its first job, can start with another configuration:
- * the application submitted second was measured to pay about a second more in its first job than
- * the one submitted first, with the first one idle meanwhile.
+ * the application submitted second has been measured to pay 0.1-1.3 s more in its first job than
+ * the one submitted first (medians, depending on the machine), with the first one idle meanwhile.
  */
 public final class MainJob {
   private MainJob() {}
@@ -162,7 +162,7 @@ public final class MainJob {
     int rc = ComparisonReport.report(results, workDir);
     say(
         "first small jobs: %s was submitted first; the application submitted second has"
-            + " measured about 1 s more in its first job (--rotate changes the order; see"
+            + " measured 0.1-1.3 s more in its first job (--rotate changes the order; see"
             + " docs/BENCHMARKS.md)",
         configs.get(rotate % configs.size()).name());
     return rc;
