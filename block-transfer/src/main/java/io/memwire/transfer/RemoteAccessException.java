@@ -4,7 +4,8 @@ import java.net.InetSocketAddress;
 
 /**
  * The remote node refused a read: the key names no live region, the range lies outside the region,
- * or the region was closed. The connection stays usable; only the affected read fails.
+ * the region was closed, or its file was truncated under it. The connection stays usable; only the
+ * affected read fails.
  */
 public final class RemoteAccessException extends TransferException {
   private static final long serialVersionUID = 1L;
@@ -20,7 +21,12 @@ public final class RemoteAccessException extends TransferException {
     /** The request itself was invalid (for example a zero length). */
     INVALID_REQUEST,
     /** The remote NIC reported an access error (verbs); the exact cause is not known. */
-    ACCESS_ERROR
+    ACCESS_ERROR,
+    /**
+     * The file under a file region became shorter than the region on the serving node (truncated by
+     * someone with write access to it while registered); its bytes cannot be served.
+     */
+    FILE_SHRUNK
   }
 
   private final Reason reason;

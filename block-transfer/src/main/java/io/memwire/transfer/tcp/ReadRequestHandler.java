@@ -76,6 +76,13 @@ final class ReadRequestHandler {
               + ")");
       return null;
     }
+    if (e.shrunk()) {
+      error(
+          id,
+          Wire.STATUS_FILE_SHRUNK,
+          "the region's file was truncated on the serving node while registered");
+      return null;
+    }
     if (!e.acquire()) {
       error(id, Wire.STATUS_REGION_CLOSED, "region was closed");
       return null;

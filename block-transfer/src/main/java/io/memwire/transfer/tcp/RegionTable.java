@@ -1,6 +1,7 @@
 package io.memwire.transfer.tcp;
 
 import io.memwire.transfer.spi.ProviderRegistration;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.security.SecureRandom;
@@ -9,6 +10,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The live regions a tcp node serves, by remote key. Keys are 64 random bits, so a key cannot be
@@ -16,6 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * it out of the table at once and frees its memory only after the last such response is written.
  */
 final class RegionTable {
+  private static final Logger LOG = LoggerFactory.getLogger(RegionTable.class);
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final int DEAD = 1 << 30;
   private static final int TOMBSTONES = 4096;
@@ -48,6 +52,7 @@ final class RegionTable {
     final boolean remote;
     private final AtomicInteger state = new AtomicInteger();
     private volatile Runnable onQuiesced;
+    private volatile boolean shrunk;
 
     Entry(long key, ByteBuffer memory, long address, boolean remote, FileChannel file, long off) {
       this.key = key;
@@ -76,6 +81,51 @@ final class RegionTable {
       if (state.decrementAndGet() == DEAD) {
         onQuiesced.run();
       }
+    }
+
+    /** Whether the region's file was found shorter than the region: its reads are refused. */
+    boolean shrunk() {
+      return shrunk;
+    }
+
+    /**
+     * Checks whether the region's file is now shorter than the region (someone with write access
+     * truncated it while it was registered). Its missing bytes can be neither sent by sendfile
+     * (which then sends nothing, forever) nor read from the mapping (the kernel faults), so callers
+     * check after a send stalled or failed; the common path pays no stat.
+     *
+     * @return true when the file is short; from then on {@link #shrunk()} is true too
+     */
+    boolean checkShrunk() {
+      if (shrunk || file == null) {
+        return shrunk;
+      }
+      long size;
+      try {
+        size = file.size();
+      } catch (IOException e) {
+        return false; // the channel closed: the region is being deregistered
+      }
+      if (size < fileOffset + length) {
+        shrunk = true;
+        LOG.warn(
+            "the file under region {} was truncated to {} bytes while registered (the region ends"
+                + " at byte {} of it): its reads are refused",
+            Long.toHexString(key),
+            size,
+            fileOffset + length);
+      }
+      return shrunk;
+    }
+
+    /** The error a send of this region's bytes fails with once {@link #checkShrunk()} is true. */
+    IOException shrunkError(Throwable cause) {
+      return new IOException(
+          "region "
+              + Long.toHexString(key)
+              + ": its file was truncated while the region was served; the connection carried part"
+              + " of a response and is closed",
+          cause);
     }
 
     @Override

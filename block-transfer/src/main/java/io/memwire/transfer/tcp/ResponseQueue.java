@@ -95,6 +95,9 @@ final class ResponseQueue {
         }
         long n = head.file.transferTo(head.filePosition, head.fileRemaining, channel);
         wrote.accept(n);
+        if (n == 0 && head.entry.checkShrunk()) {
+          throw head.entry.shrunkError(null);
+        }
         head.filePosition += n;
         head.fileRemaining -= n;
         if (head.fileRemaining > 0) {
@@ -111,8 +114,13 @@ final class ResponseQueue {
         gather[count++] = r.header;
         gather[count++] = r.body;
       }
-      wrote.accept(channel.write(gather, 0, count));
-      Arrays.fill(gather, 0, count, null);
+      try {
+        wrote.accept(channel.write(gather, 0, count));
+      } catch (IOException e) {
+        throw shrunkOrSame(count / 2, e);
+      } finally {
+        Arrays.fill(gather, 0, count, null);
+      }
       boolean progressed = false;
       while (!out.isEmpty() && out.peek().file == null && out.peek().done()) {
         finish(out.poll());
@@ -125,6 +133,23 @@ final class ResponseQueue {
         break;
       }
     }
+  }
+
+  /**
+   * A gathering write that failed may have read a mapping past its file's end (the kernel answers
+   * EFAULT): if one of the first {@code responses} has a truncated file, says so.
+   */
+  private IOException shrunkOrSame(int responses, IOException e) {
+    int i = 0;
+    for (Response r : out) {
+      if (i++ == responses) {
+        break;
+      }
+      if (r.entry != null && r.entry.checkShrunk()) {
+        return r.entry.shrunkError(e);
+      }
+    }
+    return e;
   }
 
   /** Drops every queued response, releasing the regions they pinned. */

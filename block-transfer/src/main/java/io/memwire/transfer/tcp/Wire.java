@@ -40,6 +40,7 @@ final class Wire {
   static final byte STATUS_OUT_OF_BOUNDS = 2;
   static final byte STATUS_REGION_CLOSED = 3;
   static final byte STATUS_INVALID_REQUEST = 4;
+  static final byte STATUS_FILE_SHRUNK = 5;
 
   private Wire() {}
 
@@ -51,6 +52,8 @@ final class Wire {
         return RemoteAccessException.Reason.OUT_OF_BOUNDS;
       case STATUS_REGION_CLOSED:
         return RemoteAccessException.Reason.REGION_CLOSED;
+      case STATUS_FILE_SHRUNK:
+        return RemoteAccessException.Reason.FILE_SHRUNK;
       default:
         return RemoteAccessException.Reason.INVALID_REQUEST;
     }

@@ -16,7 +16,9 @@ import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceIdentityException;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -24,15 +26,18 @@ import java.net.ServerSocket;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -486,6 +491,70 @@ class LocalAttacksTest {
       // Removing a shuffle gives the quota back.
       a.removeShuffle(1);
       a.publish(1, 2, 12, third.index(), third.data());
+    }
+  }
+
+  /**
+   * The files stay the owner's after the hand-over, so it can truncate them under the service's
+   * mapping. A large partition (sent by sendfile, which would send nothing, until writeTimeout) and
+   * a small one (gathered from the mapping, where the kernel faults) then fail their reads at once
+   * and are refused as FILE_SHRUNK afterwards; the owner's other output and another application's
+   * stay readable, and the service still holds and finally releases everything.
+   */
+  @Test
+  void truncatingAnOutputAfterItsHandOverFailsOnlyItsOwnReads() throws Exception {
+    start(root);
+    Path dir = root.resolve("e1");
+    try (ServiceClient a = executor("app-truncating", "1", 1);
+        ServiceClient b = executor("app-bystander", "1", 2)) {
+      byte[][] large = new byte[2][1 << 20];
+      new java.util.Random(7).nextBytes(large[0]);
+      new java.util.Random(8).nextBytes(large[1]);
+      Path largeIndex = dir.resolve("shuffle_1_30_0.index");
+      Path largeData = dir.resolve("shuffle_1_30_0.data");
+      Files.createDirectories(dir);
+      Files.write(
+          largeIndex, ByteBuffer.allocate(24).putLong(0).putLong(1 << 20).putLong(2 << 20).array());
+      Files.write(largeData, large[0]);
+      Files.write(largeData, large[1], StandardOpenOption.APPEND);
+      DirectoryPointer p = a.publish(1, 0, 30, largeIndex, largeData);
+      ServiceFixture.Output small = write(dir, 1, 31, 4, 31);
+      a.publish(1, 1, 31, small.index(), small.data());
+      ServiceFixture.Output kept = write(dir, 1, 32, 4, 32);
+      a.publish(1, 2, 32, kept.index(), kept.data());
+      ServiceFixture.Output other = write(root.resolve("e2"), 1, 40, 4, 40);
+      DirectoryPointer q = b.publish(1, 0, 40, other.index(), other.data());
+      assertArrayEquals(large[1], readPartition(reader, p, 0, 1));
+      assertArrayEquals(small.partitions()[1], readPartition(reader, p, 1, 1));
+
+      for (Path data : List.of(largeData, small.data())) {
+        try (FileChannel ch = FileChannel.open(data, StandardOpenOption.WRITE)) {
+          ch.truncate(10);
+        }
+      }
+      for (int map = 0; map < 2; map++) {
+        int m = map;
+        // readPartition waits 30 s, far below the service's writeTimeout (60 s).
+        ExecutionException first =
+            assertThrows(ExecutionException.class, () -> readPartition(reader, p, m, 1));
+        assertTrue(first.getCause() instanceof TransferException, first.toString());
+        ExecutionException again =
+            assertThrows(ExecutionException.class, () -> readPartition(reader, p, m, 1));
+        assertEquals(
+            RemoteAccessException.Reason.FILE_SHRUNK,
+            ((RemoteAccessException) again.getCause()).reason(),
+            again.toString());
+      }
+      assertArrayEquals(kept.partitions()[1], readPartition(reader, p, 2, 1));
+      assertArrayEquals(other.partitions()[3], readPartition(reader, q, 0, 3));
+      assertEquals(4L, a.stats().get("outputsHeld"));
+      long regions = service.node().stats().registeredRegions();
+      a.removeShuffle(1);
+      assertEquals(1L, a.stats().get("outputsHeld"), "the bystander's output is left");
+      await(
+          Duration.ofSeconds(10),
+          () -> service.node().stats().registeredRegions() <= regions - 6,
+          "the three outputs' regions, truncated ones included, deregistered");
     }
   }
 
