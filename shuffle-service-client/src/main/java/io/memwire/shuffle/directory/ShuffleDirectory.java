@@ -55,6 +55,7 @@ public final class ShuffleDirectory implements AutoCloseable {
 
   private final TransferNode node;
   private final RegisteredAllocator allocator;
+  private final ChunkQuota quota;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
@@ -68,8 +69,18 @@ public final class ShuffleDirectory implements AutoCloseable {
    * keeps one directory per application and executor under one parent).
    */
   public ShuffleDirectory(TransferNode node, RegisteredAllocator parent, String name) {
+    this(node, parent, name, ChunkQuota.NONE);
+  }
+
+  /**
+   * A directory whose chunks are units of a new child {@code name} of {@code parent}, each charged
+   * to {@code quota} while it lives.
+   */
+  public ShuffleDirectory(
+      TransferNode node, RegisteredAllocator parent, String name, ChunkQuota quota) {
     this.node = node;
     this.allocator = parent.newChild(name);
+    this.quota = quota;
   }
 
   /** One registered chunk of slots. */
@@ -121,6 +132,8 @@ public final class ShuffleDirectory implements AutoCloseable {
    * slot header only: reducers read its index file apart.
    *
    * @throws IllegalStateException when the directory is closed (the regions are closed too)
+   * @throws ChunkQuotaException when the output needs a new chunk and the directory's quota has no
+   *     room for it (the regions are closed too)
    */
   public DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
@@ -138,11 +151,19 @@ public final class ShuffleDirectory implements AutoCloseable {
       }
       entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline));
       int entries = entry.entries;
+      try {
+        chunk =
+            entry.chunks.computeIfAbsent(
+                mapIndex / DirectorySlot.slotsPerChunk(entries),
+                c -> newChunk(shuffleId, c, entries));
+      } catch (RuntimeException e) {
+        index.close();
+        if (data != null) {
+          data.close();
+        }
+        throw e;
+      }
       replaced = entry.outputs.put(mapIndex, data == null ? List.of(index) : List.of(index, data));
-      chunk =
-          entry.chunks.computeIfAbsent(
-              mapIndex / DirectorySlot.slotsPerChunk(entries),
-              c -> newChunk(shuffleId, c, entries));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
     }
     try {
@@ -215,12 +236,27 @@ public final class ShuffleDirectory implements AutoCloseable {
   private Chunk newChunk(int shuffleId, int chunkIndex, int entries) {
     int size = DirectorySlot.slotsPerChunk(entries) * DirectorySlot.stride(entries);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
-    BufferUnit registered = node.allocateRegistered(allocator, size, what);
+    quota.take(size);
+    BufferUnit registered;
+    try {
+      registered = node.allocateRegistered(allocator, size, what);
+    } catch (RuntimeException e) {
+      quota.give(size);
+      throw e;
+    }
     MemoryUnit unit;
     try {
-      unit = allocator.allocate(size, what, registered::release);
+      unit =
+          allocator.allocate(
+              size,
+              what,
+              () -> {
+                registered.release();
+                quota.give(size);
+              });
     } catch (RuntimeException e) {
       registered.release();
+      quota.give(size);
       throw e;
     }
     MemoryRegion region = registered.region();

@@ -84,6 +84,44 @@ class ShuffleDirectoryTest {
   }
 
   @Test
+  void chunksAreChargedToTheQuotaAndARefusedChunkLeavesNothingRegistered() {
+    long[] charged = {0};
+    long room = 2 * CHUNK_BYTES;
+    ChunkQuota quota =
+        new ChunkQuota() {
+          @Override
+          public void take(long bytes) {
+            if (charged[0] + bytes > room) {
+              throw new ChunkQuotaException("no room for " + bytes);
+            }
+            charged[0] += bytes;
+          }
+
+          @Override
+          public void give(long bytes) {
+            charged[0] -= bytes;
+          }
+        };
+    ShuffleDirectory dir = new ShuffleDirectory(mapNode, mapNode.memory(), "app/1", quota);
+    dir.publish(1, 0, 10L, file(64), file(128));
+    dir.publish(1, 1, 11L, file(64), null); // same chunk: nothing more charged
+    dir.publish(2, 0, 12L, file(64), null);
+    assertEquals(2 * CHUNK_BYTES, charged[0]);
+    long regions = mapNode.stats().registeredRegions();
+    ChunkQuotaException e =
+        assertThrows(ChunkQuotaException.class, () -> dir.publish(3, 0, 13L, file(64), file(64)));
+    assertEquals("no room for " + CHUNK_BYTES, e.getMessage());
+    assertEquals(regions, mapNode.stats().registeredRegions(), "the refused output's regions");
+    assertEquals(2 * CHUNK_BYTES, charged[0]);
+    dir.unregister(1);
+    assertEquals(CHUNK_BYTES, charged[0], "an unregistered shuffle's chunk is given back");
+    dir.publish(3, 0, 14L, file(64), null);
+    dir.close();
+    assertEquals(0, charged[0]);
+    assertEquals(0, mapNode.stats().registeredRegions());
+  }
+
+  @Test
   void closeReleasesEveryShuffleAndRefusesLaterPublishes() {
     ShuffleDirectory dir = new ShuffleDirectory(mapNode);
     dir.publish(1, 0, 10L, file(64), null);

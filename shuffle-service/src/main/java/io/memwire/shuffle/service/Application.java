@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.ChunkQuota;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
@@ -135,14 +136,14 @@ final class Application {
     lastAliveNanos = nowNanos;
   }
 
-  /** The executor's directory, created on its first output. */
+  /** The executor's directory, created on its first output, its chunks charged to {@code quota}. */
   synchronized ShuffleDirectory directory(
-      String executor, TransferNode node, RegisteredAllocator parent) {
+      String executor, TransferNode node, RegisteredAllocator parent, ChunkQuota quota) {
     if (ended) {
       throw new IllegalStateException("application " + key + " has ended");
     }
     return directories.computeIfAbsent(
-        executor, e -> new ShuffleDirectory(node, parent, key.id() + "/" + e));
+        executor, e -> new ShuffleDirectory(node, parent, key.id() + "/" + e, quota));
   }
 
   /** The output held in one slot, or null. */

@@ -1,5 +1,7 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.ChunkQuota;
+import io.memwire.shuffle.directory.ChunkQuotaException;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.ShuffleDirectory;
@@ -107,10 +109,12 @@ final class OutputIntake {
       return p;
     } catch (Refused e) {
       counters.outputsRefused.increment();
-      counters.refused(
-          e.code == ServiceProtocol.E_NO_CAPACITY
-              ? "registrationBudget"
-              : e.code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
+      if (e.code != ServiceProtocol.E_QUOTA) { // a quota refusal is counted by its limit
+        counters.refused(
+            e.code == ServiceProtocol.E_NO_CAPACITY
+                ? "registrationBudget"
+                : e.code == ServiceProtocol.E_CLOSED ? "stopping" : "badOutput");
+      }
       throw e;
     }
   }
@@ -143,7 +147,9 @@ final class OutputIntake {
               recorded.mapId(),
               linked);
     } catch (Refused e) {
-      return e.code == ServiceProtocol.E_NO_CAPACITY ? "registrationBudget" : "changed";
+      return e.code == ServiceProtocol.E_NO_CAPACITY
+          ? "registrationBudget"
+          : e.code == ServiceProtocol.E_QUOTA ? "quota" : "changed";
     }
     resolver.moved(recorded.pointerKeys(), app, recorded.executor(), recorded.shuffleId(), p);
     log.outputTaken(app.record(), recorded.withPointerKey(keyOf(p)));
@@ -208,7 +214,7 @@ final class OutputIntake {
                 + ServiceSettings.TRANSFER_PREFIX
                 + "maxSegmentSize");
       }
-      ShuffleDirectory dir = app.directory(executor, node, directories);
+      ShuffleDirectory dir = app.directory(executor, node, directories, chunkQuota(app));
       MemoryRegion i = indexRegion;
       MemoryRegion d = dataRegion;
       indexRegion = null; // the directory owns them from here, even when publish throws
@@ -235,6 +241,9 @@ final class OutputIntake {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
       quotas.returnOutput(user, app.key, linked.bytes());
+      if (e instanceof ChunkQuotaException) {
+        throw new Refused(ServiceProtocol.E_QUOTA, e.getMessage());
+      }
       int code =
           e instanceof RegistrationException
               ? ServiceProtocol.E_NO_CAPACITY
@@ -243,5 +252,23 @@ final class OutputIntake {
                   : ServiceProtocol.E_BAD_OUTPUT;
       throw new Refused(code, "cannot register map output " + mapId + ": " + e.getMessage());
     }
+  }
+
+  /** Charges an application's directory chunks to its and its user's byte quotas. */
+  private ChunkQuota chunkQuota(Application app) {
+    return new ChunkQuota() {
+      @Override
+      public void take(long bytes) {
+        String why = quotas.takeDirectory(app.key.user(), app.key, app.key.id(), bytes);
+        if (why != null) {
+          throw new ChunkQuotaException(why);
+        }
+      }
+
+      @Override
+      public void give(long bytes) {
+        quotas.returnDirectory(app.key.user(), app.key, bytes);
+      }
+    };
   }
 }

@@ -11,9 +11,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What each local user and each application holds of the service (connections, applications, map
- * outputs, bytes), against the node's limits and their shares ({@link ServiceConfig.Quota}). Every
- * take is all or nothing across node, user and application; a refusal names what was hit and is
- * logged once per holder and resource (then at DEBUG) and counted.
+ * outputs, bytes of their files and of the shuffle directory chunks they make it allocate), against
+ * the node's limits and their shares ({@link ServiceConfig.Quota}). Every take is all or nothing
+ * across node, user and application; a refusal names what was hit and is logged once per holder and
+ * resource (then at DEBUG) and counted.
  */
 final class Quotas {
   private static final Logger LOG = LoggerFactory.getLogger(Quotas.class);
@@ -25,8 +26,15 @@ final class Quotas {
     long outputs;
     long bytes;
 
+    /** Bytes of directory chunks; counted against the byte quotas with {@link #bytes}. */
+    long directoryBytes;
+
+    long allBytes() {
+      return bytes + directoryBytes;
+    }
+
     boolean isEmpty() {
-      return clients == 0 && applications == 0 && outputs == 0 && bytes == 0;
+      return clients == 0 && applications == 0 && outputs == 0 && allBytes() == 0;
     }
   }
 
@@ -173,34 +181,14 @@ final class Quotas {
       what = "outputs";
       why =
           "application " + appName + " holds " + a.outputs + " outputs (maxOutputsPerApplication)";
-    } else if (bytes > perUser.bytes() - u.bytes) {
-      limit = "maxBytesPerUser";
-      holder = "user " + user.getName();
-      what = "bytes";
-      why =
-          "user "
-              + user.getName()
-              + " holds "
-              + u.bytes
-              + " bytes; "
-              + bytes
-              + " more would pass its quota of "
-              + perUser.bytes()
-              + " (maxBytesPerUser)";
-    } else if (bytes > perApplication.bytes() - a.bytes) {
-      limit = "maxBytesPerApplication";
-      holder = "application " + appName;
-      what = "bytes";
-      why =
-          "application "
-              + appName
-              + " holds "
-              + a.bytes
-              + " bytes; "
-              + bytes
-              + " more would pass its quota of "
-              + perApplication.bytes()
-              + " (maxBytesPerApplication)";
+    } else {
+      String[] over = bytesRefusal(user, u, appName, a, bytes, "");
+      if (over != null) {
+        limit = over[0];
+        holder = over[1];
+        what = "bytes";
+        why = over[2];
+      }
     }
     if (why != null) {
       prune(users, user, u);
@@ -227,6 +215,77 @@ final class Quotas {
     a.outputs--;
     a.bytes -= bytes;
     prune(applications, app, a);
+  }
+
+  /**
+   * Takes {@code bytes} of directory chunk for user and application, against the same byte quotas
+   * as their outputs' files; null, or why it was refused.
+   */
+  synchronized String takeDirectory(UserPrincipal user, Object app, String appName, long bytes) {
+    Use u = users.computeIfAbsent(user, k -> new Use());
+    Use a = applications.computeIfAbsent(app, k -> new Use());
+    String[] over = bytesRefusal(user, u, appName, a, bytes, " for a new shuffle directory chunk");
+    if (over != null) {
+      prune(users, user, u);
+      prune(applications, app, a);
+      return refused(over[1], "bytes", over[0], over[2]);
+    }
+    u.directoryBytes += bytes;
+    a.directoryBytes += bytes;
+    return null;
+  }
+
+  synchronized void returnDirectory(UserPrincipal user, Object app, long bytes) {
+    Use u = users.get(user);
+    u.directoryBytes -= bytes;
+    prune(users, user, u);
+    Use a = applications.get(app);
+    a.directoryBytes -= bytes;
+    prune(applications, app, a);
+  }
+
+  /** {limit, holder, why} when {@code bytes} more would pass a byte quota, else null. */
+  private String[] bytesRefusal(
+      UserPrincipal user, Use u, String appName, Use a, long bytes, String purpose) {
+    if (bytes > perUser.bytes() - u.allBytes()) {
+      return new String[] {
+        "maxBytesPerUser",
+        "user " + user.getName(),
+        "user "
+            + user.getName()
+            + " holds "
+            + u.allBytes()
+            + " bytes ("
+            + u.directoryBytes
+            + " of them shuffle directories); "
+            + bytes
+            + " more"
+            + purpose
+            + " would pass its quota of "
+            + perUser.bytes()
+            + " (maxBytesPerUser)"
+      };
+    }
+    if (bytes > perApplication.bytes() - a.allBytes()) {
+      return new String[] {
+        "maxBytesPerApplication",
+        "application " + appName,
+        "application "
+            + appName
+            + " holds "
+            + a.allBytes()
+            + " bytes ("
+            + a.directoryBytes
+            + " of them shuffle directories); "
+            + bytes
+            + " more"
+            + purpose
+            + " would pass its quota of "
+            + perApplication.bytes()
+            + " (maxBytesPerApplication)"
+      };
+    }
+    return null;
   }
 
   /** Outputs and bytes held on the whole node. */

@@ -97,7 +97,7 @@ public final class ServiceMetrics {
               "outputs_held_bytes",
               "bytes",
               "Bytes of the map output files held now, at their full length (what the "
-                  + "maxBytesPer* quotas count).",
+                  + "maxBytesPer* quotas count, with the directory chunks).",
               "bytesHeld"),
           gauge(
               "outputs_limit",
@@ -123,7 +123,8 @@ public final class ServiceMetrics {
               "directory_bytes",
               "bytes",
               "Registered memory of the shuffle directories (the slots reducers read first), "
-                  + "allocated in 256 KiB chunks.",
+                  + "allocated in 256 KiB chunks, each charged to its application's and user's "
+                  + "maxBytesPer* quotas.",
               "directoryBytes"),
           new Metric(
               "transfer_connections",

@@ -135,15 +135,18 @@ public final class ServiceSettings {
           .since(V030)
           .doc(
               "Most bytes of map output files of one local user held at once, counted at their "
-                  + "full length (a sparse file counts as if written). The node-wide limit is the "
-                  + "transfer node's registrationBudget.")
+                  + "full length (a sparse file counts as if written), plus the shuffle directory "
+                  + "chunks its outputs make the service allocate (256 KiB each, however few slots "
+                  + "are used). The node-wide limit is the transfer node's registrationBudget.")
           .bytes(1, 1L << 50)
           .optional(shareOf("registrationBudget"));
 
   public static final Setting<Long> MAX_BYTES_PER_APPLICATION =
       Setting.key("maxBytesPerApplication")
           .since(V030)
-          .doc("Most bytes of map output files of one application held at once.")
+          .doc(
+              "Most bytes of map output files of one application held at once, plus its shuffle "
+                  + "directory chunks (as maxBytesPerUser).")
           .bytes(1, 1L << 50)
           .optional("half of registrationBudget");
 

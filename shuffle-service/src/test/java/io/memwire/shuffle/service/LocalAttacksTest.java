@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceIdentityException;
@@ -555,6 +556,58 @@ class LocalAttacksTest {
           Duration.ofSeconds(10),
           () -> service.node().stats().registeredRegions() <= regions - 6,
           "the three outputs' regions, truncated ones included, deregistered");
+    }
+  }
+
+  /**
+   * A directory chunk costs 256 KiB of registered memory however few slots it holds, so tiny
+   * outputs each in a chunk of its own (one per shuffle, or map indexes a chunk apart) would make
+   * the service allocate 256 KiB per 24-byte output. Chunks count against the byte quotas: the
+   * application is refused once its chunks fill its quota, naming the key, another application is
+   * not, and removing the shuffles gives the bytes back.
+   */
+  @Test
+  void directoryChunksCountAgainstTheByteQuotas() throws Exception {
+    start(root, ServiceSettings.PREFIX + "maxBytesPerApplication", "4m");
+    Path dir = root.resolve("e1");
+    try (ServiceClient a = executor("app-sparse", "1", 1);
+        ServiceClient b = executor("app-modest", "1", 2)) {
+      int taken = 0;
+      ServiceException refused = null;
+      for (int m = 1; m <= 64 && refused == null; m++) {
+        output(dir, m, (byte) m);
+        Path index = dir.resolve("shuffle_1_" + m + "_0.index");
+        Path data = dir.resolve("shuffle_1_" + m + "_0.data");
+        // Map indexes 1024 apart: each output lands in a chunk of its own.
+        try {
+          a.publish(1, (m - 1) * ShuffleDirectory.SLOTS_PER_CHUNK, m, index, data);
+          taken++;
+        } catch (ServiceException e) {
+          refused = e;
+        }
+      }
+      assertTrue(refused != null, "64 chunks of 256 KiB fit in a 4 MiB quota");
+      assertEquals(ServiceProtocol.E_QUOTA, refused.code());
+      assertTrue(
+          refused.getMessage().contains("app-sparse")
+              && refused.getMessage().contains("maxBytesPerApplication")
+              && refused.getMessage().contains("directory chunk"),
+          refused.getMessage());
+      assertTrue(taken >= 12 && taken <= 16, taken + " outputs taken");
+      long directoryBytes = service.stats().get("directoryBytes");
+      assertTrue(directoryBytes <= 4L << 20, directoryBytes + " bytes of directories");
+      assertEquals((long) taken, a.stats().get("outputsHeld"));
+
+      ServiceFixture.Output fine = write(root.resolve("e2"), 1, 20, 3, 4);
+      b.publish(1, 0, 20, fine.index(), fine.data()); // another application is not affected
+
+      a.removeShuffle(1);
+      assertEquals(1L, a.stats().get("outputsHeld"));
+      ServiceFixture.Output again = write(dir, 1, 99, 3, 5);
+      DirectoryPointer p =
+          a.publish(1, 5 * ShuffleDirectory.SLOTS_PER_CHUNK, 99, again.index(), again.data());
+      assertArrayEquals(
+          again.partitions()[1], readPartition(reader, p, 5 * ShuffleDirectory.SLOTS_PER_CHUNK, 1));
     }
   }
 
