@@ -1,39 +1,29 @@
 package io.memwire.shuffle.service;
 
-import com.sun.net.httpserver.HttpExchange;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.Unit;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * The service's HTTP endpoint, on the Prometheus Java client's exporter ({@link HTTPServer}, the
- * JDK's {@code com.sun.net.httpserver}): {@code /metrics} in the Prometheus text format (every
- * {@link ServiceMetrics} metric, read from {@link ShuffleService#stats()} at each scrape), {@code
+ * The service's HTTP endpoint on an {@link HttpLoop}: {@code /metrics} in the Prometheus text
+ * format (every {@link ServiceMetrics} metric, read from {@link ShuffleService#stats()} at each
+ * scrape and written by the Prometheus Java client's {@link PrometheusTextFormatWriter}), {@code
  * /health} (liveness: 200 while the service serves its socket) and {@code /health/ready}
- * (readiness: 200 only while it accepts outputs, 503 while starting or stopping). Its threads are
- * daemons: {@code memwire-shuffle-service-http-N} answer requests, the JDK's {@code
- * HTTP-Dispatcher} accepts connections; {@link #close} stops both and frees the port.
+ * (readiness: 200 only while it accepts outputs, 503 while starting or stopping). Its one thread is
+ * a daemon, {@code memwire-shuffle-service-http}; {@link #close} stops it and frees the port.
  */
 final class ServiceHttp implements AutoCloseable {
-  private static final AtomicInteger THREADS = new AtomicInteger();
+  private static final String TEXT = "text/plain; charset=utf-8";
 
-  private final HTTPServer server;
-  private final ExecutorService executor;
+  private final HttpLoop loop;
 
-  private ServiceHttp(HTTPServer server, ExecutorService executor) {
-    this.server = server;
-    this.executor = executor;
+  private ServiceHttp(HttpLoop loop) {
+    this.loop = loop;
   }
 
   /**
@@ -46,50 +36,11 @@ final class ServiceHttp implements AutoCloseable {
     for (ServiceMetrics.Metric m : ServiceMetrics.ALL) {
       register(registry, service, m);
     }
-    ExecutorService executor =
-        Executors.newFixedThreadPool(
-            2,
-            r -> {
-              Thread t = new Thread(r, "memwire-shuffle-service-http-" + THREADS.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            });
-    HTTPServer.Builder builder =
-        HTTPServer.builder()
-            .hostname(host)
-            .port(port)
-            .registry(registry)
-            .executorService(executor)
-            .registerHealthHandler(false)
-            .defaultHandler(exchange -> health(service, exchange));
-    // The JDK's dispatcher thread takes the daemon status of the thread that starts the server:
-    // start it from a daemon thread, so the endpoint never keeps the JVM alive.
-    AtomicReference<Object> result = new AtomicReference<>();
-    Thread starter =
-        new Thread(
-            () -> {
-              try {
-                result.set(builder.buildAndStart());
-              } catch (IOException | RuntimeException e) {
-                result.set(e);
-              }
-            },
-            "memwire-shuffle-service-http-start");
-    starter.setDaemon(true);
-    starter.start();
+    PrometheusTextFormatWriter format = PrometheusTextFormatWriter.create();
     try {
-      starter.join();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      executor.shutdownNow();
-      throw new IOException("interrupted while starting the HTTP endpoint", e);
-    }
-    Object r = result.get();
-    if (r instanceof HTTPServer s) {
-      return new ServiceHttp(s, executor);
-    }
-    executor.shutdownNow();
-    if (r instanceof IOException e) {
+      return new ServiceHttp(
+          HttpLoop.start(host, port, r -> answer(service, registry, format, r.path())));
+    } catch (IOException e) {
       throw new IOException(
           "cannot serve HTTP on "
               + host
@@ -102,7 +53,6 @@ final class ServiceHttp implements AutoCloseable {
               + e.getMessage(),
           e);
     }
-    throw (RuntimeException) r;
   }
 
   private static void register(
@@ -152,52 +102,48 @@ final class ServiceHttp implements AutoCloseable {
     return m.values().apply(service.stats());
   }
 
-  /** {@code /health} and {@code /health/ready}; every other path but /metrics is 404. */
-  private static void health(ShuffleService service, HttpExchange exchange) throws IOException {
-    try (exchange) {
-      String path = exchange.getRequestURI().getPath();
-      int code;
-      String body;
-      if (path.equals("/health") || path.equals("/health/live")) {
+  /** {@code /metrics}, {@code /health} and {@code /health/ready}; every other path is 404. */
+  private static HttpLoop.Response answer(
+      ShuffleService service,
+      PrometheusRegistry registry,
+      PrometheusTextFormatWriter format,
+      String path)
+      throws IOException {
+    switch (path) {
+      case "/metrics":
+        ByteArrayOutputStream body = new ByteArrayOutputStream(16 << 10);
+        format.write(body, registry.scrape());
+        return new HttpLoop.Response(200, format.getContentType(), body.toByteArray());
+      case "/health":
+      case "/health/live":
         boolean live = service.isLive();
-        code = live ? 200 : 503;
-        body = live ? "live\n" : "not live: the accept thread has stopped\n";
-      } else if (path.equals("/health/ready")) {
+        return new HttpLoop.Response(
+            live ? 200 : 503,
+            TEXT,
+            HttpLoop.text(live ? "live" : "not live: the accept thread has stopped"));
+      case "/health/ready":
         boolean ready = service.isReady();
-        code = ready ? 200 : 503;
-        body =
-            ready
-                ? "ready\n"
-                : service.isClosed() ? "not ready: stopping\n" : "not ready: starting\n";
-      } else {
-        code = 404;
-        body = "not found: /metrics, /health, /health/ready\n";
-      }
-      exchange.getRequestBody().readAllBytes();
-      byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-      exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
-      boolean head = exchange.getRequestMethod().equals("HEAD");
-      exchange.sendResponseHeaders(code, head ? -1 : bytes.length);
-      if (!head) {
-        try (OutputStream out = exchange.getResponseBody()) {
-          out.write(bytes);
-        }
-      }
+        return new HttpLoop.Response(
+            ready ? 200 : 503,
+            TEXT,
+            HttpLoop.text(
+                ready
+                    ? "ready"
+                    : service.isClosed() ? "not ready: stopping" : "not ready: starting"));
+      default:
+        return new HttpLoop.Response(
+            404, TEXT, HttpLoop.text("not found: /metrics, /health, /health/ready"));
     }
   }
 
   /** The bound port. */
   int port() {
-    return server.getPort();
+    return loop.port();
   }
 
-  /** Stops the server (its dispatcher thread joined), then its handler threads; frees the port. */
+  /** Stops serving (its thread joined) and frees the port. */
   @Override
   public void close() throws InterruptedException {
-    server.close();
-    executor.shutdown();
-    if (!executor.awaitTermination(10, TimeUnit.SECONDS)) {
-      executor.shutdownNow();
-    }
+    loop.close();
   }
 }

@@ -43,9 +43,8 @@ import org.slf4j.LoggerFactory;
  * accepts executors; {@code memwire-shuffle-service-client-N} serves one executor each; {@code
  * memwire-shuffle-service-liveness} probes drivers and ends applications; {@code
  * memwire-shuffle-service-deadlines} closes connections past their deadlines; with {@code
- * http.port} set, {@code memwire-shuffle-service-http-N} answer {@code /metrics} and {@code
- * /health} and the JDK's {@code HTTP-Dispatcher} accepts their connections ({@link ServiceHttp});
- * with {@code resolvePort} set, {@link ResolveListener}'s.
+ * http.port} set, {@code memwire-shuffle-service-http} accepts and answers {@code /metrics} and
+ * {@code /health} ({@link ServiceHttp}); with {@code resolvePort} set, {@link ResolveListener}'s.
  */
 public final class ShuffleService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleService.class);

@@ -264,6 +264,68 @@ class ServiceHttpTest {
     }
   }
 
+  /**
+   * Anyone who reaches the port can connect: clients that send half a request line, or nothing,
+   * must not keep /health from answering (a liveness probe that times out gets the service
+   * restarted). Twice the connection cap of them are open while the probe is answered; each is
+   * closed once its time to send a request has passed; bad requests get their status.
+   */
+  @Test
+  void slowAndSilentClientsDoNotKeepTheProbesOut() throws Exception {
+    startWithHttp();
+    int port = service.httpPort();
+    List<java.net.Socket> slow = new ArrayList<>();
+    try {
+      for (int i = 0; i < 2 * HttpLoop.MAX_CONNECTIONS; i++) {
+        java.net.Socket s = new java.net.Socket(InetAddress.getLoopbackAddress(), port);
+        if (i % 2 == 0) {
+          s.getOutputStream().write("GET /hea".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        slow.add(s);
+      }
+      HttpResponse<String> health = get(port, "/health");
+      assertEquals(200, health.statusCode());
+      assertEquals("live\n", health.body());
+      assertEquals(200, get(port, "/metrics").statusCode());
+      // The last one opened is still waiting for its request; past the timeout it is closed.
+      java.net.Socket last = slow.get(slow.size() - 1);
+      last.setSoTimeout((int) (3 * HttpLoop.TIMEOUT_MS));
+      assertEquals(-1, last.getInputStream().read(), "closed without an answer");
+    } finally {
+      for (java.net.Socket s : slow) {
+        s.close();
+      }
+    }
+    assertEquals("HTTP/1.1 405 Method Not Allowed", rawStatus(port, "POST /health HTTP/1.1"));
+    assertEquals("HTTP/1.1 400 Bad Request", rawStatus(port, "GARBAGE"));
+    assertEquals(
+        "HTTP/1.1 431 Request Header Fields Too Large",
+        rawStatus(port, "GET /health HTTP/1.1\r\nX: " + "x".repeat(HttpLoop.MAX_HEAD)));
+    HttpResponse<String> head =
+        http.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/ready"))
+                .method("HEAD", HttpRequest.BodyPublishers.noBody())
+                .timeout(Duration.ofSeconds(10))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, head.statusCode());
+    assertEquals("", head.body());
+    assertEquals("6", head.headers().firstValue("Content-Length").orElse(""), "the GET's length");
+  }
+
+  /** Sends {@code head} (and a blank line) on a raw socket; returns the status line. */
+  private static String rawStatus(int port, String head) throws IOException {
+    try (java.net.Socket s = new java.net.Socket(InetAddress.getLoopbackAddress(), port)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream()
+          .write((head + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return new java.io.BufferedReader(
+              new java.io.InputStreamReader(
+                  s.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))
+          .readLine();
+    }
+  }
+
   @Test
   void theEndpointIsOffUnlessItsPortIsSet() throws Exception {
     startService();
