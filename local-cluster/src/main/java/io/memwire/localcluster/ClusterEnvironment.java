@@ -36,7 +36,7 @@ final class ClusterEnvironment {
 
   /**
    * The SPARK_HOME a cluster runs with: the environment's, else a generated one under {@code dir}
-   * with an empty {@code jars/}; missing SPARK_HOME, SPARK_SCALA_VERSION and SPARK_localIp are put
+   * with an empty {@code jars/}; missing SPARK_HOME, SPARK_SCALA_VERSION and SPARK_LOCAL_IP are put
    * into this JVM's environment.
    */
   static Path prepareSparkHome(Path dir, String localIp) {
@@ -58,8 +58,8 @@ final class ClusterEnvironment {
     if (System.getenv("SPARK_SCALA_VERSION") == null) {
       missing.put("SPARK_SCALA_VERSION", scalaVersion());
     }
-    if (System.getenv("SPARK_localIp") == null) {
-      missing.put("SPARK_localIp", localIp);
+    if (System.getenv("SPARK_LOCAL_IP") == null) {
+      missing.put("SPARK_LOCAL_IP", localIp);
     }
     if (!missing.isEmpty()) {
       ProcessEnvironment.put(missing);
