@@ -17,10 +17,13 @@ import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -107,6 +110,47 @@ class ResolveTest {
     assertNotEquals(now, later);
     assertArrayEquals(a.partitions()[1], readPartition(reader, later, 0, 1));
     assertEquals(later, resolve(APP, 7, 0, now));
+  }
+
+  /**
+   * The resolve port is reachable from every node: peers that connect and send nothing, or a frame
+   * header a byte at a time, must not keep a reader out. Twice the connection cap of them are open
+   * while a reader resolves its pointer within its 5 s deadline; a silent one is closed once
+   * frameTimeout (2 s here) has passed.
+   */
+  @Test
+  void silentAndSlowPeersDoNotKeepAReaderOut() throws Exception {
+    restarting =
+        new RestartingService(
+            root,
+            new String[] {ServiceSettings.PREFIX + "frameTimeout", "2s"},
+            driver.getLocalPort());
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec"), 0, 10, 5, 1);
+    DirectoryPointer old;
+    try (ServiceClient c = executor(APP, 7)) {
+      old = c.publish(0, 0, 10, a.index(), a.data());
+    }
+    restart();
+    List<Socket> peers = new ArrayList<>();
+    try {
+      for (int i = 0; i < 2 * RequestLoop.MAX_CONNECTIONS; i++) {
+        Socket s = new Socket(old.region().node().getAddress(), service.resolvePort());
+        if (i % 2 == 0) {
+          s.getOutputStream().write(new byte[] {0, 0}); // half a frame length
+        }
+        peers.add(s);
+      }
+      DirectoryPointer now = resolve(APP, 7, 0, old);
+      assertArrayEquals(a.partitions()[4], readPartition(reader, now, 0, 4));
+      Socket last = peers.get(peers.size() - 1);
+      last.setSoTimeout(10_000);
+      assertEquals(-1, last.getInputStream().read(), "a silent peer is closed, unanswered");
+    } finally {
+      for (Socket s : peers) {
+        s.close();
+      }
+    }
   }
 
   @Test

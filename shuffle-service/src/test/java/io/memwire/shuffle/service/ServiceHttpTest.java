@@ -276,7 +276,7 @@ class ServiceHttpTest {
     int port = service.httpPort();
     List<java.net.Socket> slow = new ArrayList<>();
     try {
-      for (int i = 0; i < 2 * HttpLoop.MAX_CONNECTIONS; i++) {
+      for (int i = 0; i < 2 * RequestLoop.MAX_CONNECTIONS; i++) {
         java.net.Socket s = new java.net.Socket(InetAddress.getLoopbackAddress(), port);
         if (i % 2 == 0) {
           s.getOutputStream().write("GET /hea".getBytes(java.nio.charset.StandardCharsets.UTF_8));
@@ -289,7 +289,7 @@ class ServiceHttpTest {
       assertEquals(200, get(port, "/metrics").statusCode());
       // The last one opened is still waiting for its request; past the timeout it is closed.
       java.net.Socket last = slow.get(slow.size() - 1);
-      last.setSoTimeout((int) (3 * HttpLoop.TIMEOUT_MS));
+      last.setSoTimeout((int) (3 * ServiceHttp.TIMEOUT.toMillis()));
       assertEquals(-1, last.getInputStream().read(), "closed without an answer");
     } finally {
       for (java.net.Socket s : slow) {
@@ -300,7 +300,7 @@ class ServiceHttpTest {
     assertEquals("HTTP/1.1 400 Bad Request", rawStatus(port, "GARBAGE"));
     assertEquals(
         "HTTP/1.1 431 Request Header Fields Too Large",
-        rawStatus(port, "GET /health HTTP/1.1\r\nX: " + "x".repeat(HttpLoop.MAX_HEAD)));
+        rawStatus(port, "GET /health HTTP/1.1\r\nX: " + "x".repeat(ServiceHttp.MAX_HEAD)));
     HttpResponse<String> head =
         http.send(
             HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/ready"))
