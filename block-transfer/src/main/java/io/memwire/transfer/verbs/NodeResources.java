@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.SocketAddress;
+import java.nio.channels.ServerSocketChannel;
 import java.util.function.Function;
 
 /**
@@ -143,7 +144,8 @@ final class NodeResources {
 
   private static ServerSocket bindAuthSocket(TransferConfig config, VerbsProbe.Binding binding)
       throws IOException {
-    ServerSocket authSocket = new ServerSocket();
+    // Through a channel: VerbsAuth serves it from a selector.
+    ServerSocket authSocket = ServerSocketChannel.open().socket();
     try {
       authSocket.bind(new InetSocketAddress(binding.address(), config.port()), 128);
     } catch (IOException e) {

@@ -14,18 +14,22 @@ import static io.memwire.transfer.verbs.VerbsAuthWire.nonce;
 import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
 
 import io.memwire.transfer.settings.TransportSettings;
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -42,8 +46,8 @@ import org.slf4j.LoggerFactory;
  * destroys every other request before a queue pair exists for it. Challenge and response make each
  * proof fresh (the serving node's nonce), so a recorded exchange cannot be replayed.
  *
- * <p>This class is the serving side (one thread); {@link VerbsAuthClient} is the connecting side
- * and {@link VerbsAuthWire} has the messages.
+ * <p>This class is the serving side (one selector thread); {@link VerbsAuthClient} is the
+ * connecting side and {@link VerbsAuthWire} has the messages.
  *
  * <p>The HELLO carries both sides' identities (addresses) and both proofs cover it, so a proof for
  * one server or one client address is worthless for another.
@@ -54,12 +58,18 @@ final class VerbsAuth implements AutoCloseable {
   /** Most admissions waiting for their connect request; beyond it new handshakes are refused. */
   static final int MAX_PENDING = 4096;
 
+  /** Most handshakes in progress at once; one more closes the oldest. */
+  static final int MAX_HANDSHAKES = 64;
+
+  private static final long TICK_MS = 250;
+
   private final byte[] secret;
   private final ServerSocket socket;
   private final InetSocketAddress self;
   private final long admitNanos;
   private final int ioTimeoutMs;
   private final LongSupplier clock;
+  private final Selector selector;
   private final Thread thread;
 
   /** Client CM address -> deadline (clock nanos) of its one admitted connect request. */
@@ -71,8 +81,11 @@ final class VerbsAuth implements AutoCloseable {
   private volatile boolean closed;
 
   /**
-   * Serves handshakes on {@code socket} (already bound) for the node at {@code self}; an admitted
-   * client address may connect once within {@code admitNanos}.
+   * Serves handshakes on {@code socket} (already bound; made by a {@link ServerSocketChannel}) for
+   * the node at {@code self}; an admitted client address may connect once within {@code
+   * admitNanos}, and a handshake must finish within {@code ioTimeoutMs} of its accept.
+   *
+   * @throws IOException when no selector can be opened
    */
   VerbsAuth(
       byte[] secret,
@@ -81,7 +94,12 @@ final class VerbsAuth implements AutoCloseable {
       long admitNanos,
       int ioTimeoutMs,
       LongSupplier clock,
-      String threadName) {
+      String threadName)
+      throws IOException {
+    if (socket.getChannel() == null) {
+      throw new IllegalArgumentException("the authentication socket needs a channel");
+    }
+    this.selector = Selector.open();
     this.secret = secret.clone();
     this.socket = socket;
     this.self = self;
@@ -118,64 +136,183 @@ final class VerbsAuth implements AutoCloseable {
     return admitted.size();
   }
 
-  /** One handshake at a time: each is four small messages, bounded by the I/O timeout. */
+  /** One handshake in progress; confined to the serving thread. */
+  private static final class Handshake {
+    final SocketChannel channel;
+    final SelectionKey key;
+    final InetAddress peer;
+    final long deadlineNanos;
+    ByteBuffer in = ByteBuffer.allocate(HELLO_SIZE);
+    ByteBuffer out;
+    byte[] hello;
+    byte[] serverNonce;
+    boolean last;
+
+    Handshake(SocketChannel channel, SelectionKey key, InetAddress peer, long deadlineNanos) {
+      this.channel = channel;
+      this.key = key;
+      this.peer = peer;
+      this.deadlineNanos = deadlineNanos;
+    }
+  }
+
+  /**
+   * Serves every handshake on one selector thread that never waits for a peer: each must finish
+   * within the I/O timeout from its accept, and at most {@link #MAX_HANDSHAKES} are in progress
+   * (one more closes the oldest), so peers that connect and send nothing, or a byte at a time,
+   * cannot keep others from connecting.
+   */
   private void serve() {
-    while (!closed) {
-      Socket s;
-      try {
-        s = socket.accept();
-      } catch (IOException e) {
-        if (!closed) {
-          LOG.warn("accepting a verbs authentication connection failed: {}", e.toString());
-          pause();
-        }
-        continue;
-      }
-      try (s) {
-        s.setSoTimeout(ioTimeoutMs);
-        s.setTcpNoDelay(true);
-        handle(s);
-      } catch (SocketTimeoutException e) {
-        LOG.debug("a verbs authentication peer went quiet: dropped");
-      } catch (IOException | RuntimeException e) {
-        if (!closed) {
-          LOG.debug("verbs authentication exchange failed", e);
-        }
-      }
-    }
-  }
-
-  private static void pause() {
+    LinkedHashSet<Handshake> open = new LinkedHashSet<>();
     try {
-      Thread.sleep(100); // e.g. out of file descriptors: do not spin
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      ServerSocketChannel server = socket.getChannel();
+      server.configureBlocking(false);
+      SelectionKey accepting = server.register(selector, SelectionKey.OP_ACCEPT);
+      while (!closed) {
+        selector.select(TICK_MS);
+        Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+        while (it.hasNext()) {
+          SelectionKey key = it.next();
+          it.remove();
+          if (!key.isValid()) {
+            continue;
+          }
+          if (key == accepting) {
+            accept(server, accepting, open);
+            continue;
+          }
+          Handshake h = (Handshake) key.attachment();
+          try {
+            if (key.isReadable()) {
+              read(h);
+            } else if (key.isWritable()) {
+              write(h, open);
+            }
+          } catch (IOException | RuntimeException e) {
+            if (!closed) {
+              LOG.debug("verbs authentication exchange failed", e);
+            }
+            end(h, open);
+          }
+        }
+        long now = System.nanoTime();
+        if (accepting.interestOps() == 0) {
+          accepting.interestOps(SelectionKey.OP_ACCEPT); // paused for a tick after a failure
+        }
+        for (Handshake h : open.toArray(new Handshake[0])) {
+          if (now - h.deadlineNanos > 0) {
+            LOG.debug("a verbs authentication peer went quiet: dropped");
+            end(h, open);
+          }
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      if (!closed) {
+        LOG.error("verbs authentication stopped: no peer can connect to this node now", e);
+      }
+    } finally {
+      for (Handshake h : open.toArray(new Handshake[0])) {
+        end(h, open);
+      }
     }
   }
 
-  private void handle(Socket s) throws IOException {
-    DataInputStream in = new DataInputStream(s.getInputStream());
-    OutputStream out = s.getOutputStream();
-    byte[] hello = new byte[HELLO_SIZE];
-    in.readFully(hello);
-    ByteBuffer h = ByteBuffer.wrap(hello);
-    byte[] serverNonce = nonce();
-    if (h.getInt() != MAGIC || h.getShort() != VERSION) {
-      out.write(challenge(BAD_VERSION, serverNonce, new byte[32]));
+  private void accept(ServerSocketChannel server, SelectionKey accepting, Set<Handshake> open)
+      throws IOException {
+    while (true) {
+      SocketChannel ch;
+      try {
+        ch = server.accept();
+      } catch (IOException e) {
+        LOG.warn("accepting a verbs authentication connection failed: {}", e.toString());
+        accepting.interestOps(0); // e.g. out of file descriptors: do not spin
+        return;
+      }
+      if (ch == null) {
+        return;
+      }
+      if (open.size() >= MAX_HANDSHAKES) {
+        end(open.iterator().next(), open);
+      }
+      ch.configureBlocking(false);
+      ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+      Handshake h =
+          new Handshake(
+              ch,
+              key,
+              ((InetSocketAddress) ch.getRemoteAddress()).getAddress(),
+              System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
+      key.attach(h);
+      open.add(h);
+    }
+  }
+
+  private void read(Handshake h) throws IOException {
+    if (h.out != null) {
+      return; // a message is being answered: the next one waits
+    }
+    if (h.channel.read(h.in) < 0) {
+      throw new IOException("peer closed mid-handshake");
+    }
+    if (h.in.hasRemaining()) {
       return;
     }
-    h.getShort();
-    h.position(h.position() + NONCE_SIZE);
-    InetSocketAddress client = VerbsAuthWire.address(h);
-    InetSocketAddress server = VerbsAuthWire.address(h);
-    InetAddress tcpPeer = s.getInetAddress();
-    out.write(challenge(OK, serverNonce, proof("memwire-verbs-server", hello, serverNonce)));
-    out.flush();
-    byte[] auth = new byte[AUTH_SIZE];
-    in.readFully(auth);
+    if (h.hello == null) {
+      h.hello = h.in.array();
+      h.out = ByteBuffer.wrap(onHello(h));
+      h.in = ByteBuffer.allocate(AUTH_SIZE);
+    } else {
+      h.out = ByteBuffer.wrap(onAuth(h, h.in.array()));
+      h.last = true;
+    }
+    h.key.interestOps(SelectionKey.OP_WRITE);
+  }
+
+  private void write(Handshake h, Set<Handshake> open) throws IOException {
+    h.channel.write(h.out);
+    if (h.out.hasRemaining()) {
+      return;
+    }
+    if (h.last) {
+      end(h, open);
+      return;
+    }
+    h.out = null;
+    h.key.interestOps(SelectionKey.OP_READ);
+  }
+
+  private static void end(Handshake h, Set<Handshake> open) {
+    open.remove(h);
+    h.key.cancel();
+    try {
+      h.channel.close();
+    } catch (IOException ignored) {
+      // closing
+    }
+  }
+
+  /** The CHALLENGE answering a HELLO; a bad version's is the last message. */
+  private byte[] onHello(Handshake h) {
+    ByteBuffer b = ByteBuffer.wrap(h.hello);
+    h.serverNonce = nonce();
+    if (b.getInt() != MAGIC || b.getShort() != VERSION) {
+      h.last = true;
+      return challenge(BAD_VERSION, h.serverNonce, new byte[32]);
+    }
+    return challenge(OK, h.serverNonce, proof("memwire-verbs-server", h.hello, h.serverNonce));
+  }
+
+  /** The WELCOME answering an AUTH: admits the announced address when the proof holds. */
+  private byte[] onAuth(Handshake h, byte[] auth) {
+    ByteBuffer b = ByteBuffer.wrap(h.hello);
+    b.position(8 + NONCE_SIZE);
+    InetSocketAddress client = VerbsAuthWire.address(b);
+    InetSocketAddress server = VerbsAuthWire.address(b);
+    InetAddress tcpPeer = h.peer;
     byte status;
     purgeExpired();
-    if (!MessageDigest.isEqual(auth, proof("memwire-verbs-client", hello, serverNonce))) {
+    if (!MessageDigest.isEqual(auth, proof("memwire-verbs-client", h.hello, h.serverNonce))) {
       status = AUTH_FAILED;
       proofsRejected.increment();
       LOG.warn(
@@ -203,8 +340,7 @@ final class VerbsAuth implements AutoCloseable {
       LOG.debug(
           "verbs peer {} authenticated; admitting its connect request from {}", tcpPeer, client);
     }
-    out.write(welcome(status));
-    out.flush();
+    return welcome(status);
   }
 
   private void purgeExpired() {
@@ -219,15 +355,21 @@ final class VerbsAuth implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
+    selector.wakeup();
+    try {
+      thread.join(TimeUnit.SECONDS.toMillis(10));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     try {
       socket.close();
     } catch (IOException ignored) {
       // closing
     }
     try {
-      thread.join(TimeUnit.SECONDS.toMillis(10));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      selector.close();
+    } catch (IOException ignored) {
+      // closing
     }
     admitted.clear();
     Arrays.fill(secret, (byte) 0);

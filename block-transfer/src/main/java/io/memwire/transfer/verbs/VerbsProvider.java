@@ -14,6 +14,7 @@ import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -162,14 +163,18 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   private VerbsAuth newAuth(byte[] secret, NodeResources node) {
-    return new VerbsAuth(
-        secret,
-        node.authSocket,
-        localAddress,
-        config.connectTimeout().toNanos(),
-        (int) Math.min(5000, config.connectTimeout().toMillis()),
-        System::nanoTime,
-        "memwire-verbs-" + id + "-auth");
+    try {
+      return new VerbsAuth(
+          secret,
+          node.authSocket,
+          localAddress,
+          config.connectTimeout().toNanos(),
+          (int) Math.min(5000, config.connectTimeout().toMillis()),
+          System::nanoTime,
+          "memwire-verbs-" + id + "-auth");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open a selector for verbs authentication", e);
+    }
   }
 
   private void logStarted(int port) {

@@ -17,6 +17,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +41,8 @@ class VerbsAuthTest {
   }
 
   private VerbsAuth server(byte[] secret) throws Exception {
-    ServerSocket ss = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+    ServerSocket ss = ServerSocketChannel.open().socket();
+    ss.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
     InetSocketAddress self =
         new InetSocketAddress(InetAddress.getLoopbackAddress(), ss.getLocalPort());
     VerbsAuth a =
@@ -79,6 +81,37 @@ class VerbsAuthTest {
     assertFalse(s.admit(cm(40001)), "an admission is used once");
     assertFalse(s.admit(null));
     assertEquals(3, s.requestsRefused.sum());
+  }
+
+  /**
+   * The port is open to the fabric's network: peers that connect and send nothing, or half a HELLO,
+   * must not keep a node from authenticating. Twice the cap of them are connected while a peer
+   * authenticates within 3 s, less than one silent peer's I/O timeout (5 s); a silent one is closed
+   * once that timeout has passed.
+   */
+  @Test
+  void silentAndSlowPeersDoNotKeepOthersFromAuthenticating() throws Exception {
+    VerbsAuth s = server(SECRET);
+    List<Socket> peers = new ArrayList<>();
+    try {
+      for (int i = 0; i < 2 * VerbsAuth.MAX_HANDSHAKES; i++) {
+        Socket p = new Socket(s.address().getAddress(), s.address().getPort());
+        if (i % 2 == 0) {
+          p.getOutputStream().write(new byte[] {1, 2, 3});
+        }
+        peers.add(p);
+      }
+      VerbsAuthClient.authenticate(
+          SECRET, cm(40011), addressOf(s), System.nanoTime() + TimeUnit.SECONDS.toNanos(3));
+      assertTrue(s.admit(cm(40011)));
+      Socket last = peers.get(peers.size() - 1);
+      last.setSoTimeout(15_000);
+      assertEquals(-1, last.getInputStream().read(), "a silent peer is closed, unanswered");
+    } finally {
+      for (Socket p : peers) {
+        p.close();
+      }
+    }
   }
 
   @Test
