@@ -133,6 +133,12 @@ public final class TransportMetrics {
           "connectionsRefused",
           COUNT,
           "tcp: connections refused over maxConnections or the handshake cap.");
+  public static final Metric HANDSHAKES_EVICTED =
+      counter(
+          "handshakesEvicted",
+          COUNT,
+          "tcp: connections closed in their handshake to make room for a new one at the handshake "
+              + "cap (the one longest in its handshake goes).");
   public static final Metric IDLE_CLOSED =
       counter("idleClosed", COUNT, "tcp: served connections closed idle past idleTimeout.");
   public static final Metric WRITE_TIMEOUTS =
@@ -271,6 +277,7 @@ public final class TransportMetrics {
           AUTH_FAILURES,
           ACCEPT_FAILURES,
           CONNECTIONS_REFUSED,
+          HANDSHAKES_EVICTED,
           IDLE_CLOSED,
           WRITE_TIMEOUTS,
           LOOP_ERRORS,

@@ -178,7 +178,9 @@ public final class TransportSettings {
                   + "authenticated, with authSecret); further ones are refused at once (the peer is "
                   + "told the node is at its connection limit). Connections still in their "
                   + "handshake have a separate, smaller cap (maxConnections / 16, at least 16), so "
-                  + "peers that never authenticate cannot take authenticated peers' slots.")
+                  + "peers that never authenticate cannot take authenticated peers' slots; one more "
+                  + "closes the connection longest in its handshake, so they cannot keep new peers "
+                  + "out either.")
           .count(1, 1 << 20)
           .withDefault("4096");
 

@@ -109,7 +109,8 @@ final class Acceptor implements EventLoop.Handler {
       refuse(ch, "connections");
       return;
     }
-    if (provider.sessionCount() - provider.servingCount() >= provider.maxHandshakes()) {
+    if (provider.sessionCount() - provider.servingCount() >= provider.maxHandshakes()
+        && !evictOldestHandshake()) {
       refuse(ch, "connections still in their handshake");
       return;
     }
@@ -125,8 +126,9 @@ final class Acceptor implements EventLoop.Handler {
       ch.configureBlocking(false);
       ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
       s = new ResponderSession(provider, ch);
-      provider.addSession(s);
       EventLoop loop = provider.pickServeLoop();
+      s.runsOn(loop);
+      provider.addSession(s);
       ResponderSession session = s;
       loop.execute(
           () -> {
@@ -145,6 +147,26 @@ final class Acceptor implements EventLoop.Handler {
       }
       closeQuietly(ch);
     }
+  }
+
+  /**
+   * At the handshake cap, makes room by closing the connection longest in its handshake: peers that
+   * connect and never authenticate cannot keep new peers out, they only push each other out.
+   *
+   * @return false when no connection is in its handshake (every one counted is ending already)
+   */
+  private boolean evictOldestHandshake() {
+    ResponderSession oldest = null;
+    for (ResponderSession s : provider.sessions()) {
+      if (s.evictable() && (oldest == null || s.startedNanos() - oldest.startedNanos() < 0)) {
+        oldest = s;
+      }
+    }
+    if (oldest == null) {
+      return false;
+    }
+    oldest.evict();
+    return true;
   }
 
   /** Tells the peer the node is at a connection limit, then closes. */

@@ -54,6 +54,15 @@ final class ResponderSession implements EventLoop.Handler {
   /** True once the session holds one of the provider's serving slots. */
   private boolean admitted;
 
+  /** The loop the session runs on; set before it is registered there. */
+  private volatile EventLoop loop;
+
+  /** Set once the handshake ended (served or refused): the acceptor no longer evicts it. */
+  private volatile boolean handshakeEnded;
+
+  /** Set by the acceptor when it chose this session to make room for a new one. */
+  private volatile boolean evicting;
+
   private SelectionKey key;
   private byte[] clientNonce;
   private byte[] serverNonce;
@@ -79,6 +88,37 @@ final class ResponderSession implements EventLoop.Handler {
 
   void attach(SelectionKey key) {
     this.key = key;
+  }
+
+  /** Names the loop the session will run on (before the loop registers it). */
+  void runsOn(EventLoop l) {
+    loop = l;
+  }
+
+  /** When the connection was accepted ({@link System#nanoTime}); readable from any thread. */
+  long startedNanos() {
+    return startedNanos;
+  }
+
+  /** Whether the acceptor may evict it: still in its handshake and not chosen before. */
+  boolean evictable() {
+    return !handshakeEnded && !evicting && loop != null;
+  }
+
+  /**
+   * Closes the session on its loop if it is still in its handshake then: the acceptor makes room
+   * for a new connection at the handshake cap. Called on the acceptor's thread.
+   */
+  void evict() {
+    evicting = true;
+    loop.execute(
+        () -> {
+          if (state != State.SERVING && state != State.CLOSED) {
+            provider.handshakesEvicted.increment();
+            LOG.debug("closing {}: the oldest handshake, evicted for a new connection", remote);
+            closeOnLoop(null);
+          }
+        });
   }
 
   @Override
@@ -191,6 +231,7 @@ final class ResponderSession implements EventLoop.Handler {
       // Only an authenticated peer takes a serving slot; one still in its handshake counts
       // against the provider's small handshake cap instead.
       admitted = provider.admitServing();
+      handshakeEnded = true;
       if (admitted) {
         send(Handshake.welcome(Handshake.STATUS_OK));
         state = State.SERVING;
@@ -339,6 +380,7 @@ final class ResponderSession implements EventLoop.Handler {
       LOG.debug("tcp transfer connection from {} ended: {}", remote, cause.toString());
     }
     state = State.CLOSED;
+    handshakeEnded = true;
     if (key != null) {
       key.cancel();
     }

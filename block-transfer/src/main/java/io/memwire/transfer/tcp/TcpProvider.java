@@ -40,10 +40,11 @@ import org.slf4j.LoggerFactory;
  * <p>Robustness: a failed {@code accept()} (out of file descriptors, say) pauses accepting with a
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
  * served and at most {@link #maxHandshakes} more may be in their handshake (so peers that never
- * authenticate cannot take authenticated peers' slots), further ones are told so and closed; served
- * connections that stay idle past {@code idleTimeout}, or whose peer takes no response bytes for
- * {@code writeTimeout}, are closed. Each condition is logged once when it starts and counted in
- * {@link #counters()}.
+ * authenticate cannot take authenticated peers' slots): a connection past the first limit is told
+ * so and closed, one past the second closes the connection longest in its handshake (so such peers
+ * cannot keep new ones out either); served connections that stay idle past {@code idleTimeout}, or
+ * whose peer takes no response bytes for {@code writeTimeout}, are closed. Each condition is logged
+ * once when it starts and counted in {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -76,6 +77,7 @@ public final class TcpProvider implements TransportProvider {
   final LongAdder authFailures = new LongAdder();
   final LongAdder acceptFailures = new LongAdder();
   final LongAdder connectionsRefused = new LongAdder();
+  final LongAdder handshakesEvicted = new LongAdder();
   final LongAdder idleClosed = new LongAdder();
   final LongAdder writeTimeouts = new LongAdder();
   final LongAdder loopErrors = new LongAdder();
@@ -194,6 +196,11 @@ public final class TcpProvider implements TransportProvider {
 
   void addSession(ResponderSession s) {
     sessions.add(s);
+  }
+
+  /** The sessions open now (a live view). */
+  Iterable<ResponderSession> sessions() {
+    return sessions;
   }
 
   void removeSession(ResponderSession s) {
@@ -325,6 +332,7 @@ public final class TcpProvider implements TransportProvider {
     m.put(TransportMetrics.AUTH_FAILURES, authFailures.sum());
     m.put(TransportMetrics.ACCEPT_FAILURES, acceptFailures.sum());
     m.put(TransportMetrics.CONNECTIONS_REFUSED, connectionsRefused.sum());
+    m.put(TransportMetrics.HANDSHAKES_EVICTED, handshakesEvicted.sum());
     m.put(TransportMetrics.IDLE_CLOSED, idleClosed.sum());
     m.put(TransportMetrics.WRITE_TIMEOUTS, writeTimeouts.sum());
     m.put(TransportMetrics.LOOP_ERRORS, loopErrors.sum());

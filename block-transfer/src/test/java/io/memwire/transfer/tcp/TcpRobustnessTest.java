@@ -267,27 +267,71 @@ class TcpRobustnessTest {
         Handshake.STATUS_BUSY,
         authenticate(server, secret, served),
         "the 21st is over maxConnections");
-    // The handshake cap: with 15 stuck, one more unauthenticated peer fits, the next does not.
+    long sessions = counter(server, "servingSessions"); // every session, handshakes included
+    served.get(0).close();
+    // A session returns its serving slot before it leaves the count.
+    await("a served slot frees", 20, () -> counter(server, "servingSessions") < sessions);
+    // The handshake cap: with 15 stuck, one more unauthenticated peer fits; the next one pushes
+    // out the one longest in its handshake instead of being refused.
     DataInputStream[] in = new DataInputStream[1];
     stuck.add(hello(server, in, new byte[1][]));
-    in[0].readFully(new byte[Handshake.CHALLENGE_SIZE]);
+    byte[] sixteenth = new byte[Handshake.CHALLENGE_SIZE];
+    in[0].readFully(sixteenth);
+    assertEquals(Handshake.STATUS_OK, sixteenth[6], "a 16th concurrent handshake fits");
     DataInputStream[] in2 = new DataInputStream[1];
     Socket over = hello(server, in2, new byte[1][]);
     byte[] challenge = new byte[Handshake.CHALLENGE_SIZE];
     in2[0].readFully(challenge);
-    assertEquals(Handshake.STATUS_BUSY, challenge[6], "17th concurrent handshake refused");
-    assertEquals(0, drainUntilClosed(over));
+    assertEquals(Handshake.STATUS_OK, challenge[6], "a 17th concurrent handshake may start");
+    assertEquals(0, drainUntilClosed(stuck.get(0)), "the oldest stuck handshake was closed");
+    assertEquals(1, counter(server, "handshakesEvicted"));
+    stuck.add(over);
     for (Socket s : stuck) {
       s.close();
     }
-    served.get(0).close();
-    // Every stuck and refused connection gone and one served one: its slot is back (a session
-    // returns its slot before it leaves the count).
-    await("a served slot frees", 20, () -> counter(server, "servingSessions") <= 19);
     assertEquals(
         Handshake.STATUS_OK,
         authenticate(server, secret, served),
-        "a freed serving slot goes to the next authenticated peer");
+        "the freed serving slot goes to the next authenticated peer");
+  }
+
+  /**
+   * Peers that connect and never finish their handshake, renewed as fast as they like, cannot keep
+   * a new peer from authenticating: each new connection at the handshake cap closes the oldest
+   * handshake, so the newcomer's own takes a few milliseconds and is never the oldest.
+   */
+  @Test
+  void stuckHandshakesCannotKeepANewPeerOut() throws Exception {
+    byte[] secret = "a shared secret".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    TransferNode server = node(tcp().authSecret(secret).maxConnections(20)); // 16 handshakes
+    List<Socket> stuck = new ArrayList<>();
+    try {
+      for (int i = 0; i < 64; i++) {
+        Socket s = connect(server);
+        if (i % 2 == 0) {
+          s.getOutputStream().write(new byte[] {1, 2});
+        }
+        stuck.add(s);
+      }
+      List<Socket> served = new ArrayList<>();
+      assertEquals(
+          Handshake.STATUS_OK,
+          authenticate(server, secret, served),
+          "an authenticated peer gets in beside 64 stuck connections");
+      served.forEach(
+          s -> {
+            try {
+              s.close();
+            } catch (IOException ignored) {
+              // closing
+            }
+          });
+      await("evictions counted", 20, () -> counter(server, "handshakesEvicted") >= 48);
+    } finally {
+      for (Socket s : stuck) {
+        s.close();
+      }
+    }
   }
 
   @Test
