@@ -85,6 +85,9 @@ final class RequestLoop implements AutoCloseable {
   /** Open connections, oldest first. Loop-confined. */
   private final LinkedHashSet<Connection> open = new LinkedHashSet<>();
 
+  /** Where bytes sent after a request go. Loop-confined. */
+  private final ByteBuffer discard = ByteBuffer.allocate(1024);
+
   private boolean acceptPaused;
   private boolean answerFailureLogged;
 
@@ -224,7 +227,6 @@ final class RequestLoop implements AutoCloseable {
 
   private void read(Connection c) throws IOException {
     if (c.draining) {
-      ByteBuffer discard = ByteBuffer.allocate(1024);
       while (true) {
         int n = c.channel.read(discard.clear());
         if (n < 0) {
