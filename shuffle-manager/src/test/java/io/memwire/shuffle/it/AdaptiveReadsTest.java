@@ -339,7 +339,7 @@ class AdaptiveReadsTest {
         "no speculative task succeeded (the job took " + ms + " ms)");
     assertTrue(
         attempts.speculativeRecordsRead > 0, "the speculative copies read no shuffle record");
-    assertOneSided("speculation", before, after);
+    Clusters.assertRemoteBytesOneSided("speculation", listener, before, after);
     for (var e : after.entrySet()) {
       Map<String, Long> m = e.getValue();
       assertEquals(
@@ -465,27 +465,8 @@ class AdaptiveReadsTest {
     var after = Clusters.executorStats(c.javaSparkContext(), 2);
     assertEquals(
         expected.get(name), run.rows(), name + ": results differ from SortShuffleManager's");
-    assertOneSided(name, before, after);
+    Clusters.assertRemoteBytesOneSided(name, listener, before, after);
     return run;
-  }
-
-  /** Spark's remote bytes since {@code before} all read by the RDMA client, none by Spark's. */
-  private void assertOneSided(
-      String name, Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after) {
-    long sparkRemoteBytes = listener.remoteBytesRead.get();
-    long rdmaBytes =
-        Clusters.sum(after, ShuffleMetrics.RDMA_BYTES)
-            - Clusters.sum(before, ShuffleMetrics.RDMA_BYTES);
-    long fallback =
-        Clusters.sum(after, ShuffleMetrics.FALLBACK_BLOCKS)
-            - Clusters.sum(before, ShuffleMetrics.FALLBACK_BLOCKS);
-    assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
-    assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
-    assertEquals(
-        sparkRemoteBytes,
-        rdmaBytes,
-        name + ": Spark's remote bytes read must all come from the RDMA client");
-    assertEquals(0, listener.fetchFailures.get(), name + ": fetch failures");
   }
 
   /** Every node of a final AQE plan, down through its query stages. */

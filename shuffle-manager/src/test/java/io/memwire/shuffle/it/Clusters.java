@@ -1,5 +1,8 @@
 package io.memwire.shuffle.it;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
@@ -90,6 +93,29 @@ final class Clusters {
   }
 
   /** Sum of one counter over executors. */
+  /**
+   * Spark's remote bytes counted by {@code listener} were all read by the RDMA client between the
+   * executors' counters {@code before} and {@code after}: none through Spark's transfer, no fetch
+   * failure.
+   */
+  static void assertRemoteBytesOneSided(
+      String name,
+      TaskMetricsListener listener,
+      Map<String, Map<String, Long>> before,
+      Map<String, Map<String, Long>> after) {
+    long sparkRemoteBytes = listener.remoteBytesRead.get();
+    long rdmaBytes = sum(after, ShuffleMetrics.RDMA_BYTES) - sum(before, ShuffleMetrics.RDMA_BYTES);
+    long fallback =
+        sum(after, ShuffleMetrics.FALLBACK_BLOCKS) - sum(before, ShuffleMetrics.FALLBACK_BLOCKS);
+    assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
+    assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
+    assertEquals(
+        sparkRemoteBytes,
+        rdmaBytes,
+        name + ": Spark's remote bytes read must all come from the RDMA client");
+    assertEquals(0, listener.fetchFailures.get(), name + ": fetch failures");
+  }
+
   static long sum(Map<String, Map<String, Long>> stats, Metric metric) {
     return stats.values().stream().mapToLong(m -> ShuffleMetrics.get(m, metric)).sum();
   }

@@ -93,23 +93,10 @@ abstract class DifferentialTestBase {
     listener.reset();
     List<String> actual = job.apply(cluster.session());
     cluster.sparkContext().listenerBus().waitUntilEmpty(10_000);
-    long sparkRemoteBytes = listener.remoteBytesRead.get();
     var after = Clusters.executorStats(cluster.javaSparkContext(), 2);
 
     assertEquals(expected.get(name), actual, name + ": results differ from SortShuffleManager's");
-    long rdmaBytes =
-        Clusters.sum(after, ShuffleMetrics.RDMA_BYTES)
-            - Clusters.sum(before, ShuffleMetrics.RDMA_BYTES);
-    long fallback =
-        Clusters.sum(after, ShuffleMetrics.FALLBACK_BLOCKS)
-            - Clusters.sum(before, ShuffleMetrics.FALLBACK_BLOCKS);
-    assertEquals(0, fallback, name + ": blocks went through Spark's transfer: " + after);
-    assertTrue(sparkRemoteBytes > 0, name + ": no remote bytes at all");
-    assertEquals(
-        sparkRemoteBytes,
-        rdmaBytes,
-        name + ": Spark's remote bytes read must all come from the RDMA client");
-    assertEquals(0, listener.fetchFailures.get(), name + ": fetch failures");
+    Clusters.assertRemoteBytesOneSided(name, listener, before, after);
   }
 
   @Test
