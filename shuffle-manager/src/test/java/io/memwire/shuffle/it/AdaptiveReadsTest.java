@@ -438,9 +438,20 @@ class AdaptiveReadsTest {
     Dataset<Row> df = job.apply(s);
     List<String> rows =
         df.collectAsList().stream().map(Row::toString).sorted().collect(Collectors.toList());
-    SparkPlan plan =
-        ((org.apache.spark.sql.classic.Dataset<Row>) df).queryExecution().executedPlan();
-    return new Run(rows, plan);
+    return new Run(rows, executedPlan(df));
+  }
+
+  /**
+   * The executed plan of {@code df}. Spark 4 keeps {@code queryExecution()} on its classic Dataset
+   * only, Spark 3.5 on {@link Dataset}: looked up on the object, so one test runs on both lines.
+   */
+  private static SparkPlan executedPlan(Dataset<Row> df) {
+    try {
+      Object qe = df.getClass().getMethod("queryExecution").invoke(df);
+      return (SparkPlan) qe.getClass().getMethod("executedPlan").invoke(qe);
+    } catch (ReflectiveOperationException e) {
+      throw new AssertionError("no executed plan on " + df.getClass(), e);
+    }
   }
 
   /** The cluster of the AQE cases, started at first use. */
@@ -482,7 +493,7 @@ class AdaptiveReadsTest {
       } else if (p instanceof QueryStageExec q) {
         todo.add(q.plan());
       } else {
-        todo.addAll(ScalaCollections.asJava(p.children()));
+        todo.addAll(ScalaCollections.<SparkPlan>callSeq(p, "children")); // a Seq of either Scala
       }
     }
     return out;
@@ -494,7 +505,8 @@ class AdaptiveReadsTest {
     List<T> out = new ArrayList<>();
     for (SparkPlan p : nodes) {
       if (p instanceof AQEShuffleReadExec r) {
-        for (ShufflePartitionSpec s : ScalaCollections.asJava(r.partitionSpecs())) {
+        for (ShufflePartitionSpec s :
+            ScalaCollections.<ShufflePartitionSpec>callSeq(r, "partitionSpecs")) {
           if (type.isInstance(s)) {
             out.add(type.cast(s));
           }
