@@ -234,17 +234,20 @@ final class VerbsAuth implements AutoCloseable {
       if (open.size() >= MAX_HANDSHAKES) {
         end(open.iterator().next(), open);
       }
-      ch.configureBlocking(false);
-      ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-      SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
-      Handshake h =
-          new Handshake(
-              ch,
-              key,
-              ((InetSocketAddress) ch.getRemoteAddress()).getAddress(),
-              System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
-      key.attach(h);
-      open.add(h);
+      try {
+        ch.configureBlocking(false);
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        InetAddress peer = ((InetSocketAddress) ch.getRemoteAddress()).getAddress();
+        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+        Handshake h =
+            new Handshake(
+                ch, key, peer, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
+        key.attach(h);
+        open.add(h);
+      } catch (IOException e) { // the peer is gone already: only this connection
+        LOG.debug("dropped a verbs authentication connection: {}", e.toString());
+        ch.close();
+      }
     }
   }
 

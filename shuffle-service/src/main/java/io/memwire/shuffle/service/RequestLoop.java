@@ -201,13 +201,18 @@ final class RequestLoop implements AutoCloseable {
       if (open.size() >= MAX_CONNECTIONS) {
         evictOne();
       }
-      ch.configureBlocking(false);
-      SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
-      Connection c =
-          new Connection(
-              ch, key, Math.min(FIRST_BUFFER, maxRequestBytes), System.nanoTime() + timeoutNanos);
-      key.attach(c);
-      open.add(c);
+      try {
+        ch.configureBlocking(false);
+        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+        Connection c =
+            new Connection(
+                ch, key, Math.min(FIRST_BUFFER, maxRequestBytes), System.nanoTime() + timeoutNanos);
+        key.attach(c);
+        open.add(c);
+      } catch (IOException e) { // the peer is gone already: only this connection
+        LOG.debug("{} dropped a connection: {}", thread.getName(), e.toString());
+        closeQuietly(ch);
+      }
     }
   }
 
