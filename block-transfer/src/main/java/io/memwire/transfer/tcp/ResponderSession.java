@@ -54,7 +54,7 @@ final class ResponderSession implements EventLoop.Handler {
   /** True once the session holds one of the provider's serving slots. */
   private boolean admitted;
 
-  /** The loop the session runs on; set before it is registered there. */
+  /** The loop the session runs on; set before the session is added to the provider's. */
   private volatile EventLoop loop;
 
   /** Set once the handshake ended (served or refused): the acceptor no longer evicts it. */
@@ -102,7 +102,7 @@ final class ResponderSession implements EventLoop.Handler {
 
   /** Whether the acceptor may evict it: still in its handshake and not chosen before. */
   boolean evictable() {
-    return !handshakeEnded && !evicting && loop != null;
+    return !handshakeEnded && !evicting;
   }
 
   /**

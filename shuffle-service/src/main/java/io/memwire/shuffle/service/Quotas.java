@@ -182,12 +182,12 @@ final class Quotas {
       why =
           "application " + appName + " holds " + a.outputs + " outputs (maxOutputsPerApplication)";
     } else {
-      String[] over = bytesRefusal(user, u, appName, a, bytes, "");
+      Refusal over = bytesRefusal(user, u, appName, a, bytes, "");
       if (over != null) {
-        limit = over[0];
-        holder = over[1];
+        limit = over.limit();
+        holder = over.holder();
         what = "bytes";
-        why = over[2];
+        why = over.why();
       }
     }
     if (why != null) {
@@ -224,11 +224,11 @@ final class Quotas {
   synchronized String takeDirectory(UserPrincipal user, Object app, String appName, long bytes) {
     Use u = users.computeIfAbsent(user, k -> new Use());
     Use a = applications.computeIfAbsent(app, k -> new Use());
-    String[] over = bytesRefusal(user, u, appName, a, bytes, " for a new shuffle directory chunk");
+    Refusal over = bytesRefusal(user, u, appName, a, bytes, " for a new shuffle directory chunk");
     if (over != null) {
       prune(users, user, u);
       prune(applications, app, a);
-      return refused(over[1], "bytes", over[0], over[2]);
+      return refused(over.holder(), "bytes", over.limit(), over.why());
     }
     u.directoryBytes += bytes;
     a.directoryBytes += bytes;
@@ -244,46 +244,47 @@ final class Quotas {
     prune(applications, app, a);
   }
 
-  /** {limit, holder, why} when {@code bytes} more would pass a byte quota, else null. */
-  private String[] bytesRefusal(
+  /** Why a take was refused: the key of the limit, whose limit, and the message. */
+  private record Refusal(String limit, String holder, String why) {}
+
+  /** The refusal when {@code bytes} more would pass a byte quota, else null. */
+  private Refusal bytesRefusal(
       UserPrincipal user, Use u, String appName, Use a, long bytes, String purpose) {
     if (bytes > perUser.bytes() - u.allBytes()) {
-      return new String[] {
-        "maxBytesPerUser",
-        "user " + user.getName(),
-        "user "
-            + user.getName()
-            + " holds "
-            + u.allBytes()
-            + " bytes ("
-            + u.directoryBytes
-            + " of them shuffle directories); "
-            + bytes
-            + " more"
-            + purpose
-            + " would pass its quota of "
-            + perUser.bytes()
-            + " (maxBytesPerUser)"
-      };
+      return new Refusal(
+          "maxBytesPerUser",
+          "user " + user.getName(),
+          "user "
+              + user.getName()
+              + " holds "
+              + u.allBytes()
+              + " bytes ("
+              + u.directoryBytes
+              + " of them shuffle directories); "
+              + bytes
+              + " more"
+              + purpose
+              + " would pass its quota of "
+              + perUser.bytes()
+              + " (maxBytesPerUser)");
     }
     if (bytes > perApplication.bytes() - a.allBytes()) {
-      return new String[] {
-        "maxBytesPerApplication",
-        "application " + appName,
-        "application "
-            + appName
-            + " holds "
-            + a.allBytes()
-            + " bytes ("
-            + a.directoryBytes
-            + " of them shuffle directories); "
-            + bytes
-            + " more"
-            + purpose
-            + " would pass its quota of "
-            + perApplication.bytes()
-            + " (maxBytesPerApplication)"
-      };
+      return new Refusal(
+          "maxBytesPerApplication",
+          "application " + appName,
+          "application "
+              + appName
+              + " holds "
+              + a.allBytes()
+              + " bytes ("
+              + a.directoryBytes
+              + " of them shuffle directories); "
+              + bytes
+              + " more"
+              + purpose
+              + " would pass its quota of "
+              + perApplication.bytes()
+              + " (maxBytesPerApplication)");
     }
     return null;
   }
