@@ -258,13 +258,15 @@ public final class LocalSparkCluster implements AutoCloseable {
                       + memoryPerExecutorMb
                       + "]")
               .appName(appName)
-              .config("spark.executor.memory", memoryPerExecutorMb + "m")
-              .config("spark.driver.host", LOCAL_IP)
-              .config("spark.driver.bindAddress", LOCAL_IP)
-              .config("spark.ui.enabled", "false")
-              .config("spark.executorEnv.SPARK_DIST_CLASSPATH", classPath)
-              .config("spark.executorEnv.SPARK_SCALA_VERSION", ClusterEnvironment.scalaVersion())
-              .config("spark.executorEnv.SPARK_LOCAL_IP", LOCAL_IP);
+              .config(SparkKeys.EXECUTOR_MEMORY, memoryPerExecutorMb + "m")
+              .config(SparkKeys.DRIVER_HOST, LOCAL_IP)
+              .config(SparkKeys.DRIVER_BIND_ADDRESS, LOCAL_IP)
+              .config(SparkKeys.UI_ENABLED, "false")
+              .config(SparkKeys.EXECUTOR_ENV_PREFIX + "SPARK_DIST_CLASSPATH", classPath)
+              .config(
+                  SparkKeys.EXECUTOR_ENV_PREFIX + "SPARK_SCALA_VERSION",
+                  ClusterEnvironment.scalaVersion())
+              .config(SparkKeys.EXECUTOR_ENV_PREFIX + "SPARK_LOCAL_IP", LOCAL_IP);
       for (Map.Entry<String, String> e : conf.entrySet()) {
         b.config(e.getKey(), e.getValue());
       }

@@ -1,5 +1,6 @@
 package io.memwire.mainjob;
 
+import io.memwire.localcluster.SparkKeys;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,7 +23,7 @@ record Configuration(String name, List<String> args) {
       boolean hostLocal = name.endsWith("-hostlocal");
       String base = hostLocal ? name.substring(0, name.length() - "-hostlocal".length()) : name;
       List<String> args =
-          new ArrayList<>(List.of("--conf", "spark.shuffle.readHostLocalDisk=" + hostLocal));
+          new ArrayList<>(List.of("--conf", SparkKeys.READ_HOST_LOCAL_DISK + "=" + hostLocal));
       switch (base) {
         case "spark-sort" -> {}
         case "memwire" -> {
@@ -31,11 +32,11 @@ record Configuration(String name, List<String> args) {
           args.addAll(
               List.of(
                   "--conf",
-                  "spark.executor.extraClassPath=" + memwireJar.toAbsolutePath(),
+                  SparkKeys.EXECUTOR_EXTRA_CLASS_PATH + "=" + memwireJar.toAbsolutePath(),
                   "--conf",
-                  "spark.shuffle.manager=" + MEMWIRE_MANAGER,
+                  SparkKeys.SHUFFLE_MANAGER + "=" + MEMWIRE_MANAGER,
                   "--conf",
-                  "spark.shuffle.rdma.provider=" + provider));
+                  SparkKeys.MEMWIRE_PROVIDER + "=" + provider));
           name = "memwire-" + provider + (hostLocal ? "-hostlocal" : "");
         }
         default ->

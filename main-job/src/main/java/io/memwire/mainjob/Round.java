@@ -1,5 +1,6 @@
 package io.memwire.mainjob;
 
+import io.memwire.localcluster.SparkKeys;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,7 +34,7 @@ final class Round {
       throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     SparkConf conf = jsc.getConf();
-    boolean memwire = conf.get("spark.shuffle.manager", "sort").contains("RdmaShuffleManager");
+    boolean memwire = conf.get(SparkKeys.SHUFFLE_MANAGER, "sort").contains("RdmaShuffleManager");
 
     Phase cold =
         earlierCold != null ? earlierCold : Phase.measure(spark, metrics, shape.small(), 1);
@@ -73,9 +74,9 @@ final class Round {
     double gib = main.spark("remoteBytes") / 1073741824.0;
     ShuffleAppResult result =
         new ShuffleAppResult(
-            conf.get("spark.shuffle.manager", "sort"),
-            conf.get("spark.shuffle.rdma.provider", "-"),
-            Boolean.parseBoolean(conf.get("spark.shuffle.readHostLocalDisk", "true")),
+            conf.get(SparkKeys.SHUFFLE_MANAGER, "sort"),
+            conf.get(SparkKeys.MEMWIRE_PROVIDER, "-"),
+            Boolean.parseBoolean(conf.get(SparkKeys.READ_HOST_LOCAL_DISK, "true")),
             shape.records(),
             main.seconds(),
             readySeconds,

@@ -2,6 +2,7 @@ package io.memwire.mainjob;
 
 import io.memwire.localcluster.ExecutorCpu;
 import io.memwire.localcluster.RandomRecords;
+import io.memwire.localcluster.SparkKeys;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,9 +52,9 @@ final class SparkSubmitCommand {
                 "--master",
                 master,
                 "--conf",
-                "spark.ui.enabled=false",
+                SparkKeys.UI_ENABLED + "=false",
                 "--conf",
-                "spark.ui.showConsoleProgress=false"));
+                SparkKeys.UI_SHOW_CONSOLE_PROGRESS + "=false"));
     cmd.addAll(c.args());
     // ExecutorCpu (local-cluster's jar) on the driver: the executors' CPU per GiB; and Memwire's
     // jar when the executors have it (the driver builds its shuffle manager too).
@@ -62,7 +63,8 @@ final class SparkSubmitCommand {
             .toString();
     for (int i = 0; i + 1 < c.args().size(); i++) {
       String a = c.args().get(i + 1);
-      if (c.args().get(i).equals("--conf") && a.startsWith("spark.executor.extraClassPath=")) {
+      if (c.args().get(i).equals("--conf")
+          && a.startsWith(SparkKeys.EXECUTOR_EXTRA_CLASS_PATH + "=")) {
         driverClassPath += java.io.File.pathSeparator + a.substring(a.indexOf('=') + 1);
       }
     }

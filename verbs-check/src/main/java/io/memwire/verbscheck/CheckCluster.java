@@ -1,6 +1,7 @@
 package io.memwire.verbscheck;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.RdmaShuffleManager;
 import java.time.Duration;
 import java.util.Locale;
@@ -24,30 +25,30 @@ final class CheckCluster {
             .memoryPerExecutorMb(768)
             .appName("memwire-verbs-check-" + mode)
             .startupTimeout(startup)
-            .conf("spark.shuffle.readHostLocalDisk", "false")
-            .conf("spark.sql.shuffle.partitions", "8")
+            .conf(SparkKeys.READ_HOST_LOCAL_DISK, "false")
+            .conf(SparkKeys.SQL_SHUFFLE_PARTITIONS, "8")
             // Emulated CPUs: everything is slow, nothing may time out for that reason alone.
-            .conf("spark.network.timeout", "900s")
-            .conf("spark.executor.heartbeatInterval", "60s")
-            .conf("spark.rpc.askTimeout", "900s")
-            .conf("spark.storage.blockManagerHeartbeatTimeoutMs", "900000")
-            .conf("spark.locality.wait", "60s")
-            .conf("spark.shuffle.io.maxRetries", "1")
-            .conf("spark.shuffle.io.retryWait", "1s")
+            .conf(SparkKeys.NETWORK_TIMEOUT, "900s")
+            .conf(SparkKeys.EXECUTOR_HEARTBEAT_INTERVAL, "60s")
+            .conf(SparkKeys.RPC_ASK_TIMEOUT, "900s")
+            .conf(SparkKeys.BLOCK_MANAGER_HEARTBEAT_TIMEOUT, "900000")
+            .conf(SparkKeys.LOCALITY_WAIT, "60s")
+            .conf(SparkKeys.SHUFFLE_IO_MAX_RETRIES, "1")
+            .conf(SparkKeys.SHUFFLE_IO_RETRY_WAIT, "1s")
             .conf(
-                "spark.executor.extraJavaOptions",
+                SparkKeys.EXECUTOR_EXTRA_JAVA_OPTIONS,
                 "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1")
-            .conf("spark.executor.extraLibraryPath", libdisni);
+            .conf(SparkKeys.EXECUTOR_EXTRA_LIBRARY_PATH, libdisni);
     if (mode.equals("sort")) {
-      b.conf("spark.shuffle.manager", "sort");
+      b.conf(SparkKeys.SHUFFLE_MANAGER, "sort");
     } else {
-      b.conf("spark.shuffle.manager", MANAGER)
-          .conf("spark.shuffle.rdma.provider", mode)
-          .conf("spark.shuffle.rdma.fallback", "false")
-          .conf("spark.shuffle.rdma.connectTimeout", "300s")
-          .conf("spark.shuffle.rdma.readTimeout", "600s");
+      b.conf(SparkKeys.SHUFFLE_MANAGER, MANAGER)
+          .conf(SparkKeys.MEMWIRE_PROVIDER, mode)
+          .conf(SparkKeys.MEMWIRE_FALLBACK, "false")
+          .conf(SparkKeys.MEMWIRE_CONNECT_TIMEOUT, "300s")
+          .conf(SparkKeys.MEMWIRE_READ_TIMEOUT, "600s");
       if (mode.equals("verbs")) {
-        b.conf("spark.shuffle.rdma.bindAddress", bind);
+        b.conf(SparkKeys.MEMWIRE_BIND_ADDRESS, bind);
       }
     }
     long t0 = System.nanoTime();

@@ -1,6 +1,7 @@
 package io.memwire.verbscheck;
 
 import io.memwire.localcluster.RandomRecords;
+import io.memwire.localcluster.SparkKeys;
 import io.memwire.mainjob.ShuffleApp;
 import io.memwire.mainjob.ShuffleAppResult;
 import java.nio.file.Files;
@@ -69,7 +70,7 @@ final class ComparedJobs {
             (s, jsc) -> {
               // More than 2000 reduce partitions: Spark switches to HighlyCompressedMapStatus; AQE
               // coalesces them into a few tasks that each read a range of partitions.
-              s.conf().set("spark.sql.shuffle.partitions", "2100");
+              s.conf().set(SparkKeys.SQL_SHUFFLE_PARTITIONS, "2100");
               try {
                 Dataset<Row> df =
                     s.range(0, 60_000, 1, 4)
@@ -85,14 +86,14 @@ final class ComparedJobs {
                         .collect();
                 return digest(rows);
               } finally {
-                s.conf().set("spark.sql.shuffle.partitions", "8");
+                s.conf().set(SparkKeys.SQL_SHUFFLE_PARTITIONS, "8");
               }
             }),
         new Job(
             "sortMergeJoinAqe",
             (s, jsc) -> {
-              s.conf().set("spark.sql.autoBroadcastJoinThreshold", "-1");
-              s.conf().set("spark.sql.adaptive.enabled", "true");
+              s.conf().set(SparkKeys.SQL_AUTO_BROADCAST_JOIN_THRESHOLD, "-1");
+              s.conf().set(SparkKeys.SQL_ADAPTIVE_ENABLED, "true");
               try {
                 Dataset<Row> a = s.range(0, 40_000, 1, 4).selectExpr("id % 7000 as k", "id as v");
                 Dataset<Row> b =
@@ -111,7 +112,7 @@ final class ComparedJobs {
                 }
                 return digest(rows);
               } finally {
-                s.conf().unset("spark.sql.autoBroadcastJoinThreshold");
+                s.conf().unset(SparkKeys.SQL_AUTO_BROADCAST_JOIN_THRESHOLD);
               }
             }));
   }

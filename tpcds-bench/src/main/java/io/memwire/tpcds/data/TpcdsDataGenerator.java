@@ -1,6 +1,7 @@
 package io.memwire.tpcds.data;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.memwire.localcluster.SparkKeys;
 import io.trino.tpcds.Table;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -156,7 +157,7 @@ public final class TpcdsDataGenerator {
 
   /** Whether the session's rows carry DATE values as {@code java.time.LocalDate}. */
   static boolean localDates(SparkSession spark) {
-    return Boolean.parseBoolean(spark.conf().get("spark.sql.datetime.java8API.enabled", "false"));
+    return Boolean.parseBoolean(spark.conf().get(SparkKeys.SQL_DATETIME_JAVA8_API, "false"));
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.memwire.tpcds.report;
 
+import io.memwire.localcluster.SparkKeys;
 import io.memwire.tpcds.data.TpcdsDataGenerator;
 import io.memwire.tpcds.run.QueryStats;
 import io.memwire.tpcds.run.RunResult;
@@ -269,7 +270,7 @@ final class MarkdownReport {
     c.sparkConf()
         .forEach(
             (k, v) -> {
-              if (!k.equals("spark.shuffle.manager")) {
+              if (!k.equals(SparkKeys.SHUFFLE_MANAGER)) {
                 sb.append(sb.length() == 0 ? "" : ", ")
                     .append('`')
                     .append(k)

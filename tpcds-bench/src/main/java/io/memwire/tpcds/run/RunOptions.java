@@ -1,5 +1,6 @@
 package io.memwire.tpcds.run;
 
+import io.memwire.localcluster.SparkKeys;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -51,8 +52,8 @@ public record RunOptions(
   /** Settings that turn broadcast joins off, in the planner and in adaptive execution. */
   public static final Map<String, String> NO_BROADCAST =
       Map.of(
-          "spark.sql.autoBroadcastJoinThreshold", "-1",
-          "spark.sql.adaptive.autoBroadcastJoinThreshold", "-1");
+          SparkKeys.SQL_AUTO_BROADCAST_JOIN_THRESHOLD, "-1",
+          SparkKeys.SQL_ADAPTIVE_AUTO_BROADCAST_JOIN_THRESHOLD, "-1");
 
   /** Validates ranges. */
   public RunOptions {

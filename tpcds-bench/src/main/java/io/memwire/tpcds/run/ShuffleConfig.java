@@ -1,5 +1,6 @@
 package io.memwire.tpcds.run;
 
+import io.memwire.localcluster.SparkKeys;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -19,15 +20,15 @@ public record ShuffleConfig(String name, Map<String, String> sparkConf) {
   public static final String RDMA_MANAGER = "io.memwire.shuffle.RdmaShuffleManager";
 
   /** The setting that picks the RDMA manager's block-transfer provider. */
-  public static final String PROVIDER_KEY = "spark.shuffle.rdma.provider";
+  public static final String PROVIDER_KEY = SparkKeys.MEMWIRE_PROVIDER;
 
   /**
    * The RDMA manager's switch for serving blocks through Spark's transfer when one-sided reads are
    * impossible.
    */
-  public static final String FALLBACK_KEY = "spark.shuffle.rdma.fallback";
+  public static final String FALLBACK_KEY = SparkKeys.MEMWIRE_FALLBACK;
 
-  private static final String MANAGER_KEY = "spark.shuffle.manager";
+  private static final String MANAGER_KEY = SparkKeys.SHUFFLE_MANAGER;
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
 
   /** Validates the name and copies the settings. */

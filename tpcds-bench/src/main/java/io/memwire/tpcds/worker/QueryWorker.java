@@ -1,6 +1,7 @@
 package io.memwire.tpcds.worker;
 
 import io.memwire.localcluster.LocalSparkCluster;
+import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.metrics.ManagerCounters;
 import io.memwire.tpcds.data.ChunkPlanner;
 import io.memwire.tpcds.data.DataSetInfo;
@@ -79,7 +80,7 @@ public final class QueryWorker implements AutoCloseable {
     conf.keySet()
         .removeIf(
             k ->
-                k.startsWith("spark.executorEnv.")
+                k.startsWith(SparkKeys.EXECUTOR_ENV_PREFIX)
                     || k.contains("ClassPath")
                     || k.contains("secret"));
     int executors = spark.sparkContext().statusTracker().getExecutorInfos().length - 1;
@@ -97,7 +98,7 @@ public final class QueryWorker implements AutoCloseable {
         spec.configName(),
         info.master(),
         executors,
-        conf.getOrDefault("spark.shuffle.manager", "sort"));
+        conf.getOrDefault(SparkKeys.SHUFFLE_MANAGER, "sort"));
   }
 
   /** Entry point; see the class comment. */

@@ -1,5 +1,6 @@
 package io.memwire.tpcds.worker;
 
+import io.memwire.localcluster.SparkKeys;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +25,7 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
  * stages) has then been seen.
  */
 public final class TaskMetricsCollector extends SparkListener {
-  private static final String GROUP_PROPERTY = "spark.jobGroup.id";
+  private static final String GROUP_PROPERTY = SparkKeys.JOB_GROUP_ID;
 
   private final Map<Integer, String> stageGroups = new ConcurrentHashMap<>();
   private final Map<String, ShuffleMetrics> totals = new ConcurrentHashMap<>();
