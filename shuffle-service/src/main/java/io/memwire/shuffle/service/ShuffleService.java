@@ -111,10 +111,9 @@ public final class ShuffleService implements AutoCloseable {
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
     this.maxOutputs = maxOutputs;
     this.appsDir = config.dir().resolve("apps");
-    ServiceConfig.Quota n = config.nodeQuota();
     this.quotas =
         new Quotas(
-            new ServiceConfig.Quota(n.clients(), maxOutputs, n.bytes()),
+            config.nodeQuota().withOutputs(maxOutputs),
             config.userQuota(),
             config.applicationQuota(),
             config.maxApplicationsPerUser());
