@@ -193,14 +193,17 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
             text(live ? "live" : "not live: the accept thread has stopped"),
             headOnly);
       case "/health/ready":
-        boolean ready = service.isReady();
+        ShuffleService.State state = service.state();
         return response(
-            ready ? 200 : 503,
+            state == ShuffleService.State.READY ? 200 : 503,
             TEXT,
             text(
-                ready
-                    ? "ready"
-                    : service.isClosed() ? "not ready: stopping" : "not ready: starting"),
+                switch (state) {
+                  case READY -> "ready";
+                  case STARTING -> "not ready: starting";
+                  case RECOVERING -> "not ready: recovering";
+                  case CLOSING, CLOSED -> "not ready: stopping";
+                }),
             headOnly);
       default:
         return response(404, TEXT, text("not found: /metrics, /health, /health/ready"), headOnly);

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +53,28 @@ public final class ShuffleService implements AutoCloseable {
   /** Prefix of the transfer node's counters in {@link #stats()}. */
   static final String NODE_PREFIX = "node.";
 
+  /**
+   * Where the service is in its life; it only moves forward, each step a compare-and-set, so
+   * whatever thread calls what, each step's work runs once.
+   */
+  public enum State {
+    /** Directories, store, node and socket set up; not serving executors yet. */
+    STARTING,
+    /** Taking back what a previous run recorded (recoveryPath); not serving yet. */
+    RECOVERING,
+    /** Serving executors and accepting outputs (/health/ready 200). */
+    READY,
+    /** {@link #close} is under way: nothing new taken, everything being released. */
+    CLOSING,
+    /** Closed: every thread joined, every region deregistered, the node closed. */
+    CLOSED;
+
+    /** True once {@link #close} has begun. */
+    boolean stopping() {
+      return this == CLOSING || this == CLOSED;
+    }
+  }
+
   private final ServiceConfig config;
   private final TransferNode node;
   private final RegisteredAllocator directories;
@@ -68,10 +91,12 @@ public final class ShuffleService implements AutoCloseable {
   private final OutputIntake intake;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final long maxOutputs;
-  private volatile boolean closed;
 
-  /** True once the service accepts outputs, until {@link #close} begins. */
-  private volatile boolean ready;
+  /** The one lifecycle state; read by health, the threads' stop checks and every request. */
+  private final AtomicReference<State> state = new AtomicReference<>(State.STARTING);
+
+  /** The thread doing the close (set once it won the move to CLOSING). */
+  private volatile Thread closer;
 
   /** The HTTP endpoint ({@link ServiceHttp}), or null when {@code http.port} is unset. */
   private volatile AutoCloseable http;
@@ -89,9 +114,6 @@ public final class ShuffleService implements AutoCloseable {
 
   /** Where what the service owns is recorded ({@link RecoveryLog#NONE} with recovery off). */
   private final RecoveryLog log;
-
-  /** True while the outputs of a previous run are being taken back (/health/ready: 503). */
-  private volatile boolean recovering;
 
   /** Runs while the service recovers, before it is ready (tests observe /health there). */
   private final Consumer<ShuffleService> whileRecovering;
@@ -118,11 +140,12 @@ public final class ShuffleService implements AutoCloseable {
             config.applicationQuota(),
             config.maxApplicationsPerUser());
     this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
-    this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
+    this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), this::isClosed);
     this.resolver = new PointerResolver(counters);
     this.intake =
-        new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log, resolver);
-    this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
+        new OutputIntake(
+            node, directories, quotas, counters, linkIds, this::isClosed, log, resolver);
+    this.clients = new ClientAcceptor(this, server, config, quotas, counters, this::isClosed);
   }
 
   /**
@@ -174,9 +197,12 @@ public final class ShuffleService implements AutoCloseable {
    * how long after its port starts refusing an application ends (ns), for the start's log line.
    */
   long serve() {
+    // After recovery: /health/ready answers 200 from here. A close that came first wins.
+    if (!state.compareAndSet(State.STARTING, State.READY)) {
+      throw new IllegalStateException("shuffle service closed while it started (" + state() + ")");
+    }
     clients.start();
     periodic.start(drivers, clients);
-    ready = true; // after recovery: /health/ready answers 200 from here
     return drivers.refusedGraceNanos();
   }
 
@@ -193,7 +219,10 @@ public final class ShuffleService implements AutoCloseable {
     if (store.store() == null) {
       return;
     }
-    recovering = true;
+    if (!state.compareAndSet(State.STARTING, State.RECOVERING)) {
+      throw new IllegalStateException(
+          "shuffle service closed before it recovered (" + state() + ")");
+    }
     try {
       whileRecovering.accept(this);
       try {
@@ -212,7 +241,7 @@ public final class ShuffleService implements AutoCloseable {
       close();
       throw e;
     } finally {
-      recovering = false;
+      state.compareAndSet(State.RECOVERING, State.STARTING);
     }
   }
 
@@ -234,13 +263,19 @@ public final class ShuffleService implements AutoCloseable {
     return quotas;
   }
 
+  /** True once {@link #close} has begun (closing or closed). */
   boolean isClosed() {
-    return closed;
+    return state.get().stopping();
+  }
+
+  /** Where the service is in its life now. */
+  public State state() {
+    return state.get();
   }
 
   /** True while the service accepts outputs: started and not stopping (/health/ready). */
   public boolean isReady() {
-    return ready && !closed;
+    return state.get() == State.READY;
   }
 
   /**
@@ -248,7 +283,7 @@ public final class ShuffleService implements AutoCloseable {
    * on purpose (/health); false only when the accept thread died while the service should serve.
    */
   public boolean isLive() {
-    return closed || !ready || clients.isAlive();
+    return state.get() != State.READY || clients.isAlive() || !clients.started();
   }
 
   /** The port of the HTTP endpoint, or -1 when it is off ({@code http.port} unset). */
@@ -311,7 +346,7 @@ public final class ShuffleService implements AutoCloseable {
     m.put("maxOutputs", maxOutputs);
     m.put("registrationBudget", config.transfer().registrationBudget());
     m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
-    m.put("recovering", recovering ? 1L : 0L);
+    m.put("recovering", state.get() == State.RECOVERING ? 1L : 0L);
     quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
     node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
@@ -326,16 +361,32 @@ public final class ShuffleService implements AutoCloseable {
    * Stops accepting, closes every client, and, with recovery off, ends every application (its files
    * deleted); with recovery on, lets reads under way finish (bounded), deregisters the outputs and
    * keeps their files and records for the next run. Closes the transfer node and removes the
-   * socket. Idempotent.
+   * socket. Idempotent and safe from any thread: the first call does the work, any other waits
+   * until it is done, so every caller returns with the service closed.
    */
   @Override
   public void close() {
-    synchronized (this) {
-      if (closed) {
-        return;
+    State was = state.getAndUpdate(s -> s.stopping() ? s : State.CLOSING);
+    if (was.stopping()) {
+      if (closer == Thread.currentThread()) {
+        return; // called again from within the close (a hook, a failing step)
       }
-      closed = true;
+      boolean interrupted = false;
+      while (true) {
+        try {
+          stopped.await();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true; // the closing thread is bounded; keep the caller's interrupt
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+      return;
     }
+    closer = Thread.currentThread();
+    LOG.info("shuffle service closing (was {})", was);
     try {
       try {
         whileClosing.run();
@@ -362,6 +413,7 @@ public final class ShuffleService implements AutoCloseable {
         // the next start removes it
       }
     } finally {
+      state.set(State.CLOSED);
       stopped.countDown();
     }
   }
