@@ -83,7 +83,7 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
       PrometheusRegistry registry, ShuffleService service, ServiceMetrics.Metric m) {
     Unit unit = m.unit() == null ? null : m.unit().equals("bytes") ? Unit.BYTES : Unit.SECONDS;
     String[] labels = m.label() == null ? new String[0] : new String[] {m.label()};
-    if (m.kind() == ServiceMetrics.Kind.GAUGE) {
+    if (m.kind() == io.memwire.transfer.metrics.Metric.Kind.GAUGE) {
       GaugeWithCallback.Builder b =
           GaugeWithCallback.builder()
               .name(m.clientName())
@@ -123,7 +123,7 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
   }
 
   private static Map<String, Double> values(ShuffleService service, ServiceMetrics.Metric m) {
-    return m.values().apply(service.stats());
+    return m.values(service.stats());
   }
 
   /** Index after the blank line that ends the request head, or -1 while it is incomplete. */

@@ -4,6 +4,7 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
@@ -335,20 +336,25 @@ public final class ShuffleService implements AutoCloseable {
     Map<String, Long> m = new LinkedHashMap<>();
     long[] held = quotas.held();
     long lag = applications.cleanupLagNanos(System.nanoTime());
-    m.put("ready", isReady() ? 1L : 0L);
-    m.put("applications", (long) applications.size());
-    m.put("clients", (long) clients.sessions());
-    m.put("outputsHeld", held[0]);
-    m.put("bytesHeld", held[1]);
+    Map<String, Long> transfer = node.stats().asMap();
+    m.put(ServiceStats.READY.name(), isReady() ? 1L : 0L);
+    m.put(ServiceStats.APPLICATIONS.name(), (long) applications.size());
+    m.put(ServiceStats.CLIENTS.name(), (long) clients.sessions());
+    m.put(ServiceStats.OUTPUTS_HELD.name(), held[0]);
+    m.put(ServiceStats.BYTES_HELD.name(), held[1]);
     counters.putCounts(m); // and recovery drops and refusals by reason
-    m.put("quotaRefusals", quotas.refusals());
-    m.put("directoryBytes", directories.allocatedBytes());
-    m.put("maxOutputs", maxOutputs);
-    m.put("registrationBudget", config.transfer().registrationBudget());
-    m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
-    m.put("recovering", state.get() == State.RECOVERING ? 1L : 0L);
-    quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
-    node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
+    m.put(ServiceStats.QUOTA_REFUSALS.name(), quotas.refusals());
+    m.put(ServiceStats.DIRECTORY_BYTES.name(), directories.allocatedBytes());
+    m.put(ServiceStats.MAX_OUTPUTS.name(), maxOutputs);
+    m.put(ServiceStats.REGISTRATION_BUDGET.name(), config.transfer().registrationBudget());
+    m.put(
+        ServiceStats.TRANSFER_CONNECTIONS.name(),
+        transfer.getOrDefault(TransportMetrics.SERVING_SESSIONS.name(), 0L)
+            + transfer.getOrDefault(TransportMetrics.VERBS_CONNECTIONS.name(), 0L));
+    m.put(ServiceStats.CLEANUP_LAG.name(), TimeUnit.NANOSECONDS.toMicros(lag));
+    m.put(ServiceStats.RECOVERING.name(), state.get() == State.RECOVERING ? 1L : 0L);
+    quotas.refusalsByLimit().forEach((k, v) -> m.put(ServiceStats.REFUSALS.of(k).name(), v));
+    transfer.forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
   }
 

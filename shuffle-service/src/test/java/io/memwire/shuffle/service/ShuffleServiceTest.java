@@ -220,6 +220,41 @@ class ShuffleServiceTest {
     assertFalse(s.isReady());
   }
 
+  /**
+   * Every key the service reports is declared once ({@link ServiceStats}, or the transfer node's
+   * {@link io.memwire.transfer.metrics.TransportMetrics} under {@code node.}), every declaration is
+   * reported, and every exported metric reads a key that is there: a key renamed on one side only
+   * would export 0 forever.
+   */
+  @Test
+  void everyStatIsDeclaredAndEveryExportedMetricReadsOne() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec-1"), 4, 101, 3, 1);
+    try (ServiceClient c = executor("app-1", "1", 7)) {
+      c.publish(4, 0, 101, a.index(), a.data());
+      assertThrows(ServiceException.class, () -> c.publish(4, 1, 102, a.data(), a.index()));
+    }
+    Map<String, Long> stats = service.stats();
+    for (String key : stats.keySet()) {
+      boolean declared =
+          key.startsWith(ShuffleService.NODE_PREFIX)
+              ? io.memwire.transfer.metrics.TransportMetrics.ALL.stream()
+                  .anyMatch(m -> m.matches(key.substring(ShuffleService.NODE_PREFIX.length())))
+              : ServiceStats.declares(key);
+      assertTrue(declared, "not declared: " + key);
+    }
+    for (io.memwire.transfer.metrics.Metric m : ServiceStats.ALL) {
+      assertTrue(stats.keySet().stream().anyMatch(m::matches), "not reported: " + m);
+    }
+    for (ServiceMetrics.Metric m : ServiceMetrics.ALL) {
+      assertTrue(
+          m.label() != null || stats.containsKey(m.key()),
+          m.exposedName() + " reads " + m.key() + ", not in " + stats.keySet());
+      assertFalse(m.values(stats).isEmpty(), m.exposedName());
+    }
+    assertEquals(1.0, ServiceMetrics.ALL.get(3).values(stats).get(""), "outputs_held");
+  }
+
   @Test
   void removeShuffleDeregistersAndDeletesEveryExecutorsOutputs() throws Exception {
     startService();
