@@ -8,6 +8,7 @@ import static io.memwire.transfer.metrics.Metric.counter;
 import static io.memwire.transfer.metrics.Metric.gauge;
 
 import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.metrics.Metrics;
 import io.memwire.transfer.settings.TransportSettings;
 import java.util.List;
 
@@ -196,6 +197,11 @@ public final class ServiceStats {
           APPLICATIONS_ENDED,
           SHUFFLES_REMOVED,
           DRIVER_PROBES);
+
+  /** The Markdown table of {@link #ALL} (docs/SHUFFLE-SERVICE.md shows it). */
+  public static String markdownTable() {
+    return Metrics.markdownTable(ALL);
+  }
 
   /** Whether {@code key} of {@link ShuffleService#stats()} is declared here. */
   static boolean declares(String key) {
