@@ -139,6 +139,19 @@ class ShuffleServiceClusterTest {
     return result;
   }
 
+  /**
+   * Waits until dynamic allocation has released every executor of the map stage. An executor still
+   * up reads its own map outputs from its own files (local blocks never go through the service), so
+   * a test that needs every read to meet the service must run its reduce stage on new executors;
+   * otherwise whether any read is remote depends on which executor ran which task.
+   */
+  private void awaitMapExecutorsReleased() throws InterruptedException {
+    await(
+        Duration.ofSeconds(60),
+        () -> cluster.registeredExecutors() == 0,
+        "dynamic allocation released the map stage's executors");
+  }
+
   private Map<String, Long> appTotals() throws Exception {
     MemwireMetricsPlugin.awaitExecutorTotals(cluster.sparkContext(), Duration.ofSeconds(60));
     return MemwireMetricsPlugin.applicationTotals();
@@ -241,6 +254,7 @@ class ShuffleServiceClusterTest {
             root.resolve("service"),
             Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
     assertEquals(0L, service.stats().get("outputsHeld"), "a restarted service holds nothing");
+    awaitMapExecutorsReleased();
     assertEquals(expected(3), collectCounted(sums), "exact after the rerun");
     assertTrue(metrics.fetchFailures.get() > 0, "old keys were refused: fetch failure");
     assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");
@@ -260,6 +274,7 @@ class ShuffleServiceClusterTest {
         ServiceProcess.start(
             root.resolve("service"),
             Map.of("memwire.shuffle.service.appTimeout", APP_TIMEOUT.toMillis() + "ms"));
+    awaitMapExecutorsReleased();
     assertEquals(expected(5), collectCounted(sums), "exact after the rerun");
     assertTrue(metrics.fetchFailures.get() > 0, "reads from the dead service failed: " + metrics);
     assertTrue(stages.reruns.get() > 0, "Spark reran the map stage");

@@ -92,9 +92,10 @@ final class Application {
   synchronized DirectoryPointer pointer(String executor, int shuffleId, int chunk) {
     for (Map.Entry<Slot, Held> e : outputs.entrySet()) {
       Slot s = e.getKey();
+      // the chunk the directory put the slot in: its slots per chunk depend on the inline entries
       if (s.executor().equals(executor)
           && s.shuffleId() == shuffleId
-          && s.mapIndex() / ShuffleDirectory.SLOTS_PER_CHUNK == chunk) {
+          && e.getValue().pointer().chunk() == chunk) {
         return e.getValue().pointer();
       }
     }

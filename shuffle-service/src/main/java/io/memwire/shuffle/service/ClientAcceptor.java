@@ -61,6 +61,11 @@ final class ClientAcceptor {
     return acceptor.isAlive();
   }
 
+  /** True once {@link #start} has started the accept thread. */
+  boolean started() {
+    return acceptor.getState() != Thread.State.NEW;
+  }
+
   int sessions() {
     return sessions.size();
   }

@@ -28,15 +28,50 @@ public final class ServiceConfig {
    * What one user, one application and the whole node may hold at once; {@link Long#MAX_VALUE}
    * where the node itself sets no limit of its own (bytes: the transfer node's budget).
    */
-  public record Quota(int clients, long outputs, long bytes) {}
+  public record Quota(int clients, long outputs, long bytes) {
+    /** This quota with {@code outputs} instead. */
+    Quota withOutputs(long outputs) {
+      return new Quota(clients, outputs, bytes);
+    }
+  }
+
+  /**
+   * The per-user and per-application limits as configured: a null field is derived from the node's
+   * limits as they are in effect ({@link #userQuota()}, {@link #applicationQuota()}).
+   */
+  private record Shares(
+      boolean oneUser,
+      Integer clientsPerUser,
+      Long outputsPerUser,
+      Long bytesPerUser,
+      Integer clientsPerApplication,
+      Long outputsPerApplication,
+      Long bytesPerApplication) {
+
+    /** One user: its share is the node's; several: no user may take more than half. */
+    Quota user(Quota node) {
+      return new Quota(
+          orDefault(clientsPerUser, oneUser ? node.clients() : half(node.clients())),
+          orDefault(outputsPerUser, oneUser ? node.outputs() : half(node.outputs())),
+          orDefault(bytesPerUser, oneUser ? node.bytes() : half(node.bytes())));
+    }
+
+    /** Half of its user's share: one application leaves room for the user's others. */
+    Quota application(Quota node) {
+      Quota user = user(node);
+      return new Quota(
+          orDefault(clientsPerApplication, half(user.clients())),
+          orDefault(outputsPerApplication, half(user.outputs())),
+          orDefault(bytesPerApplication, half(user.bytes())));
+    }
+  }
 
   private final Path socket;
   private final Path dir;
   private final Duration appTimeout;
   private final Set<String> allowedUsers;
   private final Quota node;
-  private final Quota perUser;
-  private final Quota perApplication;
+  private final Shares shares;
   private final int maxApplicationsPerUser;
   private final Duration registerTimeout;
   private final Duration frameTimeout;
@@ -52,8 +87,7 @@ public final class ServiceConfig {
       Duration appTimeout,
       Set<String> allowedUsers,
       Quota node,
-      Quota perUser,
-      Quota perApplication,
+      Shares shares,
       int maxApplicationsPerUser,
       Duration registerTimeout,
       Duration frameTimeout,
@@ -69,8 +103,7 @@ public final class ServiceConfig {
     this.appTimeout = appTimeout;
     this.allowedUsers = allowedUsers;
     this.node = node;
-    this.perUser = perUser;
-    this.perApplication = perApplication;
+    this.shares = shares;
     this.maxApplicationsPerUser = maxApplicationsPerUser;
     this.registerTimeout = registerTimeout;
     this.frameTimeout = frameTimeout;
@@ -142,39 +175,25 @@ public final class ServiceConfig {
               + ", which the service empties of what it does not recover: choose another "
               + "directory");
     }
-    // One user: its share is the node's; several: no user may take more than half.
-    boolean oneUser = allowed.size() == 1 && !allowed.contains("*");
     int clients = ServiceSettings.MAX_CLIENTS.valueIn(mine, PREFIX);
     long outputs = ServiceSettings.MAX_OUTPUTS.valueIn(mine, PREFIX);
-    long budget = transfer.registrationBudget();
-    Quota node = new Quota(clients, outputs, budget);
-    Quota perUser =
-        new Quota(
-            orDefault(
-                ServiceSettings.MAX_CLIENTS_PER_USER.valueIn(mine, PREFIX),
-                oneUser ? clients : half(clients)),
-            orDefault(
-                ServiceSettings.MAX_OUTPUTS_PER_USER.valueIn(mine, PREFIX),
-                oneUser ? outputs : half(outputs)),
-            orDefault(
-                ServiceSettings.MAX_BYTES_PER_USER.valueIn(mine, PREFIX),
-                oneUser ? budget : half(budget)));
-    Quota perApplication =
-        new Quota(
-            orDefault(
-                ServiceSettings.MAX_CLIENTS_PER_APPLICATION.valueIn(mine, PREFIX), half(clients)),
-            orDefault(
-                ServiceSettings.MAX_OUTPUTS_PER_APPLICATION.valueIn(mine, PREFIX), half(outputs)),
-            orDefault(
-                ServiceSettings.MAX_BYTES_PER_APPLICATION.valueIn(mine, PREFIX), half(budget)));
+    Quota node = new Quota(clients, outputs, transfer.registrationBudget());
+    Shares shares =
+        new Shares(
+            allowed.size() == 1 && !allowed.contains("*"),
+            ServiceSettings.MAX_CLIENTS_PER_USER.valueIn(mine, PREFIX),
+            ServiceSettings.MAX_OUTPUTS_PER_USER.valueIn(mine, PREFIX),
+            ServiceSettings.MAX_BYTES_PER_USER.valueIn(mine, PREFIX),
+            ServiceSettings.MAX_CLIENTS_PER_APPLICATION.valueIn(mine, PREFIX),
+            ServiceSettings.MAX_OUTPUTS_PER_APPLICATION.valueIn(mine, PREFIX),
+            ServiceSettings.MAX_BYTES_PER_APPLICATION.valueIn(mine, PREFIX));
     return new ServiceConfig(
         socketPath.toAbsolutePath(),
         dirPath.toAbsolutePath(),
         ServiceSettings.APP_TIMEOUT.valueIn(mine, PREFIX),
         Set.copyOf(allowed),
         node,
-        perUser,
-        perApplication,
+        shares,
         ServiceSettings.MAX_APPLICATIONS_PER_USER.valueIn(mine, PREFIX),
         ServiceSettings.REGISTER_TIMEOUT.valueIn(mine, PREFIX),
         ServiceSettings.FRAME_TIMEOUT.valueIn(mine, PREFIX),
@@ -232,14 +251,36 @@ public final class ServiceConfig {
     return node;
   }
 
-  /** What one local user may hold. */
+  /** What one local user may hold: as set, else derived from {@link #nodeQuota()}. */
   public Quota userQuota() {
-    return perUser;
+    return shares.user(node);
   }
 
-  /** What one application may hold. */
+  /** What one application may hold: as set, else half of {@link #userQuota()}. */
   public Quota applicationQuota() {
-    return perApplication;
+    return shares.application(node);
+  }
+
+  /**
+   * This configuration with the node's output limit lowered to {@code outputs} (what the process's
+   * limits leave room for); the per-user and per-application limits not set follow it.
+   */
+  public ServiceConfig withMaxOutputs(long outputs) {
+    return new ServiceConfig(
+        socket,
+        dir,
+        appTimeout,
+        allowedUsers,
+        node.withOutputs(outputs),
+        shares,
+        maxApplicationsPerUser,
+        registerTimeout,
+        frameTimeout,
+        httpPort,
+        httpHost,
+        recoveryPath,
+        resolvePort,
+        transfer);
   }
 
   public int maxApplicationsPerUser() {
@@ -288,8 +329,7 @@ public final class ServiceConfig {
         appTimeout,
         allowedUsers,
         node,
-        perUser,
-        perApplication,
+        shares,
         maxApplicationsPerUser,
         registerTimeout,
         frameTimeout,
@@ -313,9 +353,9 @@ public final class ServiceConfig {
         + ", node="
         + node
         + ", perUser="
-        + perUser
+        + userQuota()
         + ", perApplication="
-        + perApplication
+        + applicationQuota()
         + ", http="
         + (httpPort == null ? "off" : httpHost + ":" + httpPort)
         + ", recovery="

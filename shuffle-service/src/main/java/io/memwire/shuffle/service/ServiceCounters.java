@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.transfer.metrics.Metric;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,19 +29,22 @@ final class ServiceCounters {
   static final List<String> RECOVERY_DROPS =
       List.of("corrupt", "application", "missing", "changed", "quota", "registrationBudget");
 
-  final LongAdder outputsRecovered = new LongAdder();
-  final LongAdder recoveryStoreLost = new LongAdder();
+  /** Every counter made from its declaration, in declaration order. */
+  private final Map<Metric, LongAdder> counts = new LinkedHashMap<>();
+
+  final LongAdder outputsRecovered = counter(ServiceStats.OUTPUTS_RECOVERED);
+  final LongAdder recoveryStoreLost = counter(ServiceStats.RECOVERY_STORE_LOST);
   private final Map<String, LongAdder> recoveryDrops = new LinkedHashMap<>();
-  final LongAdder outputsTaken = new LongAdder();
-  final LongAdder outputsRefused = new LongAdder();
-  final LongAdder outputsReplaced = new LongAdder();
-  final LongAdder clientsRefused = new LongAdder();
-  final LongAdder clientsTimedOut = new LongAdder();
-  final LongAdder applicationsEnded = new LongAdder();
-  final LongAdder shufflesRemoved = new LongAdder();
-  final LongAdder driverProbes = new LongAdder();
-  final LongAdder pointersResolved = new LongAdder();
-  final LongAdder pointerResolvesRefused = new LongAdder();
+  final LongAdder outputsTaken = counter(ServiceStats.OUTPUTS_TAKEN);
+  final LongAdder outputsRefused = counter(ServiceStats.OUTPUTS_REFUSED);
+  final LongAdder outputsReplaced = counter(ServiceStats.OUTPUTS_REPLACED);
+  final LongAdder clientsRefused = counter(ServiceStats.CLIENTS_REFUSED);
+  final LongAdder clientsTimedOut = counter(ServiceStats.CLIENTS_TIMED_OUT);
+  final LongAdder applicationsEnded = counter(ServiceStats.APPLICATIONS_ENDED);
+  final LongAdder shufflesRemoved = counter(ServiceStats.SHUFFLES_REMOVED);
+  final LongAdder driverProbes = counter(ServiceStats.DRIVER_PROBES);
+  final LongAdder pointersResolved = counter(ServiceStats.POINTERS_RESOLVED);
+  final LongAdder pointerResolvesRefused = counter(ServiceStats.POINTER_RESOLVES_REFUSED);
   private final Map<String, LongAdder> refusals = new LinkedHashMap<>();
 
   ServiceCounters() {
@@ -52,20 +56,18 @@ final class ServiceCounters {
     }
   }
 
+  private LongAdder counter(Metric m) {
+    if (m.kind() != Metric.Kind.COUNTER || m.isFamily()) {
+      throw new IllegalArgumentException(m + " is not a single counter");
+    }
+    LongAdder a = new LongAdder();
+    counts.put(m, a);
+    return a;
+  }
+
   /** Every counter above, then {@link #putRecoveryDrops} and {@link #putRefusals}. */
   void putCounts(Map<String, Long> m) {
-    m.put("outputsTaken", outputsTaken.sum());
-    m.put("outputsRefused", outputsRefused.sum());
-    m.put("outputsReplaced", outputsReplaced.sum());
-    m.put("clientsRefused", clientsRefused.sum());
-    m.put("clientsTimedOut", clientsTimedOut.sum());
-    m.put("applicationsEnded", applicationsEnded.sum());
-    m.put("shufflesRemoved", shufflesRemoved.sum());
-    m.put("driverProbes", driverProbes.sum());
-    m.put("outputsRecovered", outputsRecovered.sum());
-    m.put("recoveryStoreLost", recoveryStoreLost.sum());
-    m.put("pointersResolved", pointersResolved.sum());
-    m.put("pointerResolvesRefused", pointerResolvesRefused.sum());
+    counts.forEach((metric, adder) -> m.put(metric.name(), adder.sum()));
     putRecoveryDrops(m);
     putRefusals(m);
   }
@@ -77,7 +79,7 @@ final class ServiceCounters {
 
   /** {@code recoveryDropped.<reason>} for each of {@link #RECOVERY_DROPS}. */
   void putRecoveryDrops(Map<String, Long> into) {
-    recoveryDrops.forEach((k, v) -> into.put("recoveryDropped." + k, v.sum()));
+    recoveryDrops.forEach((k, v) -> into.put(ServiceStats.RECOVERY_DROPPED.of(k).name(), v.sum()));
   }
 
   /** Counts a refusal; {@code reason} is one of {@link #REFUSAL_REASONS}. */
@@ -87,6 +89,6 @@ final class ServiceCounters {
 
   /** {@code refusals.<reason>} for each of {@link #REFUSAL_REASONS}. */
   void putRefusals(Map<String, Long> into) {
-    refusals.forEach((k, v) -> into.put("refusals." + k, v.sum()));
+    refusals.forEach((k, v) -> into.put(ServiceStats.REFUSALS.of(k).name(), v.sum()));
   }
 }

@@ -83,7 +83,7 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
       PrometheusRegistry registry, ShuffleService service, ServiceMetrics.Metric m) {
     Unit unit = m.unit() == null ? null : m.unit().equals("bytes") ? Unit.BYTES : Unit.SECONDS;
     String[] labels = m.label() == null ? new String[0] : new String[] {m.label()};
-    if (m.kind() == ServiceMetrics.Kind.GAUGE) {
+    if (m.kind() == io.memwire.transfer.metrics.Metric.Kind.GAUGE) {
       GaugeWithCallback.Builder b =
           GaugeWithCallback.builder()
               .name(m.clientName())
@@ -123,7 +123,7 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
   }
 
   private static Map<String, Double> values(ShuffleService service, ServiceMetrics.Metric m) {
-    return m.values().apply(service.stats());
+    return m.values(service.stats());
   }
 
   /** Index after the blank line that ends the request head, or -1 while it is incomplete. */
@@ -193,14 +193,17 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
             text(live ? "live" : "not live: the accept thread has stopped"),
             headOnly);
       case "/health/ready":
-        boolean ready = service.isReady();
+        ShuffleService.State state = service.state();
         return response(
-            ready ? 200 : 503,
+            state == ShuffleService.State.READY ? 200 : 503,
             TEXT,
             text(
-                ready
-                    ? "ready"
-                    : service.isClosed() ? "not ready: stopping" : "not ready: starting"),
+                switch (state) {
+                  case READY -> "ready";
+                  case STARTING -> "not ready: starting";
+                  case RECOVERING -> "not ready: recovering";
+                  case CLOSING, CLOSED -> "not ready: stopping";
+                }),
             headOnly);
       default:
         return response(404, TEXT, text("not found: /metrics, /health, /health/ready"), headOnly);

@@ -1,18 +1,18 @@
 package io.memwire.shuffle.service;
 
 import io.memwire.transfer.metrics.TransportMetrics;
-import io.memwire.transfer.settings.TransportSettings;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 
 /**
- * The metrics the shuffle service exports on {@code /metrics}, each declared once: its name, type,
- * unit, label and help text, and how its value is read from {@link ShuffleService#stats()} at
- * scrape time (nothing is counted twice). {@link ServiceHttp} registers them with the Prometheus
- * client; {@link #markdownTable()} is the table docs/SHUFFLE-SERVICE.md shows. No Prometheus class
- * is used here, so the service runs without the client when its endpoint is off.
+ * The metrics the shuffle service exports on {@code /metrics}: each is one declared statistic
+ * ({@link ServiceStats}, or a {@link TransportMetrics} one of its transfer node) under its
+ * Prometheus name, its kind, unit and help taken from the declaration, and its value read from
+ * {@link ShuffleService#stats()} at scrape time under the declaration's own key (nothing is counted
+ * twice, no key is spelled twice). {@link ServiceHttp} registers them with the Prometheus client;
+ * {@link #markdownTable()} is the table docs/SHUFFLE-SERVICE.md shows. No Prometheus class is used
+ * here, so the service runs without the client when its endpoint is off.
  */
 public final class ServiceMetrics {
   private ServiceMetrics() {}
@@ -20,259 +20,133 @@ public final class ServiceMetrics {
   /** Prefix of every metric name. */
   public static final String NAMESPACE = "memwire_shuffle_service_";
 
-  /** Prometheus metric types used. */
-  public enum Kind {
-    /** A value that goes up and down. */
-    GAUGE,
-    /** A count since the service started; exposed with the suffix {@code _total}. */
-    COUNTER
-  }
-
   /**
    * One exported metric.
    *
    * @param name the name without {@link #NAMESPACE} and, for counters, without {@code _total}; ends
    *     with the unit when there is one
-   * @param kind gauge or counter
-   * @param unit {@code bytes}, {@code seconds} or null
-   * @param label the one label's name, or null
+   * @param stat the declared statistic it shows: its kind, unit and (unless {@code help} is given)
+   *     doc; a family ({@code refusals.<reason>}) is exported with one label
+   * @param key the statistic's key in {@link ShuffleService#stats()} (a family: its members'
+   *     prefix)
    * @param help what it measures (the exposition's HELP line and the docs)
-   * @param values its values from a {@link ShuffleService#stats()} map: one entry, keyed by the
-   *     empty string, without a label; one per label value with it
    */
   public record Metric(
-      String name,
-      Kind kind,
-      String unit,
-      String label,
-      String help,
-      Function<Map<String, Long>, Map<String, Double>> values) {
+      String name, io.memwire.transfer.metrics.Metric stat, String key, String help) {
+
+    /** Gauge or counter, as declared. */
+    public io.memwire.transfer.metrics.Metric.Kind kind() {
+      return stat.kind();
+    }
+
+    /** {@code bytes}, {@code seconds} (a duration, declared in µs) or null. */
+    public String unit() {
+      return switch (stat.unit()) {
+        case BYTES -> "bytes";
+        case MICROSECONDS -> "seconds";
+        case COUNT, FLAG -> null;
+      };
+    }
+
+    /** The one label's name ({@code reason} for a family), or null. */
+    public String label() {
+      return stat.isFamily() ? "reason" : null;
+    }
 
     /** The full name as scraped ({@code memwire_shuffle_service_..._total} for counters). */
     public String exposedName() {
-      return NAMESPACE + name + (kind == Kind.COUNTER ? "_total" : "");
+      return NAMESPACE
+          + name
+          + (kind() == io.memwire.transfer.metrics.Metric.Kind.COUNTER ? "_total" : "");
     }
 
     /** The name given to the Prometheus client (without {@code _total}). */
     public String clientName() {
       return NAMESPACE + name;
     }
+
+    /**
+     * Its values in a {@link ShuffleService#stats()} map: one entry, keyed by the empty string,
+     * without a label; one per label value with it.
+     */
+    public Map<String, Double> values(Map<String, Long> stats) {
+      double scale = stat.unit() == io.memwire.transfer.metrics.Metric.Unit.MICROSECONDS ? 1e-6 : 1;
+      if (!stat.isFamily()) {
+        return Map.of("", stats.getOrDefault(key, 0L) * scale);
+      }
+      Map<String, Double> m = new LinkedHashMap<>();
+      stats.forEach(
+          (k, v) -> {
+            if (k.startsWith(key)) {
+              m.put(k.substring(key.length()), v * scale);
+            }
+          });
+      return m;
+    }
   }
 
-  private static Metric gauge(String name, String unit, String help, String stat) {
-    return new Metric(name, Kind.GAUGE, unit, null, help, one(stat));
+  /** The service's own statistic {@code stat} exported as {@code name}. */
+  private static Metric of(String name, io.memwire.transfer.metrics.Metric stat) {
+    String key = stat.isFamily() ? stat.name().substring(0, stat.name().indexOf('<')) : stat.name();
+    return new Metric(name, stat, key, stat.doc());
   }
 
-  private static Metric counter(String name, String unit, String help, String stat) {
-    return new Metric(name, Kind.COUNTER, unit, null, help, one(stat));
-  }
-
-  /** The key of a transport metric of the service's node in {@link ShuffleService#stats()}. */
-  private static String node(io.memwire.transfer.metrics.Metric transport) {
-    return ShuffleService.NODE_PREFIX + transport.name();
-  }
-
-  private static Function<Map<String, Long>, Map<String, Double>> one(String stat) {
-    return m -> Map.of("", (double) m.getOrDefault(stat, 0L));
+  /** A statistic of the service's transfer node ({@code node.*}), with the service's own help. */
+  private static Metric node(
+      String name, io.memwire.transfer.metrics.Metric transport, String help) {
+    return new Metric(name, transport, ShuffleService.NODE_PREFIX + transport.name(), help);
   }
 
   /** Every exported metric, in documentation order. */
   public static final List<Metric> ALL =
       List.of(
-          gauge(
-              "ready",
-              null,
-              "1 while the service accepts outputs (started, not stopping), else 0: what "
-                  + "/health/ready answers.",
-              "ready"),
-          gauge(
-              "applications",
-              null,
-              "Applications registered now (keyed by local user and application id).",
-              "applications"),
-          gauge(
-              "clients", null, "Executor connections open on the service's socket now.", "clients"),
-          gauge("outputs_held", null, "Map outputs held now.", "outputsHeld"),
-          gauge(
-              "outputs_held_bytes",
-              "bytes",
-              "Bytes of the map output files held now, at their full length (what the "
-                  + "maxBytesPer* quotas count, with the directory chunks).",
-              "bytesHeld"),
-          gauge(
-              "outputs_limit",
-              null,
-              "Most map outputs held at once: maxOutputs, lowered at start to what the open-file "
-                  + "limit and vm.max_map_count leave room for.",
-              "maxOutputs"),
-          gauge(
+          of("ready", ServiceStats.READY),
+          of("applications", ServiceStats.APPLICATIONS),
+          of("clients", ServiceStats.CLIENTS),
+          of("outputs_held", ServiceStats.OUTPUTS_HELD),
+          of("outputs_held_bytes", ServiceStats.BYTES_HELD),
+          of("outputs_limit", ServiceStats.MAX_OUTPUTS),
+          node(
               "registered_bytes",
-              "bytes",
+              TransportMetrics.REGISTERED_BYTES,
               "Bytes the service's transfer node has registered (held outputs' file regions, "
-                  + "shuffle directories, read pool), counted against its registration budget.",
-              node(TransportMetrics.REGISTERED_BYTES)),
-          gauge(
-              "registration_budget_bytes",
-              "bytes",
-              "The transfer node's registration budget ("
-                  + ServiceSettings.TRANSFER_PREFIX
-                  + TransportSettings.REGISTRATION_BUDGET.name()
-                  + "): the most bytes it registers at once.",
-              "registrationBudget"),
-          gauge(
-              "directory_bytes",
-              "bytes",
-              "Registered memory of the shuffle directories (the slots reducers read first), "
-                  + "allocated in 256 KiB chunks, each charged to its application's and user's "
-                  + "maxBytesPer* quotas.",
-              "directoryBytes"),
-          new Metric(
-              "transfer_connections",
-              Kind.GAUGE,
-              null,
-              null,
-              "Reader connections the transfer node serves now (tcp: serving sessions; verbs: "
-                  + "connected queue pairs).",
-              m ->
-                  Map.of(
-                      "",
-                      (double)
-                          (m.getOrDefault(node(TransportMetrics.SERVING_SESSIONS), 0L)
-                              + m.getOrDefault(node(TransportMetrics.VERBS_CONNECTIONS), 0L)))),
-          new Metric(
-              "cleanup_lag_seconds",
-              Kind.GAUGE,
-              "seconds",
-              null,
-              "Longest time any registered application has gone without its driver accepting a "
-                  + "probe connection (since it registered, if none yet): how long an ended "
-                  + "application's outputs have waited to be deleted. Up to appTimeout/4 (at most "
-                  + "10 s) between probes of a live driver is normal; an application ends 5 s after "
-                  + "its driver's port starts refusing (or appTimeout, if shorter) and appTimeout "
-                  + "after its host went silent. 0 with no application.",
-              m -> Map.of("", m.getOrDefault("cleanupLagMillis", 0L) / 1000.0)),
-          gauge(
-              "recovering",
-              null,
-              "1 while the service takes back the outputs a previous run recorded (before it is "
-                  + "ready; recoveryPath set), else 0.",
-              "recovering"),
-          counter("outputs_taken", null, "Map outputs taken over and published.", "outputsTaken"),
-          counter(
-              "outputs_recovered",
-              null,
-              "Map outputs of a previous run taken back at start (files checked again, registered "
-                  + "under new keys).",
-              "outputsRecovered"),
-          new Metric(
-              "recovery_dropped",
-              Kind.COUNTER,
-              null,
-              "reason",
-              "Recorded map outputs not taken back at start, by reason: corrupt (a record that "
-                  + "does not read), application (its application could not be: unknown user, "
-                  + "driver host that does not resolve, over maxApplicationsPerUser), missing (a "
-                  + "file is gone), changed (another inode, size, time, owner or kind, or an "
-                  + "index that no longer fits its data), quota, registrationBudget. Their readers "
-                  + "get fetch failures.",
-              m -> labelled(m, "recoveryDropped.")),
-          counter(
-              "recovery_store_lost",
-              null,
-              "Starts whose recovery store was gone (while outputs remained) or could not be read: "
-                  + "the service started empty.",
-              "recoveryStoreLost"),
-          counter(
-              "pointers_resolved",
-              null,
-              "Readers' directory pointers from before a restart resolved to the chunk that "
-                  + "replaced them (RESOLVE on resolvePort): those readers go on one-sided.",
-              "pointersResolved"),
-          counter(
-              "pointer_resolves_refused",
-              null,
-              "RESOLVE requests refused: malformed, not authenticated with the pointer's "
-                  + "application token, or naming a pointer no output was taken back under (the "
-                  + "reader then gets a fetch failure).",
-              "pointerResolvesRefused"),
-          counter(
-              "outputs_refused",
-              null,
-              "Map outputs refused, for any reason (their executor serves them itself).",
-              "outputsRefused"),
-          counter(
-              "outputs_replaced",
-              null,
-              "Held outputs replaced by a republished map index (their files and quota released).",
-              "outputsReplaced"),
-          new Metric(
-              "refusals",
-              Kind.COUNTER,
-              null,
-              "reason",
-              "Requests refused, by reason: the key of the quota that was hit (maxClients, "
-                  + "maxClientsPerUser, maxClientsPerApplication, maxApplicationsPerUser, "
-                  + "maxOutputs, maxOutputsPerUser, maxOutputsPerApplication, maxBytesPerUser, "
-                  + "maxBytesPerApplication), userNotAllowed (not in allowedUsers), badOutput (a "
-                  + "file the service would not take), registrationBudget (the transfer node's "
-                  + "budget is full), stopping, registration (another token or driver address, or "
-                  + "a driver host that does not resolve).",
-              m -> labelled(m, "refusals.")),
-          counter(
-              "clients_refused",
-              null,
-              "Connections refused at accept (user not allowed, or a connection quota).",
-              "clientsRefused"),
-          counter(
-              "clients_timed_out",
-              null,
-              "Connections closed past registerTimeout or frameTimeout.",
-              "clientsTimedOut"),
-          counter(
-              "applications_ended",
-              null,
-              "Applications ended (driver gone, cluster manager, service stop); their outputs "
-                  + "deleted.",
-              "applicationsEnded"),
-          counter(
-              "shuffles_removed",
-              null,
-              "Shuffles removed on Spark's request (unregisterShuffle).",
-              "shufflesRemoved"),
-          counter("driver_probes", null, "Driver liveness probes made.", "driverProbes"),
-          counter(
+                  + "shuffle directories, read pool), counted against its registration budget."),
+          of("registration_budget_bytes", ServiceStats.REGISTRATION_BUDGET),
+          of("directory_bytes", ServiceStats.DIRECTORY_BYTES),
+          of("transfer_connections", ServiceStats.TRANSFER_CONNECTIONS),
+          of("cleanup_lag_seconds", ServiceStats.CLEANUP_LAG),
+          of("recovering", ServiceStats.RECOVERING),
+          of("outputs_taken", ServiceStats.OUTPUTS_TAKEN),
+          of("outputs_recovered", ServiceStats.OUTPUTS_RECOVERED),
+          of("recovery_dropped", ServiceStats.RECOVERY_DROPPED),
+          of("recovery_store_lost", ServiceStats.RECOVERY_STORE_LOST),
+          of("pointers_resolved", ServiceStats.POINTERS_RESOLVED),
+          of("pointer_resolves_refused", ServiceStats.POINTER_RESOLVES_REFUSED),
+          of("outputs_refused", ServiceStats.OUTPUTS_REFUSED),
+          of("outputs_replaced", ServiceStats.OUTPUTS_REPLACED),
+          of("refusals", ServiceStats.REFUSALS),
+          of("clients_refused", ServiceStats.CLIENTS_REFUSED),
+          of("clients_timed_out", ServiceStats.CLIENTS_TIMED_OUT),
+          of("applications_ended", ServiceStats.APPLICATIONS_ENDED),
+          of("shuffles_removed", ServiceStats.SHUFFLES_REMOVED),
+          of("driver_probes", ServiceStats.DRIVER_PROBES),
+          node(
               "served_reads",
-              null,
+              TransportMetrics.SERVED_READS,
               "Reads the transfer node served to reducers over tcp (verbs reads bypass the CPU "
-                  + "and are not counted).",
-              node(TransportMetrics.SERVED_READS)),
-          counter(
+                  + "and are not counted)."),
+          node(
               "served_bytes",
-              "bytes",
-              "Bytes the transfer node served to reducers over tcp.",
-              node(TransportMetrics.SERVED_BYTES)),
-          counter(
+              TransportMetrics.SERVED_BYTES,
+              "Bytes the transfer node served to reducers over tcp."),
+          node(
               "served_errors",
-              null,
-              "Reads the transfer node refused over tcp (unknown region key, out of bounds).",
-              node(TransportMetrics.SERVED_ERRORS)),
-          counter(
+              TransportMetrics.SERVED_ERRORS,
+              "Reads the transfer node refused over tcp (unknown region key, out of bounds)."),
+          node(
               "transfer_connections_refused",
-              null,
-              "Reader connections the transfer node refused (over its connection caps).",
-              node(TransportMetrics.CONNECTIONS_REFUSED)));
-
-  /** The stats named {@code prefix + label value}, keyed by the label value. */
-  private static Map<String, Double> labelled(Map<String, Long> stats, String prefix) {
-    Map<String, Double> m = new LinkedHashMap<>();
-    stats.forEach(
-        (k, v) -> {
-          if (k.startsWith(prefix)) {
-            m.put(k.substring(prefix.length()), (double) v);
-          }
-        });
-    return m;
-  }
+              TransportMetrics.CONNECTIONS_REFUSED,
+              "Reader connections the transfer node refused (over its connection caps)."));
 
   /** The Markdown table of every metric (docs/SHUFFLE-SERVICE.md shows it). */
   public static String markdownTable() {
@@ -282,7 +156,7 @@ public final class ServiceMetrics {
       b.append("| `")
           .append(m.exposedName())
           .append("` | ")
-          .append(m.kind().name().toLowerCase(java.util.Locale.ROOT))
+          .append(m.kind().text())
           .append(" | ")
           .append(m.label() == null ? "" : "`" + m.label() + "`")
           .append(" | ")

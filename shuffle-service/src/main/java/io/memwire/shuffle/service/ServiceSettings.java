@@ -33,6 +33,11 @@ public final class ServiceSettings {
     return nodeLimit + " with one allowed user, else half of it";
   }
 
+  /** An application's default share: half of its user's, so one leaves room for the others. */
+  private static String halfOf(String userLimit) {
+    return "half of " + userLimit + " (as set or derived)";
+  }
+
   public static final Setting<String> SOCKET =
       Setting.key("socket")
           .since(V020)
@@ -101,7 +106,7 @@ public final class ServiceSettings {
           .since(V030)
           .doc("Most registered connections of one application at once.")
           .count(1, 4096)
-          .optional("half of maxClients");
+          .optional(halfOf("maxClientsPerUser"));
 
   public static final Setting<Long> MAX_OUTPUTS =
       Setting.key("maxOutputs")
@@ -117,7 +122,9 @@ public final class ServiceSettings {
   public static final Setting<Long> MAX_OUTPUTS_PER_USER =
       Setting.key("maxOutputsPerUser")
           .since(V030)
-          .doc("Most map outputs of one local user held at once.")
+          .doc(
+              "Most map outputs of one local user held at once. Derived from maxOutputs as in "
+                  + "effect, after it was lowered at start.")
           .longCount(1, 1L << 40)
           .optional(shareOf("maxOutputs"));
 
@@ -128,7 +135,7 @@ public final class ServiceSettings {
               "Most map outputs of one application held at once; an executor whose output is "
                   + "refused serves it itself.")
           .longCount(1, 1L << 40)
-          .optional("half of maxOutputs");
+          .optional(halfOf("maxOutputsPerUser"));
 
   public static final Setting<Long> MAX_BYTES_PER_USER =
       Setting.key("maxBytesPerUser")
@@ -148,7 +155,7 @@ public final class ServiceSettings {
               "Most bytes of map output files of one application held at once, plus its shuffle "
                   + "directory chunks (as maxBytesPerUser).")
           .bytes(1, 1L << 50)
-          .optional("half of registrationBudget");
+          .optional(halfOf("maxBytesPerUser"));
 
   public static final Setting<Integer> MAX_APPLICATIONS_PER_USER =
       Setting.key("maxApplicationsPerUser")

@@ -37,8 +37,10 @@ final class ServiceStart {
   /**
    * See {@link ShuffleService#start(ServiceConfig)}; {@code whileRecovering} runs before recovery.
    */
-  static ShuffleService start(ServiceConfig config, Consumer<ShuffleService> whileRecovering)
+  static ShuffleService start(ServiceConfig configured, Consumer<ShuffleService> whileRecovering)
       throws IOException {
+    // The node's output limit as the process's limits allow; the shares not set follow it.
+    ServiceConfig config = configured.withMaxOutputs(fitOutputs(configured.nodeQuota().outputs()));
     Path socket = config.socket();
     // Outputs: only the service. Socket: other users must reach it when they may connect.
     TrustedPaths.prepareDirectory(
@@ -61,7 +63,7 @@ final class ServiceStart {
         PosixFilePermissions.fromString("rwx------"),
         ServiceSettings.PREFIX + ServiceSettings.DIR.name());
     RecoveryStores.Opened store = RecoveryStores.open(config, apps);
-    long maxOutputs = fitOutputs(config.nodeQuota().outputs());
+    long maxOutputs = config.nodeQuota().outputs();
     TransferNode node;
     ServerSocketChannel server;
     try {

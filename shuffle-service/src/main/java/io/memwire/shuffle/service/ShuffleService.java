@@ -4,6 +4,7 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
@@ -14,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +54,28 @@ public final class ShuffleService implements AutoCloseable {
   /** Prefix of the transfer node's counters in {@link #stats()}. */
   static final String NODE_PREFIX = "node.";
 
+  /**
+   * Where the service is in its life; it only moves forward, each step a compare-and-set, so
+   * whatever thread calls what, each step's work runs once.
+   */
+  public enum State {
+    /** Directories, store, node and socket set up; not serving executors yet. */
+    STARTING,
+    /** Taking back what a previous run recorded (recoveryPath); not serving yet. */
+    RECOVERING,
+    /** Serving executors and accepting outputs (/health/ready 200). */
+    READY,
+    /** {@link #close} is under way: nothing new taken, everything being released. */
+    CLOSING,
+    /** Closed: every thread joined, every region deregistered, the node closed. */
+    CLOSED;
+
+    /** True once {@link #close} has begun. */
+    boolean stopping() {
+      return this == CLOSING || this == CLOSED;
+    }
+  }
+
   private final ServiceConfig config;
   private final TransferNode node;
   private final RegisteredAllocator directories;
@@ -68,10 +92,12 @@ public final class ShuffleService implements AutoCloseable {
   private final OutputIntake intake;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final long maxOutputs;
-  private volatile boolean closed;
 
-  /** True once the service accepts outputs, until {@link #close} begins. */
-  private volatile boolean ready;
+  /** The one lifecycle state; read by health, the threads' stop checks and every request. */
+  private final AtomicReference<State> state = new AtomicReference<>(State.STARTING);
+
+  /** The thread doing the close (set once it won the move to CLOSING). */
+  private volatile Thread closer;
 
   /** The HTTP endpoint ({@link ServiceHttp}), or null when {@code http.port} is unset. */
   private volatile AutoCloseable http;
@@ -89,9 +115,6 @@ public final class ShuffleService implements AutoCloseable {
 
   /** Where what the service owns is recorded ({@link RecoveryLog#NONE} with recovery off). */
   private final RecoveryLog log;
-
-  /** True while the outputs of a previous run are being taken back (/health/ready: 503). */
-  private volatile boolean recovering;
 
   /** Runs while the service recovers, before it is ready (tests observe /health there). */
   private final Consumer<ShuffleService> whileRecovering;
@@ -111,19 +134,19 @@ public final class ShuffleService implements AutoCloseable {
     this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
     this.maxOutputs = maxOutputs;
     this.appsDir = config.dir().resolve("apps");
-    ServiceConfig.Quota n = config.nodeQuota();
     this.quotas =
         new Quotas(
-            new ServiceConfig.Quota(n.clients(), maxOutputs, n.bytes()),
+            config.nodeQuota().withOutputs(maxOutputs),
             config.userQuota(),
             config.applicationQuota(),
             config.maxApplicationsPerUser());
     this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
-    this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), () -> closed);
+    this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), this::isClosed);
     this.resolver = new PointerResolver(counters);
     this.intake =
-        new OutputIntake(node, directories, quotas, counters, linkIds, () -> closed, log, resolver);
-    this.clients = new ClientAcceptor(this, server, config, quotas, counters, () -> closed);
+        new OutputIntake(
+            node, directories, quotas, counters, linkIds, this::isClosed, log, resolver);
+    this.clients = new ClientAcceptor(this, server, config, quotas, counters, this::isClosed);
   }
 
   /**
@@ -175,9 +198,12 @@ public final class ShuffleService implements AutoCloseable {
    * how long after its port starts refusing an application ends (ns), for the start's log line.
    */
   long serve() {
+    // After recovery: /health/ready answers 200 from here. A close that came first wins.
+    if (!state.compareAndSet(State.STARTING, State.READY)) {
+      throw new IllegalStateException("shuffle service closed while it started (" + state() + ")");
+    }
     clients.start();
     periodic.start(drivers, clients);
-    ready = true; // after recovery: /health/ready answers 200 from here
     return drivers.refusedGraceNanos();
   }
 
@@ -194,7 +220,10 @@ public final class ShuffleService implements AutoCloseable {
     if (store.store() == null) {
       return;
     }
-    recovering = true;
+    if (!state.compareAndSet(State.STARTING, State.RECOVERING)) {
+      throw new IllegalStateException(
+          "shuffle service closed before it recovered (" + state() + ")");
+    }
     try {
       whileRecovering.accept(this);
       try {
@@ -213,7 +242,7 @@ public final class ShuffleService implements AutoCloseable {
       close();
       throw e;
     } finally {
-      recovering = false;
+      state.compareAndSet(State.RECOVERING, State.STARTING);
     }
   }
 
@@ -235,13 +264,19 @@ public final class ShuffleService implements AutoCloseable {
     return quotas;
   }
 
+  /** True once {@link #close} has begun (closing or closed). */
   boolean isClosed() {
-    return closed;
+    return state.get().stopping();
+  }
+
+  /** Where the service is in its life now. */
+  public State state() {
+    return state.get();
   }
 
   /** True while the service accepts outputs: started and not stopping (/health/ready). */
   public boolean isReady() {
-    return ready && !closed;
+    return state.get() == State.READY;
   }
 
   /**
@@ -249,7 +284,7 @@ public final class ShuffleService implements AutoCloseable {
    * on purpose (/health); false only when the accept thread died while the service should serve.
    */
   public boolean isLive() {
-    return closed || !ready || clients.isAlive();
+    return state.get() != State.READY || clients.isAlive() || !clients.started();
   }
 
   /** The port of the HTTP endpoint, or -1 when it is off ({@code http.port} unset). */
@@ -301,20 +336,25 @@ public final class ShuffleService implements AutoCloseable {
     Map<String, Long> m = new LinkedHashMap<>();
     long[] held = quotas.held();
     long lag = applications.cleanupLagNanos(System.nanoTime());
-    m.put("ready", isReady() ? 1L : 0L);
-    m.put("applications", (long) applications.size());
-    m.put("clients", (long) clients.sessions());
-    m.put("outputsHeld", held[0]);
-    m.put("bytesHeld", held[1]);
+    Map<String, Long> transfer = node.stats().asMap();
+    m.put(ServiceStats.READY.name(), isReady() ? 1L : 0L);
+    m.put(ServiceStats.APPLICATIONS.name(), (long) applications.size());
+    m.put(ServiceStats.CLIENTS.name(), (long) clients.sessions());
+    m.put(ServiceStats.OUTPUTS_HELD.name(), held[0]);
+    m.put(ServiceStats.BYTES_HELD.name(), held[1]);
     counters.putCounts(m); // and recovery drops and refusals by reason
-    m.put("quotaRefusals", quotas.refusals());
-    m.put("directoryBytes", directories.allocatedBytes());
-    m.put("maxOutputs", maxOutputs);
-    m.put("registrationBudget", config.transfer().registrationBudget());
-    m.put("cleanupLagMillis", TimeUnit.NANOSECONDS.toMillis(lag));
-    m.put("recovering", recovering ? 1L : 0L);
-    quotas.refusalsByLimit().forEach((k, v) -> m.put("refusals." + k, v));
-    node.stats().asMap().forEach((k, v) -> m.put(NODE_PREFIX + k, v));
+    m.put(ServiceStats.QUOTA_REFUSALS.name(), quotas.refusals());
+    m.put(ServiceStats.DIRECTORY_BYTES.name(), directories.allocatedBytes());
+    m.put(ServiceStats.MAX_OUTPUTS.name(), maxOutputs);
+    m.put(ServiceStats.REGISTRATION_BUDGET.name(), config.transfer().registrationBudget());
+    m.put(
+        ServiceStats.TRANSFER_CONNECTIONS.name(),
+        transfer.getOrDefault(TransportMetrics.SERVING_SESSIONS.name(), 0L)
+            + transfer.getOrDefault(TransportMetrics.VERBS_CONNECTIONS.name(), 0L));
+    m.put(ServiceStats.CLEANUP_LAG.name(), TimeUnit.NANOSECONDS.toMicros(lag));
+    m.put(ServiceStats.RECOVERING.name(), state.get() == State.RECOVERING ? 1L : 0L);
+    quotas.refusalsByLimit().forEach((k, v) -> m.put(ServiceStats.REFUSALS.of(k).name(), v));
+    transfer.forEach((k, v) -> m.put(NODE_PREFIX + k, v));
     return m;
   }
 
@@ -327,16 +367,32 @@ public final class ShuffleService implements AutoCloseable {
    * Stops accepting, closes every client, and, with recovery off, ends every application (its files
    * deleted); with recovery on, lets reads under way finish (bounded), deregisters the outputs and
    * keeps their files and records for the next run. Closes the transfer node and removes the
-   * socket. Idempotent.
+   * socket. Idempotent and safe from any thread: the first call does the work, any other waits
+   * until it is done, so every caller returns with the service closed.
    */
   @Override
   public void close() {
-    synchronized (this) {
-      if (closed) {
-        return;
+    State was = state.getAndUpdate(s -> s.stopping() ? s : State.CLOSING);
+    if (was.stopping()) {
+      if (closer == Thread.currentThread()) {
+        return; // called again from within the close (a hook, a failing step)
       }
-      closed = true;
+      boolean interrupted = false;
+      while (true) {
+        try {
+          stopped.await();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true; // the closing thread is bounded; keep the caller's interrupt
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+      return;
     }
+    closer = Thread.currentThread();
+    LOG.info("shuffle service closing (was {})", was);
     try {
       try {
         whileClosing.run();
@@ -363,6 +419,7 @@ public final class ShuffleService implements AutoCloseable {
         // the next start removes it
       }
     } finally {
+      state.set(State.CLOSED);
       stopped.countDown();
     }
   }

@@ -496,6 +496,81 @@ class LocalAttacksTest {
   }
 
   /**
+   * The node's output limit is lowered at start to what the descriptor and mapping limits allow;
+   * the per-user and per-application limits derived from it must follow, or one user could hold
+   * every output slot of the node. Configured far above any process limit, so it is always lowered.
+   */
+  @Test
+  void derivedOutputLimitsFollowTheLoweredNodeLimit() throws Exception {
+    start(
+        root,
+        ServiceSettings.PREFIX + "allowedUsers",
+        "*",
+        ServiceSettings.PREFIX + "maxOutputs",
+        String.valueOf(1L << 40));
+    long node = service.maxOutputs();
+    assertTrue(node < 1L << 39, "lowered at start: " + node);
+    assertEquals(node, service.config().nodeQuota().outputs());
+    assertEquals(Math.max(1, node / 2), service.config().userQuota().outputs(), "half, per user");
+    assertEquals(
+        Math.max(1, service.config().userQuota().outputs() / 2),
+        service.config().applicationQuota().outputs(),
+        "half of the user's share, per application");
+  }
+
+  /**
+   * With several users each user may hold half of the node's bytes and each application half of its
+   * user's share: one application of sparse files (8 GiB registered, almost nothing on disk) cannot
+   * take its user's whole share, so the user's next application still gets its outputs in.
+   */
+  @Test
+  void oneApplicationCannotTakeItsUsersWholeShare() throws Exception {
+    start(
+        root,
+        ServiceSettings.PREFIX + "allowedUsers",
+        "*",
+        ServiceSettings.TRANSFER_PREFIX + "registrationBudget",
+        "16g");
+    assertEquals(8L << 30, service.config().userQuota().bytes());
+    Path dir = root.resolve("e1");
+    Files.createDirectories(dir);
+    long chunk = ShuffleDirectory.CHUNK_BYTES;
+    try (ServiceClient greedy = executor("app-greedy", "1", 1);
+        ServiceClient next = executor("app-next", "1", 2)) {
+      // Four sparse outputs of one segment each that, with their 16-byte indexes and the
+      // directory chunk, make exactly the user's 8 GiB.
+      long length = (2L << 30) - chunk / 4 - 16;
+      ServiceException refused = null;
+      int taken = 0;
+      for (int m = 0; m < 4 && refused == null; m++) {
+        Path index = dir.resolve("shuffle_1_" + (50 + m) + "_0.index");
+        Path data = dir.resolve("shuffle_1_" + (50 + m) + "_0.data");
+        Files.write(index, ByteBuffer.allocate(16).putLong(0).putLong(length).array());
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(data.toFile(), "rw")) {
+          f.setLength(length);
+        }
+        try {
+          greedy.publish(1, m, 50 + m, index, data);
+          taken++;
+        } catch (ServiceException e) {
+          refused = e;
+        }
+      }
+      assertTrue(refused != null, "one application took its user's whole 8 GiB");
+      assertEquals(ServiceProtocol.E_QUOTA, refused.code(), refused.getMessage());
+      assertTrue(
+          refused.getMessage().contains("app-greedy")
+              && refused.getMessage().contains("maxBytesPerApplication"),
+          refused.getMessage());
+      assertEquals(1, taken, "half of the user's share: one 2 GiB output and the chunk");
+      ServiceFixture.Output fine = write(root.resolve("e2"), 1, 60, 3, 4);
+      DirectoryPointer p = next.publish(1, 0, 60, fine.index(), fine.data());
+      assertArrayEquals(fine.partitions()[2], readPartition(reader, p, 0, 2));
+      assertEquals(2L, next.stats().get("outputsHeld"));
+    }
+  }
+
+  /**
    * The files stay the owner's after the hand-over, so it can truncate them under the service's
    * mapping. A large partition (sent by sendfile, which would send nothing, until writeTimeout) and
    * a small one (gathered from the mapping, where the kernel faults) then fail their reads at once

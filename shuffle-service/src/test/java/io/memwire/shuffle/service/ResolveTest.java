@@ -113,6 +113,31 @@ class ResolveTest {
   }
 
   /**
+   * A chunk of slots with inline entries holds fewer than 1024 map indexes (819 with 4 entries), so
+   * map 900 lies in chunk 1: its old pointer must resolve to that chunk, not be looked for in chunk
+   * 0 of 1024 headers.
+   */
+  @Test
+  void aPointerToAChunkOfInlineSlotsResolves() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec"), 0, 900, 3, 1);
+    DirectoryPointer old;
+    try (ServiceClient c = executor(APP, 7)) {
+      old = c.publish(0, 900, 900, a.index(), a.data());
+    }
+    assertEquals(4, old.entries(), "3 partitions: 4 index entries inline");
+    assertEquals(900 / DirectorySlot.slotsPerChunk(4), old.chunk());
+    assertEquals(1, old.chunk());
+    restart();
+    DirectoryPointer now = resolve(APP, 7, 0, old);
+    assertEquals(1, now.chunk());
+    for (int part = 0; part < 3; part++) {
+      assertArrayEquals(a.partitions()[part], readPartition(reader, now, 900, part));
+    }
+    assertEquals(1L, service.stats().get("pointersResolved"));
+  }
+
+  /**
    * The resolve port is reachable from every node: peers that connect and send nothing, or a frame
    * header a byte at a time, must not keep a reader out. Twice the connection cap of them are open
    * while a reader resolves its pointer within its 5 s deadline; a silent one is closed once

@@ -359,6 +359,9 @@ class ServiceHttpTest {
         doc.contains(ServiceMetrics.markdownTable()),
         "regenerate the metrics table in docs/SHUFFLE-SERVICE.md:\n"
             + ServiceMetrics.markdownTable());
+    assertTrue(
+        doc.contains(ServiceStats.markdownTable()),
+        "regenerate the stats table in docs/SHUFFLE-SERVICE.md:\n" + ServiceStats.markdownTable());
     Set<String> names = new TreeSet<>();
     for (ServiceMetrics.Metric m : ServiceMetrics.ALL) {
       assertTrue(names.add(m.exposedName()), "declared twice: " + m.exposedName());

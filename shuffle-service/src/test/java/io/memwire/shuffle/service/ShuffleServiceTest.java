@@ -144,6 +144,117 @@ class ShuffleServiceTest {
     }
   }
 
+  /**
+   * Close is safe from any thread at once: its body runs once, and every caller returns only once
+   * the service is closed (regions deregistered, memory freed), not while another thread is still
+   * closing it. The first closer is held in the closing hook until every other caller has either
+   * returned or is waiting in close.
+   */
+  @Test
+  void closingFromSeveralThreadsAtOnceClosesOnceAndReturnsClosed() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec-1"), 4, 101, 3, 1);
+    try (ServiceClient c = executor("app-1", "1", 7)) {
+      c.publish(4, 0, 101, a.index(), a.data());
+    }
+    assertTrue(service.node().stats().registeredRegions() > 0);
+    int callers = 4;
+    java.util.List<Thread> threads = new java.util.ArrayList<>();
+    java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger bodies =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.Map<String, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+    ShuffleService s = service;
+    s.whileClosing =
+        () -> {
+          bodies.incrementAndGet();
+          try {
+            await(
+                Duration.ofSeconds(30),
+                () ->
+                    threads.stream()
+                        .filter(t -> t != Thread.currentThread())
+                        .allMatch(
+                            t ->
+                                t.getState() == Thread.State.WAITING
+                                    || t.getState() == Thread.State.TIMED_WAITING
+                                    || t.getState() == Thread.State.BLOCKED
+                                    || t.getState() == Thread.State.TERMINATED),
+                "the other closers returned or wait in close");
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+    for (int i = 0; i < callers; i++) {
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  gate.await();
+                  s.close();
+                  seen.put(
+                      Thread.currentThread().getName(),
+                      s.node().stats().registeredRegions()
+                          + " regions, "
+                          + s.node().stats().memoryBytes()
+                          + " bytes, ready "
+                          + s.isReady());
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              },
+              "closer-" + i);
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+    gate.countDown();
+    for (Thread t : threads) {
+      t.join(60_000);
+      assertFalse(t.isAlive(), t.getName() + " returned from close");
+    }
+    assertEquals(1, bodies.get(), "the close body ran once");
+    assertEquals(callers, seen.size(), seen.toString());
+    seen.forEach((who, what) -> assertEquals("0 regions, 0 bytes, ready false", what, who));
+    assertEquals(1L, s.stats().get("applicationsEnded"));
+    assertFalse(s.isReady());
+  }
+
+  /**
+   * Every key the service reports is declared once ({@link ServiceStats}, or the transfer node's
+   * {@link io.memwire.transfer.metrics.TransportMetrics} under {@code node.}), every declaration is
+   * reported, and every exported metric reads a key that is there: a key renamed on one side only
+   * would export 0 forever.
+   */
+  @Test
+  void everyStatIsDeclaredAndEveryExportedMetricReadsOne() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec-1"), 4, 101, 3, 1);
+    try (ServiceClient c = executor("app-1", "1", 7)) {
+      c.publish(4, 0, 101, a.index(), a.data());
+      assertThrows(ServiceException.class, () -> c.publish(4, 1, 102, a.data(), a.index()));
+    }
+    Map<String, Long> stats = service.stats();
+    for (String key : stats.keySet()) {
+      boolean declared =
+          key.startsWith(ShuffleService.NODE_PREFIX)
+              ? io.memwire.transfer.metrics.TransportMetrics.ALL.stream()
+                  .anyMatch(m -> m.matches(key.substring(ShuffleService.NODE_PREFIX.length())))
+              : ServiceStats.declares(key);
+      assertTrue(declared, "not declared: " + key);
+    }
+    for (io.memwire.transfer.metrics.Metric m : ServiceStats.ALL) {
+      assertTrue(stats.keySet().stream().anyMatch(m::matches), "not reported: " + m);
+    }
+    for (ServiceMetrics.Metric m : ServiceMetrics.ALL) {
+      assertTrue(
+          m.label() != null || stats.containsKey(m.key()),
+          m.exposedName() + " reads " + m.key() + ", not in " + stats.keySet());
+      assertFalse(m.values(stats).isEmpty(), m.exposedName());
+    }
+    assertEquals(1.0, ServiceMetrics.ALL.get(3).values(stats).get(""), "outputs_held");
+  }
+
   @Test
   void removeShuffleDeregistersAndDeletesEveryExecutorsOutputs() throws Exception {
     startService();
