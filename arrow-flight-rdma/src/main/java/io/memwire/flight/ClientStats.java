@@ -12,6 +12,8 @@ final class ClientStats {
   final LongAdder streamsGrpc = new LongAdder();
   final LongAdder batchesOneSided = new LongAdder();
   final LongAdder bodyBytesOneSided = new LongAdder();
+  final LongAdder bodiesVerified = new LongAdder();
+  final LongAdder bodiesMismatched = new LongAdder();
   private final Map<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
 
   ClientStats() {
@@ -30,6 +32,8 @@ final class ClientStats {
     m.put("streamsGrpc", streamsGrpc.sum());
     m.put("batchesOneSided", batchesOneSided.sum());
     m.put("bodyBytesOneSided", bodyBytesOneSided.sum());
+    m.put("bodiesVerified", bodiesVerified.sum());
+    m.put("bodiesMismatched", bodiesMismatched.sum());
     long all = 0;
     for (Map.Entry<FallbackReason, LongAdder> e : fallbacks.entrySet()) {
       long n = e.getValue().sum();

@@ -102,16 +102,19 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             codec,
             b.leaseTimeout,
             b.maxWindowBatches,
-            b.maxWindowBytes);
+            b.maxWindowBytes,
+            b.bodyChecksum,
+            b.bodyTap);
     this.exchanges = new RdmaExchanges(resources, b.maxExchanges, refusal, IDS.incrementAndGet());
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
       LOG.info(
-          "RDMA Flight data plane at {} (compression {}, lease timeout {} ms, at most {} "
-              + "exchanges)",
+          "RDMA Flight data plane at {} (compression {}, body checksum {}, lease timeout {} ms, "
+              + "at most {} exchanges)",
           rdmaLocation,
           b.compression,
+          b.bodyChecksum ? "CRC32C" : "off",
           b.leaseTimeout.toMillis(),
           b.maxExchanges);
     }
@@ -276,6 +279,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
     private int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
     private boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
+    private boolean bodyChecksum = FlightSettings.BODY_CHECKSUM.defaultValue();
+
+    /** Test seam: sees each leased body once its checksum was taken (tests corrupt it). */
+    LeaseBodies.Tap bodyTap;
 
     /** Test seam: the provider the trust policy is decided for (default: the node's). */
     ProviderKind policyProvider;
@@ -306,8 +313,18 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           FlightSettings.given(p, pre, FlightSettings.MAX_REGISTERED_BYTES, maxRegisteredBytes);
       maxExchanges(FlightSettings.given(p, pre, FlightSettings.MAX_EXCHANGES, maxExchanges));
       trustedFabric(FlightSettings.given(p, pre, FlightSettings.TRUSTED_FABRIC, trustedFabric));
+      bodyChecksum(FlightSettings.given(p, pre, FlightSettings.BODY_CHECKSUM, bodyChecksum));
       maxWindow(batches, bytes);
       return registeredMemory(arena, max);
+    }
+
+    /**
+     * Whether each leased body's CRC32C is sent with its descriptor for the client to check
+     * (default on; {@link FlightSettings#BODY_CHECKSUM}).
+     */
+    public Builder bodyChecksum(boolean on) {
+      this.bodyChecksum = on;
+      return this;
     }
 
     /** The server's own gRPC location, put first on endpoints that list no location. */

@@ -52,7 +52,7 @@ class LeaseTest {
     io.memwire.transfer.TransferBuffer b =
         f.node
             .connection(r.node())
-            .read(io.memwire.transfer.ReadRequest.of(r, g.regionOffset, 8))
+            .read(io.memwire.transfer.ReadRequest.of(r, 0, 8))
             .get(10, java.util.concurrent.TimeUnit.SECONDS);
     try {
       return b.nioBuffer().getLong(0);
