@@ -320,7 +320,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
     /**
      * Whether each leased body's CRC32C is sent with its descriptor for the client to check
-     * (default on; {@link FlightSettings#BODY_CHECKSUM}).
+     * (default off; {@link FlightSettings#BODY_CHECKSUM}).
      */
     public Builder bodyChecksum(boolean on) {
       this.bodyChecksum = on;

@@ -46,7 +46,11 @@ class BodyChecksumTest {
     AtomicInteger leases = new AtomicInteger();
     try (Fixture f =
         new Fixture(
-            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.bodyTap = corruptThird(leases))) {
+            CompressionUtil.CodecType.NO_COMPRESSION,
+            b -> {
+              b.bodyChecksum(true);
+              b.bodyTap = corruptThird(leases);
+            })) {
       RdmaFlightClient rdma = f.sharedRdmaClient();
       String name = producer + ":6:1000";
       FlightEndpoint endpoint =
@@ -117,7 +121,8 @@ class BodyChecksumTest {
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"many", "zc"})
   void everyIntactBodyIsVerified(String producer) throws Exception {
-    try (Fixture f = new Fixture(CompressionUtil.CodecType.NO_COMPRESSION)) {
+    try (Fixture f =
+        new Fixture(CompressionUtil.CodecType.NO_COMPRESSION, b -> b.bodyChecksum(true))) {
       RdmaFlightClient rdma = f.sharedRdmaClient();
       FlightEndpoint endpoint =
           f.wrappedClient()

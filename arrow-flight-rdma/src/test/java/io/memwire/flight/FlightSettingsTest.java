@@ -214,9 +214,9 @@ class FlightSettingsTest {
             "memwire.flight.server.trustedFabric",
             "TRUE",
             "memwire.flight.server.bodyChecksum",
-            "false"));
+            "true"));
     try (RdmaFlightProducer p = b.build()) {
-      assertFalse(p.resources().bodyChecksum());
+      assertTrue(p.resources().bodyChecksum());
       assertEquals(Duration.ofSeconds(2), p.resources().leaseTimeout());
       assertEquals(3, p.maxExchanges());
       assertEquals(5, p.resources().maxWindowBatches());
@@ -227,7 +227,7 @@ class FlightSettingsTest {
         CompressionUtil.CodecType.NO_COMPRESSION, FlightSettings.COMPRESSION.defaultValue());
     try (RdmaFlightProducer p =
         RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator).build()) {
-      assertTrue(p.resources().bodyChecksum(), "the body checksum is on by default");
+      assertFalse(p.resources().bodyChecksum(), "the body checksum is off by default");
     }
     assertConfigError(
         Problem.MALFORMED,
