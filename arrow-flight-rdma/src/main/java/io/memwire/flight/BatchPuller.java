@@ -257,7 +257,7 @@ final class BatchPuller implements Runnable {
   }
 
   private void leaseEnded(Pull p) {
-    client.staleBatchesRejected.increment();
+    client.clientStats().staleBatchesRejected.increment();
     LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
     ended(
         p,

@@ -63,7 +63,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /** Answers with FlightInfo, decorated with the data-plane location when it is on. */
   private final DecoratedInfos infos;
 
-  private volatile boolean closed;
+  private final Lifecycle lifecycle = new Lifecycle();
+
+  /** How many times the close body ran (a test hook: never more than once). */
+  private final AtomicInteger closeRuns = new AtomicInteger();
 
   private RdmaFlightProducer(Builder b) {
     this.delegate = b.delegate;
@@ -163,20 +166,16 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
-   * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
-   * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
-   * maxExchanges} ({@code sessionsRefused}), credit waits, leases that failed ({@code
-   * leasesFailed}: memory limit or registration), peak leased bytes, plus the current {@code
-   * activeSessions}, {@code leasedBatches}, {@code leasedBytes}, {@code registeredBlocks} (blocks
-   * of the arenas) and {@code leaseRegionBytes} (bytes registered for live leases).
+   * Counters and current levels, keyed by the names declared in {@link FlightStatsMetrics#SERVER}
+   * (sessions, batches copied or leased in place, body bytes, leases freed, expired or failed,
+   * credit waits, leased and registered bytes; docs/FLIGHT.md lists them).
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = stats.snapshot();
     exchanges.putCurrent(m);
-    m.put("registeredBlocks", memory.outstandingBlocks());
-    m.put("registeredBlockBytes", memory.allocatedBytesNow());
-    m.put("leaseRegionBytes", leaseRegions.registeredBytes());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCKS.name(), memory.outstandingBlocks());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCK_BYTES.name(), memory.allocatedBytesNow());
+    m.put(FlightStatsMetrics.LEASE_REGION_BYTES.name(), leaseRegions.registeredBytes());
     return m;
   }
 
@@ -249,19 +248,30 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /**
    * Ends every exchange in progress (their leases are released), then closes the lease regions'
    * books (a region still on them is reported as a leak), frees the arenas and the message
-   * allocator. The wrapped producer and the transfer node stay open.
+   * allocator. The wrapped producer and the transfer node stay open. Idempotent and safe from any
+   * thread: one caller runs it, concurrent callers return once it has finished.
    */
   @Override
   public void close() {
-    if (closed) {
+    if (!lifecycle.beginClose()) {
+      lifecycle.awaitClosed();
       return;
     }
-    closed = true;
-    exchanges.close();
-    guards.close();
-    leaseRegions.close();
-    memory.close();
-    allocator.close();
+    try {
+      closeRuns.incrementAndGet();
+      exchanges.close();
+      guards.close();
+      leaseRegions.close();
+      memory.close();
+      allocator.close();
+    } finally {
+      lifecycle.closed();
+    }
+  }
+
+  /** How many times the close body ran (a test hook). */
+  int closeRuns() {
+    return closeRuns.get();
   }
 
   /** Options of an {@link RdmaFlightProducer}. */

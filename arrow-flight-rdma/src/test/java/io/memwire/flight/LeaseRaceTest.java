@@ -108,7 +108,8 @@ class LeaseRaceTest {
         assertTrue(
             ex.getMessage().contains("lease") || ex.getMessage().contains("TIMED_OUT"),
             ex.getMessage());
-        assertEquals(1, client.staleBatchesRejected.sum(), "the guard caught the stale read");
+        assertEquals(
+            1, client.clientStats().staleBatchesRejected.sum(), "the guard caught the stale read");
       }
     }
     f.awaitServerIdle();
