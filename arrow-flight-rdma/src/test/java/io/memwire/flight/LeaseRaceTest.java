@@ -32,7 +32,7 @@ class LeaseRaceTest {
   void start() throws Exception {
     f =
         new Fixture(
-            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.leaseTimeout(Duration.ofMillis(1000)));
+            CompressionUtil.CodecType.NO_COMPRESSION, b -> b.leaseTimeout(Duration.ofMillis(3000)));
   }
 
   @AfterEach
