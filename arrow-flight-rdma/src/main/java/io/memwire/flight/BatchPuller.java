@@ -154,8 +154,7 @@ final class BatchPuller implements Runnable {
       if (!peer.equals(regions[guard.regionIndex].node())) {
         throw new WireException("batch " + m.sequence() + " has its lease guard on another node");
       }
-      guardRead =
-          ReadRequest.of(regions[guard.regionIndex], guard.regionOffset, LeaseGuards.SLOT_BYTES);
+      guardRead = ReadRequest.of(regions[guard.regionIndex], 0, LeaseGuards.SLOT_BYTES);
       RdmaFlightClient.BeforeReads hook = client.beforeReads;
       if (hook != null) {
         hook.run(m);
@@ -200,7 +199,7 @@ final class BatchPuller implements Runnable {
                     }
                     readFailed(p, err instanceof CompletionException ? err.getCause() : err);
                   } else {
-                    checkGuard(p, guardResult.join(), generation);
+                    checkGuard(p, guardResult.join(), generation, m);
                   }
                 });
     return p;
@@ -258,7 +257,7 @@ final class BatchPuller implements Runnable {
   }
 
   private void leaseEnded(Pull p) {
-    client.staleBatchesRejected.increment();
+    client.clientStats().staleBatchesRejected.increment();
     LOG.warn("batch {}: the server ended its lease while it was being read; dropped it", p.seq);
     ended(
         p,
@@ -275,7 +274,7 @@ final class BatchPuller implements Runnable {
    * Ends a pull whose body reads all completed: kept when the guard word still holds the lease's
    * generation, dropped (another batch may own the memory now) when it does not.
    */
-  private void checkGuard(Pull p, TransferBuffer buf, long generation) {
+  private void checkGuard(Pull p, TransferBuffer buf, long generation, ServerMessage m) {
     long found;
     try {
       found = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN).getLong(0);
@@ -285,8 +284,46 @@ final class BatchPuller implements Runnable {
     if (found != generation) {
       leaseEnded(p);
     } else {
-      ended(p, null);
+      Throwable bad;
+      try {
+        bad = checkBody(p, m);
+      } catch (RuntimeException e) {
+        bad = e; // the pull must end either way, or the stream would wait for it
+      }
+      ended(p, bad);
     }
+  }
+
+  /**
+   * Checks the landed body against the CRC32C its descriptor carries (when it carries one): null
+   * when it matches, else the error that fails the stream; the body is then never handed out.
+   */
+  private Throwable checkBody(Pull p, ServerMessage m) {
+    long expected = m.bodyChecksum();
+    if (expected == ServerMessage.NO_CHECKSUM) {
+      return null;
+    }
+    ArenaMemory.Block block = p.block();
+    List<ByteBuffer> views = new ArrayList<>(m.buffers().size());
+    for (ServerMessage.BufferRef r : m.buffers()) {
+      if (r.length > 0) {
+        views.add(block.slice(r.bodyOffset, r.length));
+      }
+    }
+    long found = LeaseBodies.checksum(views);
+    if (found == expected) {
+      client.clientStats().bodiesVerified.increment();
+      return null;
+    }
+    client.clientStats().bodiesMismatched.increment();
+    String what =
+        String.format(
+            "body of batch %d (%d bytes) failed its checksum: expected CRC32C %08x, found %08x;"
+                + " the batch was dropped",
+            p.seq, p.bodyLength, expected, found);
+    LOG.error("{}", what);
+    // Not a data-plane fallback: the server sent bytes that changed before the client read them.
+    return CallStatus.INTERNAL.withDescription("memwire: " + what).toRuntimeException();
   }
 
   /**

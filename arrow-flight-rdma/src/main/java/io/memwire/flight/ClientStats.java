@@ -2,7 +2,6 @@ package io.memwire.flight;
 
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -12,6 +11,12 @@ final class ClientStats {
   final LongAdder streamsGrpc = new LongAdder();
   final LongAdder batchesOneSided = new LongAdder();
   final LongAdder bodyBytesOneSided = new LongAdder();
+  final LongAdder bodiesVerified = new LongAdder();
+  final LongAdder bodiesMismatched = new LongAdder();
+
+  /** Batches read while the server ended their lease (guard revoked or region closed), dropped. */
+  final LongAdder staleBatchesRejected = new LongAdder();
+
   private final Map<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
 
   ClientStats() {
@@ -24,19 +29,23 @@ final class ClientStats {
     fallbacks.get(reason).increment();
   }
 
+  /** The counters under their {@link FlightStatsMetrics} names. */
   Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
-    m.put("streamsOneSided", streamsOneSided.sum());
-    m.put("streamsGrpc", streamsGrpc.sum());
-    m.put("batchesOneSided", batchesOneSided.sum());
-    m.put("bodyBytesOneSided", bodyBytesOneSided.sum());
+    m.put(FlightStatsMetrics.STREAMS_ONE_SIDED.name(), streamsOneSided.sum());
+    m.put(FlightStatsMetrics.STREAMS_GRPC.name(), streamsGrpc.sum());
+    m.put(FlightStatsMetrics.BATCHES_ONE_SIDED.name(), batchesOneSided.sum());
+    m.put(FlightStatsMetrics.BODY_BYTES_ONE_SIDED.name(), bodyBytesOneSided.sum());
+    m.put(FlightStatsMetrics.BODIES_VERIFIED.name(), bodiesVerified.sum());
+    m.put(FlightStatsMetrics.BODIES_MISMATCHED.name(), bodiesMismatched.sum());
+    m.put(FlightStatsMetrics.STALE_BATCHES_REJECTED.name(), staleBatchesRejected.sum());
     long all = 0;
     for (Map.Entry<FallbackReason, LongAdder> e : fallbacks.entrySet()) {
       long n = e.getValue().sum();
       all += n;
-      m.put("fallbacks." + e.getKey().name().toLowerCase(Locale.ROOT), n);
+      m.put(FlightStatsMetrics.fallbackKey(e.getKey()), n);
     }
-    m.put("fallbacks", all);
+    m.put(FlightStatsMetrics.FALLBACKS.name(), all);
     return m;
   }
 }

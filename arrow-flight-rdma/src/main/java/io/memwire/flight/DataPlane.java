@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfigException;
 import java.util.Locale;
 
@@ -21,25 +22,46 @@ public enum DataPlane {
   public static final String PROPERTY = "memwire.flight.dataPlane";
 
   /**
-   * Parses {@code auto|verbs|tcp|grpc} (any case).
+   * Parses {@code auto|verbs|tcp|grpc} (any case, blanks around ignored): {@code grpc}, or a
+   * provider as {@link ProviderKind#parse} reads it.
    *
-   * @throws IllegalArgumentException naming {@code key} and the value when it is none of them
+   * @throws TransferConfigException naming {@code key} and the value when it is none of them
    */
   public static DataPlane parse(String key, String value) {
     if (value == null || value.isBlank()) {
       throw new TransferConfigException(
           TransferConfigException.Problem.MISSING,
           key,
-          key + " is empty; expected one of auto, verbs, tcp, grpc");
+          key + " is empty; expected one of " + CHOICES);
     }
+    if (value.trim().equalsIgnoreCase(GRPC.name())) {
+      return GRPC;
+    }
+    ProviderKind provider;
     try {
-      return valueOf(value.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new TransferConfigException(
-          TransferConfigException.Problem.MALFORMED,
-          key,
-          key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, grpc");
+      provider = ProviderKind.parse(key, value);
+    } catch (TransferConfigException e) {
+      throw notADataPlane(key, value); // the provider's message would not offer grpc
     }
+    switch (provider) {
+      case AUTO:
+        return AUTO;
+      case VERBS:
+        return VERBS;
+      case TCP:
+        return TCP;
+      default: // a provider Flight has no data plane for
+        throw notADataPlane(key, value);
+    }
+  }
+
+  private static final String CHOICES = "auto, verbs, tcp, grpc";
+
+  private static TransferConfigException notADataPlane(String key, String value) {
+    return new TransferConfigException(
+        TransferConfigException.Problem.MALFORMED,
+        key,
+        key + "=" + value + " is not a data plane; expected one of " + CHOICES);
   }
 
   @Override

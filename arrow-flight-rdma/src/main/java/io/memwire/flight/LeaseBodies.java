@@ -12,6 +12,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.zip.CRC32C;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -32,9 +33,20 @@ final class LeaseBodies {
   /** Name of the lease regions' child of the node's registered-memory root. */
   static final String ALLOCATOR = "flight-leases";
 
-  /** A body ready to lease: its regions (this batch's bytes only) and how to release it. */
-  record Body(List<MemoryRegion> regions, Runnable release) {
-    static final Body EMPTY = new Body(List.of(), () -> {});
+  /**
+   * A body ready to lease: its regions (this batch's bytes only), how to release it, and views of
+   * its non-empty buffers' bytes in buffer order (what the body checksum covers).
+   */
+  record Body(List<MemoryRegion> regions, Runnable release, List<ByteBuffer> views) {
+    static final Body EMPTY = new Body(List.of(), () -> {}, List.of());
+  }
+
+  /**
+   * Test seam: sees a body's buffers (in buffer order) once its checksum was taken (or would have
+   * been, with the checksum off), before its descriptor is sent.
+   */
+  interface Tap {
+    void checksummed(List<ByteBuffer> buffers);
   }
 
   /**
@@ -46,12 +58,31 @@ final class LeaseBodies {
       LeaseGuards.Guard guard,
       List<RegionDescriptor> regions,
       List<ServerMessage.BufferRef> refs,
-      ServerMessage.Guard guardRef) {}
+      ServerMessage.Guard guardRef,
+      long checksum) {}
 
   private final ServerResources resources;
+  private final Tap tap;
 
-  LeaseBodies(ServerResources resources) {
+  /**
+   * @param resources what the producer's exchanges share
+   * @param tap sees each body once its checksum was taken (tests corrupt it there); null: none
+   */
+  LeaseBodies(ServerResources resources, Tap tap) {
     this.resources = resources;
+    this.tap = tap;
+  }
+
+  /**
+   * CRC32C of a body's buffers in buffer order, read where the client will read them (no copy: the
+   * views are direct, which the JDK's CRC32C checksums with the CPU's instruction).
+   */
+  static long checksum(List<ByteBuffer> views) {
+    CRC32C crc = new CRC32C();
+    for (ByteBuffer v : views) {
+      crc.update(v.duplicate());
+    }
+    return crc.getValue();
   }
 
   /**
@@ -106,10 +137,15 @@ final class LeaseBodies {
           guard == null
               ? null
               : new ServerMessage.Guard(
-                  regionIndex(guard.region(), regions, regionIndex),
-                  guard.regionOffset(),
-                  guard.generation);
-      return new Prepared(body, guard, regions, indexed, guardRef);
+                  regionIndex(guard.region(), regions, regionIndex), guard.generation);
+      long checksum = ServerMessage.NO_CHECKSUM;
+      if (resources.bodyChecksum()) {
+        checksum = checksum(body.views());
+      }
+      if (tap != null) {
+        tap.checksummed(body.views());
+      }
+      return new Prepared(body, guard, regions, indexed, guardRef, checksum);
     } catch (RuntimeException e) {
       var unused = end(guard, body); // releases the body once its regions are released
       throw cannotRegister("a lease", e);
@@ -183,6 +219,7 @@ final class LeaseBodies {
     // The producer promised not to touch these buffers again: keep them alive until the regions
     // over them are released.
     List<ArrowBuf> held = new ArrayList<>(bufs.size());
+    List<ByteBuffer> views = new ArrayList<>(bufs.size());
     for (int i = 0; i < bufs.size(); i++) {
       ArrowBuf b = bufs.get(i);
       long n = b.readableBytes();
@@ -192,12 +229,13 @@ final class LeaseBodies {
       }
       b.getReferenceManager().retain();
       held.add(b);
+      views.add(MemoryUtil.directBuffer(b.memoryAddress(), Math.toIntExact(n)));
       refs.add(
           new ServerMessage.BufferRef(
               runOf[i], b.memoryAddress() - runs.get(runOf[i])[0], layout.get(i).getOffset(), n));
     }
     resources.stats().batchesInPlace.increment();
-    return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()));
+    return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()), views);
   }
 
   /**
@@ -230,6 +268,7 @@ final class LeaseBodies {
           e);
     }
     long written = 0;
+    List<ByteBuffer> views = new ArrayList<>(bufs.size());
     for (int i = 0; i < bufs.size(); i++) {
       ArrowBuf b = bufs.get(i);
       long n = b.readableBytes();
@@ -241,6 +280,7 @@ final class LeaseBodies {
         MemoryUtil.copyMemory(b.memoryAddress(), block.address() + off, n);
         written = Math.max(written, off + n);
         refs.add(new ServerMessage.BufferRef(0, off, off, n));
+        views.add(MemoryUtil.directBuffer(block.address() + off, Math.toIntExact(n)));
       } else {
         refs.add(ServerMessage.BufferRef.empty(off));
       }
@@ -256,7 +296,7 @@ final class LeaseBodies {
       throw cannotRegister("a body of " + bodyLength + " bytes", e);
     }
     resources.stats().batchesCopied.increment();
-    return new Body(List.of(region), block::release);
+    return new Body(List.of(region), block::release, views);
   }
 
   /** Registers a lease's bytes on the lease regions' books (within their limit). */

@@ -66,10 +66,6 @@ final class LeaseGuards implements AutoCloseable {
     MemoryRegion region() {
       return region;
     }
-
-    long regionOffset() {
-      return 0;
-    }
   }
 
   private final TransferNode node;

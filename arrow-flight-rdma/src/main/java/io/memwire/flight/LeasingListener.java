@@ -134,7 +134,8 @@ final class LeasingListener implements FlightProducer.ServerStreamListener {
             lease.regions(),
             lease.refs(),
             appMetadata,
-            lease.guardRef()));
+            lease.guardRef(),
+            lease.checksum()));
   }
 
   @Override

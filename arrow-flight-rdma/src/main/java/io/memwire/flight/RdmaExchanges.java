@@ -165,9 +165,9 @@ final class RdmaExchanges {
       batches += s.leasedBatches();
       bytes += s.leasedBytes();
     }
-    m.put("activeSessions", (long) sessions.size());
-    m.put("leasedBatches", batches);
-    m.put("leasedBytes", bytes);
+    m.put(FlightStatsMetrics.ACTIVE_SESSIONS.name(), (long) sessions.size());
+    m.put(FlightStatsMetrics.LEASED_BATCHES.name(), batches);
+    m.put(FlightStatsMetrics.LEASED_BYTES.name(), bytes);
   }
 
   private void checkLeases() {

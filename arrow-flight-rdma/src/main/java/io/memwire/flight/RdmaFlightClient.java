@@ -69,14 +69,10 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final ClientNodes nodes;
   private final ClientStats stats = new ClientStats();
   private boolean loggedRdma;
-  private volatile boolean closed;
+  private final Lifecycle lifecycle = new Lifecycle();
 
-  /**
-   * Batches read while the server ended their lease (guard revoked or lease region closed),
-   * dropped.
-   */
-  final java.util.concurrent.atomic.LongAdder staleBatchesRejected =
-      new java.util.concurrent.atomic.LongAdder();
+  /** How many times the close body ran (a test hook: never more than once). */
+  private final AtomicInteger closeRuns = new AtomicInteger();
 
   /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */
   volatile BeforeReads beforeReads;
@@ -212,10 +208,10 @@ public final class RdmaFlightClient implements AutoCloseable {
   }
 
   /**
-   * Counters: streams that pulled bodies one-sided ({@code streamsOneSided}; one that fell back
-   * before its first batch counts there and in {@code streamsGrpc}) and through gRPC DoGet ({@code
-   * streamsGrpc}), batches and body bytes pulled one-sided, and fallbacks to DoGet in all and per
-   * {@link FallbackReason} ({@code fallbacks.transport}, ...).
+   * Counters keyed by the names declared in {@link FlightStatsMetrics#CLIENT}: streams one-sided
+   * and through DoGet, batches and body bytes pulled, bodies verified and mismatched, stale batches
+   * dropped, and fallbacks to DoGet in all and per {@link FallbackReason} ({@code
+   * fallbacks.transport}, ...).
    */
   public Map<String, Long> stats() {
     return stats.snapshot();
@@ -250,30 +246,41 @@ public final class RdmaFlightClient implements AutoCloseable {
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (!lifecycle.isOpen()) {
       throw new IllegalStateException("RdmaFlightClient is closed");
     }
   }
 
   /**
    * Stops the transfer nodes this client started and its threads. Close streams first. The wrapped
-   * FlightClient is the caller's and stays open.
+   * FlightClient is the caller's and stays open. Idempotent and safe from any thread: one caller
+   * runs it, concurrent callers return once it has finished.
    */
   @Override
-  public synchronized void close() {
-    if (closed) {
+  public void close() {
+    if (!lifecycle.beginClose()) {
+      lifecycle.awaitClosed();
       return;
     }
-    closed = true;
-    executor.shutdown();
     try {
-      if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
-        executor.shutdownNow();
+      closeRuns.incrementAndGet();
+      executor.shutdown();
+      try {
+        if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
+          executor.shutdownNow();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      nodes.close();
+    } finally {
+      lifecycle.closed();
     }
-    nodes.close();
+  }
+
+  /** How many times the close body ran (a test hook). */
+  int closeRuns() {
+    return closeRuns.get();
   }
 
   /** Prefix of the client's transfer-node keys in a properties file. */

@@ -63,7 +63,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /** Answers with FlightInfo, decorated with the data-plane location when it is on. */
   private final DecoratedInfos infos;
 
-  private volatile boolean closed;
+  private final Lifecycle lifecycle = new Lifecycle();
+
+  /** How many times the close body ran (a test hook: never more than once). */
+  private final AtomicInteger closeRuns = new AtomicInteger();
 
   private RdmaFlightProducer(Builder b) {
     this.delegate = b.delegate;
@@ -102,16 +105,19 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
             codec,
             b.leaseTimeout,
             b.maxWindowBatches,
-            b.maxWindowBytes);
+            b.maxWindowBytes,
+            b.bodyChecksum,
+            b.bodyTap);
     this.exchanges = new RdmaExchanges(resources, b.maxExchanges, refusal, IDS.incrementAndGet());
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
       LOG.info(
-          "RDMA Flight data plane at {} (compression {}, lease timeout {} ms, at most {} "
-              + "exchanges)",
+          "RDMA Flight data plane at {} (compression {}, body checksum {}, lease timeout {} ms, "
+              + "at most {} exchanges)",
           rdmaLocation,
           b.compression,
+          b.bodyChecksum ? "CRC32C" : "off",
           b.leaseTimeout.toMillis(),
           b.maxExchanges);
     }
@@ -160,20 +166,16 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   }
 
   /**
-   * Counters: sessions, batches copied or leased in place, body bytes, leases freed by the client
-   * ({@code leasesFreed}) and the FREE messages that carried them ({@code freeMessages}), leases
-   * released without FREE (cancel, crash, end) or expired, exchanges refused past {@code
-   * maxExchanges} ({@code sessionsRefused}), credit waits, leases that failed ({@code
-   * leasesFailed}: memory limit or registration), peak leased bytes, plus the current {@code
-   * activeSessions}, {@code leasedBatches}, {@code leasedBytes}, {@code registeredBlocks} (blocks
-   * of the arenas) and {@code leaseRegionBytes} (bytes registered for live leases).
+   * Counters and current levels, keyed by the names declared in {@link FlightStatsMetrics#SERVER}
+   * (sessions, batches copied or leased in place, body bytes, leases freed, expired or failed,
+   * credit waits, leased and registered bytes; docs/FLIGHT.md lists them).
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = stats.snapshot();
     exchanges.putCurrent(m);
-    m.put("registeredBlocks", memory.outstandingBlocks());
-    m.put("registeredBlockBytes", memory.allocatedBytesNow());
-    m.put("leaseRegionBytes", leaseRegions.registeredBytes());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCKS.name(), memory.outstandingBlocks());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCK_BYTES.name(), memory.allocatedBytesNow());
+    m.put(FlightStatsMetrics.LEASE_REGION_BYTES.name(), leaseRegions.registeredBytes());
     return m;
   }
 
@@ -246,19 +248,30 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   /**
    * Ends every exchange in progress (their leases are released), then closes the lease regions'
    * books (a region still on them is reported as a leak), frees the arenas and the message
-   * allocator. The wrapped producer and the transfer node stay open.
+   * allocator. The wrapped producer and the transfer node stay open. Idempotent and safe from any
+   * thread: one caller runs it, concurrent callers return once it has finished.
    */
   @Override
   public void close() {
-    if (closed) {
+    if (!lifecycle.beginClose()) {
+      lifecycle.awaitClosed();
       return;
     }
-    closed = true;
-    exchanges.close();
-    guards.close();
-    leaseRegions.close();
-    memory.close();
-    allocator.close();
+    try {
+      closeRuns.incrementAndGet();
+      exchanges.close();
+      guards.close();
+      leaseRegions.close();
+      memory.close();
+      allocator.close();
+    } finally {
+      lifecycle.closed();
+    }
+  }
+
+  /** How many times the close body ran (a test hook). */
+  int closeRuns() {
+    return closeRuns.get();
   }
 
   /** Options of an {@link RdmaFlightProducer}. */
@@ -276,6 +289,10 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     private long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
     private int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
     private boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
+    private boolean bodyChecksum = FlightSettings.BODY_CHECKSUM.defaultValue();
+
+    /** Test seam: sees each leased body once its checksum was taken (tests corrupt it). */
+    LeaseBodies.Tap bodyTap;
 
     /** Test seam: the provider the trust policy is decided for (default: the node's). */
     ProviderKind policyProvider;
@@ -306,8 +323,18 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           FlightSettings.given(p, pre, FlightSettings.MAX_REGISTERED_BYTES, maxRegisteredBytes);
       maxExchanges(FlightSettings.given(p, pre, FlightSettings.MAX_EXCHANGES, maxExchanges));
       trustedFabric(FlightSettings.given(p, pre, FlightSettings.TRUSTED_FABRIC, trustedFabric));
+      bodyChecksum(FlightSettings.given(p, pre, FlightSettings.BODY_CHECKSUM, bodyChecksum));
       maxWindow(batches, bytes);
       return registeredMemory(arena, max);
+    }
+
+    /**
+     * Whether each leased body's CRC32C is sent with its descriptor for the client to check
+     * (default off; {@link FlightSettings#BODY_CHECKSUM}).
+     */
+    public Builder bodyChecksum(boolean on) {
+      this.bodyChecksum = on;
+      return this;
     }
 
     /** The server's own gRPC location, put first on endpoints that list no location. */

@@ -25,6 +25,8 @@ import org.apache.arrow.vector.compression.CompressionCodec;
  * @param leaseTimeout how long a lease may wait for the client's FREE
  * @param maxWindowBatches cap on a client's credit window, in batches
  * @param maxWindowBytes cap on a client's credit window, in bytes
+ * @param bodyChecksum whether each leased body's CRC32C goes into its BATCH message
+ * @param bodyTap test seam: sees each body's bytes once its checksum was taken (null: none)
  */
 record ServerResources(
     FlightProducer delegate,
@@ -37,4 +39,6 @@ record ServerResources(
     CompressionCodec codec,
     Duration leaseTimeout,
     int maxWindowBatches,
-    long maxWindowBytes) {}
+    long maxWindowBytes,
+    boolean bodyChecksum,
+    LeaseBodies.Tap bodyTap) {}

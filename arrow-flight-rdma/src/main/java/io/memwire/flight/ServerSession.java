@@ -64,7 +64,7 @@ final class ServerSession {
     this.resources = resources;
     this.pumps = pumps;
     this.onEnded = onEnded;
-    this.bodies = new LeaseBodies(resources);
+    this.bodies = new LeaseBodies(resources, resources.bodyTap());
     this.context = context;
     this.reader = reader;
     this.request = request;

@@ -31,21 +31,25 @@ final class ServerStats {
     peakLeasedBytes.accumulateAndGet(leased, Math::max);
   }
 
+  /**
+   * The counters under their {@link FlightStatsMetrics} names (the current levels are added by the
+   * producer).
+   */
   Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
-    m.put("sessionsStarted", sessionsStarted.sum());
-    m.put("sessionsRefused", sessionsRefused.sum());
-    m.put("sessionsCancelled", sessionsCancelled.sum());
-    m.put("batchesCopied", batchesCopied.sum());
-    m.put("batchesInPlace", batchesInPlace.sum());
-    m.put("bodyBytes", bodyBytes.sum());
-    m.put("leasesFreed", leasesFreed.sum());
-    m.put("freeMessages", freeMessages.sum());
-    m.put("leasesReleasedUnfreed", leasesReleasedUnfreed.sum());
-    m.put("leasesExpired", leasesExpired.sum());
-    m.put("creditWaits", creditWaits.sum());
-    m.put("leasesFailed", leasesFailed.sum());
-    m.put("peakLeasedBytes", peakLeasedBytes.get());
+    m.put(FlightStatsMetrics.SESSIONS_STARTED.name(), sessionsStarted.sum());
+    m.put(FlightStatsMetrics.SESSIONS_REFUSED.name(), sessionsRefused.sum());
+    m.put(FlightStatsMetrics.SESSIONS_CANCELLED.name(), sessionsCancelled.sum());
+    m.put(FlightStatsMetrics.BATCHES_COPIED.name(), batchesCopied.sum());
+    m.put(FlightStatsMetrics.BATCHES_IN_PLACE.name(), batchesInPlace.sum());
+    m.put(FlightStatsMetrics.BODY_BYTES.name(), bodyBytes.sum());
+    m.put(FlightStatsMetrics.LEASES_FREED.name(), leasesFreed.sum());
+    m.put(FlightStatsMetrics.FREE_MESSAGES.name(), freeMessages.sum());
+    m.put(FlightStatsMetrics.LEASES_RELEASED_UNFREED.name(), leasesReleasedUnfreed.sum());
+    m.put(FlightStatsMetrics.LEASES_EXPIRED.name(), leasesExpired.sum());
+    m.put(FlightStatsMetrics.CREDIT_WAITS.name(), creditWaits.sum());
+    m.put(FlightStatsMetrics.LEASES_FAILED.name(), leasesFailed.sum());
+    m.put(FlightStatsMetrics.PEAK_LEASED_BYTES.name(), peakLeasedBytes.get());
     return m;
   }
 }

@@ -2,6 +2,7 @@ package io.memwire.flight;
 
 import static io.memwire.transfer.ConfigErrors.assertConfigError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.ProviderKind;
@@ -211,8 +212,11 @@ class FlightSettingsTest {
             "memwire.flight.server.maxWindowBatches",
             "5",
             "memwire.flight.server.trustedFabric",
-            "TRUE"));
+            "TRUE",
+            "memwire.flight.server.bodyChecksum",
+            "true"));
     try (RdmaFlightProducer p = b.build()) {
+      assertTrue(p.resources().bodyChecksum());
       assertEquals(Duration.ofSeconds(2), p.resources().leaseTimeout());
       assertEquals(3, p.maxExchanges());
       assertEquals(5, p.resources().maxWindowBatches());
@@ -221,6 +225,14 @@ class FlightSettingsTest {
     }
     assertEquals(
         CompressionUtil.CodecType.NO_COMPRESSION, FlightSettings.COMPRESSION.defaultValue());
+    try (RdmaFlightProducer p =
+        RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator).build()) {
+      assertFalse(p.resources().bodyChecksum(), "the body checksum is off by default");
+    }
+    assertConfigError(
+        Problem.MALFORMED,
+        "memwire.flight.server.bodyChecksum",
+        () -> server(Map.of("memwire.flight.server.bodyChecksum", "sometimes")));
     assertConfigError(
         Problem.UNKNOWN_KEY,
         "memwire.flight.server.maxExchange",

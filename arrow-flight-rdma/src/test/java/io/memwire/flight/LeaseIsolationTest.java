@@ -121,7 +121,7 @@ class LeaseIsolationTest {
         ServerMessage.Guard g = v.guard();
         refused(
             td,
-            v.regions().get(g.regionIndex).address() + g.regionOffset,
+            v.regions().get(g.regionIndex).address(),
             8,
             "the victim's guard word with the thief's key");
         // Around its own region: the bytes just before and just after it.
@@ -155,7 +155,7 @@ class LeaseIsolationTest {
       assertEquals(RemoteAccessException.Reason.REGION_CLOSED, e.reason(), e.getMessage());
       refused(
           m.regions().get(m.guard().regionIndex),
-          m.regions().get(m.guard().regionIndex).address() + m.guard().regionOffset,
+          m.regions().get(m.guard().regionIndex).address(),
           8,
           "the freed lease's guard");
       x.free(next.sequence());

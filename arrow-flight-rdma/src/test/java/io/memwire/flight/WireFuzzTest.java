@@ -116,7 +116,8 @@ class WireFuzzTest {
                       rs,
                       bs,
                       md.length == 0 ? null : md,
-                      new ServerMessage.Guard(0, 8, seq | 1));
+                      new ServerMessage.Guard(0, seq | 1),
+                      (seq & 1) == 0 ? ServerMessage.NO_CHECKSUM : seq & 0xFFFF_FFFFL);
                 });
     Arbitrary<ServerMessage> meta =
         Arbitraries.bytes()

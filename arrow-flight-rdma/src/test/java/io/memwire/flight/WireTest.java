@@ -44,7 +44,8 @@ class WireTest {
                 new ServerMessage.BufferRef(ServerMessage.NO_REGION, 0, 64, 0),
                 new ServerMessage.BufferRef(0, 8192, 64, 4032)),
             "md".getBytes(StandardCharsets.UTF_8),
-            new ServerMessage.Guard(0, 4088, 0x8000_0000_0000_0001L));
+            new ServerMessage.Guard(0, 0x8000_0000_0000_0001L),
+            0xCAFE_BABEL);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     assertFalse(b.hasRemaining(), "encodedSize is exact");
@@ -62,8 +63,60 @@ class WireTest {
     assertEquals(ServerMessage.NO_REGION, d.buffers().get(1).regionIndex);
     assertArrayEquals("md".getBytes(StandardCharsets.UTF_8), d.appMetadata());
     assertEquals(0, d.guard().regionIndex);
-    assertEquals(4088, d.guard().regionOffset);
     assertEquals(0x8000_0000_0000_0001L, d.guard().generation);
+    assertEquals(0xCAFE_BABEL, d.bodyChecksum());
+  }
+
+  /**
+   * Version 3's fixed BATCH part: 56 bytes (no guard offset: the word is at offset 0 of its own
+   * region), the checksum flag at 34 and the CRC32C at 44.
+   */
+  @Test
+  void batchLayoutCarriesTheChecksumAndNoGuardOffset() {
+    byte[] header = {9, 9, 9};
+    ServerMessage with =
+        ServerMessage.batch(
+            5,
+            1,
+            header,
+            8,
+            List.of(REGION),
+            List.of(),
+            null,
+            new ServerMessage.Guard(0, 77),
+            0xFFFF_FFFFL);
+    assertEquals(56 + 3 + RegionDescriptor.ENCODED_SIZE + 4, with.encodedSize());
+    ByteBuffer b = ByteBuffer.allocate(with.encodedSize());
+    with.encode(b);
+    assertEquals(3, b.getShort(4), "wire version");
+    assertEquals(1, b.get(34), "checksum flag");
+    assertEquals(0xFFFF_FFFF, b.getInt(44));
+    assertEquals(77, b.getLong(48), "generation");
+    assertEquals(9, b.get(56), "IPC header follows the fixed part");
+    b.flip();
+    assertEquals(0xFFFF_FFFFL, ServerMessage.decode(b).bodyChecksum());
+
+    ServerMessage without =
+        ServerMessage.batch(
+            5,
+            1,
+            header,
+            8,
+            List.of(REGION),
+            List.of(),
+            null,
+            new ServerMessage.Guard(0, 77),
+            ServerMessage.NO_CHECKSUM);
+    ByteBuffer c = ByteBuffer.allocate(without.encodedSize());
+    without.encode(c);
+    assertEquals(0, c.get(34));
+    assertEquals(0, c.getInt(44));
+    c.flip();
+    assertEquals(ServerMessage.NO_CHECKSUM, ServerMessage.decode(c).bodyChecksum());
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            ServerMessage.batch(5, 1, header, 8, List.of(REGION), List.of(), null, null, 1L << 32));
   }
 
   @Test
@@ -79,7 +132,8 @@ class WireTest {
                 List.of(REGION),
                 List.of(),
                 null,
-                new ServerMessage.Guard(1, 0, 5)));
+                new ServerMessage.Guard(1, 5),
+                ServerMessage.NO_CHECKSUM));
     assertThrows(
         IllegalArgumentException.class,
         () ->
@@ -91,7 +145,8 @@ class WireTest {
                 List.of(REGION),
                 List.of(),
                 null,
-                new ServerMessage.Guard(0, 0, 0)));
+                new ServerMessage.Guard(0, 0),
+                ServerMessage.NO_CHECKSUM));
     ServerMessage m =
         ServerMessage.batch(
             1,
@@ -101,10 +156,11 @@ class WireTest {
             List.of(REGION),
             List.of(),
             null,
-            new ServerMessage.Guard(0, 0, 5));
+            new ServerMessage.Guard(0, 5),
+            ServerMessage.NO_CHECKSUM);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
-    b.putLong(56, 0); // generation 0 on the wire
+    b.putLong(48, 0); // generation 0 on the wire
     b.flip();
     WireException e = assertThrows(WireException.class, () -> ServerMessage.decode(b));
     assertTrue(e.getMessage().contains("bad lease guard"), e.getMessage());
@@ -139,7 +195,8 @@ class WireTest {
             List.of(REGION),
             List.of(new ServerMessage.BufferRef(0, 0, 90, 20)),
             null,
-            null);
+            null,
+            ServerMessage.NO_CHECKSUM);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip();
@@ -150,7 +207,16 @@ class WireTest {
   @Test
   void truncatedMessageIsRefused() {
     ServerMessage m =
-        ServerMessage.batch(1, 1, new byte[10], 0, List.of(REGION), List.of(), null, null);
+        ServerMessage.batch(
+            1,
+            1,
+            new byte[10],
+            0,
+            List.of(REGION),
+            List.of(),
+            null,
+            null,
+            ServerMessage.NO_CHECKSUM);
     ByteBuffer b = ByteBuffer.allocate(m.encodedSize());
     m.encode(b);
     b.flip().limit(b.limit() - 10);

@@ -1,5 +1,6 @@
 package io.memwire.verbscheck;
 
+import io.memwire.flight.SampleBatches;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,29 +9,20 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * The producer the Flight check serves: tickets {@code rows:batches}; batch {@code b} holds value
- * {@code r * (c + 1) + b} in row r of column c (every 101st null). The copying producer fills one
- * root per batch; the in-place one serves batches built once in the wrapper's registered memory and
- * declares zero-copy.
+ * The producer the Flight check serves: tickets {@code rows:batches}; batch {@code b} is {@link
+ * SampleBatches#fill} with seed {@code b} (value {@code r * (c + 1) + b} in row r of column c,
+ * every 101st null). The copying producer fills one root per batch; the in-place one serves batches
+ * built once in the wrapper's registered memory and declares zero-copy.
  */
 final class CheckProducer extends NoOpFlightProducer implements AutoCloseable {
-  private static final Schema SCHEMA =
-      new Schema(List.of(field("a"), field("b"), field("c"), field("d")));
-
-  private static Field field(String name) {
-    return new Field(name, FieldType.nullable(new ArrowType.Int(64, true)), null);
-  }
+  private static final Schema SCHEMA = SampleBatches.SCHEMA;
 
   /** The ticket of {@code batches} batches of {@code rows} rows. */
   static Ticket ticket(int rows, int batches) {
@@ -39,8 +31,7 @@ final class CheckProducer extends NoOpFlightProducer implements AutoCloseable {
 
   /** Bytes of one batch body of {@code rows} rows (4 BIGINT columns with validity). */
   static long bodyBytes(int rows) {
-    long validity = ((rows + 7L) / 8 + 7) / 8 * 8;
-    return 4 * (validity + 8L * rows);
+    return SampleBatches.bodyBytes(rows);
   }
 
   private final BufferAllocator allocator;
@@ -93,19 +84,7 @@ final class CheckProducer extends NoOpFlightProducer implements AutoCloseable {
   }
 
   private static void fill(VectorSchemaRoot root, int rows, int seed) {
-    for (int c = 0; c < 4; c++) {
-      BigIntVector v = (BigIntVector) root.getVector(c);
-      v.allocateNew(rows);
-      for (int r = 0; r < rows; r++) {
-        if (r % 101 == 100) {
-          v.setNull(r);
-        } else {
-          v.set(r, (long) r * (c + 1) + seed);
-        }
-      }
-      v.setValueCount(rows);
-    }
-    root.setRowCount(rows);
+    SampleBatches.fill(root, rows, seed);
   }
 
   @Override

@@ -2,6 +2,7 @@ package io.memwire.flight.metrics;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import io.memwire.flight.FlightStatsMetrics;
 import io.memwire.flight.RdmaFlightClient;
 import io.memwire.flight.RdmaFlightProducer;
 import io.memwire.transfer.TransferNode;
@@ -58,21 +59,27 @@ public final class FlightMetrics {
     }
   }
 
-  /** The server's counters, under {@code prefix}. */
+  /**
+   * The server's counters, one gauge per {@link FlightStatsMetrics#SERVER} key, under {@code
+   * prefix}.
+   */
   public static Registration register(
       MetricRegistry registry, String prefix, RdmaFlightProducer producer) {
     Objects.requireNonNull(producer, "producer");
-    return register(registry, prefix, producer::stats, DEFAULT_REFRESH_MILLIS);
+    return register(
+        registry, prefix, producer::stats, FlightStatsMetrics.serverKeys(), DEFAULT_REFRESH_MILLIS);
   }
 
   /**
    * The client's counters (streams one-sided and through DoGet, batches and body bytes pulled,
-   * fallbacks per reason), under {@code prefix}.
+   * bodies verified, fallbacks per reason), one gauge per {@link FlightStatsMetrics#CLIENT} key,
+   * under {@code prefix}.
    */
   public static Registration register(
       MetricRegistry registry, String prefix, RdmaFlightClient client) {
     Objects.requireNonNull(client, "client");
-    return register(registry, prefix, client::stats, DEFAULT_REFRESH_MILLIS);
+    return register(
+        registry, prefix, client::stats, FlightStatsMetrics.clientKeys(), DEFAULT_REFRESH_MILLIS);
   }
 
   /** A transfer node's counters (a Flight server's or client's node), under {@code prefix}. */
@@ -92,17 +99,42 @@ public final class FlightMetrics {
       String prefix,
       Supplier<Map<String, Long>> counters,
       long refreshMillis) {
+    Objects.requireNonNull(counters, "counters");
+    Snapshots snapshots = new Snapshots(counters, refreshNanos(refreshMillis));
+    return register(registry, prefix, snapshots, snapshots.get().keySet());
+  }
+
+  /**
+   * One gauge per key of {@code keys} (declared names; a key a snapshot lacks reads 0), under
+   * {@code prefix}; a snapshot is reused for {@code refreshMillis}.
+   *
+   * @throws IllegalArgumentException when a gauge of that name exists already
+   */
+  static Registration register(
+      MetricRegistry registry,
+      String prefix,
+      Supplier<Map<String, Long>> counters,
+      List<String> keys,
+      long refreshMillis) {
+    return register(registry, prefix, new Snapshots(counters, refreshNanos(refreshMillis)), keys);
+  }
+
+  private static long refreshNanos(long refreshMillis) {
+    if (refreshMillis < 0) {
+      throw new IllegalArgumentException("refreshMillis must be >= 0, got " + refreshMillis);
+    }
+    return refreshMillis * 1_000_000;
+  }
+
+  private static Registration register(
+      MetricRegistry registry, String prefix, Snapshots snapshots, Iterable<String> keys) {
     Objects.requireNonNull(registry, "registry");
     if (prefix == null || prefix.isBlank()) {
       throw new IllegalArgumentException("prefix must not be empty");
     }
-    if (refreshMillis < 0) {
-      throw new IllegalArgumentException("refreshMillis must be >= 0, got " + refreshMillis);
-    }
-    Snapshots snapshots = new Snapshots(counters, refreshMillis * 1_000_000);
     List<String> names = new ArrayList<>();
     try {
-      for (String key : snapshots.get().keySet()) {
+      for (String key : keys) {
         String name = MetricRegistry.name(prefix, key);
         registry.register(name, (Gauge<Long>) () -> snapshots.get().getOrDefault(key, 0L));
         names.add(name);

@@ -10,7 +10,7 @@ import java.nio.ByteOrder;
  *
  * <pre>
  *  0  4B   magic "MWFX"
- *  4  u16  version (1)
+ *  4  u16  version (3)
  *  6  u8   provider (1 = tcp, 2 = verbs)
  *  7  u8   reserved, 0
  *  8  u32  window: most batches leased at once
@@ -22,8 +22,11 @@ import java.nio.ByteOrder;
 public final class ExchangeRequest {
   static final int MAGIC = 0x4D574658; // "MWFX"
 
-  /** 2: BATCH carries a lease guard (version 1 clients could hand out bytes of a reused body). */
-  public static final short VERSION = 2;
+  /**
+   * 2: BATCH carries a lease guard (version 1 clients could hand out bytes of a reused body); 3:
+   * BATCH carries the body's CRC32C, the guard's offset left the wire (always 0).
+   */
+  public static final short VERSION = 3;
 
   private static final int FIXED = 24;
 

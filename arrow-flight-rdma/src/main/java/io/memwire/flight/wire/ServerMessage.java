@@ -13,17 +13,21 @@ import java.util.List;
  * client reads one-sidedly.
  *
  * <pre>
- * common:  0 4B magic "MWFS" | 4 u16 version (2) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
+ * common:  0 4B magic "MWFS" | 4 u16 version (3) | 6 u8 kind | 7 u8 reserved | 8 u64 sequence
  * BATCH (kind 1), sequence = lease id:
  *   16 u32 lease timeout in ms     20 u32 header length H      24 u64 body length
- *   32 u16 region count R          34 u16 reserved             36 u32 buffer count N
- *   40 u16 guard region index (0xFFFF: no guard, empty body)   42 u16 reserved  44 u32 reserved
- *   48 u64 guard offset in region  56 u64 lease generation (the guard word's value, never 0)
- *   64 H bytes: the batch's IPC Message flatbuffer (MessageSerializer.serializeMetadata)
+ *   32 u16 region count R          34 u8 flags (bit 0: body checksum present)
+ *   35 u8 reserved                 36 u32 buffer count N
+ *   40 u16 guard region index (0xFFFF: no guard, empty body; the word is at offset 0 of it)
+ *   42 u16 reserved                44 u32 body CRC32C (0 without the flag)
+ *   48 u64 lease generation (the guard word's value, never 0)
+ *   56 H bytes: the batch's IPC Message flatbuffer (MessageSerializer.serializeMetadata)
  *   then R region descriptors (RegionDescriptor encoding, 48 bytes each)
  *   then N buffers of 32 bytes: u16 region index (0xFFFF: empty buffer), u16 reserved,
  *        u32 reserved, u64 offset in region, u64 offset in body, u64 length
  *   then u32 app-metadata length and its bytes (what the producer passed to putNext)
+ * The body checksum is CRC32C over the bytes of the non-empty buffers, in buffer order (padding
+ * between them is not covered).
  * METADATA (kind 2): u32 length, then the producer's putMetadata bytes
  * END (kind 3): sequence = number of batches sent
  * </pre>
@@ -33,6 +37,14 @@ public final class ServerMessage {
   public static final byte BATCH = 1;
   public static final byte METADATA = 2;
   public static final byte END = 3;
+
+  /** Bytes of a BATCH before its IPC header. */
+  private static final int BATCH_FIXED = 56;
+
+  private static final int FLAG_CHECKSUM = 1;
+
+  /** {@link #bodyChecksum()} of a batch that carries none. */
+  public static final long NO_CHECKSUM = -1;
 
   /** Region index of a zero-length buffer: nothing to read. */
   public static final int NO_REGION = 0xFFFF;
@@ -57,15 +69,16 @@ public final class ServerMessage {
     }
   }
 
-  /** Where the lease's guard word is and what it holds while the lease lives. */
+  /**
+   * Which region holds the lease's guard word (at its offset 0: each word is a region of its own)
+   * and what it holds while the lease lives.
+   */
   public static final class Guard {
     public final int regionIndex;
-    public final long regionOffset;
     public final long generation;
 
-    public Guard(int regionIndex, long regionOffset, long generation) {
+    public Guard(int regionIndex, long generation) {
       this.regionIndex = regionIndex;
-      this.regionOffset = regionOffset;
       this.generation = generation;
     }
   }
@@ -79,6 +92,7 @@ public final class ServerMessage {
   private final List<BufferRef> buffers;
   private final byte[] appMetadata;
   private final Guard guard;
+  private final long bodyChecksum;
 
   private ServerMessage(
       byte kind,
@@ -89,8 +103,10 @@ public final class ServerMessage {
       List<RegionDescriptor> regions,
       List<BufferRef> buffers,
       byte[] appMetadata,
-      Guard guard) {
+      Guard guard,
+      long bodyChecksum) {
     this.guard = guard;
+    this.bodyChecksum = bodyChecksum;
     this.kind = kind;
     this.sequence = sequence;
     this.leaseTimeoutMillis = leaseTimeoutMillis;
@@ -101,7 +117,10 @@ public final class ServerMessage {
     this.appMetadata = appMetadata;
   }
 
-  /** A batch descriptor; {@code guard} is null only for a batch with nothing to read. */
+  /**
+   * A batch descriptor; {@code guard} is null only for a batch with nothing to read; {@code
+   * bodyChecksum} is the body's CRC32C (an unsigned 32-bit value) or {@link #NO_CHECKSUM}.
+   */
   public static ServerMessage batch(
       long seq,
       int leaseTimeoutMillis,
@@ -110,7 +129,11 @@ public final class ServerMessage {
       List<RegionDescriptor> regions,
       List<BufferRef> buffers,
       byte[] appMetadata,
-      Guard guard) {
+      Guard guard,
+      long bodyChecksum) {
+    if (bodyChecksum != NO_CHECKSUM && (bodyChecksum >>> 32) != 0) {
+      throw new IllegalArgumentException("body checksum is not a CRC32C value: " + bodyChecksum);
+    }
     if (regions.size() >= NO_REGION) {
       throw new IllegalArgumentException("too many regions in one batch: " + regions.size());
     }
@@ -119,15 +142,31 @@ public final class ServerMessage {
           "guard names region " + guard.regionIndex + " of " + regions.size() + " or generation 0");
     }
     return new ServerMessage(
-        BATCH, seq, leaseTimeoutMillis, header, bodyLength, regions, buffers, appMetadata, guard);
+        BATCH,
+        seq,
+        leaseTimeoutMillis,
+        header,
+        bodyLength,
+        regions,
+        buffers,
+        appMetadata,
+        guard,
+        bodyChecksum);
   }
 
   public static ServerMessage metadata(long seq, byte[] appMetadata) {
-    return new ServerMessage(METADATA, seq, 0, null, 0, List.of(), List.of(), appMetadata, null);
+    return new ServerMessage(
+        METADATA, seq, 0, null, 0, List.of(), List.of(), appMetadata, null, NO_CHECKSUM);
   }
 
   public static ServerMessage end(long batches) {
-    return new ServerMessage(END, batches, 0, null, 0, List.of(), List.of(), null, null);
+    return new ServerMessage(
+        END, batches, 0, null, 0, List.of(), List.of(), null, null, NO_CHECKSUM);
+  }
+
+  /** The CRC32C of a BATCH's body (see the class comment), or {@link #NO_CHECKSUM}. */
+  public long bodyChecksum() {
+    return bodyChecksum;
   }
 
   /** The lease guard of a BATCH, or null when it has nothing to read. */
@@ -173,7 +212,7 @@ public final class ServerMessage {
     int md = appMetadata == null ? 0 : appMetadata.length;
     switch (kind) {
       case BATCH:
-        return 64
+        return BATCH_FIXED
             + header.length
             + regions.size() * RegionDescriptor.ENCODED_SIZE
             + buffers.size() * 32
@@ -191,13 +230,12 @@ public final class ServerMessage {
     b.putInt(MAGIC).putShort(ExchangeRequest.VERSION).put(kind).put((byte) 0).putLong(sequence);
     if (kind == BATCH) {
       b.putInt(leaseTimeoutMillis).putInt(header.length).putLong(bodyLength);
-      b.putShort((short) regions.size()).putShort((short) 0).putInt(buffers.size());
-      if (guard == null) {
-        b.putShort((short) NO_REGION).putShort((short) 0).putInt(0).putLong(0).putLong(0);
-      } else {
-        b.putShort((short) guard.regionIndex).putShort((short) 0).putInt(0);
-        b.putLong(guard.regionOffset).putLong(guard.generation);
-      }
+      boolean sum = bodyChecksum != NO_CHECKSUM;
+      b.putShort((short) regions.size()).put((byte) (sum ? FLAG_CHECKSUM : 0)).put((byte) 0);
+      b.putInt(buffers.size());
+      b.putShort((short) (guard == null ? NO_REGION : guard.regionIndex)).putShort((short) 0);
+      b.putInt(sum ? (int) bodyChecksum : 0);
+      b.putLong(guard == null ? 0 : guard.generation);
       b.put(header);
       for (RegionDescriptor d : regions) {
         d.encode(b);
@@ -246,13 +284,14 @@ public final class ServerMessage {
             int h = b.getInt();
             long body = b.getLong();
             int r = Short.toUnsignedInt(b.getShort());
-            b.getShort();
+            int flags = b.get();
+            b.get();
             int n = b.getInt();
             int gi = Short.toUnsignedInt(b.getShort());
             b.getShort();
-            b.getInt();
-            long go = b.getLong();
+            long crc = Integer.toUnsignedLong(b.getInt());
             long gen = b.getLong();
+            long checksum = (flags & FLAG_CHECKSUM) != 0 ? crc : NO_CHECKSUM;
             if (h < 0 || n < 0 || body < 0 || body > Integer.MAX_VALUE) {
               throw new WireException(
                   "corrupt batch descriptor: header "
@@ -283,7 +322,7 @@ public final class ServerMessage {
             if (gi != NO_REGION && (gi >= r || gen == 0)) {
               throw new WireException("batch " + seq + " has a bad lease guard");
             }
-            Guard guard = gi == NO_REGION ? null : new Guard(gi, go, gen);
+            Guard guard = gi == NO_REGION ? null : new Guard(gi, gen);
             byte[] header = new byte[h];
             b.get(header);
             List<RegionDescriptor> regions = new ArrayList<>(r);
@@ -309,7 +348,7 @@ public final class ServerMessage {
               }
               buffers.add(new BufferRef(idx, ro, bo, len));
             }
-            return batch(seq, lease, header, body, regions, buffers, readBytes(b), guard);
+            return batch(seq, lease, header, body, regions, buffers, readBytes(b), guard, checksum);
           }
         case METADATA:
           return metadata(seq, readBytes(b));

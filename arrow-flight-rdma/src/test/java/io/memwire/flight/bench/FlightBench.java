@@ -4,6 +4,7 @@ import io.memwire.flight.DataPlane;
 import io.memwire.flight.RdmaFlightClient;
 import io.memwire.flight.RdmaFlightProducer;
 import io.memwire.flight.RdmaFlightStream;
+import io.memwire.flight.SampleBatches;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
@@ -27,10 +28,7 @@ import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
@@ -55,19 +53,11 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * --producer copy,inplace} (default both), {@code --window <batches>} and {@code --window-bytes
  * <n>} (default: the client's defaults), {@code --warmup <seconds>} (both paths alternately before
  * each producer's first point, default 20), {@code --csv <path>} (default target/flight-bench.csv),
- * {@code --profile-rdma} (the RDMA path alone, for a profiler; prints GB/s only).
+ * {@code --profile-rdma} (the RDMA path alone, for a profiler; prints GB/s only); {@code
+ * --checksum-cost [args]} runs {@link ChecksumCost} instead.
  */
 public final class FlightBench {
-  private static final int COLUMNS = 4;
-  private static final Schema SCHEMA;
-
-  static {
-    List<Field> f = new ArrayList<>();
-    for (int c = 0; c < COLUMNS; c++) {
-      f.add(Field.nullable("c" + c, new ArrowType.Int(64, true)));
-    }
-    SCHEMA = new Schema(f);
-  }
+  private static final Schema SCHEMA = SampleBatches.SCHEMA;
 
   private FlightBench() {}
 
@@ -161,24 +151,11 @@ public final class FlightBench {
 
   /** Fills every column of {@code root} with {@code rows} values (every 101st null). */
   static void fill(VectorSchemaRoot root, int rows, int seed) {
-    for (int c = 0; c < COLUMNS; c++) {
-      BigIntVector v = (BigIntVector) root.getVector(c);
-      v.allocateNew(rows);
-      for (int r = 0; r < rows; r++) {
-        if (r % 101 == 100) {
-          v.setNull(r);
-        } else {
-          v.set(r, (long) r * (c + 1) + seed);
-        }
-      }
-      v.setValueCount(rows);
-    }
-    root.setRowCount(rows);
+    SampleBatches.fill(root, rows, seed);
   }
 
   static long bodyBytes(int rows) {
-    long validity = ((rows + 7L) / 8 + 7) / 8 * 8;
-    return COLUMNS * ((long) rows * 8 + validity);
+    return SampleBatches.bodyBytes(rows);
   }
 
   public static void main(String[] args) throws Exception {
@@ -195,6 +172,9 @@ public final class FlightBench {
     long windowBytes = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
+        case "--checksum-cost":
+          ChecksumCost.main(Arrays.copyOfRange(args, i + 1, args.length));
+          return;
         case "--quick":
           quick = true;
           break;
