@@ -81,7 +81,7 @@ public final class TransportSettings {
       Setting.key("trafficClass")
           .since(V010)
           .doc(
-              "RoCE v2: the IP traffic class byte (DSCP << 2 | ECN) of the node's RDMA packets, "
+              "RoCE v2: the IP traffic class byte (DSCP times 4, plus ECN) of the node's RDMA packets, "
                   + "the class a lossless (PFC) fabric is set up for. ucx: UCX_IB_TRAFFIC_CLASS.")
           .count(0, 255)
           .optional("auto (the fabric library's default)");
