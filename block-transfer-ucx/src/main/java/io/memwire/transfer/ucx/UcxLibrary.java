@@ -20,7 +20,11 @@ final class UcxLibrary {
 
   /** Why UCX must not be loaded into this JVM, or empty. */
   static Optional<String> environmentProblem() {
-    String v = System.getenv(ERROR_SIGNALS);
+    return environmentProblem(System.getenv(ERROR_SIGNALS));
+  }
+
+  /** {@link #environmentProblem()} for the value {@code v} of the variable (null: unset). */
+  static Optional<String> environmentProblem(String v) {
     if (v == null || !v.isBlank()) {
       return Optional.of(
           ERROR_SIGNALS
