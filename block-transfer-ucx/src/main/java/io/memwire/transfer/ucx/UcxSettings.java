@@ -91,10 +91,16 @@ final class UcxSettings {
     return values;
   }
 
-  /** The transports asked for, or empty for UCX's own choice. */
+  /**
+   * The transports asked for (ucxTransports, else the environment's UCX_TLS, which UCX reads for
+   * what the context does not set), or empty for UCX's own choice.
+   */
   Optional<List<String>> transports() {
     String t = values.get("TLS");
-    return t == null ? Optional.empty() : Optional.of(List.of(t.split(",")));
+    if (t == null) {
+      t = System.getenv("UCX_TLS");
+    }
+    return t == null || t.isBlank() ? Optional.empty() : Optional.of(List.of(t.trim().split(",")));
   }
 
   /**
@@ -116,7 +122,8 @@ final class UcxSettings {
   Optional<String> whyNoRdma() {
     Optional<List<String>> tls = transports();
     if (tls.isPresent() && tls.get().stream().noneMatch(t -> RDMA.contains(t.replace("^", "")))) {
-      return Optional.of("ucxTransports=" + values.get("TLS") + " names no RDMA transport");
+      return Optional.of(
+          "the UCX transports " + String.join(",", tls.get()) + " include no RDMA transport");
     }
     String[] devices = new File(SYSFS).list();
     if (devices == null || devices.length == 0) {

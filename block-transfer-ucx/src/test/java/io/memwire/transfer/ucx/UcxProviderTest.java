@@ -131,7 +131,7 @@ class UcxProviderTest {
             TransferConfig.builder().set("ucxTransports", "tcp,posix").build());
     assertTrue(tcpOnly.kind() != ProviderKind.UCX, tcpOnly.toString());
     assertTrue(
-        tcpOnly.reason().contains("names no RDMA transport")
+        tcpOnly.reason().contains("include no RDMA transport")
             || tcpOnly.kind() == ProviderKind.VERBS,
         tcpOnly.reason());
   }
