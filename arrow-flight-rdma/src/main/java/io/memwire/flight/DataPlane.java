@@ -14,6 +14,11 @@ public enum DataPlane {
    * unavailable.
    */
   TCP,
+  /**
+   * One-sided reads over the ucx provider ({@code rdma+ucx://} locations); an error when
+   * unavailable.
+   */
+  UCX,
   /** Plain gRPC DoGet, as a stock FlightClient does. */
   GRPC;
 
@@ -21,7 +26,7 @@ public enum DataPlane {
   public static final String PROPERTY = "memwire.flight.dataPlane";
 
   /**
-   * Parses {@code auto|verbs|tcp|grpc} (any case).
+   * Parses {@code auto|verbs|tcp|ucx|grpc} (any case).
    *
    * @throws IllegalArgumentException naming {@code key} and the value when it is none of them
    */
@@ -30,7 +35,7 @@ public enum DataPlane {
       throw new TransferConfigException(
           TransferConfigException.Problem.MISSING,
           key,
-          key + " is empty; expected one of auto, verbs, tcp, grpc");
+          key + " is empty; expected one of auto, verbs, tcp, ucx, grpc");
     }
     try {
       return valueOf(value.trim().toUpperCase(Locale.ROOT));
@@ -38,7 +43,7 @@ public enum DataPlane {
       throw new TransferConfigException(
           TransferConfigException.Problem.MALFORMED,
           key,
-          key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, grpc");
+          key + "=" + value + " is not a data plane; expected one of auto, verbs, tcp, ucx, grpc");
     }
   }
 

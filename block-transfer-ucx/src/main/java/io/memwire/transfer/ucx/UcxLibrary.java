@@ -79,10 +79,19 @@ final class UcxLibrary {
     return "?";
   }
 
-  /** The JUCX jar's version, from its manifest, or "?". */
+  /** The JUCX jar's version, from its Maven properties, or "?". */
   static String jucxVersion() {
-    Package p = org.openucx.jucx.ucp.UcpContext.class.getPackage();
-    String v = p == null ? null : p.getImplementationVersion();
-    return v == null ? "?" : v;
+    try (java.io.InputStream in =
+        org.openucx.jucx.ucp.UcpContext.class.getResourceAsStream(
+            "/META-INF/maven/org.openucx/jucx/pom.properties")) {
+      if (in != null) {
+        java.util.Properties p = new java.util.Properties();
+        p.load(in);
+        return p.getProperty("version", "?");
+      }
+    } catch (IOException e) {
+      // the line says "?"
+    }
+    return "?";
   }
 }
