@@ -15,6 +15,11 @@ public enum DataPlane {
    * unavailable.
    */
   TCP,
+  /**
+   * One-sided reads over the ucx provider ({@code rdma+ucx://} locations); an error when
+   * unavailable.
+   */
+  UCX,
   /** Plain gRPC DoGet, as a stock FlightClient does. */
   GRPC;
 
@@ -22,7 +27,7 @@ public enum DataPlane {
   public static final String PROPERTY = "memwire.flight.dataPlane";
 
   /**
-   * Parses {@code auto|verbs|tcp|grpc} (any case, blanks around ignored): {@code grpc}, or a
+   * Parses {@code auto|verbs|tcp|ucx|grpc} (any case, blanks around ignored): {@code grpc}, or a
    * provider as {@link ProviderKind#parse} reads it.
    *
    * @throws TransferConfigException naming {@code key} and the value when it is none of them
@@ -50,12 +55,14 @@ public enum DataPlane {
         return VERBS;
       case TCP:
         return TCP;
+      case UCX:
+        return UCX;
       default: // a provider Flight has no data plane for
         throw notADataPlane(key, value);
     }
   }
 
-  private static final String CHOICES = "auto, verbs, tcp, grpc";
+  private static final String CHOICES = "auto, verbs, tcp, ucx, grpc";
 
   private static TransferConfigException notADataPlane(String key, String value) {
     return new TransferConfigException(

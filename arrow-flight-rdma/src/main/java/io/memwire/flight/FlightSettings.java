@@ -36,9 +36,10 @@ public final class FlightSettings {
       Setting.key("dataPlane")
           .since(V010)
           .doc(
-              "Client data plane: auto takes the endpoint's rdma:// or rdma+tcp:// location when "
-                  + "the transport connects, else plain DoGet; verbs and tcp insist; grpc is DoGet.")
-          .text("auto, verbs, tcp, grpc", DataPlane::parse)
+              "Client data plane: auto takes the endpoint's rdma://, rdma+tcp:// or rdma+ucx:// "
+                  + "location when the transport connects, else plain DoGet; verbs, tcp and ucx "
+                  + "insist; grpc is DoGet.")
+          .text("auto, verbs, tcp, ucx, grpc", DataPlane::parse)
           .withDefault("auto");
 
   /** Client: most batches leased to one stream at once. */
@@ -124,9 +125,9 @@ public final class FlightSettings {
       Setting.key("trustedFabric")
           .since(V010)
           .doc(
-              "Whether every peer of the fabric is trusted. With provider verbs the data plane "
-                  + "serves only when true (a peer could read another client's lease by guessing its "
-                  + "rkey).")
+              "Whether every peer of the fabric is trusted. With provider verbs or ucx the data "
+                  + "plane serves only when true (a peer could read another client's lease by "
+                  + "guessing its rkey; UCX's software GET checks no key).")
           .bool()
           .withDefault("false");
 

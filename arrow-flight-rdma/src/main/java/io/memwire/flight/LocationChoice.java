@@ -21,7 +21,8 @@ final class LocationChoice {
       }
       if (dataPlane == DataPlane.AUTO
           || (dataPlane == DataPlane.TCP && p == ProviderKind.TCP)
-          || (dataPlane == DataPlane.VERBS && p == ProviderKind.VERBS)) {
+          || (dataPlane == DataPlane.VERBS && p == ProviderKind.VERBS)
+          || (dataPlane == DataPlane.UCX && p == ProviderKind.UCX)) {
         return l;
       }
     }
@@ -31,9 +32,11 @@ final class LocationChoice {
   /** Why {@link #pick} found nothing, for logs and errors. */
   static String noLocation(DataPlane dataPlane) {
     return dataPlane == DataPlane.AUTO
-        ? "the endpoint offers no rdma:// or rdma+tcp:// location"
+        ? "the endpoint offers no rdma://, rdma+tcp:// or rdma+ucx:// location"
         : "the endpoint offers no "
-            + (dataPlane == DataPlane.TCP ? "rdma+tcp://" : "rdma://")
+            + (dataPlane == DataPlane.TCP
+                ? "rdma+tcp://"
+                : dataPlane == DataPlane.UCX ? "rdma+ucx://" : "rdma://")
             + " location";
   }
 
@@ -41,6 +44,8 @@ final class LocationChoice {
   static ProviderKind withoutLocation(DataPlane dataPlane, TransferConfig config) {
     return dataPlane == DataPlane.TCP
         ? ProviderKind.TCP
-        : dataPlane == DataPlane.VERBS ? ProviderKind.VERBS : config.provider();
+        : dataPlane == DataPlane.VERBS
+            ? ProviderKind.VERBS
+            : dataPlane == DataPlane.UCX ? ProviderKind.UCX : config.provider();
   }
 }

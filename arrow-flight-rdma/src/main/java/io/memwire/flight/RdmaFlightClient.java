@@ -175,7 +175,10 @@ public final class RdmaFlightClient implements AutoCloseable {
     FlightClient.ExchangeReaderWriter rw =
         flight.doExchange(FlightDescriptor.command(req.toBytes()), t.options);
     RdmaSource source = new RdmaSource(this, node, memory, rw);
-    DataPlane used = node.provider() == ProviderKind.VERBS ? DataPlane.VERBS : DataPlane.TCP;
+    DataPlane used =
+        node.provider() == ProviderKind.VERBS
+            ? DataPlane.VERBS
+            : node.provider() == ProviderKind.UCX ? DataPlane.UCX : DataPlane.TCP;
     logChoice(t, used);
     stats.streamsOneSided.increment();
     return new RdmaFlightStream(this, t, source, used, auto, null, null);

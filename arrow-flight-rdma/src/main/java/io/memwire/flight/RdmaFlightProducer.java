@@ -127,11 +127,14 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * Why the data plane must not serve with this provider, or null. The tcp responder enforces every
    * lease's key and bounds itself; verbs regions share the node's protection domain and real
    * devices hand out guessable rkeys, so any connected peer could read a live lease: verbs serves
-   * only where the fabric's peers are trusted.
+   * only where the fabric's peers are trusted. So does ucx: its RDMA keys are the device's, and
+   * UCX's software GET (tcp, shared memory) checks no key at all.
    */
   static String refusal(ProviderKind provider, boolean trustedFabric) {
-    if (provider == ProviderKind.VERBS && !trustedFabric) {
-      return "provider verbs cannot keep one client from reading another's leased batches "
+    if ((provider == ProviderKind.VERBS || provider == ProviderKind.UCX) && !trustedFabric) {
+      return "provider "
+          + provider
+          + " cannot keep one client from reading another's leased batches "
           + "(set "
           + FlightSettings.TRUSTED_FABRIC.name(FlightSettings.SERVER_PREFIX)
           + "=true if every peer on the fabric is trusted)";

@@ -21,6 +21,9 @@ public final class RdmaLocations {
   /** Scheme of a tcp-provider data plane. */
   public static final String TCP_SCHEME = "rdma+tcp";
 
+  /** Scheme of a ucx-provider data plane. */
+  public static final String UCX_SCHEME = "rdma+ucx";
+
   private RdmaLocations() {}
 
   /** The location of a transfer node listening on {@code address} with {@code provider}. */
@@ -33,8 +36,11 @@ public final class RdmaLocations {
       case VERBS:
         scheme = VERBS_SCHEME;
         break;
+      case UCX:
+        scheme = UCX_SCHEME;
+        break;
       default:
-        throw new IllegalArgumentException("a location names tcp or verbs, not " + provider);
+        throw new IllegalArgumentException("a location names tcp, verbs or ucx, not " + provider);
     }
     InetAddress a = address.getAddress();
     String host = a instanceof Inet6Address ? "[" + a.getHostAddress() + "]" : a.getHostAddress();
@@ -56,6 +62,8 @@ public final class RdmaLocations {
         return ProviderKind.TCP;
       case VERBS_SCHEME:
         return ProviderKind.VERBS;
+      case UCX_SCHEME:
+        return ProviderKind.UCX;
       default:
         return null;
     }

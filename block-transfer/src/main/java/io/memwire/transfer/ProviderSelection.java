@@ -8,10 +8,12 @@ import java.util.Optional;
 import java.util.ServiceLoader;
 
 /**
- * Decides between verbs and tcp. {@code auto} runs the verbs probe (libdisni loadable, an RDMA
- * device owning the bind address, memlock limit) and falls back to tcp with the probe's reason;
- * {@code verbs} turns a failed probe into a start-up error. The providers are found as {@link
- * ProviderFactory} services, so this package does not depend on theirs.
+ * Decides between verbs, ucx and tcp. {@code auto} runs the verbs probe (libdisni loadable, an RDMA
+ * device owning the bind address, memlock limit), then the ucx one (its module on the class path,
+ * UCX installed, an RDMA device; asked with {@code provider=auto} in the config, the ucx factory
+ * refuses UCX's tcp and shared-memory transports) and falls back to tcp with both reasons; {@code
+ * verbs} or {@code ucx} turns a failed probe into a start-up error. The providers are found as
+ * {@link ProviderFactory} services, so this package does not depend on theirs.
  */
 public final class ProviderSelection {
   /** The factories on this class loader's path, by kind; loaded once. */
@@ -45,6 +47,13 @@ public final class ProviderSelection {
     return verbs == null
         ? Optional.of("the verbs provider is not on the class path")
         : verbs.unavailableReason(config);
+  }
+
+  private static Optional<String> ucxUnavailable(TransferConfig config) {
+    ProviderFactory ucx = FACTORIES.get(ProviderKind.UCX);
+    return ucx == null
+        ? Optional.of("the ucx provider (memwire-block-transfer-ucx) is not on the class path")
+        : ucx.unavailableReason(config);
   }
 
   /** The decision and the sentence explaining it. */
@@ -111,11 +120,41 @@ public final class ProviderSelection {
           }
           return new Decision(ProviderKind.VERBS, "verbs requested by configuration");
         }
+      case UCX:
+        {
+          Optional<String> why = ucxUnavailable(config);
+          if (why.isPresent()) {
+            throw new TransferConfigException(
+                "provider=ucx was requested but ucx cannot be used: "
+                    + why.get()
+                    + ". Use provider=auto to fall back to tcp, or provider=tcp.");
+          }
+          return new Decision(ProviderKind.UCX, "ucx requested by configuration");
+        }
       default:
         {
-          Optional<String> why = verbsUnavailable(config);
-          return why.map(w -> new Decision(ProviderKind.TCP, "auto: verbs not used because " + w))
-              .orElseGet(() -> new Decision(ProviderKind.VERBS, "auto: verbs probe passed"));
+          Optional<String> noVerbs = verbsUnavailable(config);
+          if (noVerbs.isEmpty()) {
+            return new Decision(ProviderKind.VERBS, "auto: verbs probe passed");
+          }
+          // Probed with provider=auto, the ucx factory accepts RDMA transports only.
+          Optional<String> noUcx = ucxUnavailable(config);
+          return noUcx
+              .map(
+                  u ->
+                      new Decision(
+                          ProviderKind.TCP,
+                          "auto: verbs not used because "
+                              + noVerbs.get()
+                              + "; ucx not used because "
+                              + u))
+              .orElseGet(
+                  () ->
+                      new Decision(
+                          ProviderKind.UCX,
+                          "auto: verbs not used because "
+                              + noVerbs.get()
+                              + "; UCX offers an RDMA transport"));
         }
     }
   }

@@ -140,9 +140,24 @@ public final class TransferConfig {
     return get(TransportSettings.BIND_ADDRESS);
   }
 
-  /** The RDMA device name to bind to (verbs), if one was given. */
+  /** The RDMA device (verbs: its name; ucx: {@code name[:port]}), if one was given. */
   public Optional<String> device() {
     return Optional.ofNullable(get(TransportSettings.DEVICE));
+  }
+
+  /** The RoCE GID index, if one was given. */
+  public Optional<Integer> gidIndex() {
+    return Optional.ofNullable(get(TransportSettings.GID_INDEX));
+  }
+
+  /** The RoCE v2 traffic class byte, if one was given. */
+  public Optional<Integer> trafficClass() {
+    return Optional.ofNullable(get(TransportSettings.TRAFFIC_CLASS));
+  }
+
+  /** The InfiniBand service level, if one was given. */
+  public Optional<Integer> serviceLevel() {
+    return Optional.ofNullable(get(TransportSettings.SERVICE_LEVEL));
   }
 
   public int port() {

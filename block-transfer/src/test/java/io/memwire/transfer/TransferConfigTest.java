@@ -183,7 +183,7 @@ class TransferConfigTest {
             msg.contains(P + k.name() + "=" + value + " is out of range: " + k.range()), msg);
       }
     }
-    assertEquals(15, numeric, "numeric transport keys probed");
+    assertEquals(18, numeric, "numeric transport keys probed");
   }
 
   /** {@code name=value} with the other keys set so that cross-key checks cannot interfere. */
@@ -278,6 +278,48 @@ class TransferConfigTest {
     try (TransferNode n = TransferNode.start(TransferConfig.defaults())) {
       assertEquals(ProviderKind.TCP, n.provider());
       assertEquals(d.reason(), n.selectionReason());
+    }
+  }
+
+  @Test
+  void ucxWithoutItsModuleIsAStartUpErrorAndAutoSaysWhyItSkippedIt() {
+    ProviderSelection.Decision d = ProviderSelection.decide(TransferConfig.defaults());
+    assumeTrue(d.kind() == ProviderKind.TCP, "verbs is usable here, so auto picks it: " + d);
+    assertTrue(
+        d.reason().contains("; ucx not used because the ucx provider (memwire-block-transfer-ucx)"),
+        d.reason());
+    TransferConfig ucx = TransferConfig.builder().provider(ProviderKind.UCX).build();
+    TransferConfigException e =
+        assertThrows(TransferConfigException.class, () -> TransferNode.start(ucx));
+    assertTrue(e.getMessage().contains("provider=ucx"), e.getMessage());
+    assertEquals(ProviderKind.UCX, ProviderKind.parse("provider", "UCX"));
+  }
+
+  @Test
+  void fabricKeysAreCheckedAtStart() {
+    TransferConfig c =
+        TransferConfig.builder()
+            .set("device", "mlx5_0:1")
+            .set("gidIndex", "3")
+            .set("trafficClass", "106")
+            .set("serviceLevel", "0")
+            .set("ucxTransports", "rc_verbs,ud_verbs")
+            .set("ucxConfig", "MAX_RMA_RAILS=1;UCX_IB_REG_METHODS=rcache,direct")
+            .build();
+    assertEquals("mlx5_0:1", c.device().orElseThrow());
+    assertEquals(3, c.gidIndex().orElseThrow());
+    assertEquals(106, c.trafficClass().orElseThrow());
+    assertEquals(0, c.serviceLevel().orElseThrow());
+    for (String[] bad :
+        new String[][] {
+          {"device", "mlx5_0 1"}, {"ucxTransports", "rc verbs"}, {"ucxConfig", "NOEQUALS"}
+        }) {
+      TransferConfigException e =
+          assertThrows(
+              TransferConfigException.class,
+              () -> TransferConfig.builder().set(bad[0], bad[1]).build(),
+              bad[0]);
+      assertTrue(e.getMessage().contains(bad[0]), e.getMessage());
     }
   }
 }

@@ -108,6 +108,8 @@ public final class ExchangeRequest {
       provider = ProviderKind.TCP;
     } else if (code == ProviderKind.VERBS.wireCode()) {
       provider = ProviderKind.VERBS;
+    } else if (code == ProviderKind.UCX.wireCode()) {
+      provider = ProviderKind.UCX;
     } else {
       throw new WireException("unknown transfer provider code " + code);
     }

@@ -1,0 +1,214 @@
+package io.memwire.transfer.ucx;
+
+import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.spi.ProviderRegistration;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.openucx.jucx.ucp.UcpMemMapParams;
+import org.openucx.jucx.ucp.UcpMemory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node's UCX memory registrations. Each remotely readable one gets a random 64-bit handle, the
+ * key its region descriptors carry; a peer exchanges handles for packed rkeys over its
+ * authenticated control session ({@link UcxSession}), and only for live regions. Closing a region
+ * first stops answering for it, then tells every session that took its rkey ({@code GONE}) and
+ * waits for each to drop it (bounded by the read timeout, after which that session is closed), and
+ * only then unmaps the memory in UCX and lets the caller free it: UCX's software GET (tcp, and file
+ * mappings over shared memory) copies from the address without a check of its own.
+ */
+final class UcxRegistrar {
+  private static final Logger LOG = LoggerFactory.getLogger(UcxRegistrar.class);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final UcxProgressThread progress;
+  private final Duration ackTimeout;
+  private final Map<Long, Region> live = new ConcurrentHashMap<>();
+  private final Set<Region> all = ConcurrentHashMap.newKeySet();
+
+  UcxRegistrar(UcxProgressThread progress, Duration ackTimeout) {
+    this.progress = progress;
+    this.ackTimeout = ackTimeout;
+  }
+
+  /** One registration. */
+  final class Region implements ProviderRegistration {
+    private final long handle;
+    private final long address;
+    private final int length;
+    private final UcpMemory memory;
+    private final byte[] packedKey;
+    private final Set<UcxSession> holders = new HashSet<>();
+    private boolean open = true;
+
+    Region(long handle, long address, int length, UcpMemory memory, byte[] packedKey) {
+      this.handle = handle;
+      this.address = address;
+      this.length = length;
+      this.memory = memory;
+      this.packedKey = packedKey;
+    }
+
+    @Override
+    public long remoteKey() {
+      return handle;
+    }
+
+    @Override
+    public long localKey() {
+      return 0;
+    }
+
+    @Override
+    public long address() {
+      return address;
+    }
+
+    @Override
+    public int length() {
+      return length;
+    }
+
+    long handle() {
+      return handle;
+    }
+
+    byte[] packedKey() {
+      return packedKey;
+    }
+
+    /** Records {@code s} as holding this region's rkey; false once the region is closed. */
+    synchronized boolean handTo(UcxSession s) {
+      if (!open) {
+        return false;
+      }
+      holders.add(s);
+      return true;
+    }
+
+    synchronized void dropHolder(UcxSession s) {
+      holders.remove(s);
+    }
+
+    @Override
+    public void deregister(Runnable onQuiesced) {
+      List<UcxSession> told;
+      synchronized (this) {
+        if (!open) {
+          return;
+        }
+        open = false;
+        told = new ArrayList<>(holders);
+        holders.clear();
+      }
+      live.remove(handle);
+      List<CompletableFuture<Void>> acks = new ArrayList<>();
+      for (UcxSession s : told) {
+        CompletableFuture<Void> ack = s.tellGone(handle);
+        acks.add(
+            ack.orTimeout(ackTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .exceptionally(
+                    e -> {
+                      LOG.warn(
+                          "peer {} did not drop the key of a closed region within {}; closing its"
+                              + " session",
+                          s.peer(),
+                          ackTimeout);
+                      s.close();
+                      return null;
+                    }));
+      }
+      var unused =
+          CompletableFuture.allOf(acks.toArray(new CompletableFuture<?>[0]))
+              .whenComplete((v, e) -> progress.execute(() -> unmap(onQuiesced)));
+    }
+
+    private void unmap(Runnable onQuiesced) {
+      try {
+        if (all.remove(this)) {
+          memory.deregister();
+          UcxResources.MEMORY.decrementAndGet();
+        }
+      } finally {
+        onQuiesced.run();
+      }
+    }
+  }
+
+  /** Registers {@code buffer} (whole capacity) on the progress thread. */
+  Region register(ByteBuffer buffer, long address, boolean remoteReadable) {
+    ByteBuffer whole = buffer.duplicate().clear();
+    Region r =
+        progress.call(
+            () -> {
+              UcpMemory m;
+              try {
+                m =
+                    progress
+                        .context()
+                        .memoryMap(
+                            new UcpMemMapParams().setAddress(address).setLength(whole.capacity()));
+              } catch (RuntimeException e) {
+                throw new RegistrationException(
+                    "UCX could not register " + whole.capacity() + " bytes: " + e.getMessage(), e);
+              }
+              UcxResources.MEMORY.incrementAndGet();
+              byte[] packed = new byte[0];
+              if (remoteReadable) {
+                ByteBuffer k = m.getRemoteKeyBuffer();
+                packed = new byte[k.remaining()];
+                k.get(packed);
+              }
+              long handle = remoteReadable ? newHandle() : 0;
+              Region reg = new Region(handle, address, whole.capacity(), m, packed);
+              all.add(reg);
+              return reg;
+            });
+    if (remoteReadable) {
+      live.put(r.handle, r);
+    }
+    return r;
+  }
+
+  private long newHandle() {
+    long h;
+    do {
+      h = RANDOM.nextLong();
+    } while (h == 0 || live.containsKey(h));
+    return h;
+  }
+
+  /** The live region with this handle, or null. */
+  Region find(long handle) {
+    return live.get(handle);
+  }
+
+  /** Unmaps what is still registered (at provider close; the caller frees nothing after this). */
+  void closeAll() {
+    for (Region r : new ArrayList<>(all)) {
+      live.remove(r.handle);
+      progress.call(
+          () -> {
+            if (all.remove(r)) {
+              r.memory.deregister();
+              UcxResources.MEMORY.decrementAndGet();
+            }
+            return null;
+          });
+    }
+  }
+
+  int registered() {
+    return all.size();
+  }
+}

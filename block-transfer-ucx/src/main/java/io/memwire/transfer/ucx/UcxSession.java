@@ -1,0 +1,220 @@
+package io.memwire.transfer.ucx;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.Socket;
+import java.net.SocketAddress;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One accepted control connection, on its own daemon thread: the handshake (the peer proves the
+ * shared secret before anything else is sent), the worker address, then the peer's requests for
+ * remote keys. Writes (replies on this thread, {@code GONE} from a thread closing a region) share
+ * one lock, so a reply handing out a key always reaches the peer before that key's {@code GONE}.
+ */
+final class UcxSession implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(UcxSession.class);
+
+  private final Socket socket;
+  private final byte[] secret;
+  private final byte[] workerAddress;
+  private final UcxRegistrar registrar;
+  private final int handshakeMillis;
+  private final Consumer<UcxSession> onEnd;
+  private final Map<Long, CompletableFuture<Void>> awaitingAck = new ConcurrentHashMap<>();
+  private final Set<UcxRegistrar.Region> held = new HashSet<>();
+  private DataOutputStream out;
+  private volatile boolean closed;
+
+  UcxSession(
+      Socket socket,
+      byte[] secret,
+      byte[] workerAddress,
+      UcxRegistrar registrar,
+      int handshakeMillis,
+      Consumer<UcxSession> onEnd) {
+    this.socket = socket;
+    this.secret = secret;
+    this.workerAddress = workerAddress;
+    this.registrar = registrar;
+    this.handshakeMillis = handshakeMillis;
+    this.onEnd = onEnd;
+  }
+
+  SocketAddress peer() {
+    return socket.getRemoteSocketAddress();
+  }
+
+  @Override
+  public void run() {
+    try {
+      socket.setTcpNoDelay(true);
+      socket.setSoTimeout(handshakeMillis);
+      DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+      synchronized (this) {
+        out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+      }
+      if (!handshake(in)) {
+        return;
+      }
+      socket.setSoTimeout(0);
+      while (!closed) {
+        byte type = in.readByte();
+        if (type == UcxControl.KEYS) {
+          answerKeys(in);
+        } else if (type == UcxControl.GONE_ACK) {
+          CompletableFuture<Void> f = awaitingAck.remove(in.readLong());
+          if (f != null) {
+            f.complete(null);
+          }
+        } else {
+          LOG.warn("closing the ucx control session of {}: unknown frame type {}", peer(), type);
+          return;
+        }
+      }
+    } catch (EOFException e) {
+      LOG.debug("ucx control session of {} ended", peer());
+    } catch (IOException e) {
+      if (!closed) {
+        LOG.debug("ucx control session of {} failed", peer(), e);
+      }
+    } finally {
+      close();
+    }
+  }
+
+  private boolean handshake(DataInputStream in) throws IOException {
+    int magic = in.readInt();
+    short version = in.readShort();
+    in.readShort();
+    byte[] clientNonce = UcxControl.readBlob(in, 16);
+    byte[] serverNonce = UcxControl.nonce();
+    boolean badVersion = magic != UcxControl.MAGIC || version != UcxControl.VERSION;
+    synchronized (this) {
+      out.writeInt(UcxControl.MAGIC);
+      out.writeShort(UcxControl.VERSION);
+      out.writeByte(badVersion ? UcxControl.STATUS_BAD_VERSION : UcxControl.STATUS_OK);
+      out.writeByte(secret != null ? 1 : 0);
+      out.write(serverNonce);
+      out.write(
+          secret != null
+              ? UcxControl.proof(secret, "server", clientNonce, serverNonce)
+              : new byte[32]);
+      out.flush();
+    }
+    if (badVersion) {
+      LOG.warn("refused ucx control connection from {}: not a Memwire ucx peer", peer());
+      return false;
+    }
+    if (secret != null) {
+      byte[] theirs = UcxControl.readBlob(in, 32);
+      if (!UcxControl.same(theirs, UcxControl.proof(secret, "client", clientNonce, serverNonce))) {
+        LOG.warn("refused ucx control connection from {}: authentication failed", peer());
+        synchronized (this) {
+          UcxControl.writeWelcome(out, UcxControl.STATUS_AUTH_FAILED, null);
+        }
+        return false;
+      }
+    }
+    synchronized (this) {
+      UcxControl.writeWelcome(out, UcxControl.STATUS_OK, workerAddress);
+    }
+    return true;
+  }
+
+  private void answerKeys(DataInputStream in) throws IOException {
+    int n = in.readUnsignedShort();
+    if (n == 0 || n > UcxControl.MAX_KEYS) {
+      throw new IOException("KEYS with " + n + " handles");
+    }
+    long[] handles = new long[n];
+    for (int i = 0; i < n; i++) {
+      handles[i] = in.readLong();
+    }
+    synchronized (this) {
+      out.writeByte(UcxControl.KEYS_REPLY);
+      out.writeShort(n);
+      for (long h : handles) {
+        UcxRegistrar.Region r = registrar.find(h);
+        out.writeLong(h);
+        if (r != null && r.handTo(this)) {
+          held.add(r);
+          out.writeByte(UcxControl.KEY_LIVE);
+          out.writeLong(r.address());
+          out.writeLong(r.length());
+          out.writeShort(r.packedKey().length);
+          out.write(r.packedKey());
+        } else {
+          out.writeByte(UcxControl.KEY_UNKNOWN);
+          out.writeLong(0);
+          out.writeLong(0);
+          out.writeShort(0);
+        }
+      }
+      out.flush();
+    }
+  }
+
+  /**
+   * Tells the peer a region it holds the key of is gone; completes once it has dropped the key (or
+   * this session ended, so its connection failed and its endpoint is closed).
+   */
+  CompletableFuture<Void> tellGone(long handle) {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    if (closed) {
+      f.complete(null);
+      return f;
+    }
+    awaitingAck.put(handle, f);
+    try {
+      synchronized (this) {
+        out.writeByte(UcxControl.GONE);
+        out.writeLong(handle);
+        out.flush();
+      }
+    } catch (IOException e) {
+      close();
+    }
+    if (closed) {
+      f.complete(null);
+    }
+    return f;
+  }
+
+  /** Ends the session: the peer's connection fails, and no key it holds is awaited any more. */
+  void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      socket.close();
+    } catch (IOException e) {
+      LOG.debug("closing control socket", e);
+    }
+    List<UcxRegistrar.Region> regions;
+    synchronized (this) {
+      regions = new ArrayList<>(held);
+      held.clear();
+    }
+    for (UcxRegistrar.Region r : regions) {
+      r.dropHolder(this);
+    }
+    awaitingAck.values().forEach(f -> f.complete(null));
+    awaitingAck.clear();
+    onEnd.accept(this);
+  }
+}
