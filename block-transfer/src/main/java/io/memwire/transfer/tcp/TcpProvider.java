@@ -41,10 +41,11 @@ import org.slf4j.LoggerFactory;
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
  * served and at most {@link #maxHandshakes} more may be in their handshake (so peers that never
  * authenticate cannot take authenticated peers' slots): a connection past the first limit is told
- * so and closed, one past the second closes the connection longest in its handshake (so such peers
- * cannot keep new ones out either); served connections that stay idle past {@code idleTimeout}, or
- * whose peer takes no response bytes for {@code writeTimeout}, are closed. Each condition is logged
- * once when it starts and counted in {@link #counters()}.
+ * so and closed; one past the second evicts a handshake of the source address holding the most (so
+ * peers that never authenticate push out only each other, never a handshake from an address with
+ * fewer in progress: see {@link Acceptor}); served connections that stay idle past {@code
+ * idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed. Each
+ * condition is logged once when it starts and counted in {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -64,6 +65,9 @@ public final class TcpProvider implements TransportProvider {
   private final AtomicInteger nextServeLoop = new AtomicInteger();
   private final AtomicInteger nextReadLoop = new AtomicInteger();
   private final Set<ResponderSession> sessions = ConcurrentHashMap.newKeySet();
+
+  /** Sessions still in their handshake: a session leaves as its state leaves HELLO/AUTH. */
+  private final Set<ResponderSession> handshaking = ConcurrentHashMap.newKeySet();
 
   /** Sessions past their handshake (authenticated when there is a secret). */
   private final AtomicInteger serving = new AtomicInteger();
@@ -194,17 +198,30 @@ public final class TcpProvider implements TransportProvider {
     return sessions.size();
   }
 
+  /** Books a new session, in its handshake. */
   void addSession(ResponderSession s) {
     sessions.add(s);
+    handshaking.add(s);
   }
 
-  /** The sessions open now (a live view). */
-  Iterable<ResponderSession> sessions() {
-    return sessions;
+  /** Connections in their handshake now. */
+  int handshakeCount() {
+    return handshaking.size();
+  }
+
+  /** The sessions in their handshake now (a live view). */
+  Iterable<ResponderSession> handshakes() {
+    return handshaking;
+  }
+
+  /** The session's state left its handshake (served, refused, evicted or closed). */
+  void handshakeEnded(ResponderSession s) {
+    handshaking.remove(s);
   }
 
   void removeSession(ResponderSession s) {
     sessions.remove(s);
+    handshaking.remove(s);
   }
 
   /** The serving loop for the next accepted connection. */
@@ -268,11 +285,17 @@ public final class TcpProvider implements TransportProvider {
     }
   }
 
+  /** Gives back a slot {@link #admitServing} took for a session that was evicted meanwhile. */
+  void releaseServing() {
+    serving.decrementAndGet();
+  }
+
   void sessionClosed(ResponderSession s, boolean admitted) {
     if (admitted) {
       serving.decrementAndGet();
     }
     sessions.remove(s);
+    handshaking.remove(s);
   }
 
   void connectionClosed(TcpConnection c) {
