@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
@@ -77,7 +78,12 @@ public final class InMemoryTransport implements AutoCloseable {
    * is configured (so a node can come back at the address of one that closed).
    */
   public TransferNode start(TransferConfig config) {
-    return TransferNode.startWith(config, provider(config), "in-memory test transport");
+    return new TransferNode(
+        config,
+        provider(config),
+        "in-memory test transport",
+        NanoClock.SYSTEM,
+        ConnectionPool.newTimer());
   }
 
   /** As {@link #start(TransferConfig)}, with the node's connection pool on {@code time}. */

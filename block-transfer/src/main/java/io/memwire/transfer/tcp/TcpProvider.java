@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,7 +93,16 @@ public final class TcpProvider implements TransportProvider {
   final AtomicBoolean writeTimeoutLogged = new AtomicBoolean();
   final AtomicBoolean violationLogged = new AtomicBoolean();
   final AtomicBoolean authFailureLogged = new AtomicBoolean();
-  private volatile boolean closed;
+
+  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
+  private enum State {
+    OPEN,
+    /** One thread runs {@link #close}'s body. */
+    CLOSING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
 
   private TcpProvider(TransferConfig config) throws IOException {
     this.config = config;
@@ -135,7 +145,7 @@ public final class TcpProvider implements TransportProvider {
     this.serveLoops = serve;
     serveLoops[0].execute(
         () -> {
-          if (closed) {
+          if (isClosed()) {
             return;
           }
           Acceptor acceptor = new Acceptor(this, server, localAddress);
@@ -186,8 +196,9 @@ public final class TcpProvider implements TransportProvider {
     }
   }
 
+  /** True from the start of {@link #close}. */
   boolean isClosed() {
-    return closed;
+    return state.get() != State.OPEN;
   }
 
   int servingCount() {
@@ -315,7 +326,7 @@ public final class TcpProvider implements TransportProvider {
   @Override
   public ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("tcp provider is closed");
     }
     // Registering may allocate and pin; the I/O threads must stay free to serve the sockets.
@@ -336,7 +347,7 @@ public final class TcpProvider implements TransportProvider {
 
   @Override
   public ProviderConnection connect(InetSocketAddress peer) throws TransferException {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("tcp provider is closed");
     }
     TcpConnection c = TcpConnection.open(this, peer, pickReadLoop());
@@ -366,10 +377,17 @@ public final class TcpProvider implements TransportProvider {
 
   @Override
   public void close() {
-    if (closed) {
-      return;
+    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+      return; // closed, or being closed by another thread
     }
-    closed = true;
+    try {
+      closeBody();
+    } finally {
+      state.set(State.CLOSED);
+    }
+  }
+
+  private void closeBody() {
     try {
       server.close();
     } catch (IOException e) {

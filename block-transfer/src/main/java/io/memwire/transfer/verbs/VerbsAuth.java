@@ -13,6 +13,7 @@ import static io.memwire.transfer.verbs.VerbsAuthWire.challenge;
 import static io.memwire.transfer.verbs.VerbsAuthWire.nonce;
 import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -33,7 +34,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,7 +68,7 @@ final class VerbsAuth implements AutoCloseable {
   private final InetSocketAddress self;
   private final long admitNanos;
   private final int ioTimeoutMs;
-  private final LongSupplier clock;
+  private final NanoClock clock;
   private final Selector selector;
   private final Thread thread;
 
@@ -93,7 +93,7 @@ final class VerbsAuth implements AutoCloseable {
       InetSocketAddress self,
       long admitNanos,
       int ioTimeoutMs,
-      LongSupplier clock,
+      NanoClock clock,
       String threadName)
       throws IOException {
     if (socket.getChannel() == null) {
@@ -120,7 +120,7 @@ final class VerbsAuth implements AutoCloseable {
    */
   boolean admit(InetSocketAddress cmSource) {
     Long deadline = cmSource == null ? null : admitted.remove(cmSource);
-    if (deadline != null && clock.getAsLong() - deadline <= 0) {
+    if (deadline != null && clock.nanoTime() - deadline <= 0) {
       return true;
     }
     requestsRefused.increment();
@@ -195,7 +195,7 @@ final class VerbsAuth implements AutoCloseable {
             end(h, open);
           }
         }
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         if (accepting.interestOps() == 0) {
           accepting.interestOps(SelectionKey.OP_ACCEPT); // paused for a tick after a failure
         }
@@ -241,7 +241,7 @@ final class VerbsAuth implements AutoCloseable {
         SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
         Handshake h =
             new Handshake(
-                ch, key, peer, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
+                ch, key, peer, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
         key.attach(h);
         open.add(h);
       } catch (IOException e) { // the peer is gone already: only this connection
@@ -337,7 +337,7 @@ final class VerbsAuth implements AutoCloseable {
           client,
           admitted.size());
     } else {
-      admitted.put(client, clock.getAsLong() + admitNanos);
+      admitted.put(client, clock.nanoTime() + admitNanos);
       proofsAccepted.increment();
       status = OK;
       LOG.debug(
@@ -347,7 +347,7 @@ final class VerbsAuth implements AutoCloseable {
   }
 
   private void purgeExpired() {
-    long now = clock.getAsLong();
+    long now = clock.nanoTime();
     admitted.entrySet().removeIf(e -> now - e.getValue() > 0);
   }
 

@@ -149,4 +149,37 @@ class AbstractProviderConnectionTest {
     c.close(); // idempotent, returns at once
     assertSame(first, c.failure());
   }
+
+  @org.junit.jupiter.api.RepeatedTest(5)
+  void closedFromSeveralThreadsAtOnceItQuiescesOnceAndEachReadEndsOnce() throws Exception {
+    Held c = new Held();
+    c.mayFinish.countDown();
+    CountingRead r = new CountingRead();
+    c.post(List.of(r));
+    CountDownLatch gate = new CountDownLatch(1);
+    List<Thread> closers = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  gate.await();
+                } catch (InterruptedException e) {
+                  return;
+                }
+                c.close();
+              },
+              "closer-" + i);
+      t.start();
+      closers.add(t);
+    }
+    gate.countDown();
+    for (Thread t : closers) {
+      t.join(WAIT.toMillis());
+      assertFalse(t.isAlive(), t.getName() + " still closing");
+    }
+    assertEquals(1, c.quiesces.get(), "the quiesce ran once");
+    assertEquals(AbstractProviderConnection.State.FAILED, c.state());
+    assertEquals(1, r.ends.get(), "the read ended once");
+  }
 }
