@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.testing.Await;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -128,10 +128,10 @@ class AbstractProviderConnectionTest {
         new Thread(
             () -> c.fail(new TransferConnectionException("second", PEER, null)), "second-failer");
     b.start();
-    InMemoryTransport.awaitCondition(
-        () -> b.getState() == Thread.State.TIMED_WAITING,
+    Await.until(
+        () -> "the second caller did not wait for the first: " + b.getState(),
         WAIT,
-        () -> "the second caller did not wait for the first: " + b.getState());
+        () -> b.getState() == Thread.State.TIMED_WAITING);
 
     c.mayFinish.countDown();
     a.join(WAIT.toMillis());
