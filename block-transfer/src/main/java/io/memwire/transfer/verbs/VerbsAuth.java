@@ -27,6 +27,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.Map;
@@ -58,7 +59,10 @@ final class VerbsAuth implements AutoCloseable {
   /** Most admissions waiting for their connect request; beyond it new handshakes are refused. */
   static final int MAX_PENDING = 4096;
 
-  /** Most handshakes in progress at once; one more closes the oldest. */
+  /**
+   * Most handshakes in progress at once; one more closes the oldest of the source address holding
+   * the most.
+   */
   static final int MAX_HANDSHAKES = 64;
 
   private static final long TICK_MS = 250;
@@ -231,13 +235,20 @@ final class VerbsAuth implements AutoCloseable {
       if (ch == null) {
         return;
       }
+      InetAddress peer;
+      try {
+        peer = ((InetSocketAddress) ch.getRemoteAddress()).getAddress();
+      } catch (IOException e) {
+        LOG.debug("dropped a verbs authentication connection: {}", e.toString());
+        ch.close(); // the peer is gone already: only this connection
+        continue;
+      }
       if (open.size() >= MAX_HANDSHAKES) {
-        end(open.iterator().next(), open);
+        end(victim(open, peer), open);
       }
       try {
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        InetAddress peer = ((InetSocketAddress) ch.getRemoteAddress()).getAddress();
         SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
         Handshake h =
             new Handshake(
@@ -270,6 +281,34 @@ final class VerbsAuth implements AutoCloseable {
       h.last = true;
     }
     h.key.interestOps(SelectionKey.OP_WRITE);
+  }
+
+  /**
+   * The handshake to close for a newcomer from {@code source} at the cap: the oldest of the address
+   * holding the most (the newcomer counted), so peers at one address that never authenticate push
+   * out only their own and never a peer from another address; the oldest of all when every one
+   * comes from a different address. {@code open} iterates oldest first.
+   */
+  private static Handshake victim(Set<Handshake> open, InetAddress source) {
+    Map<InetAddress, Integer> perSource = new HashMap<>();
+    perSource.merge(source, 1, Integer::sum);
+    for (Handshake h : open) {
+      perSource.merge(h.peer, 1, Integer::sum);
+    }
+    InetAddress heaviest = null;
+    int most = 0;
+    for (Map.Entry<InetAddress, Integer> e : perSource.entrySet()) {
+      if (e.getValue() > most) {
+        most = e.getValue();
+        heaviest = e.getKey();
+      }
+    }
+    for (Handshake h : open) {
+      if (most == 1 || h.peer.equals(heaviest)) {
+        return h;
+      }
+    }
+    return open.iterator().next(); // the newcomer's address is the heaviest, with none open
   }
 
   private void write(Handshake h, Set<Handshake> open) throws IOException {
