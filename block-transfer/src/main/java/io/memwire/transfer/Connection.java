@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.ProviderConnection;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -30,12 +31,17 @@ public final class Connection {
   private final ConnectionLifecycle lifecycle;
 
   Connection(
-      TransferNode node, ProviderConnection transport, TransferConfig config, int deviceCap) {
+      TransferNode node,
+      ProviderConnection transport,
+      TransferConfig config,
+      int deviceCap,
+      NanoClock clock) {
     this.node = node;
     this.transport = transport;
     this.maxTransfer = config.maxTransferSize();
-    this.queue = new ReadQueue(this, node, transport, config, deviceCap);
-    this.lifecycle = new ConnectionLifecycle(transport, queue, config.connectionIdleTimeout());
+    this.queue = new ReadQueue(this, node, transport, config, deviceCap, clock);
+    this.lifecycle =
+        new ConnectionLifecycle(transport, queue, config.connectionIdleTimeout(), clock);
   }
 
   public InetSocketAddress peer() {

@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.ProviderConnection;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,20 +24,24 @@ final class ConnectionLifecycle {
   private final ProviderConnection transport;
   private final ReadQueue queue;
   private final Duration idleTimeout;
+  private final NanoClock clock;
 
   /** Requests accepted by {@link Connection#read} and not yet completed or failed. */
   private final AtomicInteger openRequests = new AtomicInteger();
 
   /**
-   * When the connection was last handed out or a request on it ended ({@link System#nanoTime});
-   * only moves forward.
+   * When the connection was last handed out or a request on it ended (on the node's clock, the one
+   * the reaper compares it with); only moves forward.
    */
-  private final AtomicLong lastUsedNanos = new AtomicLong(System.nanoTime());
+  private final AtomicLong lastUsedNanos;
 
-  ConnectionLifecycle(ProviderConnection transport, ReadQueue queue, Duration idleTimeout) {
+  ConnectionLifecycle(
+      ProviderConnection transport, ReadQueue queue, Duration idleTimeout, NanoClock clock) {
     this.transport = transport;
     this.queue = queue;
     this.idleTimeout = idleTimeout;
+    this.clock = clock;
+    this.lastUsedNanos = new AtomicLong(clock.nanoTime());
   }
 
   /**
@@ -88,7 +93,7 @@ final class ConnectionLifecycle {
 
   /** A request ended: the connection was used now, then one fewer request is open. */
   void requestEnded() {
-    touch(System.nanoTime());
+    touch(clock.nanoTime());
     openRequests.decrementAndGet();
   }
 

@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.TransportProvider;
 import java.net.InetSocketAddress;
@@ -13,7 +14,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,7 +42,7 @@ final class ConnectionPool {
 
   private final Map<InetSocketAddress, PeerDown> downPeers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService timer;
-  private final LongSupplier clock;
+  private final NanoClock clock;
   private final long idleTimeoutNanos;
 
   /**
@@ -57,7 +57,7 @@ final class ConnectionPool {
   private volatile boolean closed;
 
   /**
-   * A pool on {@code clock} ({@link System#nanoTime}, or a test's that never runs behind it) whose
+   * A pool on {@code clock} (the node's: its connections stamp reads and ends on it too) whose
    * sweeps run on {@code timer} ({@link #newTimer}, or a test's that runs them when told).
    */
   ConnectionPool(
@@ -65,7 +65,7 @@ final class ConnectionPool {
       TransportProvider provider,
       TransferConfig config,
       Counters counters,
-      LongSupplier clock,
+      NanoClock clock,
       ScheduledExecutorService timer) {
     this.node = node;
     this.provider = provider;
@@ -117,7 +117,7 @@ final class ConnectionPool {
   Connection get(InetSocketAddress peer) throws TransferException {
     Connection c = connections.get(peer);
     // A claim marks it used now: the reaper leaves it alone for connectionIdleTimeout.
-    if (c != null && c.claim(clock.getAsLong())) {
+    if (c != null && c.claim(clock.nanoTime())) {
       return c;
     }
     checkBackoff(peer);
@@ -149,7 +149,7 @@ final class ConnectionPool {
 
   private Connection connectHoldingLock(InetSocketAddress peer) throws TransferException {
     Connection c = connections.get(peer);
-    if (c != null && c.claim(clock.getAsLong())) {
+    if (c != null && c.claim(clock.nanoTime())) {
       return c;
     }
     if (c != null) {
@@ -163,7 +163,7 @@ final class ConnectionPool {
     } catch (TransferException e) {
       counters.connectFailures.increment();
       if (!config.peerBackoff().isZero()) {
-        downPeers.put(peer, new PeerDown(clock.getAsLong() + config.peerBackoff().toNanos(), e));
+        downPeers.put(peer, new PeerDown(clock.nanoTime() + config.peerBackoff().toNanos(), e));
         LOG.info(
             "cannot connect to {} ({}); further attempts fail at once for {} ms",
             peer,
@@ -173,7 +173,7 @@ final class ConnectionPool {
       throw e;
     }
     downPeers.remove(peer);
-    c = new Connection(node, pc, config, provider.maxReadsInFlightPerConnection());
+    c = new Connection(node, pc, config, provider.maxReadsInFlightPerConnection(), clock);
     connections.put(peer, c);
     if (closed) {
       c.close();
@@ -188,7 +188,7 @@ final class ConnectionPool {
     if (down == null) {
       return;
     }
-    long left = down.untilNanos - clock.getAsLong();
+    long left = down.untilNanos - clock.nanoTime();
     if (left <= 0) {
       downPeers.remove(peer, down);
       return;
@@ -226,7 +226,7 @@ final class ConnectionPool {
    * the cache.
    */
   private void reapIdle() {
-    long now = clock.getAsLong();
+    long now = clock.nanoTime();
     int reaped = 0;
     for (Map.Entry<InetSocketAddress, Connection> e : connections.entrySet()) {
       Connection c = e.getValue();
@@ -295,7 +295,7 @@ final class ConnectionPool {
 
   /** The timer's other sweep: fails overdue reads and forgets back-offs that have run out. */
   private void checkTimeouts() {
-    long now = clock.getAsLong();
+    long now = clock.nanoTime();
     for (Connection c : connections.values()) {
       try {
         c.checkTimeout(now);

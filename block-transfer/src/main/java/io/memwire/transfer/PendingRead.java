@@ -24,7 +24,9 @@ final class PendingRead {
   @GuardedBy("this")
   private TransferException error;
 
+  @GuardedBy("this")
   private BufferPool.Slot slot;
+
   ByteBuffer destination;
   long destinationAddress;
   long destinationKey;
@@ -97,6 +99,7 @@ final class PendingRead {
     }
   }
 
+  @GuardedBy("this")
   private void use(BufferPool.Slot s) {
     slot = s;
     destination = s.view;

@@ -6,11 +6,14 @@ import java.nio.ByteBuffer;
 /** A posted part: what the provider completes. */
 final class PostedRead extends WireRead {
   final ReadPiece piece;
-  final long postedNanos = System.nanoTime();
 
-  PostedRead(ReadPiece piece, ByteBuffer dst, long dstAddress, long dstKey) {
+  /** When it was posted, on the node's clock (the read timeout's start). */
+  final long postedNanos;
+
+  PostedRead(ReadPiece piece, ByteBuffer dst, long dstAddress, long dstKey, long postedNanos) {
     super(piece.segment, piece.remoteAddress, piece.length, dst, dstAddress, dstKey);
     this.piece = piece;
+    this.postedNanos = postedNanos;
   }
 
   @Override

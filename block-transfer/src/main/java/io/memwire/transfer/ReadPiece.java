@@ -41,7 +41,7 @@ final class ReadPiece {
   }
 
   /** The part to post, or null while the pool grows for this piece's request. */
-  PostedRead toPart(TransferNode node) {
+  PostedRead toPart(TransferNode node, long nowNanos) {
     if (!request.hasDestination(node)) {
       return null;
     }
@@ -53,6 +53,6 @@ final class ReadPiece {
             .limit(offsetInRequest + length)
             .slice();
     return new PostedRead(
-        this, dst, request.destinationAddress + offsetInRequest, request.destinationKey);
+        this, dst, request.destinationAddress + offsetInRequest, request.destinationKey, nowNanos);
   }
 }

@@ -1,6 +1,7 @@
 package io.memwire.transfer;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.time.Duration;
@@ -30,6 +31,9 @@ final class ReadQueue {
   private final long readTimeoutNanos;
   private final Duration idleTimeout;
 
+  /** The node's clock: posted reads are stamped on it, {@link #checkTimeout} is given its now. */
+  private final NanoClock clock;
+
   /** Guards the queue, the reads in flight and the retirement. */
   final Object lock = new Object();
 
@@ -54,8 +58,10 @@ final class ReadQueue {
       TransferNode node,
       ProviderConnection transport,
       TransferConfig config,
-      int deviceCap) {
+      int deviceCap,
+      NanoClock clock) {
     this.connection = connection;
+    this.clock = clock;
     this.node = node;
     this.transport = transport;
     this.maxReads = Math.min(config.maxOutstandingRequests(), deviceCap);
@@ -132,7 +138,7 @@ final class ReadQueue {
         }
         PostedRead part;
         try {
-          part = p.toPart(node);
+          part = p.toPart(node, clock.nanoTime());
         } catch (RuntimeException e) {
           queued.poll();
           if (noMemory == null) {

@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
@@ -11,7 +12,7 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.function.LongSupplier;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,13 +49,27 @@ public final class TransferNode implements AutoCloseable {
   private final NodeMemory memory;
   private final BufferPool pool;
   private final ConnectionPool connections;
-  private volatile boolean closed;
 
-  private TransferNode(
+  /** A node's lifecycle; it only moves forward, by compare-and-set. */
+  private enum State {
+    OPEN,
+    /** One thread runs {@link #close}'s body. */
+    CLOSING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+
+  /**
+   * A node on {@code provider}; its timeouts are decided on {@code clock} and swept on {@code
+   * timer} ({@link ConnectionPool#newTimer}). {@link #start} is the way in; tests in this package
+   * and the test jar construct one on a provider and a clock of their own.
+   */
+  TransferNode(
       TransferConfig config,
       TransportProvider provider,
       String reason,
-      LongSupplier clock,
+      NanoClock clock,
       ScheduledExecutorService timer) {
     this.config = config;
     this.provider = provider;
@@ -78,7 +93,7 @@ public final class TransferNode implements AutoCloseable {
             config,
             chosen.provider(),
             chosen.reason(),
-            System::nanoTime,
+            NanoClock.SYSTEM,
             ConnectionPool.newTimer());
     LOG.info(
         "Memwire transfer node on {}: provider {} ({})",
@@ -86,27 +101,6 @@ public final class TransferNode implements AutoCloseable {
         chosen.provider().kind(),
         chosen.reason());
     return node;
-  }
-
-  /**
-   * Starts a node on a provider built by the caller, without selection. A test hook (the test jar's
-   * in-memory provider uses it); applications use {@link #start}.
-   */
-  static TransferNode startWith(TransferConfig config, TransportProvider provider, String reason) {
-    return startWith(config, provider, reason, System::nanoTime, ConnectionPool.newTimer());
-  }
-
-  /**
-   * As {@link #startWith(TransferConfig, TransportProvider, String)}, with the connection pool's
-   * clock and timer given: a test hook for timing tests that drive both themselves.
-   */
-  static TransferNode startWith(
-      TransferConfig config,
-      TransportProvider provider,
-      String reason,
-      LongSupplier clock,
-      ScheduledExecutorService timer) {
-    return new TransferNode(config, provider, reason, clock, timer);
   }
 
   public TransferConfig config() {
@@ -296,38 +290,45 @@ public final class TransferNode implements AutoCloseable {
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (state.get() != State.OPEN) {
       throw new IllegalStateException("transfer node on " + localAddress() + " is closed");
     }
   }
 
+  /** True from the start of {@link #close}. */
   public boolean isClosed() {
-    return closed;
+    return state.get() != State.OPEN;
   }
 
   /**
    * Closes every connection (outstanding reads fail), deregisters every region, unmaps every
    * mapping, frees the pool, stops the provider's threads and closes the registered-memory root
-   * (leaks are logged and kept in {@code memory().leakReports()}). Idempotent.
+   * (leaks are logged and kept in {@code memory().leakReports()}). Idempotent and safe from any
+   * thread: the first caller runs it, later and concurrent ones return at once (they never wait, so
+   * a close from a provider thread the first caller is stopping cannot deadlock).
    */
   @Override
   public void close() {
-    if (closed) {
+    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
       return;
     }
-    closed = true;
-    connections.close();
-    memory.closeRegions();
-    pool.close(); // read buffers callers did not release are reported as a leak of read-pool
-    provider.close();
-    // Last: consumers close their children before the node; what is still open is reported.
-    memory.root().close();
-    connections.awaitTimer();
+    try {
+      connections.close();
+      memory.closeRegions();
+      pool.close(); // read buffers callers did not release are reported as a leak of read-pool
+      provider.close();
+      // Last: consumers close their children before the node; what is still open is reported.
+      memory.root().close();
+      connections.awaitTimer();
+    } finally {
+      state.set(State.CLOSED);
+    }
     LOG.debug("transfer node on {} closed: {}", localAddress(), stats());
   }
 
   @Override
   public String toString() {
-    return "TransferNode{" + provider.describe() + (closed ? ", closed" : "") + "}";
+    State s = state.get();
+    return "TransferNode{" + provider.describe() + (s == State.OPEN ? "" : ", " + s) + "}";
   }
 }

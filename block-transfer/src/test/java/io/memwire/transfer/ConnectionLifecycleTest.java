@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
+import io.memwire.transfer.testing.Await;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -114,10 +115,11 @@ class ConnectionLifecycleTest {
           Thread t = new Thread(() -> inFlight.failConnection(broken), "test-failer");
           failer.set(t);
           t.start();
-          InMemoryTransport.awaitCondition(
-              () -> t.getState() == Thread.State.TERMINATED || t.getState() == Thread.State.BLOCKED,
+          Await.until(
+              () -> "the failing thread neither finished nor blocked: " + t.getState(),
               WAIT,
-              () -> "the failing thread neither finished nor blocked: " + t.getState());
+              () ->
+                  t.getState() == Thread.State.TERMINATED || t.getState() == Thread.State.BLOCKED);
         });
     ReadBatch second =
         c.read(
@@ -146,7 +148,9 @@ class ConnectionLifecycleTest {
 
   /** Serves whatever is held until every future of {@code batch} has ended. */
   private void serveUntilDone(ReadBatch batch, int requests) {
-    InMemoryTransport.awaitCondition(
+    Await.until(
+        () -> "batch did not finish; held " + transport.held(),
+        WAIT,
         () -> {
           for (PostedRead p : transport.held()) {
             p.serve();
@@ -157,9 +161,7 @@ class ConnectionLifecycleTest {
             }
           }
           return true;
-        },
-        WAIT,
-        () -> "batch did not finish; held " + transport.held());
+        });
   }
 
   @Test
@@ -180,10 +182,10 @@ class ConnectionLifecycleTest {
     TransferBuffer b0 = await(batch.result(0));
     assertBytes(b0, 0);
     b0.release();
-    InMemoryTransport.awaitCondition(
-        () -> transport.posted() == 3,
+    Await.until(
+        () -> "the third read was not posted after the first ended: " + transport.posted(),
         WAIT,
-        () -> "the third read was not posted after the first ended: " + transport.posted());
+        () -> transport.posted() == 3);
     assertEquals(2, transport.held().size());
 
     serveUntilDone(batch, 6);
@@ -264,7 +266,7 @@ class ConnectionLifecycleTest {
     long servedBefore = transport.served();
     stuck.serve();
     transport.execute(() -> {});
-    InMemoryTransport.awaitCondition(() -> transport.inFlight() == 0, WAIT, () -> "in flight");
+    Await.until(() -> "in flight", WAIT, () -> transport.inFlight() == 0);
     assertEquals(servedBefore, transport.served());
 
     transport.script(r -> Action.serve());

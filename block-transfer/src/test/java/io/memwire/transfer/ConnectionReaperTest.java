@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
+import io.memwire.transfer.testing.Await;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -75,11 +76,6 @@ class ConnectionReaperTest {
 
   private static <T> T await(CompletableFuture<T> f) throws Exception {
     return f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-  }
-
-  private static void awaitCondition(
-      java.util.function.BooleanSupplier c, java.util.function.Supplier<String> what) {
-    InMemoryTransport.awaitCondition(c, WAIT, what);
   }
 
   /** Reads the whole of {@code region} from {@code reader} and checks its bytes. */
@@ -157,9 +153,10 @@ class ConnectionReaperTest {
     time.advance(idle);
     assertEquals(0, reader.stats().openConnections(), "open after the idle timeout");
     assertEquals(peers, reader.stats().connectionsReaped(), "each reaped once: " + reader.stats());
-    awaitCondition(
-        () -> servers.stream().allMatch(p -> p.stats().asMap().get("servingSessions") == 0),
-        () -> "a peer still serves a reaped connection");
+    Await.until(
+        () -> "a peer still serves a reaped connection",
+        WAIT,
+        () -> servers.stream().allMatch(p -> p.stats().asMap().get("servingSessions") == 0));
 
     // The next read to a peer reconnects and gets its bytes.
     for (int i = 0; i < peers; i += 30) {
@@ -299,9 +296,10 @@ class ConnectionReaperTest {
       if (i % 40 == 39) {
         // Kept until a sweep that began past the idle timeout has finished: reaped by then.
         kept++;
-        awaitCondition(
-            () -> client.lastReaperSweepStartNanos() - claimed > idle.toNanos(),
-            () -> "no reaper sweep");
+        Await.until(
+            () -> "no reaper sweep",
+            WAIT,
+            () -> client.lastReaperSweepStartNanos() - claimed > idle.toNanos());
       }
       TransferBuffer b;
       try {

@@ -1,10 +1,12 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import io.memwire.transfer.spi.WireRead;
+import io.memwire.transfer.testing.Await;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -77,7 +79,12 @@ public final class InMemoryTransport implements AutoCloseable {
    * is configured (so a node can come back at the address of one that closed).
    */
   public TransferNode start(TransferConfig config) {
-    return TransferNode.startWith(config, provider(config), "in-memory test transport");
+    return new TransferNode(
+        config,
+        provider(config),
+        "in-memory test transport",
+        NanoClock.SYSTEM,
+        ConnectionPool.newTimer());
   }
 
   /** As {@link #start(TransferConfig)}, with the node's connection pool on {@code time}. */
@@ -129,10 +136,10 @@ public final class InMemoryTransport implements AutoCloseable {
 
   /** Waits until {@code n} reads are held (or fails the test after {@code timeout}). */
   public List<PostedRead> awaitHeld(int n, Duration timeout) {
-    awaitCondition(
-        () -> held.size() >= n,
+    Await.until(
+        () -> "expected " + n + " held reads, have " + held.size(),
         timeout,
-        () -> "expected " + n + " held reads, have " + held.size());
+        () -> held.size() >= n);
     return held();
   }
 
@@ -166,21 +173,13 @@ public final class InMemoryTransport implements AutoCloseable {
     io.execute(task);
   }
 
-  /** Waits for {@code condition} with a deadline; throws an AssertionError naming it otherwise. */
+  /**
+   * {@link Await#until}, under the name shuffle-manager's tests still call (kept until they move to
+   * {@link Await}).
+   */
   public static void awaitCondition(
       BooleanSupplier condition, Duration timeout, java.util.function.Supplier<String> what) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out after " + timeout + ": " + what.get());
-      }
-      try {
-        Thread.sleep(2);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError("interrupted while waiting: " + what.get());
-      }
-    }
+    Await.until(what, timeout, condition);
   }
 
   /** Stops the I/O thread and waits for it. */

@@ -20,16 +20,19 @@ import java.util.concurrent.atomic.AtomicLong;
  * moves the clock and then runs every task that has come due, on the test's thread, so a test
  * asserts what the pool did right after the advance instead of polling until real time has passed.
  *
- * <p>The clock is the real {@link System#nanoTime} plus every advance so far: connections stamp
- * their reads and ends with the real clock, and this one must never run behind them.
+ * <p>The clock moves only when the test advances it: the node decides every timeout on it (its
+ * connections stamp reads and ends on it too), so real time passing changes nothing.
  */
 public final class ManualTime {
   private final AtomicLong advanced = new AtomicLong();
   private final Scheduler scheduler = new Scheduler();
 
-  /** The clock: real time plus the advances. */
+  /** Where the clock started: any value; only differences count. */
+  private final long origin = System.nanoTime();
+
+  /** The clock: it moves only by {@link #advance}. */
   public long nanoTime() {
-    return System.nanoTime() + advanced.get();
+    return origin + advanced.get();
   }
 
   /** The scheduler whose tasks run only in {@link #advance} and {@link #runDue}. */
@@ -60,7 +63,7 @@ public final class ManualTime {
    */
   public TransferNode start(
       TransferConfig config, io.memwire.transfer.spi.TransportProvider provider, String reason) {
-    return TransferNode.startWith(config, provider, reason, this::nanoTime, scheduler);
+    return new TransferNode(config, provider, reason, this::nanoTime, scheduler);
   }
 
   /**

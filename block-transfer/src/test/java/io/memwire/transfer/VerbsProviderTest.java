@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.transfer.testing.Await;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -23,8 +24,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -394,10 +393,6 @@ class VerbsProviderTest {
     }
   }
 
-  private static void await(BooleanSupplier c, Supplier<String> what) {
-    InMemoryTransport.awaitCondition(c, Duration.ofSeconds(120), what);
-  }
-
   /**
    * Issue #16: one node reads from many verbs peers (300 unless {@code memwire.test.verbs.peers}
    * says otherwise) with completion queues of 99 queue pairs (1600 entries at depth 16), so the
@@ -451,23 +446,25 @@ class VerbsProviderTest {
     assertEquals(peers, s.readsCompleted(), s.toString());
     assertEquals(0, s.connectionErrors() + s.timeouts() + s.remoteAccessErrors(), s.toString());
 
-    await(
+    Await.until(
+        () -> "queue pairs left after the idle timeout: " + reader.stats(),
+        Duration.ofSeconds(120),
         () -> {
           TransferStats now = reader.stats();
           return now.openConnections() == 0
               && now.connectionsReaped() - reapedWhileConnecting >= peers
               && now.asMap().get("verbsQueuePairs") == 0
               && now.asMap().get("verbsCompletionQueues") == 1;
-        },
-        () -> "queue pairs left after the idle timeout: " + reader.stats());
+        });
     assertEquals(
         peers,
         reader.stats().connectionsReaped() - reapedWhileConnecting,
         reader.stats().toString());
     for (TransferNode server : servers) {
-      await(
-          () -> server.stats().asMap().get("verbsAcceptedPeers") == 0,
-          () -> "a peer still holds the reaped queue pair: " + server.stats());
+      Await.until(
+          () -> "a peer still holds the reaped queue pair: " + server.stats(),
+          Duration.ofSeconds(120),
+          () -> server.stats().asMap().get("verbsAcceptedPeers") == 0);
     }
     for (int i = 0; i < peers; i += Math.max(1, peers / 10)) {
       readAndCheck(reader, regions.get(i), contents.get(i));
@@ -507,9 +504,10 @@ class VerbsProviderTest {
 
     // A place frees up: the refused peer connects, on a new queue (the emptied one was closed).
     reader.disconnect(regions.get(1).node());
-    await(
-        () -> counter(reader, "verbsCompletionQueues") == 1,
-        () -> "the emptied completion queue stayed: " + reader.stats());
+    Await.until(
+        () -> "the emptied completion queue stayed: " + reader.stats(),
+        Duration.ofSeconds(120),
+        () -> counter(reader, "verbsCompletionQueues") == 1);
     readAndCheck(reader, regions.get(2), contents.get(2));
     assertEquals(2, counter(reader, "verbsCompletionQueues"));
     assertEquals(3, counter(reader, "verbsCompletionQueuesOpened"));

@@ -2,13 +2,17 @@ package io.memwire.transfer.tcp;
 
 import io.memwire.transfer.TransferConfig;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.HashMap;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,6 +32,9 @@ final class Acceptor implements EventLoop.Handler {
 
   /** Connections taken per readiness event, so one flood does not starve the loop's others. */
   private static final int ACCEPTS_PER_EVENT = 256;
+
+  /** Stands for the address of peers whose address could not be read. */
+  private static final Object UNKNOWN_SOURCE = new Object();
 
   private final TcpProvider provider;
   private final ServerSocketChannel server;
@@ -109,8 +116,7 @@ final class Acceptor implements EventLoop.Handler {
       refuse(ch, "connections");
       return;
     }
-    if (provider.sessionCount() - provider.servingCount() >= provider.maxHandshakes()
-        && !evictOldestHandshake()) {
+    if (provider.handshakeCount() >= provider.maxHandshakes() && !makeRoomFor(sourceOf(ch))) {
       refuse(ch, "connections still in their handshake");
       return;
     }
@@ -150,23 +156,71 @@ final class Acceptor implements EventLoop.Handler {
   }
 
   /**
-   * At the handshake cap, makes room by closing the connection longest in its handshake: peers that
-   * connect and never authenticate cannot keep new peers out, they only push each other out.
+   * At the handshake cap, makes room for a newcomer from {@code source} by evicting one handshake:
+   * the oldest of the source address that holds the most handshakes, the newcomer counted. Peers
+   * that connect and never authenticate, however fast they reconnect, so push out only their own
+   * address's handshakes: a peer authenticating from an address with fewer in progress keeps its
+   * place for its whole handshake, however long it takes within the timeout. Only when every
+   * handshake comes from a different address (as many attacking addresses as the cap) is the oldest
+   * evicted, whatever its address. Evicting the oldest handshake regardless of address, as before,
+   * let a few thousand connections a second from one host push out every peer that paused a few
+   * milliseconds before authenticating.
    *
-   * @return false when no connection is in its handshake (every one counted is ending already)
+   * @return false when no room could be made (every handshake counted is ending already)
    */
-  private boolean evictOldestHandshake() {
-    ResponderSession oldest = null;
-    for (ResponderSession s : provider.sessions()) {
-      if (s.evictable() && (oldest == null || s.startedNanos() - oldest.startedNanos() < 0)) {
-        oldest = s;
+  private boolean makeRoomFor(InetAddress source) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+      if (provider.handshakeCount() < provider.maxHandshakes()) {
+        return true;
+      }
+      ResponderSession victim = victim(source);
+      if (victim == null) {
+        return false;
+      }
+      // False: it authenticated (or closed) meanwhile and keeps its place; look again.
+      victim.evict();
+    }
+    return provider.handshakeCount() < provider.maxHandshakes();
+  }
+
+  /** The handshake to evict for a newcomer from {@code source}, or null if none is left. */
+  private ResponderSession victim(InetAddress source) {
+    Map<Object, Integer> perSource = new HashMap<>();
+    perSource.merge(key(source), 1, Integer::sum);
+    for (ResponderSession s : provider.handshakes()) {
+      perSource.merge(key(s.source()), 1, Integer::sum);
+    }
+    Object heaviest = null;
+    int most = 0;
+    for (Map.Entry<Object, Integer> e : perSource.entrySet()) {
+      if (e.getValue() > most) {
+        most = e.getValue();
+        heaviest = e.getKey();
       }
     }
-    if (oldest == null) {
-      return false;
+    ResponderSession victim = null;
+    for (ResponderSession s : provider.handshakes()) {
+      if (s.inHandshake()
+          && (most == 1 || key(s.source()).equals(heaviest))
+          && (victim == null || s.startedNanos() - victim.startedNanos() < 0)) {
+        victim = s;
+      }
     }
-    oldest.evict();
-    return true;
+    return victim;
+  }
+
+  /** Sessions whose address could not be read share one unknown address. */
+  private static Object key(InetAddress a) {
+    return a == null ? UNKNOWN_SOURCE : a;
+  }
+
+  private static InetAddress sourceOf(SocketChannel ch) {
+    try {
+      SocketAddress a = ch.getRemoteAddress();
+      return a instanceof InetSocketAddress ? ((InetSocketAddress) a).getAddress() : null;
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   /** Tells the peer the node is at a connection limit, then closes. */
@@ -180,7 +234,7 @@ final class Acceptor implements EventLoop.Handler {
               + "(counted as connectionsRefused)",
           provider.servingCount(),
           localAddress,
-          provider.sessionCount() - provider.servingCount(),
+          provider.handshakeCount(),
           what,
           TransferConfig.MAX_CONNECTIONS,
           provider.maxHandshakes());

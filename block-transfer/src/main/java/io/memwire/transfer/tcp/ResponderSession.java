@@ -2,10 +2,13 @@ package io.memwire.transfer.tcp;
 
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,6 +26,12 @@ import org.slf4j.LoggerFactory;
  * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing the
  * regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
  *
+ * <p>The handshake is part of the session's one state ({@code HELLO}, {@code AUTH}, then {@code
+ * SERVING}; {@code CLOSED} from any of them), changed only by compare-and-set: the acceptor may
+ * evict a session only while it is still in {@code HELLO} or {@code AUTH}, and a session that
+ * authenticates first keeps its place (the acceptor's eviction then fails and it picks another).
+ * While in its handshake the session is on the provider's books of handshakes, by source address.
+ *
  * <p>This class keeps the handshake, flow control and timeouts; {@link ReadRequestHandler} checks
  * each read request and {@link ResponseQueue} holds and writes the responses.
  */
@@ -32,15 +41,26 @@ final class ResponderSession implements EventLoop.Handler {
   private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
 
   private enum State {
+    /** Accepted, waiting for the client's HELLO: in the handshake. */
     HELLO,
+    /** CHALLENGE sent, waiting for the client's proof: in the handshake. */
     AUTH,
     SERVING,
-    CLOSED
+    /** Closed, evicted or refused (possibly still flushing the refusal). */
+    CLOSED;
+
+    boolean inHandshake() {
+      return this == HELLO || this == AUTH;
+    }
   }
 
   private final TcpProvider provider;
   private final SocketChannel channel;
   private final String remote;
+
+  /** The peer's address, the unit of the acceptor's fair share of handshakes; null if unknown. */
+  private final InetAddress source;
+
   private final long startedNanos = System.nanoTime();
   private ByteBuffer in; // taken at the first read
   private final ResponseQueue out = new ResponseQueue();
@@ -49,19 +69,18 @@ final class ResponderSession implements EventLoop.Handler {
   private ByteBuffer control; // handshake bytes waiting to be sent
   private boolean closeAfterFlush;
   private boolean paused;
-  private State state = State.HELLO;
+
+  /**
+   * The one state, written on the loop except for the acceptor's eviction (a compare-and-set from a
+   * handshake state to {@code CLOSED}).
+   */
+  private final AtomicReference<State> state = new AtomicReference<>(State.HELLO);
 
   /** True once the session holds one of the provider's serving slots. */
   private boolean admitted;
 
   /** The loop the session runs on; set before the session is added to the provider's. */
   private volatile EventLoop loop;
-
-  /** Set once the handshake ended (served or refused): the acceptor no longer evicts it. */
-  private volatile boolean handshakeEnded;
-
-  /** Set by the acceptor when it chose this session to make room for a new one. */
-  private volatile boolean evicting;
 
   private SelectionKey key;
   private byte[] clientNonce;
@@ -77,12 +96,18 @@ final class ResponderSession implements EventLoop.Handler {
     this.provider = provider;
     this.channel = channel;
     String r;
+    InetAddress a = null;
     try {
-      r = String.valueOf(channel.getRemoteAddress());
+      java.net.SocketAddress sa = channel.getRemoteAddress();
+      r = String.valueOf(sa);
+      if (sa instanceof InetSocketAddress) {
+        a = ((InetSocketAddress) sa).getAddress();
+      }
     } catch (IOException e) {
       r = "?";
     }
     this.remote = r;
+    this.source = a;
     this.requests = new ReadRequestHandler(provider, r, out);
   }
 
@@ -100,25 +125,55 @@ final class ResponderSession implements EventLoop.Handler {
     return startedNanos;
   }
 
-  /** Whether the acceptor may evict it: still in its handshake and not chosen before. */
-  boolean evictable() {
-    return !handshakeEnded && !evicting;
+  /** The peer's address (null when it could not be read); readable from any thread. */
+  InetAddress source() {
+    return source;
+  }
+
+  /** Whether the session is still in its handshake; readable from any thread. */
+  boolean inHandshake() {
+    return state.get().inHandshake();
   }
 
   /**
-   * Closes the session on its loop if it is still in its handshake then: the acceptor makes room
-   * for a new connection at the handshake cap. Called on the acceptor's thread.
+   * Ends the session's handshake by eviction if it is still in it: it leaves the provider's books
+   * of handshakes at once and its loop closes it. Called on the acceptor's thread.
+   *
+   * @return false when the session had left its handshake already (authenticated, refused or
+   *     closed): it keeps its place
    */
-  void evict() {
-    evicting = true;
-    loop.execute(
-        () -> {
-          if (state != State.SERVING && state != State.CLOSED) {
-            provider.handshakesEvicted.increment();
-            LOG.debug("closing {}: the oldest handshake, evicted for a new connection", remote);
-            closeOnLoop(null);
-          }
-        });
+  boolean evict() {
+    if (!leaveHandshake(State.CLOSED)) {
+      return false;
+    }
+    provider.handshakesEvicted.increment();
+    LOG.debug("closing {}: handshake evicted for a new connection", remote);
+    loop.execute(() -> closeOnLoop(null));
+    return true;
+  }
+
+  /**
+   * Moves the session out of its handshake ({@code HELLO} or {@code AUTH}) to {@code to}, and off
+   * the provider's books of handshakes.
+   *
+   * @return false when it was not in its handshake (another thread evicted it, or it left before)
+   */
+  private boolean leaveHandshake(State to) {
+    while (true) {
+      State s = state.get();
+      if (!s.inHandshake()) {
+        return false;
+      }
+      if (state.compareAndSet(s, to)) {
+        provider.handshakeEnded(this);
+        return true;
+      }
+    }
+  }
+
+  /** Moves a session still in its handshake from {@code HELLO} to {@code AUTH}. */
+  private boolean awaitProof() {
+    return state.compareAndSet(State.HELLO, State.AUTH);
   }
 
   @Override
@@ -150,13 +205,17 @@ final class ResponderSession implements EventLoop.Handler {
     boolean wasPending = pending();
     in.flip();
     try {
-      while (state != State.CLOSED) {
-        if (state == State.HELLO) {
+      while (true) {
+        State st = state.get();
+        if (st == State.CLOSED) {
+          break;
+        }
+        if (st == State.HELLO) {
           if (in.remaining() < Handshake.HELLO_SIZE) {
             break;
           }
           hello();
-        } else if (state == State.AUTH) {
+        } else if (st == State.AUTH) {
           if (in.remaining() < Handshake.AUTH_SIZE) {
             break;
           }
@@ -193,33 +252,44 @@ final class ResponderSession implements EventLoop.Handler {
     }
     serverNonce = Handshake.nonce();
     if (version != Handshake.VERSION) {
-      send(Handshake.challenge(Handshake.STATUS_BAD_VERSION, false, serverNonce, null));
-      closeAfterFlush = true;
-      state = State.CLOSED;
+      if (leaveHandshake(State.CLOSED)) {
+        send(Handshake.challenge(Handshake.STATUS_BAD_VERSION, false, serverNonce, null));
+        closeAfterFlush = true;
+      }
       LOG.debug("refused {}: protocol version {}", remote, version);
       return;
     }
     byte[] secret = provider.secret();
     if (secret == null) {
-      admitted = provider.admitServing();
-      send(
-          concat(
-              Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null),
-              Handshake.welcome(admitted ? Handshake.STATUS_OK : Handshake.STATUS_BUSY)));
-      if (admitted) {
-        state = State.SERVING;
-      } else {
-        closeAfterFlush = true;
-        state = State.CLOSED;
-      }
-    } else {
+      endHandshake(
+          Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null), Handshake.STATUS_OK);
+    } else if (awaitProof()) {
       send(
           Handshake.challenge(
               Handshake.STATUS_OK,
               true,
               serverNonce,
               Handshake.serverProof(secret, clientNonce, serverNonce)));
-      state = State.AUTH;
+    }
+  }
+
+  /**
+   * Ends a successful handshake: takes a serving slot (or is refused at maxConnections) unless the
+   * acceptor evicted the session first; sends {@code prefix} (if any) and the WELCOME.
+   */
+  private void endHandshake(ByteBuffer prefix, byte okStatus) {
+    boolean slot = provider.admitServing();
+    if (!leaveHandshake(slot ? State.SERVING : State.CLOSED)) {
+      if (slot) {
+        provider.releaseServing(); // evicted just before: the loop closes it next
+      }
+      return;
+    }
+    admitted = slot;
+    ByteBuffer welcome = Handshake.welcome(slot ? okStatus : Handshake.STATUS_BUSY);
+    send(prefix == null ? welcome : concat(prefix, welcome));
+    if (!slot) {
+      closeAfterFlush = true;
     }
   }
 
@@ -230,16 +300,7 @@ final class ResponderSession implements EventLoop.Handler {
     if (Handshake.same(proof, expected)) {
       // Only an authenticated peer takes a serving slot; one still in its handshake counts
       // against the provider's small handshake cap instead.
-      admitted = provider.admitServing();
-      handshakeEnded = true;
-      if (admitted) {
-        send(Handshake.welcome(Handshake.STATUS_OK));
-        state = State.SERVING;
-      } else {
-        send(Handshake.welcome(Handshake.STATUS_BUSY));
-        closeAfterFlush = true;
-        state = State.CLOSED;
-      }
+      endHandshake(null, Handshake.STATUS_OK);
     } else {
       provider.authFailures.increment();
       if (provider.authFailureLogged.compareAndSet(false, true)) {
@@ -250,9 +311,10 @@ final class ResponderSession implements EventLoop.Handler {
       } else {
         LOG.debug("refused tcp transfer client {}: authentication failed", remote);
       }
-      send(Handshake.welcome(Handshake.STATUS_AUTH_FAILED));
-      closeAfterFlush = true;
-      state = State.CLOSED;
+      if (leaveHandshake(State.CLOSED)) {
+        send(Handshake.welcome(Handshake.STATUS_AUTH_FAILED));
+        closeAfterFlush = true;
+      }
     }
   }
 
@@ -331,7 +393,7 @@ final class ResponderSession implements EventLoop.Handler {
     if (!channel.isOpen()) {
       return;
     }
-    if (state != State.SERVING) { // handshaking, or refused and flushing the answer
+    if (state.get() != State.SERVING) { // handshaking, or refused and flushing the answer
       if (nowNanos - startedNanos > provider.handshakeTimeoutNanos()) {
         LOG.debug("closing {}: handshake not completed in time", remote);
         closeOnLoop(null);
@@ -376,11 +438,13 @@ final class ResponderSession implements EventLoop.Handler {
 
   @Override
   public void closeOnLoop(Exception cause) {
-    if (cause != null && state != State.CLOSED) {
+    State was = state.getAndSet(State.CLOSED);
+    if (was.inHandshake()) {
+      provider.handshakeEnded(this);
+    }
+    if (cause != null && was != State.CLOSED) {
       LOG.debug("tcp transfer connection from {} ended: {}", remote, cause.toString());
     }
-    state = State.CLOSED;
-    handshakeEnded = true;
     if (key != null) {
       key.cancel();
     }

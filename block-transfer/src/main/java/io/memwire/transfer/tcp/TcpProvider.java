@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,10 +42,11 @@ import org.slf4j.LoggerFactory;
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
  * served and at most {@link #maxHandshakes} more may be in their handshake (so peers that never
  * authenticate cannot take authenticated peers' slots): a connection past the first limit is told
- * so and closed, one past the second closes the connection longest in its handshake (so such peers
- * cannot keep new ones out either); served connections that stay idle past {@code idleTimeout}, or
- * whose peer takes no response bytes for {@code writeTimeout}, are closed. Each condition is logged
- * once when it starts and counted in {@link #counters()}.
+ * so and closed; one past the second evicts a handshake of the source address holding the most (so
+ * peers that never authenticate push out only each other, never a handshake from an address with
+ * fewer in progress: see {@link Acceptor}); served connections that stay idle past {@code
+ * idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed. Each
+ * condition is logged once when it starts and counted in {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -64,6 +66,9 @@ public final class TcpProvider implements TransportProvider {
   private final AtomicInteger nextServeLoop = new AtomicInteger();
   private final AtomicInteger nextReadLoop = new AtomicInteger();
   private final Set<ResponderSession> sessions = ConcurrentHashMap.newKeySet();
+
+  /** Sessions still in their handshake: a session leaves as its state leaves HELLO/AUTH. */
+  private final Set<ResponderSession> handshaking = ConcurrentHashMap.newKeySet();
 
   /** Sessions past their handshake (authenticated when there is a secret). */
   private final AtomicInteger serving = new AtomicInteger();
@@ -88,7 +93,16 @@ public final class TcpProvider implements TransportProvider {
   final AtomicBoolean writeTimeoutLogged = new AtomicBoolean();
   final AtomicBoolean violationLogged = new AtomicBoolean();
   final AtomicBoolean authFailureLogged = new AtomicBoolean();
-  private volatile boolean closed;
+
+  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
+  private enum State {
+    OPEN,
+    /** One thread runs {@link #close}'s body. */
+    CLOSING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
 
   private TcpProvider(TransferConfig config) throws IOException {
     this.config = config;
@@ -131,7 +145,7 @@ public final class TcpProvider implements TransportProvider {
     this.serveLoops = serve;
     serveLoops[0].execute(
         () -> {
-          if (closed) {
+          if (isClosed()) {
             return;
           }
           Acceptor acceptor = new Acceptor(this, server, localAddress);
@@ -182,8 +196,9 @@ public final class TcpProvider implements TransportProvider {
     }
   }
 
+  /** True from the start of {@link #close}. */
   boolean isClosed() {
-    return closed;
+    return state.get() != State.OPEN;
   }
 
   int servingCount() {
@@ -194,17 +209,30 @@ public final class TcpProvider implements TransportProvider {
     return sessions.size();
   }
 
+  /** Books a new session, in its handshake. */
   void addSession(ResponderSession s) {
     sessions.add(s);
+    handshaking.add(s);
   }
 
-  /** The sessions open now (a live view). */
-  Iterable<ResponderSession> sessions() {
-    return sessions;
+  /** Connections in their handshake now. */
+  int handshakeCount() {
+    return handshaking.size();
+  }
+
+  /** The sessions in their handshake now (a live view). */
+  Iterable<ResponderSession> handshakes() {
+    return handshaking;
+  }
+
+  /** The session's state left its handshake (served, refused, evicted or closed). */
+  void handshakeEnded(ResponderSession s) {
+    handshaking.remove(s);
   }
 
   void removeSession(ResponderSession s) {
     sessions.remove(s);
+    handshaking.remove(s);
   }
 
   /** The serving loop for the next accepted connection. */
@@ -268,11 +296,17 @@ public final class TcpProvider implements TransportProvider {
     }
   }
 
+  /** Gives back a slot {@link #admitServing} took for a session that was evicted meanwhile. */
+  void releaseServing() {
+    serving.decrementAndGet();
+  }
+
   void sessionClosed(ResponderSession s, boolean admitted) {
     if (admitted) {
       serving.decrementAndGet();
     }
     sessions.remove(s);
+    handshaking.remove(s);
   }
 
   void connectionClosed(TcpConnection c) {
@@ -292,7 +326,7 @@ public final class TcpProvider implements TransportProvider {
   @Override
   public ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("tcp provider is closed");
     }
     // Registering may allocate and pin; the I/O threads must stay free to serve the sockets.
@@ -313,7 +347,7 @@ public final class TcpProvider implements TransportProvider {
 
   @Override
   public ProviderConnection connect(InetSocketAddress peer) throws TransferException {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("tcp provider is closed");
     }
     TcpConnection c = TcpConnection.open(this, peer, pickReadLoop());
@@ -343,10 +377,17 @@ public final class TcpProvider implements TransportProvider {
 
   @Override
   public void close() {
-    if (closed) {
-      return;
+    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+      return; // closed, or being closed by another thread
     }
-    closed = true;
+    try {
+      closeBody();
+    } finally {
+      state.set(State.CLOSED);
+    }
+  }
+
+  private void closeBody() {
     try {
       server.close();
     } catch (IOException e) {

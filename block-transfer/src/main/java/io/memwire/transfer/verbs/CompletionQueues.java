@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,10 +52,14 @@ final class CompletionQueues<Q extends CompletionQueues.Queue> {
     }
   }
 
-  /** A queue and the queue pairs placed on it. */
+  /**
+   * A queue and the queue pairs placed on it. Its mutable fields are guarded by the enclosing
+   * CompletionQueues' monitor (Error Prone cannot name an enclosing instance's lock from here).
+   */
   final class Shard {
     final Q queue;
     final int index;
+
     private int used;
 
     /** Out of use: no queue pair is placed on it any more. */
@@ -77,6 +82,7 @@ final class CompletionQueues<Q extends CompletionQueues.Queue> {
   /** One queue pair's place on a queue; released once when the queue pair is destroyed. */
   final class Slot {
     final Shard shard;
+
     private boolean released;
 
     Slot(Shard shard) {
@@ -93,18 +99,30 @@ final class CompletionQueues<Q extends CompletionQueues.Queue> {
   private final Opener<Q> opener;
   private final Executor closer;
   private final Consumer<Q> afterClose;
+
+  @GuardedBy("this")
   private final List<Shard> shards = new ArrayList<>();
 
   /**
    * Queues out of use and not closed yet: emptied ones handed to the closer (or left for {@link
    * #close} when the closer no longer runs), and all of them during {@link #close}.
    */
+  @GuardedBy("this")
   private final List<Shard> closing = new ArrayList<>();
 
+  @GuardedBy("this")
   private int nextIndex;
+
+  @GuardedBy("this")
   private int peak;
+
+  @GuardedBy("this")
   private long opened;
+
+  @GuardedBy("this")
   private long closedCount;
+
+  @GuardedBy("this")
   private boolean shut;
 
   /**
@@ -137,6 +155,7 @@ final class CompletionQueues<Q extends CompletionQueues.Queue> {
     return shards.get(0).queue;
   }
 
+  @GuardedBy("this")
   private Shard openShard() throws IOException {
     Shard s = new Shard(opener.open(nextIndex), nextIndex);
     nextIndex++;

@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import com.ibm.disni.verbs.IbvQP;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.IbvSge;
@@ -23,9 +24,12 @@ import org.slf4j.LoggerFactory;
  * error completions). Reads complete in posting order on a reliable connection, so a signaled
  * completion also completes every unsignaled read before it.
  *
- * <p>State is guarded by the owning {@link VerbsConnection}'s lock; the CM channel and teardown by
- * this object's monitor. The link holds its place on a completion queue ({@link #slot}) until
- * {@link ClientQueuePairs#retire} destroys it.
+ * <p>The outstanding reads and their sequence numbers are guarded by the owning {@link
+ * VerbsConnection}'s lock ({@link #enqueue}, {@link #completeThrough}, {@link #takeOutstanding});
+ * the calls into DiSNI ({@link #execute}, the CM channel, teardown) by this object's monitor, which
+ * the connection's lock is never held across, so a completion thread never waits for a post. The
+ * link holds its place on a completion queue ({@link #slot}) until {@link ClientQueuePairs#retire}
+ * destroys it.
  */
 final class QpLink {
   private static final Logger LOG = LoggerFactory.getLogger(QpLink.class);
@@ -51,6 +55,7 @@ final class QpLink {
    * serializes a work-request list into native memory when the call is created, so reusing it saves
    * that (and a dozen objects) per post.
    */
+  @GuardedBy("this")
   private final SVCPostSend[] calls;
 
   private final int maxChain;
@@ -58,6 +63,7 @@ final class QpLink {
   /** No more posts: the QP errored or the connection failed. */
   boolean dead;
 
+  @GuardedBy("this")
   private boolean destroyed;
 
   QpLink(
@@ -85,29 +91,46 @@ final class QpLink {
   }
 
   /**
-   * Posts {@code reads} as one chain (longer lists as chains of at most the send-queue depth), only
-   * the last of each chain signaled; returns the number of chains (post calls). Caller holds the
-   * connection lock.
+   * Makes {@code reads} outstanding on this link, in order, before they are posted (a completion
+   * may follow the post at once; a failed post leaves them here for the connection's quiesce);
+   * returns the sequence number of the first, for {@link #execute}. Caller holds the connection
+   * lock.
    */
-  int post(List<WireRead> reads) throws IOException {
+  long enqueue(List<WireRead> reads) {
+    long seq = (headSeq + outstanding.size()) & 0xffffffffL;
+    outstanding.addAll(reads);
+    return seq;
+  }
+
+  /**
+   * Posts {@code reads}, enqueued from sequence {@code firstSeq}, as one chain (longer lists as
+   * chains of at most the send-queue depth), only the last of each chain signaled; returns the
+   * number of chains (post calls), 0 when the link was destroyed meanwhile (the connection's
+   * quiesce then took the reads back). Called without the connection's lock, by one poster at a
+   * time.
+   */
+  synchronized int execute(List<WireRead> reads, long firstSeq) throws IOException {
+    if (destroyed) {
+      return 0;
+    }
     int from = 0;
     int chains = 0;
     while (from < reads.size()) {
       int n = Math.min(maxChain, reads.size() - from);
-      postChain(reads, from, n);
+      postChain(reads, from, n, (firstSeq + from) & 0xffffffffL);
       from += n;
       chains++;
     }
     return chains;
   }
 
-  private void postChain(List<WireRead> reads, int from, int n) throws IOException {
+  @GuardedBy("this")
+  private void postChain(List<WireRead> reads, int from, int n, long seq) throws IOException {
     SVCPostSend call = calls[n];
     if (call == null) {
       call = qp.postSend(template(n), null);
       calls[n] = call;
     }
-    long seq = (headSeq + outstanding.size()) & 0xffffffffL;
     for (int i = 0; i < n; i++) {
       WireRead r = reads.get(from + i);
       SVCPostSend.SendWRMod wr = call.getWrMod(i);
@@ -119,10 +142,6 @@ final class QpLink {
       sge.setAddr(r.destinationAddress());
       sge.setLength(r.length());
       sge.setLkey((int) r.destinationKey());
-    }
-    // Queued before the post: if it fails, the caller fails everything outstanding, these too.
-    for (int i = 0; i < n; i++) {
-      outstanding.add(reads.get(from + i));
     }
     call.execute();
   }

@@ -13,6 +13,7 @@ import static io.memwire.transfer.verbs.VerbsAuthWire.challenge;
 import static io.memwire.transfer.verbs.VerbsAuthWire.nonce;
 import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
 
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -26,6 +27,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.Map;
@@ -33,7 +35,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,7 +59,10 @@ final class VerbsAuth implements AutoCloseable {
   /** Most admissions waiting for their connect request; beyond it new handshakes are refused. */
   static final int MAX_PENDING = 4096;
 
-  /** Most handshakes in progress at once; one more closes the oldest. */
+  /**
+   * Most handshakes in progress at once; one more closes the oldest of the source address holding
+   * the most.
+   */
   static final int MAX_HANDSHAKES = 64;
 
   private static final long TICK_MS = 250;
@@ -68,7 +72,7 @@ final class VerbsAuth implements AutoCloseable {
   private final InetSocketAddress self;
   private final long admitNanos;
   private final int ioTimeoutMs;
-  private final LongSupplier clock;
+  private final NanoClock clock;
   private final Selector selector;
   private final Thread thread;
 
@@ -93,7 +97,7 @@ final class VerbsAuth implements AutoCloseable {
       InetSocketAddress self,
       long admitNanos,
       int ioTimeoutMs,
-      LongSupplier clock,
+      NanoClock clock,
       String threadName)
       throws IOException {
     if (socket.getChannel() == null) {
@@ -120,7 +124,7 @@ final class VerbsAuth implements AutoCloseable {
    */
   boolean admit(InetSocketAddress cmSource) {
     Long deadline = cmSource == null ? null : admitted.remove(cmSource);
-    if (deadline != null && clock.getAsLong() - deadline <= 0) {
+    if (deadline != null && clock.nanoTime() - deadline <= 0) {
       return true;
     }
     requestsRefused.increment();
@@ -195,7 +199,7 @@ final class VerbsAuth implements AutoCloseable {
             end(h, open);
           }
         }
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         if (accepting.interestOps() == 0) {
           accepting.interestOps(SelectionKey.OP_ACCEPT); // paused for a tick after a failure
         }
@@ -231,17 +235,24 @@ final class VerbsAuth implements AutoCloseable {
       if (ch == null) {
         return;
       }
+      InetAddress peer;
+      try {
+        peer = ((InetSocketAddress) ch.getRemoteAddress()).getAddress();
+      } catch (IOException e) {
+        LOG.debug("dropped a verbs authentication connection: {}", e.toString());
+        ch.close(); // the peer is gone already: only this connection
+        continue;
+      }
       if (open.size() >= MAX_HANDSHAKES) {
-        end(open.iterator().next(), open);
+        end(victim(open, peer), open);
       }
       try {
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        InetAddress peer = ((InetSocketAddress) ch.getRemoteAddress()).getAddress();
         SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
         Handshake h =
             new Handshake(
-                ch, key, peer, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
+                ch, key, peer, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ioTimeoutMs));
         key.attach(h);
         open.add(h);
       } catch (IOException e) { // the peer is gone already: only this connection
@@ -270,6 +281,34 @@ final class VerbsAuth implements AutoCloseable {
       h.last = true;
     }
     h.key.interestOps(SelectionKey.OP_WRITE);
+  }
+
+  /**
+   * The handshake to close for a newcomer from {@code source} at the cap: the oldest of the address
+   * holding the most (the newcomer counted), so peers at one address that never authenticate push
+   * out only their own and never a peer from another address; the oldest of all when every one
+   * comes from a different address. {@code open} iterates oldest first.
+   */
+  private static Handshake victim(Set<Handshake> open, InetAddress source) {
+    Map<InetAddress, Integer> perSource = new HashMap<>();
+    perSource.merge(source, 1, Integer::sum);
+    for (Handshake h : open) {
+      perSource.merge(h.peer, 1, Integer::sum);
+    }
+    InetAddress heaviest = null;
+    int most = 0;
+    for (Map.Entry<InetAddress, Integer> e : perSource.entrySet()) {
+      if (e.getValue() > most) {
+        most = e.getValue();
+        heaviest = e.getKey();
+      }
+    }
+    for (Handshake h : open) {
+      if (most == 1 || h.peer.equals(heaviest)) {
+        return h;
+      }
+    }
+    return open.iterator().next(); // the newcomer's address is the heaviest, with none open
   }
 
   private void write(Handshake h, Set<Handshake> open) throws IOException {
@@ -337,7 +376,7 @@ final class VerbsAuth implements AutoCloseable {
           client,
           admitted.size());
     } else {
-      admitted.put(client, clock.getAsLong() + admitNanos);
+      admitted.put(client, clock.nanoTime() + admitNanos);
       proofsAccepted.increment();
       status = OK;
       LOG.debug(
@@ -347,7 +386,7 @@ final class VerbsAuth implements AutoCloseable {
   }
 
   private void purgeExpired() {
-    long now = clock.getAsLong();
+    long now = clock.nanoTime();
     admitted.entrySet().removeIf(e -> now - e.getValue() > 0);
   }
 

@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import com.ibm.disni.verbs.IbvWC;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
@@ -11,6 +12,8 @@ import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +27,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post the
  * next on the same thread; reads posted that way are gathered and go out as one chain.
+ *
+ * <p>No lock is held across a call into DiSNI: a post makes its reads outstanding on the link under
+ * {@link #lock} (short), then the one thread holding the posting role ({@link #posting}) calls
+ * {@code ibv_post_send} outside it. A thread that finds another posting leaves its reads on {@link
+ * #toPost} for that one and returns: a completion thread never waits for a poster, and a slow post
+ * stalls no completion.
  */
 final class VerbsConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
@@ -35,15 +44,25 @@ final class VerbsConnection extends AbstractProviderConnection {
   private final ClientQueuePairs queuePairs;
   private final VerbsCounters counters;
   private final Object lock = new Object();
+
+  @GuardedBy("lock")
   private QpLink link;
 
   /** Reads waiting for a queue pair while one is being re-established. */
+  @GuardedBy("lock")
   private final ArrayDeque<WireRead> pending = new ArrayDeque<>();
+
+  /** Reads handed to {@link #post}, taken in order by the thread holding {@link #posting}. */
+  private final ConcurrentLinkedQueue<WireRead> toPost = new ConcurrentLinkedQueue<>();
+
+  /** Held by the one thread posting {@link #toPost} now; nobody waits for it. */
+  private final AtomicBoolean posting = new AtomicBoolean();
 
   /**
    * Reads ended by a fatal completion, held until {@link #quiesce} hands them out. A link whose QP
    * already reported the error stays {@link #link} (marked dead) until then.
    */
+  @GuardedBy("lock")
   private final List<WireRead> stranded = new ArrayList<>();
 
   private static final List<WireRead> EMPTY_BEFORE = List.of();
@@ -91,7 +110,7 @@ final class VerbsConnection extends AbstractProviderConnection {
       deferred.addAll(reads);
       return;
     }
-    List<WireRead> toPost = new ArrayList<>(reads.size());
+    List<WireRead> valid = new ArrayList<>(reads.size());
     for (WireRead r : reads) {
       if ((r.remoteKey() >>> 32) != 0) {
         // Verbs keys are 32-bit rkeys: a wider key was never issued by a verbs node.
@@ -102,37 +121,71 @@ final class VerbsConnection extends AbstractProviderConnection {
                 r.source(),
                 peer()));
       } else {
-        toPost.add(r);
+        valid.add(r);
       }
     }
-    if (toPost.isEmpty()) {
+    if (valid.isEmpty()) {
+      return;
+    }
+    toPost.addAll(valid);
+    drain();
+  }
+
+  /**
+   * Posts what {@link #toPost} holds unless another thread is posting (it posts these too before it
+   * lets go): never waits for a poster.
+   */
+  private void drain() {
+    while (!toPost.isEmpty() && posting.compareAndSet(false, true)) {
+      try {
+        postQueued();
+      } finally {
+        posting.set(false);
+      }
+    }
+  }
+
+  /** Posts every read queued now; only the thread holding {@link #posting}. */
+  private void postQueued() {
+    List<WireRead> batch = new ArrayList<>();
+    for (WireRead r; (r = toPost.poll()) != null; ) {
+      batch.add(r);
+    }
+    if (batch.isEmpty()) {
       return;
     }
     boolean rejected = false;
-    TransferConnectionException postFailed = null;
+    QpLink l = null;
+    long firstSeq = 0;
     synchronized (lock) {
       if (!isOpen()) {
         rejected = true;
       } else if (link == null) {
-        pending.addAll(toPost);
+        pending.addAll(batch);
       } else {
-        try {
-          // The chain is outstanding on the link before the post: a failed post leaves it there.
-          counters.posted(link.post(toPost), toPost.size());
-        } catch (IOException | RuntimeException e) {
-          postFailed =
-              new TransferConnectionException(
-                  "posting " + toPost.size() + " RDMA reads failed: " + e.getMessage(), peer(), e);
-        }
+        // Outstanding before the post: a completion may follow it at once, and a failed post
+        // leaves them there for the quiesce.
+        l = link;
+        firstSeq = l.enqueue(batch);
       }
     }
     if (rejected) {
-      reject(toPost);
-    } else if (postFailed != null) {
-      fail(postFailed);
+      reject(batch);
+      return;
+    }
+    if (l == null) {
+      return;
+    }
+    try {
+      counters.posted(l.execute(batch, firstSeq), batch.size());
+    } catch (IOException | RuntimeException e) {
+      fail(
+          new TransferConnectionException(
+              "posting " + batch.size() + " RDMA reads failed: " + e.getMessage(), peer(), e));
     }
   }
 
+  @GuardedBy("lock")
   private List<WireRead> takeAll(QpLink l) {
     List<WireRead> out = new ArrayList<>();
     if (l != null) {
@@ -257,39 +310,27 @@ final class VerbsConnection extends AbstractProviderConnection {
               e));
       return;
     }
-    List<WireRead> toPost;
-    TransferConnectionException postFailed = null;
+    List<WireRead> repost;
     synchronized (lock) {
       if (!isOpen()) {
-        toPost = null;
+        repost = null;
       } else {
         link = fresh;
-        toPost = new ArrayList<>(pending);
+        repost = new ArrayList<>(pending);
         pending.clear();
-        if (!toPost.isEmpty()) {
-          try {
-            counters.posted(fresh.post(toPost), toPost.size());
-          } catch (IOException | RuntimeException e) {
-            postFailed =
-                new TransferConnectionException(
-                    "posting reads on the re-established " + "queue pair failed: " + e.getMessage(),
-                    peer(),
-                    e);
-          }
-        }
       }
     }
-    if (toPost == null) {
+    if (repost == null) {
       queuePairs.retire(fresh); // failed meanwhile: quiesce already took the pending reads
-    } else if (postFailed != null) {
-      fail(postFailed);
     } else {
+      toPost.addAll(repost);
+      drain();
       LOG.debug(
           "queue pair to {} re-established in {} ms after a remote access error; {} reads "
               + "re-posted",
           peer(),
           (System.nanoTime() - start) / 1_000_000,
-          toPost.size());
+          repost.size());
     }
   }
 

@@ -7,6 +7,7 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.settings.TransportSettings;
@@ -25,6 +26,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,7 +82,21 @@ public final class VerbsProvider implements TransportProvider {
   /** Checks peers before they may connect, when a secret is configured; else null. */
   private final VerbsAuth auth;
 
-  private volatile boolean closed;
+  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
+  /** True from the start of {@link #close}. */
+  private boolean isClosed() {
+    return state.get() != State.OPEN;
+  }
+
+  /** The provider's lifecycle marker. */
+  private enum State {
+    OPEN,
+    /** One thread runs {@link #close}'s body. */
+    CLOSING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
 
   private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
     this.config = config;
@@ -131,7 +147,7 @@ public final class VerbsProvider implements TransportProvider {
             auth,
             links,
             counters,
-            () -> closed,
+            this::isClosed,
             "memwire-verbs-" + id + "-cm");
     acceptor.start();
     if (auth != null) {
@@ -170,7 +186,7 @@ public final class VerbsProvider implements TransportProvider {
           localAddress,
           config.connectTimeout().toNanos(),
           (int) Math.min(5000, config.connectTimeout().toMillis()),
-          System::nanoTime,
+          NanoClock.SYSTEM,
           "memwire-verbs-" + id + "-auth");
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open a selector for verbs authentication", e);
@@ -294,21 +310,21 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("verbs provider is closed");
     }
   }
 
   @Override
   public ProviderConnection connect(InetSocketAddress peer) throws TransferException {
-    if (closed) {
+    if (isClosed()) {
       throw new IllegalStateException("verbs provider is closed");
     }
     QpLink link = clientQueuePairs.openLink(peer);
     VerbsConnection c = new VerbsConnection(clientQueuePairs, counters, peer, link);
     links.linkOpened(link, c);
     links.connectionOpened(c);
-    if (closed) {
+    if (isClosed()) {
       c.close();
       throw new TransferConnectionException("verbs provider closed", peer, null);
     }
@@ -348,10 +364,17 @@ public final class VerbsProvider implements TransportProvider {
    */
   @Override
   public void close() {
-    if (closed) {
-      return;
+    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+      return; // closed, or being closed by another thread
     }
-    closed = true;
+    try {
+      closeBody();
+    } finally {
+      state.set(State.CLOSED);
+    }
+  }
+
+  private void closeBody() {
     if (auth != null) {
       auth.close();
     }

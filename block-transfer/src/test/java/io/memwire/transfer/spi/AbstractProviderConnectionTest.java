@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.testing.Await;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -128,10 +128,10 @@ class AbstractProviderConnectionTest {
         new Thread(
             () -> c.fail(new TransferConnectionException("second", PEER, null)), "second-failer");
     b.start();
-    InMemoryTransport.awaitCondition(
-        () -> b.getState() == Thread.State.TIMED_WAITING,
+    Await.until(
+        () -> "the second caller did not wait for the first: " + b.getState(),
         WAIT,
-        () -> "the second caller did not wait for the first: " + b.getState());
+        () -> b.getState() == Thread.State.TIMED_WAITING);
 
     c.mayFinish.countDown();
     a.join(WAIT.toMillis());
@@ -148,5 +148,38 @@ class AbstractProviderConnectionTest {
     }
     c.close(); // idempotent, returns at once
     assertSame(first, c.failure());
+  }
+
+  @org.junit.jupiter.api.RepeatedTest(5)
+  void closedFromSeveralThreadsAtOnceItQuiescesOnceAndEachReadEndsOnce() throws Exception {
+    Held c = new Held();
+    c.mayFinish.countDown();
+    CountingRead r = new CountingRead();
+    c.post(List.of(r));
+    CountDownLatch gate = new CountDownLatch(1);
+    List<Thread> closers = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  gate.await();
+                } catch (InterruptedException e) {
+                  return;
+                }
+                c.close();
+              },
+              "closer-" + i);
+      t.start();
+      closers.add(t);
+    }
+    gate.countDown();
+    for (Thread t : closers) {
+      t.join(WAIT.toMillis());
+      assertFalse(t.isAlive(), t.getName() + " still closing");
+    }
+    assertEquals(1, c.quiesces.get(), "the quiesce ran once");
+    assertEquals(AbstractProviderConnection.State.FAILED, c.state());
+    assertEquals(1, r.ends.get(), "the read ended once");
   }
 }

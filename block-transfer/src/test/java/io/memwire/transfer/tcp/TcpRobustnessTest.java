@@ -17,6 +17,7 @@ import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.testing.Await;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -38,7 +39,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -85,15 +85,6 @@ class TcpRobustnessTest {
     ByteBuffer b = ByteBuffer.allocateDirect(data.length);
     b.put(data).flip();
     return n.register(b);
-  }
-
-  static void await(String what, long seconds, BooleanSupplier condition)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "not within " + seconds + " s: " + what);
-      Thread.sleep(20);
-    }
   }
 
   static long counter(TransferNode n, String name) {
@@ -200,7 +191,8 @@ class TcpRobustnessTest {
 
     admitted.get(0).close();
     admitted.get(1).close();
-    await("two sessions end", 20, () -> counter(server, "servingSessions") <= 2);
+    Await.until(
+        "two sessions end", Duration.ofSeconds(20), () -> counter(server, "servingSessions") <= 2);
     assertServes(region.remote(), data, 100, 5000, tcp());
   }
 
@@ -270,7 +262,10 @@ class TcpRobustnessTest {
     served.get(0).close();
     // servingSessions counts every session, handshakes included: 15 stuck and 19 served once the
     // closed one and the refused 21st have both left (a session returns its serving slot first).
-    await("a served slot frees", 20, () -> counter(server, "servingSessions") <= 15 + 19);
+    Await.until(
+        "a served slot frees",
+        Duration.ofSeconds(20),
+        () -> counter(server, "servingSessions") <= 15 + 19);
     // The handshake cap: with 15 stuck, one more unauthenticated peer fits; the next one pushes
     // out the one longest in its handshake instead of being refused.
     DataInputStream[] in = new DataInputStream[1];
@@ -326,7 +321,10 @@ class TcpRobustnessTest {
               // closing
             }
           });
-      await("evictions counted", 20, () -> counter(server, "handshakesEvicted") >= 48);
+      Await.until(
+          "evictions counted",
+          Duration.ofSeconds(20),
+          () -> counter(server, "handshakesEvicted") >= 48);
     } finally {
       for (Socket s : stuck) {
         s.close();
@@ -349,14 +347,19 @@ class TcpRobustnessTest {
     assertEquals(0, drainUntilClosed(s));
     long ms = (System.nanoTime() - start) / 1_000_000;
     assertTrue(ms >= 900, "closed after " + ms + " ms, before the idle timeout");
-    await("idle close counted", 10, () -> counter(server, "idleClosed") == 1);
-    await("session gone", 10, () -> counter(server, "servingSessions") == 0);
+    Await.until(
+        "idle close counted", Duration.ofSeconds(10), () -> counter(server, "idleClosed") == 1);
+    Await.until(
+        "session gone", Duration.ofSeconds(10), () -> counter(server, "servingSessions") == 0);
     // A reader whose cached connection was closed while idle reconnects on its next read.
     TransferNode reader = node(tcp());
     io.memwire.transfer.Connection first = reader.connection(server.localAddress());
     first.read(ReadRequest.of(region.remote(), 0, 10)).get(30, TimeUnit.SECONDS).release();
-    await("reader's connection closed as idle", 20, () -> counter(server, "idleClosed") == 2);
-    await("reader notices the close", 20, () -> !first.isOpen());
+    Await.until(
+        "reader's connection closed as idle",
+        Duration.ofSeconds(20),
+        () -> counter(server, "idleClosed") == 2);
+    Await.until("reader notices the close", Duration.ofSeconds(20), () -> !first.isOpen());
     TransferBuffer b =
         reader
             .connection(server.localAddress())
@@ -395,7 +398,8 @@ class TcpRobustnessTest {
     }
     os.write(pipelined.array());
     os.flush();
-    await("all reads queued", 20, () -> counter(server, "servedReads") == reads);
+    Await.until(
+        "all reads queued", Duration.ofSeconds(20), () -> counter(server, "servedReads") == reads);
 
     region.close(); // queued responses still pin the mapping
     region.released().get(30, TimeUnit.SECONDS);
@@ -403,7 +407,8 @@ class TcpRobustnessTest {
     assertEquals(1, counter(server, "writeTimeouts"));
     long got = drainUntilClosed(s);
     assertTrue(got < (long) reads << 20, "the server stopped sending: " + got + " bytes");
-    await("session gone", 10, () -> counter(server, "servingSessions") == 0);
+    Await.until(
+        "session gone", Duration.ofSeconds(10), () -> counter(server, "servingSessions") == 0);
 
     MemoryRegion fresh = register(server, data(4096));
     assertServes(fresh.remote(), data(4096), 0, 4096, tcp());

@@ -14,6 +14,7 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.testing.Await;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -73,9 +74,9 @@ class TcpTruncatedFileTest {
       other.close();
       // A region is unmapped once the last response that pinned it is dropped, on the serving
       // loop: the failed connection's may still be on their way out.
-      TcpRobustnessTest.await(
+      Await.until(
           "every region deregistered and unmapped",
-          10,
+          Duration.ofSeconds(10),
           () -> server.stats().registeredRegions() == 0 && server.stats().mappedSegments() == 0);
     }
   }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.testing.Await;
 import java.io.DataInputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -18,7 +19,9 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -87,7 +90,7 @@ class VerbsAuthTest {
    * The port is open to the fabric's network: peers that connect and send nothing, or half a HELLO,
    * must not keep a node from authenticating. Twice the cap of them are connected while a peer
    * authenticates within 3 s, less than one silent peer's I/O timeout (5 s); a silent one is closed
-   * once that timeout has passed.
+   * once that timeout has passed on the server's clock.
    */
   @Test
   void silentAndSlowPeersDoNotKeepOthersFromAuthenticating() throws Exception {
@@ -105,6 +108,8 @@ class VerbsAuthTest {
           SECRET, cm(40011), addressOf(s), System.nanoTime() + TimeUnit.SECONDS.toNanos(3));
       assertTrue(s.admit(cm(40011)));
       Socket last = peers.get(peers.size() - 1);
+      // The I/O timeout is decided on the server's clock: past it, the next tick drops the peer.
+      clock.addAndGet(TimeUnit.SECONDS.toNanos(6));
       last.setSoTimeout(15_000);
       assertEquals(-1, last.getInputStream().read(), "a silent peer is closed, unanswered");
     } finally {
@@ -260,5 +265,76 @@ class VerbsAuthTest {
       in.readFully(welcome);
       return welcome[4];
     }
+  }
+
+  /**
+   * At the handshake cap, peers at one address that never authenticate push out only their own
+   * handshakes: a peer from another address that paused after its CHALLENGE still authenticates
+   * after twice the cap of them connected behind it (evicting the oldest handshake of all closed it
+   * first).
+   */
+  @Test
+  void churnersAtOneAddressCannotEvictAPeerFromAnother() throws Exception {
+    VerbsAuth s = server(SECRET);
+    List<SocketChannel> churners = new ArrayList<>();
+    try (Socket honest = new Socket()) {
+      honest.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+      honest.connect(s.address(), 5_000);
+      honest.setSoTimeout(20_000);
+      byte[] hello = VerbsAuthWire.hello(VerbsAuthWire.nonce(), cm(40021), addressOf(s));
+      honest.getOutputStream().write(hello);
+      DataInputStream in = new DataInputStream(honest.getInputStream());
+      byte[] challenge = new byte[VerbsAuthWire.CHALLENGE_SIZE];
+      in.readFully(challenge); // its handshake is open on the server, waiting for the proof
+      int n = 2 * VerbsAuth.MAX_HANDSHAKES;
+      for (int i = 0; i < n; i++) {
+        SocketChannel c = SocketChannel.open();
+        churners.add(c);
+        c.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 0));
+        c.connect(s.address());
+        c.configureBlocking(false);
+      }
+      // Past the cap, each churner closed a handshake: at least n - cap of them are closed (n - cap
+      // + 1 once the last is accepted), the honest peer's too if it were evictable.
+      int evicted = n - VerbsAuth.MAX_HANDSHAKES;
+      ByteBuffer scratch = ByteBuffer.allocate(64);
+      boolean[] closed = new boolean[n];
+      Await.until(
+          () -> "churners closed by the server: " + count(closed) + ", want " + evicted,
+          Duration.ofSeconds(20),
+          () -> {
+            for (int i = 0; i < n; i++) {
+              try {
+                scratch.clear();
+                closed[i] |= churners.get(i).read(scratch) < 0;
+              } catch (java.io.IOException e) {
+                closed[i] = true;
+              }
+            }
+            return count(closed) >= evicted;
+          });
+      ByteBuffer c = ByteBuffer.wrap(challenge, VerbsAuthWire.CHALLENGE_SIZE - 48, 16);
+      byte[] serverNonce = new byte[VerbsAuthWire.NONCE_SIZE];
+      c.get(serverNonce);
+      honest
+          .getOutputStream()
+          .write(VerbsAuthWire.proof(SECRET, "memwire-verbs-client", hello, serverNonce));
+      byte[] welcome = new byte[VerbsAuthWire.WELCOME_SIZE];
+      in.readFully(welcome);
+      assertEquals(VerbsAuthWire.OK, welcome[4], "the paused peer authenticated");
+      assertTrue(s.admit(cm(40021)));
+    } finally {
+      for (SocketChannel ch : churners) {
+        ch.close();
+      }
+    }
+  }
+
+  private static int count(boolean[] b) {
+    int n = 0;
+    for (boolean x : b) {
+      n += x ? 1 : 0;
+    }
+    return n;
   }
 }

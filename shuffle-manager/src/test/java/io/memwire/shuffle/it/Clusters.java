@@ -9,6 +9,7 @@ import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.EveryExecutor;
 import io.memwire.shuffle.metrics.ManagerCounters;
 import io.memwire.transfer.metrics.Metric;
+import io.memwire.transfer.testing.Await;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
@@ -43,16 +44,10 @@ final class Clusters {
     conf.putAll(QUICK_FETCH_RETRIES);
   }
 
-  /** Polls {@code condition} every 100 ms; fails with {@code what} after {@code timeout}. */
+  /** Polls {@code condition} until it holds; fails with {@code what} after {@code timeout}. */
   static void await(Duration timeout, BooleanSupplier condition, Supplier<String> what)
       throws InterruptedException {
-    long end = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("not within " + timeout.toSeconds() + " s: " + what.get());
-      }
-      Thread.sleep(100);
-    }
+    Await.until(what, timeout, condition);
   }
 
   /** local-cluster[2,1,1024] with the given manager ("sort" or the RDMA one) and settings. */

@@ -10,6 +10,7 @@ import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.testing.Await;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -244,12 +245,6 @@ final class ServiceFixture {
   /** Waits for {@code condition} until the deadline, polling; fails with {@code what}. */
   static void await(Duration deadline, BooleanSupplier condition, String what)
       throws InterruptedException {
-    long end = System.nanoTime() + deadline.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("not within " + deadline.toMillis() + " ms: " + what);
-      }
-      Thread.sleep(20);
-    }
+    Await.until(what, deadline, condition);
   }
 }
