@@ -138,7 +138,7 @@ public final class TransportMetrics {
           "handshakesEvicted",
           COUNT,
           "tcp: connections closed in their handshake to make room for a new one at the handshake "
-              + "cap (the one longest in its handshake goes).");
+              + "cap (the oldest of the source address holding the most handshakes goes).");
   public static final Metric IDLE_CLOSED =
       counter("idleClosed", COUNT, "tcp: served connections closed idle past idleTimeout.");
   public static final Metric WRITE_TIMEOUTS =

@@ -266,8 +266,8 @@ public final class TransportSettings {
                   + "told the node is at its connection limit). Connections still in their "
                   + "handshake have a separate, smaller cap (maxConnections / 16, at least 16), so "
                   + "peers that never authenticate cannot take authenticated peers' slots; one more "
-                  + "closes the connection longest in its handshake, so they cannot keep new peers "
-                  + "out either.")
+                  + "closes the oldest handshake of the source address holding the most, so peers "
+                  + "at one address cannot keep peers at other addresses out either.")
           .count(1, 1 << 20)
           .withDefault("4096");
 
