@@ -100,6 +100,7 @@ public final class MainJob {
     // One application per configuration, kept up across rounds: each pays its start and first job
     // once, and the rounds alternate between them.
     Map<String, Submission> apps = new LinkedHashMap<>();
+    FabricLines fabric = FabricLines.open();
     try {
       for (int round = 0; round < rounds; round++) {
         List<Configuration> order = new ArrayList<>(configs);
@@ -159,6 +160,7 @@ public final class MainJob {
     } finally {
       apps.values().forEach(Submission::kill);
     }
+    fabric.print(); // the fabric's health over both managers' runs, before the ratios
     int rc = ComparisonReport.report(results, workDir);
     say(
         "first small jobs: %s was submitted first; the application submitted second has"

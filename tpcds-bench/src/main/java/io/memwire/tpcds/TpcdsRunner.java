@@ -39,7 +39,10 @@ public final class TpcdsRunner {
       return;
     }
     try {
+      io.memwire.transfer.fabric.FabricWindow fabric =
+          io.memwire.transfer.fabric.FabricWindow.open();
       RunResult result = new BenchmarkRun(options, System.out::println).run();
+      FabricSection.append(fabric, java.nio.file.Path.of(result.runDir(), "report.md"));
       for (Map.Entry<String, Double> g : result.geomeanSpeedup().entrySet()) {
         System.out.printf(
             Locale.ROOT,

@@ -154,6 +154,7 @@ public final class VerbsProvider implements TransportProvider {
       auth.start();
     }
     logStarted(node.port);
+    io.memwire.transfer.fabric.FabricPath.log(binding.device(), binding.port(), binding.address());
   }
 
   /** Verbs authentication needs the TCP port that an iWARP device's RDMA CM takes. */

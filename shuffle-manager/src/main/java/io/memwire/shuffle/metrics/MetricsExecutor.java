@@ -46,6 +46,7 @@ final class MetricsExecutor implements ExecutorPlugin {
       registry.register(name, (Gauge<Long>) () -> values().get(name));
     }
     this.registry = registry;
+    FabricGauges.register(registry);
     hookLatencies();
     reporter =
         Executors.newSingleThreadScheduledExecutor(

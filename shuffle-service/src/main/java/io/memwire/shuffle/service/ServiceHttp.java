@@ -46,6 +46,7 @@ final class ServiceHttp implements AutoCloseable, RequestLoop.Protocol {
     for (ServiceMetrics.Metric m : ServiceMetrics.ALL) {
       register(registry, service, m);
     }
+    FabricMetrics.register(registry, io.memwire.transfer.fabric.NicCounters.system());
   }
 
   /**

@@ -99,10 +99,13 @@ public final class TransferBenchmark {
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
+    io.memwire.transfer.fabric.FabricWindow fabric = io.memwire.transfer.fabric.FabricWindow.open();
     List<Point> points =
         run(provider, bind, sizes, depths, seconds, repeat, raw, fileRegion, System.out);
     writeCsv(csv, provider, points);
     System.out.println("CSV written to " + csv.toAbsolutePath());
+    // The NICs' own counters over the run, beside the figures.
+    fabric.lines().forEach(System.out::println);
   }
 
   static List<Point> run(

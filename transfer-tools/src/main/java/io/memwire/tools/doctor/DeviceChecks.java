@@ -152,6 +152,9 @@ final class DeviceChecks {
                 "the address must be configured on the RoCE interface itself (not on a bridge or "
                     + "a VLAN the NIC does not serve)"));
       }
+      out.add(
+          FabricChecks.roceDefaults(
+              new io.memwire.transfer.fabric.SysfsRoot(inventory.sysfs()), b.port(), impact));
     } else {
       out.add(
           Check.ok(

@@ -14,7 +14,8 @@ import java.util.function.Supplier;
  * ports with the bind address's device and RoCE v2 GID ({@link DeviceChecks}), libdisni ({@link
  * LibraryCheck}), the host firewall ({@link FirewallChecks}), the memlock limit against the
  * registration budget ({@link MemlockCheck}), and the provider {@code auto} would pick ({@link
- * ProviderCheck}). Sysfs root, limits file and library check are inputs.
+ * ProviderCheck}), with rdma_cm's RoCE defaults and the NIC counters ({@link FabricChecks}). Sysfs
+ * root, limits file and library check are inputs.
  */
 final class SystemChecks {
   private final TransferConfig config;
@@ -72,6 +73,7 @@ final class SystemChecks {
     VerbsImpact impact = new VerbsImpact(config.provider());
     List<Check> out = new ArrayList<>();
     out.addAll(new DeviceChecks(config, inventory, impact).run());
+    out.add(FabricChecks.counters(new io.memwire.transfer.fabric.SysfsRoot(inventory.sysfs())));
     out.add(new LibraryCheck(libraryError, libraryVersion, libraryFile, impact).run());
     out.addAll(new FirewallChecks(config, firewall).run());
     out.add(new MemlockCheck(config, limitsFile, impact).run());
