@@ -51,6 +51,8 @@ class DistributionIT {
             "lib/memwire-shuffle-manager-" + version + "-spark.jar",
             "lib/memwire-shuffle-service-" + version + ".jar",
             "lib/tools/memwire-transfer-tools-" + version + ".jar",
+            "lib/ucx/memwire-block-transfer-ucx-" + version + ".jar",
+            "lib/ucx/jucx-1.15.0.jar",
             "conf/shuffle-service/shuffle-service.properties",
             "systemd/memwire-shuffle-service.service",
             "grafana/memwire-dashboard.json",
