@@ -1,5 +1,8 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -117,6 +120,44 @@ final class OutputFiles {
       }
       throw new OutputRefused("cannot take " + index + ": " + why);
     }
+  }
+
+  /**
+   * Spark's checksums of an output taken from {@code index} ({@code indexLength} bytes), read from
+   * the checksum file beside it the way the output's files are taken: looked up without links,
+   * owned by {@code owner}, linked into {@code targetDir}, the link checked, read through it and
+   * deleted. Null when there is none (checksums off, an older writer), it does not fit inline, or a
+   * check fails: the output is then served unverified.
+   */
+  static OutputChecksums checksums(
+      Path index, long indexLength, Path targetDir, UserPrincipal owner, long linkId) {
+    long partitions = indexLength / 8 - 1;
+    if (partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+      return null;
+    }
+    for (ChecksumAlgorithm algorithm : ChecksumAlgorithm.values()) {
+      Path file = OutputChecksums.fileBeside(index, algorithm);
+      PosixFileAttributes seen;
+      try {
+        seen = check(file, String.valueOf(file.getFileName()), owner);
+      } catch (OutputRefused e) {
+        continue; // none by that name (or not the user's): try the next algorithm's
+      }
+      if (seen.size() != partitions * 8) {
+        return null;
+      }
+      Path link = targetDir.resolve(linkId + "-" + file.getFileName());
+      try {
+        Files.createLink(link, file);
+        checkLinked(link, file, seen, owner);
+        return OutputChecksums.readFile(link, algorithm, (int) partitions);
+      } catch (IOException | OutputRefused e) {
+        return null;
+      } finally {
+        deleteQuietly(link);
+      }
+    }
+    return null;
   }
 
   private static PosixFileAttributes check(Path file, String expectedName, UserPrincipal owner)

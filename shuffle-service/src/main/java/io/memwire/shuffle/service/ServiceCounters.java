@@ -32,6 +32,7 @@ final class ServiceCounters {
   final LongAdder recoveryStoreLost = new LongAdder();
   private final Map<String, LongAdder> recoveryDrops = new LinkedHashMap<>();
   final LongAdder outputsTaken = new LongAdder();
+  final LongAdder outputsWithChecksums = new LongAdder();
   final LongAdder outputsRefused = new LongAdder();
   final LongAdder outputsReplaced = new LongAdder();
   final LongAdder clientsRefused = new LongAdder();
@@ -55,6 +56,7 @@ final class ServiceCounters {
   /** Every counter above, then {@link #putRecoveryDrops} and {@link #putRefusals}. */
   void putCounts(Map<String, Long> m) {
     m.put("outputsTaken", outputsTaken.sum());
+    m.put("outputsWithChecksums", outputsWithChecksums.sum());
     m.put("outputsRefused", outputsRefused.sum());
     m.put("outputsReplaced", outputsReplaced.sum());
     m.put("clientsRefused", clientsRefused.sum());

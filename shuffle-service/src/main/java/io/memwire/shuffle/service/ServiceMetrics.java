@@ -159,6 +159,12 @@ public final class ServiceMetrics {
               "recovering"),
           counter("outputs_taken", null, "Map outputs taken over and published.", "outputsTaken"),
           counter(
+              "outputs_with_checksums",
+              null,
+              "Of those, outputs published with Spark's checksums inline, so reducers verify their "
+                  + "blocks (the others are read unverified).",
+              "outputsWithChecksums"),
+          counter(
               "outputs_recovered",
               null,
               "Map outputs of a previous run taken back at start (files checked again, registered "
