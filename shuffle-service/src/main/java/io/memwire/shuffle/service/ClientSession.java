@@ -225,7 +225,10 @@ final class ClientSession implements Runnable {
               Path.of(index),
               data.isEmpty() ? null : Path.of(data));
       ServiceProtocol.Out out =
-          new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk()).i32(p.entries());
+          new ServiceProtocol.Out(ServiceProtocol.OK)
+              .i32(p.chunk())
+              .i32(p.entries())
+              .u8(ServiceProtocol.layout(p));
       out.raw(p.region().toBytes());
       return out;
     } catch (Refused e) {

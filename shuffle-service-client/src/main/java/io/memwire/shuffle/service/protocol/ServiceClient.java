@@ -181,19 +181,25 @@ public final class ServiceClient implements AutoCloseable {
                 .str(data == null ? "" : realPath(data)));
     int chunk = r.i32();
     int entries = r.i32();
+    int layout = r.u8();
     RemoteRegion region;
     try {
       region = RemoteRegion.decode(r.rest());
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }
-    return pointer(chunk, entries, region);
+    return pointer(chunk, entries, layout, region);
   }
 
   /** The pointer an OK answer names, or an IOException when its layout is not one we read. */
-  static DirectoryPointer pointer(int chunk, int entries, RemoteRegion region) throws IOException {
+  static DirectoryPointer pointer(int chunk, int entries, int layout, RemoteRegion region)
+      throws IOException {
+    if ((layout & ~ServiceProtocol.LAYOUT_CHECKSUMS) != 0) {
+      throw new IOException("unknown directory layout " + layout + " from the shuffle service");
+    }
     try {
-      return new DirectoryPointer(chunk, entries, region);
+      return new DirectoryPointer(
+          chunk, entries, (layout & ServiceProtocol.LAYOUT_CHECKSUMS) != 0, region);
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }
