@@ -126,6 +126,11 @@ final class ManagerTransport {
     }
     MapOutputPublisher publisher =
         new MapOutputPublisher(node, directory, sortResolver, conf.fallback(), counters, service);
+    if (env != null
+        && SparkCompat.<Boolean>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())) {
+      publisher.checksums(
+          SparkCompat.<String>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()));
+    }
     ReadContext rc =
         new ReadContext(
             node,

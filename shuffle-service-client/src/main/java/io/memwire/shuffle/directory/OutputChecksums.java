@@ -65,15 +65,34 @@ public record OutputChecksums(ChecksumAlgorithm algorithm, long[] values) {
   }
 
   /**
+   * The algorithm a checksum file's name ends with ({@code <block>.checksum.<ALGO>}), or null when
+   * the name is not a checksum file's.
+   */
+  public static ChecksumAlgorithm algorithmOf(Path file) {
+    String name = String.valueOf(file.getFileName());
+    int at = name.lastIndexOf(SUFFIX);
+    return at < 0 ? null : ChecksumAlgorithm.ofName(name.substring(at + SUFFIX.length()));
+  }
+
+  /**
+   * Reads Spark's checksum file {@code file} (the algorithm from its name) of {@code partitions}
+   * values; null when it is not one, cannot be read or has another length.
+   */
+  public static OutputChecksums read(Path file, int partitions) {
+    ChecksumAlgorithm a = file == null ? null : algorithmOf(file);
+    return a == null ? null : readFile(file, a, partitions);
+  }
+
+  /**
    * Reads a checksum file of {@code partitions} values of {@code algorithm} (no link followed);
    * null when it cannot be read or has another length.
    */
   public static OutputChecksums readFile(Path file, ChecksumAlgorithm algorithm, int partitions) {
-    long[] values = read(file, partitions);
+    long[] values = values(file, partitions);
     return values == null ? null : new OutputChecksums(algorithm, values);
   }
 
-  private static long[] read(Path file, int partitions) {
+  private static long[] values(Path file, int partitions) {
     if (partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
       return null;
     }

@@ -123,41 +123,49 @@ final class OutputFiles {
   }
 
   /**
-   * Spark's checksums of an output taken from {@code index} ({@code indexLength} bytes), read from
-   * the checksum file beside it the way the output's files are taken: looked up without links,
-   * owned by {@code owner}, linked into {@code targetDir}, the link checked, read through it and
-   * deleted. Null when there is none (checksums off, an older writer), it does not fit inline, or a
-   * check fails: the output is then served unverified.
+   * Spark's checksums of an output whose index has {@code indexLength} bytes, read from the
+   * checksum file the executor named ({@code file}: {@code shuffle_S_M_0.checksum.<ALGO>}, null for
+   * none) the way the output's files are taken: looked up without links, owned by {@code owner},
+   * linked into {@code targetDir}, the link checked, read through it and deleted. Null when there
+   * is none (checksums off, an older writer), it does not fit inline, or a check fails: the output
+   * is then served unverified.
    */
   static OutputChecksums checksums(
-      Path index, long indexLength, Path targetDir, UserPrincipal owner, long linkId) {
+      Path file,
+      int shuffleId,
+      long mapId,
+      long indexLength,
+      Path targetDir,
+      UserPrincipal owner,
+      long linkId) {
     long partitions = indexLength / 8 - 1;
-    if (partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+    ChecksumAlgorithm algorithm = file == null ? null : OutputChecksums.algorithmOf(file);
+    if (algorithm == null || partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
       return null;
     }
-    for (ChecksumAlgorithm algorithm : ChecksumAlgorithm.values()) {
-      Path file = OutputChecksums.fileBeside(index, algorithm);
-      PosixFileAttributes seen;
-      try {
-        seen = check(file, String.valueOf(file.getFileName()), owner);
-      } catch (OutputRefused e) {
-        continue; // none by that name (or not the user's): try the next algorithm's
-      }
-      if (seen.size() != partitions * 8) {
-        return null;
-      }
-      Path link = targetDir.resolve(linkId + "-" + file.getFileName());
-      try {
-        Files.createLink(link, file);
-        checkLinked(link, file, seen, owner);
-        return OutputChecksums.readFile(link, algorithm, (int) partitions);
-      } catch (IOException | OutputRefused e) {
-        return null;
-      } finally {
-        deleteQuietly(link);
-      }
+    PosixFileAttributes seen;
+    try {
+      seen =
+          check(
+              file,
+              "shuffle_" + shuffleId + "_" + mapId + "_0.checksum." + algorithm.name(),
+              owner);
+    } catch (OutputRefused e) {
+      return null; // not the output's checksum file, or not the user's: served unverified
     }
-    return null;
+    if (seen.size() != partitions * 8) {
+      return null;
+    }
+    Path link = targetDir.resolve(linkId + "-" + file.getFileName());
+    try {
+      Files.createLink(link, file);
+      checkLinked(link, file, seen, owner);
+      return OutputChecksums.readFile(link, algorithm, (int) partitions);
+    } catch (IOException | OutputRefused e) {
+      return null;
+    } finally {
+      deleteQuietly(link);
+    }
   }
 
   private static PosixFileAttributes check(Path file, String expectedName, UserPrincipal owner)

@@ -67,7 +67,8 @@ final class OutputIntake {
       int mapIndex,
       long mapId,
       Path index,
-      Path data)
+      Path data,
+      Path checksums)
       throws Refused {
     if (closed.getAsBoolean()) {
       counters.refused("stopping");
@@ -103,7 +104,9 @@ final class OutputIntake {
     }
     OutputChecksums sums =
         OutputFiles.checksums(
-            index,
+            checksums,
+            shuffleId,
+            mapId,
             linked.indexLength(),
             app.dir.resolve(executor),
             user,

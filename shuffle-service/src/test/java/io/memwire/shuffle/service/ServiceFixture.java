@@ -173,7 +173,8 @@ final class ServiceFixture {
               .i32(mapIndex)
               .i64(mapId)
               .str(index)
-              .str(data == null ? "" : data));
+              .str(data == null ? "" : data)
+              .str(""));
     }
 
     @Override

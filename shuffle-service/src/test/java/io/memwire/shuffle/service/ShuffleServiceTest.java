@@ -531,16 +531,18 @@ class ShuffleServiceTest {
     for (long v : sums) {
       file.putLong(v);
     }
-    Path aSums = OutputChecksums.fileBeside(a.index(), ChecksumAlgorithm.CRC32C);
+    // Spark keeps the checksum file in another subdirectory than the index.
+    Path aSums = execDir.resolve("0c/shuffle_6_201_0.checksum.CRC32C");
+    Files.createDirectories(aSums.getParent());
     Files.write(aSums, file.array());
     // b has no checksum file (checksums off, an older writer); c's is a link to a's.
-    Files.createSymbolicLink(
-        OutputChecksums.fileBeside(c.index(), ChecksumAlgorithm.CRC32C), aSums);
+    Path cSums = execDir.resolve("0c/shuffle_6_203_0.checksum.CRC32C");
+    Files.createSymbolicLink(cSums, aSums);
     DirectoryPointer p;
     try (ServiceClient e = executor("app-c", "1", 21)) {
-      p = e.publish(6, 0, 201, a.index(), a.data());
-      e.publish(6, 1, 202, b.index(), b.data());
-      e.publish(6, 2, 203, c.index(), c.data());
+      p = e.publish(6, 0, 201, a.index(), a.data(), aSums);
+      e.publish(6, 1, 202, b.index(), b.data(), null);
+      e.publish(6, 2, 203, c.index(), c.data(), cSums);
     }
     TrustedPaths.deleteTree(execDir); // the executor is gone: the service still has them
     assertTrue(p.checksums(), "the shuffle's directory has room for checksums");

@@ -171,6 +171,16 @@ public final class ServiceClient implements AutoCloseable {
    */
   public synchronized DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, Path index, Path data) throws IOException {
+    return publish(shuffleId, mapIndex, mapId, index, data, null);
+  }
+
+  /**
+   * As {@link #publish(int, int, long, Path, Path)}, naming Spark's checksum file of the output too
+   * ({@code checksums}, null for none): the service takes its values with the output.
+   */
+  public synchronized DirectoryPointer publish(
+      int shuffleId, int mapIndex, long mapId, Path index, Path data, Path checksums)
+      throws IOException {
     ServiceProtocol.In r =
         call(
             new ServiceProtocol.Out(ServiceProtocol.PUBLISH)
@@ -178,7 +188,8 @@ public final class ServiceClient implements AutoCloseable {
                 .i32(mapIndex)
                 .i64(mapId)
                 .str(realPath(index))
-                .str(data == null ? "" : realPath(data)));
+                .str(data == null ? "" : realPath(data))
+                .str(checksums == null ? "" : realPath(checksums)));
     int chunk = r.i32();
     int entries = r.i32();
     int layout = r.u8();

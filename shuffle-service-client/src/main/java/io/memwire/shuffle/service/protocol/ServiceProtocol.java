@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
  * REGISTER        u16 version | str application | str executor | bytes token | str driverHost
  *                 | u16 driverPort                                   → OK (empty)
  * PUBLISH         i32 shuffle | i32 mapIndex | i64 mapId | str indexPath | str dataPath ("" = none)
+ *                 | str checksumPath ("" = none; Spark's checksum file)
  *                                                                    → OK (i32 chunk | i32 entries | u8 layout | RemoteRegion)
  * REMOVE_SHUFFLE  i32 shuffle                                        → OK (empty)
  * STATS           (empty)                                            → OK (u16 n | n × (str, i64))
