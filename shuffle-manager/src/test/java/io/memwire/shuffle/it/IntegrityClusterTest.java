@@ -113,7 +113,8 @@ class IntegrityClusterTest {
             Clusters.onEveryExecutor(
                 jsc, 2, id -> id.equals(executor) ? String.valueOf(flipEveryPartition(data)) : "");
         assertTrue(Integer.parseInt(flipped.get(executor)) > 0, flipped.toString());
-        return executor + ":" + data;
+        assertTrue(Files.exists(Path.of(data + ".flipped")), "flipped once");
+        return executor + ":" + data + " (" + flipped + ", files " + done + ")";
       }
     }
     throw new AssertionError("no data file of shuffle " + shuffleId + ": " + done);
@@ -122,6 +123,14 @@ class IntegrityClusterTest {
   /** Flips the middle byte of every non-empty partition of a data file; returns how many. */
   private static int flipEveryPartition(String data) {
     Path d = Path.of(data);
+    try {
+      // EveryExecutor may run this more than once on an executor: flip once only.
+      Files.createFile(Path.of(data + ".flipped"));
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      return Integer.MAX_VALUE;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
     String[] parts = d.getFileName().toString().split("_");
     Path index =
         ((org.apache.spark.shuffle.IndexShuffleBlockResolver)
@@ -171,7 +180,9 @@ class IntegrityClusterTest {
     assertEquals(expected, new HashMap<>(sums.collectAsMap()), "corrupted " + corrupted);
     cluster.sparkContext().listenerBus().waitUntilEmpty(10_000);
     var after = Clusters.executorStats(jsc, 2);
-    assertTrue(listener.fetchFailures.get() > 0, "expected fetch failures: " + corrupted);
+    assertTrue(
+        listener.fetchFailures.get() > 0,
+        "expected fetch failures: " + corrupted + "\nbefore " + before + "\nafter " + after);
     assertTrue(stageRetries.get() >= 1, "the map stage reran");
     long disk =
         Clusters.sum(after, ShuffleMetrics.CHECKSUM_MISMATCHES_DISK)
