@@ -38,7 +38,8 @@ import scala.Tuple2;
  * spark.shuffle.compress=false} (where Spark's sort shuffle returns a wrong answer silently): one
  * byte of every partition of one map output's data file flipped. Every reader, one-sided or local,
  * checks the stored checksums: the job returns the right answer after Spark reruns that map, and
- * the executors count the disk-cause mismatches.
+ * the executors count the disk-cause mismatches. {@link IntegrityServiceClusterTest} runs the same
+ * in service mode.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class IntegrityClusterTest {
@@ -47,15 +48,21 @@ class IntegrityClusterTest {
   final AtomicInteger stageRetries = new AtomicInteger();
   JavaSparkContext jsc;
 
+  /** Settings on top of the test's (a subclass: service mode). */
+  Map<String, String> extraConf() throws IOException {
+    return Map.of();
+  }
+
+  /** What a subclass checks after the job (the service's counters). */
+  void checkAfterJob() {}
+
   @BeforeAll
-  void start() {
-    cluster =
-        Clusters.start(
-            Clusters.MANAGER,
-            Map.of(
-                "spark.shuffle.compress", "false",
-                "spark.shuffle.io.maxRetries", "1",
-                "spark.shuffle.io.retryWait", "1s"));
+  void start() throws IOException {
+    Map<String, String> conf = new HashMap<>(extraConf());
+    conf.put("spark.shuffle.compress", "false");
+    conf.put("spark.shuffle.io.maxRetries", "1");
+    conf.put("spark.shuffle.io.retryWait", "1s");
+    cluster = Clusters.start(Clusters.MANAGER, conf);
     listener = new TaskMetricsListener();
     cluster.sparkContext().addSparkListener(listener);
     cluster
@@ -73,7 +80,7 @@ class IntegrityClusterTest {
   }
 
   @AfterAll
-  void stop() {
+  void stop() throws InterruptedException {
     if (cluster != null) {
       cluster.close();
     }
@@ -192,5 +199,6 @@ class IntegrityClusterTest {
         Clusters.sum(after, ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS) > 0,
         "one-sided blocks verified: " + after);
     assertEquals(0, Clusters.sum(after, ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS), "" + after);
+    checkAfterJob();
   }
 }
