@@ -12,6 +12,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
 import java.util.Map;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.internal.config.package$;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.storage.BlockManagerId;
 import org.slf4j.Logger;
@@ -58,6 +59,20 @@ final class ManagerTransport {
    * @throws IllegalStateException when the node cannot start and fallback is not possible (provider
    *     verbs requested, or fallback=false)
    */
+  /** What the start line says of block verification: on with Spark's checksums, or why not. */
+  private static String integrity(SparkEnv env) {
+    if (env == null) {
+      return "blocks verified where their map output has a checksum file";
+    }
+    boolean on = SparkCompat.<Boolean>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED());
+    return on
+        ? "blocks verified against Spark's shuffle checksums ("
+            + SparkCompat.<String>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM())
+            + ") before Spark reads them"
+        : "block verification off: spark.shuffle.checksum.enabled=false (no checksum files are"
+            + " written; blocks are read unverified)";
+  }
+
   static ManagerTransport start(
       ShuffleConf conf,
       boolean serviceMode,
@@ -111,6 +126,11 @@ final class ManagerTransport {
     }
     MapOutputPublisher publisher =
         new MapOutputPublisher(node, directory, sortResolver, conf.fallback(), counters, service);
+    if (env != null
+        && SparkCompat.<Boolean>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())) {
+      publisher.checksums(
+          SparkCompat.<String>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()));
+    }
     ReadContext rc =
         new ReadContext(
             node,
@@ -125,7 +145,7 @@ final class ManagerTransport {
     }
     LOG.info(
         "Memwire shuffle on {} (Spark {}): provider {} because {}; endpoint {}; fallback {}; "
-            + "map outputs served by {}",
+            + "map outputs served by {}; {}",
         who,
         SparkCompat.sparkVersion(),
         node.provider(),
@@ -136,7 +156,8 @@ final class ManagerTransport {
             ? "this JVM"
             : service.client() != null
                 ? "the node's shuffle service (" + service.socket() + ")"
-                : "this JVM until a shuffle service answers on " + service.socket());
+                : "this JVM until a shuffle service answers on " + service.socket(),
+        integrity(env));
     return new ManagerTransport(
         node, directory, publisher, rc, service, new MigratedOutputs(publisher, counters));
   }

@@ -5,8 +5,10 @@ import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.conf.WireEncryption;
 import io.memwire.shuffle.dataio.MemwireShuffleDataIO;
 import io.memwire.shuffle.dataio.ServiceMode;
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.migration.MigrationAwareResolver;
+import io.memwire.shuffle.reader.LocalBlockCheck;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
 import io.memwire.shuffle.reader.ReadContext;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
@@ -19,6 +21,7 @@ import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
+import org.apache.spark.internal.config.package$;
 import org.apache.spark.shuffle.BaseShuffleHandle;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
@@ -111,9 +114,17 @@ public final class RdmaShuffleManager implements ShuffleManager {
     this.shuffleConf = ShuffleConf.parse(settings, SparkSettings.authSecret(conf));
     this.wire = WireEncryption.decide(settings, shuffleConf, SparkCompat.tlsRpcSupported());
     this.sort = new SortShuffleManager(conf);
+    LocalBlockCheck localCheck =
+        new LocalBlockCheck(
+            sort.shuffleBlockResolver(),
+            SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())
+                ? ChecksumAlgorithm.ofName(
+                    SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()))
+                : null,
+            counters.checksumMismatchesDisk::increment);
     this.resolver =
         MigrationAwareResolver.create(
-            conf, sort.shuffleBlockResolver(), this::migratedOutputArrived);
+            conf, sort.shuffleBlockResolver(), this::migratedOutputArrived, localCheck::check);
     this.oldFetchProtocol = SparkSettings.warnAbout(conf, wire, isDriver, localMode);
     this.serviceMode = MemwireShuffleDataIO.selectedIn(settings);
     if (serviceMode && isDriver) {

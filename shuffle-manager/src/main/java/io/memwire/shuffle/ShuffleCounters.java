@@ -92,6 +92,20 @@ public final class ShuffleCounters {
   /** Pointers the service could not resolve (refused or not reached): their blocks fell back. */
   public final LongAdder reresolveFailures = adder(ShuffleMetrics.RERESOLVE_FAILURES);
 
+  /** Blocks read one-sided that matched Spark's stored checksums. */
+  public final LongAdder checksumVerifiedBlocks = adder(ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS);
+
+  /** Blocks read one-sided without a stored checksum to check. */
+  public final LongAdder checksumUnverifiedBlocks =
+      adder(ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS);
+
+  /** Checksum mismatches that a re-read cleared (a transfer fault). */
+  public final LongAdder checksumMismatchesNetwork =
+      adder(ShuffleMetrics.CHECKSUM_MISMATCHES_NETWORK);
+
+  /** Checksum mismatches on two reads (the stored bytes are wrong): fetch failures. */
+  public final LongAdder checksumMismatchesDisk = adder(ShuffleMetrics.CHECKSUM_MISMATCHES_DISK);
+
   /** Blocks handed to Spark's own block-store client (all causes). */
   public final LongAdder fallbackBlocks = adder(ShuffleMetrics.FALLBACK_BLOCKS);
 

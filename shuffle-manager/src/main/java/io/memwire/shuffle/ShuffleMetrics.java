@@ -153,6 +153,33 @@ public final class ShuffleMetrics {
           "Pointers the restarted shuffle service did not resolve (refused or not reached): their"
               + " blocks fell back, or failed the fetch.");
 
+  // Reduce side: integrity (Spark's shuffle checksums).
+
+  public static final Metric CHECKSUM_VERIFIED_BLOCKS =
+      counter(
+          "checksumVerifiedBlocks",
+          COUNT,
+          "Blocks read one-sided whose every reduce partition matched the checksum Spark stored"
+              + " beside the map output, before Spark saw a byte.");
+  public static final Metric CHECKSUM_UNVERIFIED_BLOCKS =
+      counter(
+          "checksumUnverifiedBlocks",
+          COUNT,
+          "Blocks read one-sided without a stored checksum to check (checksums off, no checksum"
+              + " file, more reduce partitions than a directory slot holds inline).");
+  public static final Metric CHECKSUM_MISMATCHES_NETWORK =
+      counter(
+          "checksumMismatches.network",
+          COUNT,
+          "Blocks whose first read did not match their checksum and whose re-read from the same"
+              + " region did: a transfer fault, delivered right.");
+  public static final Metric CHECKSUM_MISMATCHES_DISK =
+      counter(
+          "checksumMismatches.disk",
+          COUNT,
+          "Blocks whose bytes did not match their checksum on two reads: the stored bytes (data or"
+              + " checksum file) are wrong; failed as fetch failures, so Spark reruns the map.");
+
   // Reduce side: blocks not read one-sided.
 
   public static final Metric FALLBACK_BLOCKS =
@@ -211,6 +238,10 @@ public final class ShuffleMetrics {
           METADATA_READS,
           POINTERS_RERESOLVED,
           RERESOLVE_FAILURES,
+          CHECKSUM_VERIFIED_BLOCKS,
+          CHECKSUM_UNVERIFIED_BLOCKS,
+          CHECKSUM_MISMATCHES_NETWORK,
+          CHECKSUM_MISMATCHES_DISK,
           FALLBACK_BLOCKS,
           FALLBACK_BLOCKS_BY_CAUSE,
           FAILED_BLOCKS);

@@ -13,6 +13,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.internal.config.ConfigEntry;
+import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.client.StreamCallbackWithID;
 import org.apache.spark.network.netty.SparkTransportConf$;
 import org.apache.spark.network.util.TransportConf;
@@ -195,13 +196,25 @@ public final class SparkCompat {
    */
   public static IndexShuffleBlockResolver newHookedResolver(
       SparkConf conf, BiFunction<BlockId, SerializerManager, StreamCallbackWithID> hook) {
+    return newHookedResolver(conf, hook, (id, block) -> block);
+  }
+
+  /**
+   * As {@link #newHookedResolver(SparkConf, BiFunction)}, with every block its {@code getBlockData}
+   * finds (local reads, Spark's own transfer) passed through {@code blockCheck}, which returns it
+   * or throws.
+   */
+  public static IndexShuffleBlockResolver newHookedResolver(
+      SparkConf conf,
+      BiFunction<BlockId, SerializerManager, StreamCallbackWithID> hook,
+      BiFunction<BlockId, ManagedBuffer, ManagedBuffer> blockCheck) {
     switch (RESOLVER) {
       case CONF:
-        return new HookedResolvers.OnConf(conf, hook);
+        return new HookedResolvers.OnConf(conf, hook, blockCheck);
       case CONF_BLOCK_MANAGER_MAP:
-        return new ResolverWithTaskIdMap(conf, hook);
+        return new ResolverWithTaskIdMap(conf, hook, blockCheck);
       case CONF_BLOCK_MANAGER:
-        return new HookedResolvers.OnConfAndBlockManager(conf, hook);
+        return new HookedResolvers.OnConfAndBlockManager(conf, hook, blockCheck);
     }
     throw new AssertionError(RESOLVER);
   }

@@ -57,6 +57,10 @@ public final class MemwireMetrics {
         ShuffleMetrics.FALLBACK_BLOCKS_BY_CAUSE,
         Arrays.stream(FallbackCause.values()).map(FallbackCause::metricName).toList());
     d.manager("failedBlocks", ShuffleMetrics.FAILED_BLOCKS);
+    d.manager("checksum.verifiedBlocks", ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS);
+    d.manager("checksum.unverifiedBlocks", ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS);
+    d.manager("checksum.mismatches.network", ShuffleMetrics.CHECKSUM_MISMATCHES_NETWORK);
+    d.manager("checksum.mismatches.disk", ShuffleMetrics.CHECKSUM_MISMATCHES_DISK);
     d.manager("outputs.published", ShuffleMetrics.OUTPUTS_PUBLISHED);
     d.manager("outputs.toService", ShuffleMetrics.OUTPUTS_TO_SERVICE);
     d.manager("outputs.serviceErrors", ShuffleMetrics.SERVICE_ERRORS);

@@ -52,8 +52,24 @@ public final class MigrationAwareResolver {
    */
   public static IndexShuffleBlockResolver create(
       SparkConf conf, IndexShuffleBlockResolver owner, ArrivalListener listener) {
+    return create(conf, owner, listener, (id, block) -> block);
+  }
+
+  /**
+   * The resolver for Spark, passing each block Spark reads through it to {@code blockCheck} ({@link
+   * io.memwire.shuffle.reader.LocalBlockCheck}).
+   */
+  public static IndexShuffleBlockResolver create(
+      SparkConf conf,
+      IndexShuffleBlockResolver owner,
+      ArrivalListener listener,
+      java.util.function.BiFunction<
+              org.apache.spark.storage.BlockId,
+              org.apache.spark.network.buffer.ManagedBuffer,
+              org.apache.spark.network.buffer.ManagedBuffer>
+          blockCheck) {
     MigrationAwareResolver hook = new MigrationAwareResolver(owner, listener);
-    return SparkCompat.newHookedResolver(conf, hook::putShuffleBlockAsStream);
+    return SparkCompat.newHookedResolver(conf, hook::putShuffleBlockAsStream, blockCheck);
   }
 
   private StreamCallbackWithID putShuffleBlockAsStream(

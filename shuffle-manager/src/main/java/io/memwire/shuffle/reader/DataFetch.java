@@ -19,6 +19,13 @@ import org.apache.spark.network.buffer.NioManagedBuffer;
  * thread); each block's delivery, and the next batch's post, run on the thread completing the read.
  * A block whose read fails drops its map output from the cache and goes to Spark's client (cause
  * {@code read}); a zero-length block is delivered empty without a read.
+ *
+ * <p>Integrity: a block with stored checksums ({@link LocatedBlock#checksum()}) is checked before
+ * Spark sees it, each reduce partition against Spark's value. A mismatch is read once more from the
+ * same region (on the completing thread): a match then is a transfer fault (counted {@code
+ * checksumMismatches.network}) and the re-read bytes are delivered; a second mismatch fails the
+ * block ({@link ChecksumMismatchException}, counted {@code checksumMismatches.disk}), so Spark
+ * reruns the map.
  */
 final class DataFetch implements BlockSource {
   private final ReadContext ctx;
@@ -87,13 +94,76 @@ final class DataFetch implements BlockSource {
                       FallbackCause.READ,
                       "data read failed: " + FetchRequest.rootMessage(err));
                 } else {
-                  ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
+                  checkAndDeliver(b, buf, null);
                 }
               });
     }
     if (next < blocks.size()) {
       var unused = batch.all().whenComplete((ok, err) -> post(blocks, next));
     }
+  }
+
+  /**
+   * Delivers {@code buf} when it matches {@code b}'s checksums (or it has none); else re-reads it
+   * once ({@code first}: null on the first read) or fails it.
+   */
+  private void checkAndDeliver(LocatedBlock b, TransferBuffer buf, BlockChecksum.Mismatch first) {
+    if (b.checksum() == null) {
+      ctx.metrics.unverified();
+      ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
+      return;
+    }
+    BlockChecksum.Mismatch m;
+    try {
+      ByteBuffer bytes = buf.nioBuffer();
+      ctx.transportFault(bytes);
+      BlockChecksum.Verifier v = b.checksum().verifier();
+      v.update(bytes);
+      m = v.finish();
+    } catch (RuntimeException e) {
+      buf.release();
+      throw e;
+    }
+    if (m == null) {
+      if (first != null) {
+        ctx.metrics.checksumMismatch(false);
+      }
+      ctx.metrics.verified();
+      ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
+      return;
+    }
+    buf.release();
+    if (first != null) {
+      ctx.metrics.checksumMismatch(true);
+      ctx.drop(shuffleId, b.source());
+      ends.fail(b.block(), new ChecksumMismatchException(b, link.execId(), first, m));
+      return;
+    }
+    CompletableFuture<TransferBuffer> again;
+    try {
+      again = link.read(ReadRequest.of(b.data(), b.offset(), (int) b.length()));
+    } catch (RuntimeException e) {
+      rereadFailed(b, m, e.toString());
+      return;
+    }
+    var unused =
+        again.whenComplete(
+            (buf2, err) -> {
+              if (err != null) {
+                rereadFailed(b, m, FetchRequest.rootMessage(err));
+              } else {
+                checkAndDeliver(b, buf2, m);
+              }
+            });
+  }
+
+  /**
+   * A block that mismatched once and could not be read again fails (never to Spark's client, which
+   * would serve the same stored bytes unchecked).
+   */
+  private void rereadFailed(LocatedBlock b, BlockChecksum.Mismatch m, String why) {
+    ctx.drop(shuffleId, b.source());
+    ends.fail(b.block(), ChecksumMismatchException.unconfirmed(b, link.execId(), m, why));
   }
 
   static List<Wanted> blocksOf(List<LocatedBlock> located) {

@@ -190,8 +190,11 @@ final class IndexLookup {
         if (x.load == null) {
           Wanted w = x.blocks.get(0);
           ctx.metrics.indexEntriesRead();
-          locate(
-              w, x.map, b.getLong(0), b.getLong((w.end - w.start) * 8), data, misses, unreadable);
+          long[] entries = new long[w.end - w.start + 1];
+          for (int k = 0; k < entries.length; k++) {
+            entries[k] = b.getLong(k * 8);
+          }
+          locate(w, x.map, entries, 0, data, misses, unreadable);
         } else {
           ctx.metrics.wholeIndexRead();
           long[] offsets = IndexFile.decode(b, slot.dataLength());
@@ -280,20 +283,30 @@ final class IndexLookup {
     if (w.end >= offsets.length) {
       misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
     } else {
-      locate(w, m, offsets[w.start], offsets[w.end], data, misses, tooLarge);
+      locate(w, m, offsets, w.start, data, misses, tooLarge);
     }
   }
 
-  /** Checks a block's range against its data file: located, invalid, or too large. */
+  /**
+   * Checks a block's range against its data file: located, invalid, or too large. Its index entries
+   * are {@code entries} from {@code from} on ({@code end - start + 1} of them).
+   */
   private void locate(
       Wanted w,
       SlottedBlocks m,
-      long first,
-      long last,
+      long[] entries,
+      int from,
       List<LocatedBlock> data,
       List<Miss> misses,
       List<Wanted> tooLarge) {
     DirectorySlot slot = m.slot();
+    long first = entries[from];
+    long last = entries[from + w.end - w.start];
+    for (int k = from + 1; k <= from + w.end - w.start; k++) {
+      if (entries[k] < entries[k - 1]) {
+        last = -1; // entries within a batch block that decrease: invalid
+      }
+    }
     if (first < 0 || last < first || last > slot.dataLength()) {
       misses.add(
           new Miss.Failure(
@@ -311,7 +324,14 @@ final class IndexLookup {
     } else if (!toDisk && last - first > Integer.MAX_VALUE) {
       tooLarge.add(w);
     } else {
-      data.add(new LocatedBlock(w, m.map().key(), slot.data(), first, last - first));
+      data.add(
+          new LocatedBlock(
+              w,
+              m.map().key(),
+              slot.data(),
+              first,
+              last - first,
+              BlockChecksum.of(slot.checksums(), w.start, w.end, entries, from)));
     }
   }
 

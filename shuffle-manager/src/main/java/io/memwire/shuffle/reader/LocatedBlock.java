@@ -5,7 +5,14 @@ import io.memwire.transfer.RemoteRegion;
 /**
  * A block whose bytes were found: {@code length} bytes at {@code offset} of its map output's data
  * file, the remote region {@code data}, located through the slot at {@code source} (dropped from
- * the cache when the data read fails). What the index stage hands a {@link BlockSource}.
+ * the cache when the data read fails), with what its bytes must match ({@code checksum}; null when
+ * its writer stored no checksums: it is read unverified). What the index stage hands a {@link
+ * BlockSource}.
  */
 record LocatedBlock(
-    Wanted block, ReadContext.SlotKey source, RemoteRegion data, long offset, long length) {}
+    Wanted block,
+    ReadContext.SlotKey source,
+    RemoteRegion data,
+    long offset,
+    long length,
+    BlockChecksum checksum) {}

@@ -23,6 +23,11 @@ final class PeerLink {
     this.metrics = metrics;
   }
 
+  /** The executor whose outputs this link reads. */
+  String execId() {
+    return execId;
+  }
+
   ReadBatch read(List<ReadRequest> requests) {
     ReadBatch batch = connection.read(requests);
     var unused = timed(batch.all());

@@ -6,6 +6,7 @@ import io.memwire.shuffle.compat.SparkCompat;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.TransferNode;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -66,6 +67,9 @@ public final class ReadContext implements AutoCloseable {
   private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
 
   private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
+
+  /** Test seam: data reads whose bytes are flipped before verification, as a transfer fault. */
+  private final AtomicInteger transportFaults = new AtomicInteger();
 
   /** Service mode with a resolve port: how dead pointers are re-resolved; else null. */
   private volatile PointerResolution resolution;
@@ -259,6 +263,24 @@ public final class ReadContext implements AutoCloseable {
   /** Bytes of index entries cached now (for tests and stats). */
   public long indexCacheBytes() {
     return indexCacheBytes.get();
+  }
+
+  /**
+   * Test seam: flips one byte of each of the next {@code reads} data reads of verified blocks as
+   * they arrive, before the check, as a fault on the transfer would (the stored bytes stay right).
+   */
+  public void injectTransportFaults(int reads) {
+    transportFaults.set(reads);
+  }
+
+  /** Applies an injected transfer fault to a data read's bytes, if one is due. */
+  void transportFault(ByteBuffer bytes) {
+    if (transportFaults.get() > 0
+        && bytes.hasRemaining()
+        && transportFaults.getAndDecrement() > 0) {
+      int at = bytes.position();
+      bytes.put(at, (byte) ~bytes.get(at));
+    }
   }
 
   /** Re-resolves dead service pointers from now on ({@link PointerResolution}). */

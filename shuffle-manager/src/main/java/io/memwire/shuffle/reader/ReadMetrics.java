@@ -74,6 +74,23 @@ final class ReadMetrics {
     counters.blockSize(bytes);
   }
 
+  /** A block's bytes matched every stored checksum of its partitions. */
+  void verified() {
+    counters.checksumVerifiedBlocks.increment();
+  }
+
+  /** A block was read without a stored checksum to check. */
+  void unverified() {
+    counters.checksumUnverifiedBlocks.increment();
+  }
+
+  /**
+   * A block's first read did not match its checksum: {@code disk} when the re-read did not either.
+   */
+  void checksumMismatch(boolean disk) {
+    (disk ? counters.checksumMismatchesDisk : counters.checksumMismatchesNetwork).increment();
+  }
+
   void failed(int blocks) {
     counters.failedBlocks.add(blocks);
   }

@@ -133,7 +133,9 @@ final class SlotLookup {
       }
       DirectorySlot slot;
       try {
-        slot = DirectorySlot.read(buf.nioBuffer(), m.key().pointer().entries());
+        slot =
+            DirectorySlot.read(
+                buf.nioBuffer(), m.key().pointer().entries(), m.key().pointer().checksums());
       } finally {
         buf.release();
       }

@@ -25,6 +25,11 @@ import org.slf4j.LoggerFactory;
  * read discards the file, drops the map output from the cache and hands this block and the rest to
  * Spark's client (cause {@code read}); a failed file operation fails only its block. Each piece's
  * buffer is released after its write, whatever the outcome.
+ *
+ * <p>Integrity: a block with stored checksums is checked piece by piece as it is written; once
+ * whole, a mismatch discards the file and reads the block once more into a new one (a match then is
+ * a transfer fault), a second mismatch fails it ({@link ChecksumMismatchException}), as {@link
+ * DataFetch} does.
  */
 final class ToDiskFetch implements BlockSource {
   private static final Logger LOG = LoggerFactory.getLogger(ToDiskFetch.class);
@@ -57,6 +62,14 @@ final class ToDiskFetch implements BlockSource {
     if (i >= blocks.size()) {
       return;
     }
+    start(blocks, i, null);
+  }
+
+  /**
+   * Reads block {@code i} into a new temp file; {@code first} is its first read's mismatch when
+   * this is the re-read, else null.
+   */
+  private void start(List<LocatedBlock> blocks, int i, BlockChecksum.Mismatch first) {
     DownloadFile file;
     DownloadFileWritableChannel channel;
     try {
@@ -67,19 +80,25 @@ final class ToDiskFetch implements BlockSource {
       next(blocks, i + 1);
       return;
     }
-    readPiece(blocks, i, file, channel, 0);
+    BlockChecksum sums = blocks.get(i).checksum();
+    readPiece(
+        blocks, i, new Attempt(file, channel, sums == null ? null : sums.verifier(), first), 0);
   }
 
-  private void readPiece(
-      List<LocatedBlock> blocks,
-      int i,
+  /** One read of a block into one temp file, and its check. */
+  private record Attempt(
       DownloadFile file,
       DownloadFileWritableChannel channel,
-      long done) {
+      BlockChecksum.Verifier verifier,
+      BlockChecksum.Mismatch first) {}
+
+  private void readPiece(List<LocatedBlock> blocks, int i, Attempt a, long done) {
+    DownloadFile file = a.file();
+    DownloadFileWritableChannel channel = a.channel();
     LocatedBlock b = blocks.get(i);
     int n = (int) Math.min(b.length() - done, ctx.readBatchBytes); // readBatchBytes <= 1 GiB
     if (n == 0) {
-      finishFile(blocks, i, file, channel);
+      finishFile(blocks, i, a);
       return;
     }
     CompletableFuture<TransferBuffer> f;
@@ -87,10 +106,7 @@ final class ToDiskFetch implements BlockSource {
       f = link.read(ReadRequest.of(b.data(), b.offset() + done, n));
     } catch (RuntimeException e) {
       discard(file, channel);
-      ends.fallback(
-          DataFetch.blocksOf(blocks.subList(i, blocks.size())),
-          FallbackCause.READ,
-          "data read failed: " + e);
+      readFailed(blocks, i, a, e.toString());
       return;
     }
     var unused =
@@ -99,14 +115,15 @@ final class ToDiskFetch implements BlockSource {
               if (err != null) {
                 discard(file, channel);
                 ctx.drop(shuffleId, b.source());
-                ends.fallback(
-                    DataFetch.blocksOf(blocks.subList(i, blocks.size())),
-                    FallbackCause.READ,
-                    "data read failed: " + FetchRequest.rootMessage(err));
+                readFailed(blocks, i, a, FetchRequest.rootMessage(err));
                 return;
               }
               try {
                 ByteBuffer bytes = buf.nioBuffer();
+                if (a.verifier() != null) {
+                  ctx.transportFault(bytes);
+                  a.verifier().update(bytes);
+                }
                 while (bytes.hasRemaining()) {
                   channel.write(bytes);
                 }
@@ -119,17 +136,39 @@ final class ToDiskFetch implements BlockSource {
                 buf.release();
               }
               if (done + n < b.length()) {
-                readPiece(blocks, i, file, channel, done + n);
+                readPiece(blocks, i, a, done + n);
               } else {
-                finishFile(blocks, i, file, channel);
+                finishFile(blocks, i, a);
               }
             },
             ctx.fallbackThreads);
   }
 
-  private void finishFile(
-      List<LocatedBlock> blocks, int i, DownloadFile file, DownloadFileWritableChannel channel) {
+  private void finishFile(List<LocatedBlock> blocks, int i, Attempt a) {
+    DownloadFile file = a.file();
+    DownloadFileWritableChannel channel = a.channel();
     LocatedBlock b = blocks.get(i);
+    if (a.verifier() == null) {
+      ctx.metrics.unverified();
+    } else {
+      BlockChecksum.Mismatch m = a.verifier().finish();
+      if (m != null) {
+        discard(file, channel);
+        if (a.first() == null) {
+          start(blocks, i, m); // once more from the same region, into a new file
+        } else {
+          ctx.metrics.checksumMismatch(true);
+          ctx.drop(shuffleId, b.source());
+          ends.fail(b.block(), new ChecksumMismatchException(b, link.execId(), a.first(), m));
+          next(blocks, i + 1);
+        }
+        return;
+      }
+      if (a.first() != null) {
+        ctx.metrics.checksumMismatch(false);
+      }
+      ctx.metrics.verified();
+    }
     ManagedBuffer onDisk;
     try {
       onDisk = channel.closeAndRead();
@@ -145,6 +184,23 @@ final class ToDiskFetch implements BlockSource {
       file.delete();
     }
     next(blocks, i + 1);
+  }
+
+  /**
+   * A failed read sends block {@code i} and the rest to Spark's client, except a block that
+   * mismatched once: it fails (Spark's client would serve the same stored bytes unchecked).
+   */
+  private void readFailed(List<LocatedBlock> blocks, int i, Attempt a, String why) {
+    int from = i;
+    if (a.first() != null) {
+      LocatedBlock b = blocks.get(i);
+      ends.fail(b.block(), ChecksumMismatchException.unconfirmed(b, link.execId(), a.first(), why));
+      from = i + 1;
+    }
+    ends.fallback(
+        DataFetch.blocksOf(blocks.subList(from, blocks.size())),
+        FallbackCause.READ,
+        "data read failed: " + why);
   }
 
   private void discard(DownloadFile file, DownloadFileWritableChannel channel) {

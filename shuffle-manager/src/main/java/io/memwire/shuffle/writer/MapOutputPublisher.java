@@ -3,6 +3,7 @@ package io.memwire.shuffle.writer;
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.MemoryRegion;
@@ -39,6 +40,10 @@ public final class MapOutputPublisher {
   private final ShuffleCounters counters;
   private final ServiceLink service;
   private final AtomicBoolean warned = new AtomicBoolean();
+
+  /** Spark's checksum algorithm when its checksums are on, else null. */
+  private volatile String checksumAlgorithm;
+
   private final AtomicBoolean serviceWarned = new AtomicBoolean();
 
   /**
@@ -65,6 +70,11 @@ public final class MapOutputPublisher {
    *
    * @throws IllegalStateException when it cannot be published and fallback is disabled
    */
+  /** Spark's {@code spark.shuffle.checksum.algorithm} when checksums are on, else null. */
+  public void checksums(String algorithm) {
+    this.checksumAlgorithm = algorithm;
+  }
+
   public void publish(int shuffleId, long mapId, int mapIndex, MapStatus status) {
     long start = System.nanoTime();
     try {
@@ -133,9 +143,32 @@ public final class MapOutputPublisher {
       return null;
     }
     // Reads the index file (just written, in the page cache) to keep its entries inline.
-    DirectoryPointer pointer = directory.publish(shuffleId, mapIndex, mapId, index, data);
+    DirectoryPointer pointer =
+        directory.publish(
+            shuffleId,
+            mapIndex,
+            mapId,
+            index,
+            data,
+            OutputChecksums.read(checksumFile(shuffleId, mapId), partitions(indexFile)));
     counters.outputsPublished.increment();
     return pointer;
+  }
+
+  /**
+   * Spark's checksum file of an output (in another of the block manager's subdirectories than the
+   * index: Spark places files by their name's hash), or null when checksums are off.
+   */
+  private java.nio.file.Path checksumFile(int shuffleId, long mapId) {
+    if (checksumAlgorithm == null) {
+      return null;
+    }
+    File f = resolver.getChecksumFile(shuffleId, mapId, checksumAlgorithm, Option.empty());
+    return f.isFile() ? f.toPath() : null;
+  }
+
+  private static int partitions(File index) {
+    return (int) Math.max(0, Math.min(index.length() / 8 - 1, Integer.MAX_VALUE));
   }
 
   private DirectoryPointer toService(
@@ -152,7 +185,8 @@ public final class MapOutputPublisher {
               mapIndex,
               mapId,
               indexFile.toPath(),
-              dataFile.exists() ? dataFile.toPath() : null);
+              dataFile.exists() ? dataFile.toPath() : null,
+              checksumFile(shuffleId, mapId));
     } catch (IOException e) {
       counters.serviceErrors.increment();
       if (serviceWarned.compareAndSet(false, true)) {

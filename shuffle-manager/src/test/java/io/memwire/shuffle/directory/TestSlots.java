@@ -8,10 +8,12 @@ public final class TestSlots {
 
   /**
    * Writes {@code slot} into {@code chunk} at {@code at}: its {@value DirectorySlot#SIZE}-byte
-   * header and its inline entries, if it has any.
+   * header and its inline entries and checksums, if it has any.
    */
   public static void write(DirectorySlot slot, ByteBuffer chunk, int at) {
-    int length = DirectorySlot.readLength(slot.entries() == null ? 0 : slot.entries().length);
+    int length =
+        DirectorySlot.readLength(
+            slot.entries() == null ? 0 : slot.entries().length, slot.checksums() != null);
     slot.writeTo(chunk.duplicate().position(at).limit(at + length).slice());
   }
 }

@@ -49,6 +49,10 @@ class MemwireMetricsTest {
     expected.addAll(
         List.of(
             "failedBlocks",
+            "checksum.verifiedBlocks",
+            "checksum.unverifiedBlocks",
+            "checksum.mismatches.network",
+            "checksum.mismatches.disk",
             "outputs.published",
             "outputs.toService",
             "outputs.serviceErrors",

@@ -9,9 +9,11 @@ import java.util.Optional;
  * laid out: carried in the MapStatus location's {@code topologyInfo} after any topology information
  * Spark had put there ({@code <original>|memwire...}), as {@code
  * memwire2:<chunk>:<entries>:<base64url region>} for a chunk whose slots carry {@code entries}
- * index entries inline, or {@code memwire1:<chunk>:<base64url region>} for one of headers only
- * ({@link #entries()} 0). From the pointer and a map index alone a reducer computes where the slot
- * and its entries lie, so it reads both in one read.
+ * index entries inline, {@code memwire3:<chunk>:<entries>:<base64url region>} for one whose slots
+ * also have room for Spark's checksums ({@link #checksums()}), or {@code
+ * memwire1:<chunk>:<base64url region>} for one of headers only ({@link #entries()} 0). A reader
+ * that does not know a tag finds no pointer and reads through Spark. From the pointer and a map
+ * index alone a reducer computes where the slot and its entries lie, so it reads both in one read.
  *
  * <p>All map outputs of one executor, shuffle and chunk share the pointer, so Spark still groups
  * their blocks into one fetch request per executor.
@@ -19,10 +21,12 @@ import java.util.Optional;
 public final class DirectoryPointer {
   static final String TAG = "memwire1:";
   static final String TAG_INLINE = "memwire2:";
+  static final String TAG_CHECKSUMS = "memwire3:";
   private static final char SEPARATOR = '|';
 
   private final int chunk;
   private final int entries;
+  private final boolean checksums;
   private final RemoteRegion region;
 
   /** A pointer to a chunk of slot headers only ({@value ShuffleDirectory#SLOTS_PER_CHUNK}). */
@@ -37,6 +41,21 @@ public final class DirectoryPointer {
    *     DirectorySlot#MAX_INLINE_ENTRIES}
    */
   public DirectoryPointer(int chunk, int entries, RemoteRegion region) {
+    this(chunk, entries, false, region);
+  }
+
+  /**
+   * A pointer to a chunk whose slots carry {@code entries} inline index entries and, with {@code
+   * checksums}, room for a checksum per reduce partition.
+   *
+   * @throws IllegalArgumentException when {@code entries} is not 0 or 2 to {@value
+   *     DirectorySlot#MAX_INLINE_ENTRIES}, or checksums come without entries
+   */
+  public DirectoryPointer(int chunk, int entries, boolean checksums, RemoteRegion region) {
+    if (checksums && entries == 0) {
+      throw new IllegalArgumentException("checksums need inline entries");
+    }
+    this.checksums = checksums;
     if (entries != 0 && (entries < 2 || entries > DirectorySlot.MAX_INLINE_ENTRIES)) {
       throw new IllegalArgumentException("inline entries per slot: " + entries);
     }
@@ -55,14 +74,21 @@ public final class DirectoryPointer {
     return entries;
   }
 
-  /** Slots in this chunk: map indexes [chunk * this, (chunk + 1) * this). */
-  public int slotsPerChunk() {
-    return DirectorySlot.slotsPerChunk(entries);
+  /** Whether the chunk's slots have room for Spark's checksums after their entries. */
+  public boolean checksums() {
+    return checksums;
   }
 
-  /** Bytes a reducer reads for one slot: the header and, when inline, every entry. */
+  /** Slots in this chunk: map indexes [chunk * this, (chunk + 1) * this). */
+  public int slotsPerChunk() {
+    return DirectorySlot.slotsPerChunk(entries, checksums);
+  }
+
+  /**
+   * Bytes a reducer reads for one slot: the header and, when inline, every entry (and checksum).
+   */
   public int slotReadLength() {
-    return DirectorySlot.readLength(entries);
+    return DirectorySlot.readLength(entries, checksums);
   }
 
   /** The chunk's registered memory on the serving executor. */
@@ -77,13 +103,16 @@ public final class DirectoryPointer {
     if (mapIndex < first || mapIndex >= first + slots) {
       return -1;
     }
-    long off = (mapIndex - first) * DirectorySlot.stride(entries);
+    long off = (mapIndex - first) * DirectorySlot.stride(entries, checksums);
     return off + slotReadLength() <= region.length() ? off : -1;
   }
 
   /** The topologyInfo string: {@code original} (if any) followed by this pointer. */
   public String toTopologyInfo(String original) {
-    String layout = entries == 0 ? TAG + chunk : TAG_INLINE + chunk + ":" + entries;
+    String layout =
+        entries == 0
+            ? TAG + chunk
+            : (checksums ? TAG_CHECKSUMS : TAG_INLINE) + chunk + ":" + entries;
     String me =
         layout + ":" + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
     return original == null || original.isEmpty() ? me : original + SEPARATOR + me;
@@ -94,11 +123,16 @@ public final class DirectoryPointer {
     if (topologyInfo == null) {
       return Optional.empty();
     }
-    int at = Math.max(topologyInfo.lastIndexOf(TAG), topologyInfo.lastIndexOf(TAG_INLINE));
+    int at =
+        Math.max(
+            topologyInfo.lastIndexOf(TAG),
+            Math.max(
+                topologyInfo.lastIndexOf(TAG_INLINE), topologyInfo.lastIndexOf(TAG_CHECKSUMS)));
     if (at < 0 || (at > 0 && topologyInfo.charAt(at - 1) != SEPARATOR)) {
       return Optional.empty();
     }
-    boolean inline = topologyInfo.startsWith(TAG_INLINE, at);
+    boolean sums = topologyInfo.startsWith(TAG_CHECKSUMS, at);
+    boolean inline = sums || topologyInfo.startsWith(TAG_INLINE, at);
     String rest = topologyInfo.substring(at + TAG.length());
     try {
       int colon = rest.indexOf(':');
@@ -113,7 +147,7 @@ public final class DirectoryPointer {
           RemoteRegion.fromBytes(Base64.getUrlDecoder().decode(rest.substring(colon + 1)));
       return chunk < 0 || (inline && entries == 0)
           ? Optional.empty()
-          : Optional.of(new DirectoryPointer(chunk, entries, region));
+          : Optional.of(new DirectoryPointer(chunk, entries, sums, region));
     } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
       return Optional.empty();
     }
@@ -124,12 +158,13 @@ public final class DirectoryPointer {
     return o instanceof DirectoryPointer
         && ((DirectoryPointer) o).chunk == chunk
         && ((DirectoryPointer) o).entries == entries
+        && ((DirectoryPointer) o).checksums == checksums
         && ((DirectoryPointer) o).region.equals(region);
   }
 
   @Override
   public int hashCode() {
-    return (chunk * 31 + entries) * 31 + region.hashCode();
+    return ((chunk * 31 + entries) * 31 + (checksums ? 1 : 0)) * 31 + region.hashCode();
   }
 
   @Override
@@ -137,6 +172,7 @@ public final class DirectoryPointer {
     return "DirectoryPointer{chunk "
         + chunk
         + (entries == 0 ? "" : ", " + entries + " entries inline")
+        + (checksums ? ", checksums" : "")
         + ", "
         + region
         + "}";

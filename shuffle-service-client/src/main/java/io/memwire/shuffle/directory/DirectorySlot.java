@@ -10,17 +10,24 @@ import java.util.zip.CRC32C;
  * in a directory with inline entries by the output's index entries.
  *
  * <pre>
- *   0  u32  magic: 'MWS1' (header only) or 'MWS2' (entries follow); 0 = empty slot
+ *   0  u32  magic: 'MWS1' (header only), 'MWS2' (entries follow) or 'MWS3' (entries and
+ *            checksums follow); 0 = empty slot
  *   4  u32  map index
  *   8  u64  map id (the map task attempt id)
  *  16  u64  data file length (0 = no data file: every partition empty)
  *  24  u64  index file length
  *  32  ..   index file RemoteRegion encoding (1 segment: 50 bytes)
  *  88  ..   data file RemoteRegion encoding, when the data length is positive (up to 3 segments)
- * 248  u32  MWS2: number of entries n (reduce partitions + 1)
- * 252  u32  MWS2: CRC32C of bytes [4, 252) and of the entries
- * 256  n x u64  MWS2: the index file's offsets (Spark's index, as in the file)
+ * 240  u32  MWS3: checksum algorithm ({@link ChecksumAlgorithm#code()})
+ * 248  u32  MWS2/3: number of entries n (reduce partitions + 1)
+ * 252  u32  MWS2/3: CRC32C of bytes [4, 252), of the entries and of the checksums
+ * 256  n x u64  MWS2/3: the index file's offsets (Spark's index, as in the file)
+ * 256 + 8n  (n - 1) x u64  MWS3: Spark's checksum of each reduce partition, as in its file
  * </pre>
+ *
+ * <p>A directory whose slots have room for checksums ({@link DirectoryPointer#checksums()}) holds
+ * MWS3 slots, and MWS2 or MWS1 slots for outputs without a checksum file or with another index
+ * length; readers verify only blocks of MWS3 slots.
  *
  * <p>The magic is written last, so a slot is either empty, stale (another map id) or complete. A
  * read that raced a republish of the same map index (torn: old header, new entries) fails the CRC
@@ -38,6 +45,8 @@ public final class DirectorySlot {
 
   static final int MAGIC = 0x4d575331; // "MWS1"
   static final int MAGIC_INLINE = 0x4d575332; // "MWS2"
+  static final int MAGIC_CHECKSUMS = 0x4d575333; // "MWS3"
+  private static final int ALGORITHM_AT = 240;
   private static final int INDEX_AT = 32;
   private static final int DATA_AT = 88;
   private static final int COUNT_AT = 248;
@@ -49,6 +58,7 @@ public final class DirectorySlot {
   private final RemoteRegion data;
   private final long dataLength;
   private final long[] entries;
+  private final OutputChecksums checksums;
 
   /** A slot without inline entries. */
   public DirectorySlot(int mapIndex, long mapId, RemoteRegion index, RemoteRegion data) {
@@ -61,6 +71,29 @@ public final class DirectorySlot {
    */
   public DirectorySlot(
       int mapIndex, long mapId, RemoteRegion index, RemoteRegion data, long[] entries) {
+    this(mapIndex, mapId, index, data, entries, null);
+  }
+
+  /**
+   * A slot with the output's index entries and Spark's checksums inline ({@code checksums}: one per
+   * reduce partition, so one fewer than entries; null for none). Checksums need entries.
+   */
+  public DirectorySlot(
+      int mapIndex,
+      long mapId,
+      RemoteRegion index,
+      RemoteRegion data,
+      long[] entries,
+      OutputChecksums checksums) {
+    if (checksums != null && (entries == null || checksums.values().length != entries.length - 1)) {
+      throw new IllegalArgumentException(
+          "checksums: "
+              + checksums.values().length
+              + " values for "
+              + (entries == null ? "no" : String.valueOf(entries.length))
+              + " index entries");
+    }
+    this.checksums = checksums;
     if (entries != null && (entries.length < 2 || entries.length > MAX_INLINE_ENTRIES)) {
       throw new IllegalArgumentException(
           "inline index entries: " + entries.length + ", need 2 to " + MAX_INLINE_ENTRIES);
@@ -84,7 +117,15 @@ public final class DirectorySlot {
    * entries (0: none): header and entries, rounded up to 64 bytes.
    */
   public static int stride(int entries) {
-    return entries == 0 ? SIZE : (SIZE + entries * 8 + 63) & ~63;
+    return stride(entries, false);
+  }
+
+  /**
+   * Bytes from one slot's start to the next in a directory whose slots carry {@code entries} inline
+   * entries (0: none) and, with {@code checksums}, room for one checksum per reduce partition.
+   */
+  public static int stride(int entries, boolean checksums) {
+    return entries == 0 ? SIZE : (readLength(entries, checksums) + 63) & ~63;
   }
 
   /**
@@ -93,17 +134,28 @@ public final class DirectorySlot {
    * ShuffleDirectory#SLOTS_PER_CHUNK}.
    */
   public static int slotsPerChunk(int entries) {
+    return slotsPerChunk(entries, false);
+  }
+
+  /** Slots per directory chunk of a shuffle whose slots have room for checksums too. */
+  public static int slotsPerChunk(int entries, boolean checksums) {
     return entries == 0
         ? ShuffleDirectory.SLOTS_PER_CHUNK
         : Math.max(
             1,
             Math.min(
-                ShuffleDirectory.SLOTS_PER_CHUNK, ShuffleDirectory.CHUNK_BYTES / stride(entries)));
+                ShuffleDirectory.SLOTS_PER_CHUNK,
+                ShuffleDirectory.CHUNK_BYTES / stride(entries, checksums)));
   }
 
   /** Bytes a reader reads for one slot with {@code entries} inline entries: header and entries. */
   public static int readLength(int entries) {
     return SIZE + entries * 8;
+  }
+
+  /** Bytes a reader reads for one slot with {@code entries} inline entries and checksums. */
+  public static int readLength(int entries, boolean checksums) {
+    return SIZE + entries * 8 + (checksums && entries > 0 ? (entries - 1) * 8 : 0);
   }
 
   public int mapIndex() {
@@ -132,9 +184,28 @@ public final class DirectorySlot {
     return entries;
   }
 
-  /** This slot without its inline entries (what a reader keeps of it apart from its index). */
+  /** Spark's checksums of the output's reduce partitions, or null when the slot has none. */
+  public OutputChecksums checksums() {
+    return checksums;
+  }
+
+  /**
+   * This slot without its inline entries (what a reader keeps of it apart from its index); its
+   * checksums stay.
+   */
   public DirectorySlot withoutEntries() {
-    return entries == null ? this : new DirectorySlot(mapIndex, mapId, index, data, null);
+    return entries == null ? this : new DirectorySlot(this, checksums);
+  }
+
+  /** A header-only copy of {@code s} keeping {@code c}, which then need not match any entries. */
+  private DirectorySlot(DirectorySlot s, OutputChecksums c) {
+    this.mapIndex = s.mapIndex;
+    this.mapId = s.mapId;
+    this.index = s.index;
+    this.data = s.data;
+    this.dataLength = s.dataLength;
+    this.entries = null;
+    this.checksums = c;
   }
 
   /** Writes this slot into {@code slot} ({@link #readLength} bytes at its position 0). */
@@ -154,17 +225,24 @@ public final class DirectorySlot {
       for (int i = 0; i < entries.length; i++) {
         b.putLong(SIZE + i * 8, entries[i]);
       }
-      b.putInt(CRC_AT, crc(b, 0, entries.length));
-      b.putInt(0, MAGIC_INLINE);
+      if (checksums != null) {
+        b.putInt(ALGORITHM_AT, checksums.algorithm().code());
+        long[] v = checksums.values();
+        for (int i = 0; i < v.length; i++) {
+          b.putLong(SIZE + (entries.length + i) * 8, v[i]);
+        }
+      }
+      b.putInt(CRC_AT, crc(b, 0, entries.length, checksums != null));
+      b.putInt(0, checksums != null ? MAGIC_CHECKSUMS : MAGIC_INLINE);
     } else {
       b.putInt(0, MAGIC);
     }
   }
 
-  private static int crc(ByteBuffer b, int base, int entries) {
+  private static int crc(ByteBuffer b, int base, int entries, boolean checksums) {
     CRC32C crc = new CRC32C();
     crc.update(b.duplicate().position(base + 4).limit(base + CRC_AT));
-    crc.update(b.duplicate().position(base + SIZE).limit(base + SIZE + entries * 8));
+    crc.update(b.duplicate().position(base + SIZE).limit(base + readLength(entries, checksums)));
     return (int) crc.getValue();
   }
 
@@ -186,33 +264,64 @@ public final class DirectorySlot {
    *     headers only were read, torn or not a valid slot
    */
   public static DirectorySlot read(ByteBuffer bytes, int entries) {
+    return read(bytes, entries, false);
+  }
+
+  /**
+   * Decodes a slot read from a peer whose directory keeps {@code entries} inline entries per slot
+   * and, with {@code checksums}, room for checksums: a slot of any kind that fits (MWS3 only where
+   * the directory has room for checksums).
+   *
+   * @return the slot (with its entries and checksums when it has them), or null when it is empty,
+   *     not of this directory's layout, torn or not a valid slot
+   */
+  public static DirectorySlot read(ByteBuffer bytes, int entries, boolean checksums) {
     if (entries < 0 || entries > MAX_INLINE_ENTRIES) {
       return null;
     }
-    return decode(bytes, entries);
+    return decode(bytes, entries, checksums);
   }
 
   private static DirectorySlot decode(ByteBuffer bytes, int entries) {
+    return decode(bytes, entries, false);
+  }
+
+  private static DirectorySlot decode(ByteBuffer bytes, int entries, boolean roomForChecksums) {
     if (bytes.remaining() < SIZE) {
       return null;
     }
     ByteBuffer b = bytes.duplicate().order(ByteOrder.BIG_ENDIAN);
     int base = b.position();
     int magic = b.getInt(base);
-    boolean inline = magic == MAGIC_INLINE;
-    if ((magic != MAGIC && !inline) || (entries == 0 && inline)) {
+    boolean withChecksums = magic == MAGIC_CHECKSUMS;
+    boolean inline = magic == MAGIC_INLINE || withChecksums;
+    if ((magic != MAGIC && !inline)
+        || (entries == 0 && inline)
+        || (withChecksums && !roomForChecksums && entries >= 0)) {
       return null;
     }
     long[] offsets = null;
+    OutputChecksums sums = null;
     if (inline && entries > 0) {
-      if (b.remaining() < readLength(entries)
+      if (b.remaining() < readLength(entries, withChecksums)
           || b.getInt(base + COUNT_AT) != entries
-          || b.getInt(base + CRC_AT) != crc(b, base, entries)) {
+          || b.getInt(base + CRC_AT) != crc(b, base, entries, withChecksums)) {
         return null;
       }
       offsets = new long[entries];
       for (int i = 0; i < entries; i++) {
         offsets[i] = b.getLong(base + SIZE + i * 8);
+      }
+      if (withChecksums) {
+        ChecksumAlgorithm a = ChecksumAlgorithm.ofCode(b.getInt(base + ALGORITHM_AT));
+        if (a == null) {
+          return null;
+        }
+        long[] v = new long[entries - 1];
+        for (int i = 0; i < v.length; i++) {
+          v[i] = b.getLong(base + SIZE + (entries + i) * 8);
+        }
+        sums = new OutputChecksums(a, v);
       }
     }
     try {
@@ -225,7 +334,7 @@ public final class DirectorySlot {
       if (data != null && data.length() != dataLength) {
         return null;
       }
-      return new DirectorySlot(mapIndex, mapId, index, data, offsets);
+      return new DirectorySlot(mapIndex, mapId, index, data, offsets, sums);
     } catch (IllegalArgumentException e) {
       return null;
     }
@@ -241,6 +350,7 @@ public final class DirectorySlot {
         + dataLength
         + " bytes"
         + (entries == null ? "" : ", " + entries.length + " entries inline")
+        + (checksums == null ? "" : ", " + checksums.algorithm() + " checksums")
         + "}";
   }
 }

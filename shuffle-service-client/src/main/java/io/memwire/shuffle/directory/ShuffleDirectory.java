@@ -103,13 +103,17 @@ public final class ShuffleDirectory implements AutoCloseable {
     /** Inline entries per slot, fixed by the shuffle's first output (0: headers only). */
     final int entries;
 
+    /** Whether slots have room for checksums, fixed by the shuffle's first output. */
+    final boolean checksums;
+
     final Map<Integer, Chunk> chunks = new ConcurrentHashMap<>();
 
     /** The file regions of the output in each map index's slot: index, and data or none. */
     final Map<Integer, List<MemoryRegion>> outputs = new ConcurrentHashMap<>();
 
-    ShuffleEntry(int entries) {
+    ShuffleEntry(int entries, boolean checksums) {
       this.entries = entries;
+      this.checksums = checksums;
     }
 
     int fileRegions() {
@@ -137,7 +141,32 @@ public final class ShuffleDirectory implements AutoCloseable {
    */
   public DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
+    OutputChecksums sums = null;
+    if (index.isFileBacked() && index.length() % 8 == 0 && index.length() >= 16) {
+      sums =
+          OutputChecksums.readBeside(index.file(), (int) Math.min(index.length() / 8 - 1, 1 << 20));
+    }
+    return publish(shuffleId, mapIndex, mapId, index, data, sums);
+  }
+
+  /**
+   * As {@link #publish(int, int, long, MemoryRegion, MemoryRegion)}, with Spark's checksums of the
+   * output given ({@code checksums}, null for none) instead of read beside the index file: kept
+   * inline after the entries when the shuffle's directory has room for them (its first output had
+   * checksums of its index's length), so reducers verify the output's blocks.
+   */
+  public DirectoryPointer publish(
+      int shuffleId,
+      int mapIndex,
+      long mapId,
+      MemoryRegion index,
+      MemoryRegion data,
+      OutputChecksums checksums) {
     long[] inline = inlineEntries(index);
+    OutputChecksums sums =
+        inline != null && checksums != null && checksums.values().length == inline.length - 1
+            ? checksums
+            : null;
     ShuffleEntry entry;
     Chunk chunk;
     List<MemoryRegion> replaced;
@@ -149,13 +178,14 @@ public final class ShuffleDirectory implements AutoCloseable {
         }
         throw new IllegalStateException("shuffle directory is closed");
       }
-      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline));
+      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline, sums != null));
       int entries = entry.entries;
+      boolean roomForSums = entry.checksums;
       try {
         chunk =
             entry.chunks.computeIfAbsent(
-                mapIndex / DirectorySlot.slotsPerChunk(entries),
-                c -> newChunk(shuffleId, c, entries));
+                mapIndex / DirectorySlot.slotsPerChunk(entries, roomForSums),
+                c -> newChunk(shuffleId, c, entries, roomForSums));
       } catch (RuntimeException e) {
         index.close();
         if (data != null) {
@@ -177,15 +207,19 @@ public final class ShuffleDirectory implements AutoCloseable {
             index.length(),
             entries);
       }
+      boolean withSums = fits && entry.checksums && sums != null;
       DirectorySlot slot =
           new DirectorySlot(
               mapIndex,
               mapId,
               index.remote(),
               data == null ? null : data.remote(),
-              fits ? inline : null);
-      int at = (mapIndex % DirectorySlot.slotsPerChunk(entries)) * DirectorySlot.stride(entries);
-      int length = DirectorySlot.readLength(fits ? entries : 0);
+              fits ? inline : null,
+              withSums ? sums : null);
+      int at =
+          (mapIndex % DirectorySlot.slotsPerChunk(entries, entry.checksums))
+              * DirectorySlot.stride(entries, entry.checksums);
+      int length = DirectorySlot.readLength(fits ? entries : 0, withSums);
       slot.writeTo(chunk.memory.duplicate().position(at).limit(at + length).slice());
       return chunk.pointer;
     } finally {
@@ -196,13 +230,15 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
   }
 
-  private static ShuffleEntry newEntry(int shuffleId, long[] inline) {
+  private static ShuffleEntry newEntry(int shuffleId, long[] inline, boolean checksums) {
     int entries = inline == null ? 0 : inline.length;
     LOG.debug(
         "directory of shuffle {}: {}",
         shuffleId,
-        entries == 0 ? "slot headers only" : entries + " index entries inline per slot");
-    return new ShuffleEntry(entries);
+        entries == 0
+            ? "slot headers only"
+            : entries + " index entries inline per slot" + (checksums ? ", and checksums" : ""));
+    return new ShuffleEntry(entries, checksums);
   }
 
   /**
@@ -233,8 +269,9 @@ public final class ShuffleDirectory implements AutoCloseable {
     return out;
   }
 
-  private Chunk newChunk(int shuffleId, int chunkIndex, int entries) {
-    int size = DirectorySlot.slotsPerChunk(entries) * DirectorySlot.stride(entries);
+  private Chunk newChunk(int shuffleId, int chunkIndex, int entries, boolean checksums) {
+    int size =
+        DirectorySlot.slotsPerChunk(entries, checksums) * DirectorySlot.stride(entries, checksums);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
     quota.take(size);
     BufferUnit registered;
@@ -263,7 +300,7 @@ public final class ShuffleDirectory implements AutoCloseable {
     return new Chunk(
         registered.buffer().order(ByteOrder.BIG_ENDIAN),
         region,
-        new DirectoryPointer(chunkIndex, entries, region.remote()),
+        new DirectoryPointer(chunkIndex, entries, checksums, region.remote()),
         unit);
   }
 
@@ -317,10 +354,12 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
     int n = 0;
     for (Chunk c : e.chunks.values()) {
-      for (int i = 0; i < DirectorySlot.slotsPerChunk(e.entries); i++) {
-        int at = i * DirectorySlot.stride(e.entries);
+      for (int i = 0; i < DirectorySlot.slotsPerChunk(e.entries, e.checksums); i++) {
+        int at = i * DirectorySlot.stride(e.entries, e.checksums);
         int magic = c.memory.getInt(at);
-        if (magic == DirectorySlot.MAGIC || magic == DirectorySlot.MAGIC_INLINE) {
+        if (magic == DirectorySlot.MAGIC
+            || magic == DirectorySlot.MAGIC_INLINE
+            || magic == DirectorySlot.MAGIC_CHECKSUMS) {
           c.memory.putLong(at + 8, -1L);
           n++;
         }

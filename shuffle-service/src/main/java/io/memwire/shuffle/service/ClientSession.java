@@ -210,6 +210,7 @@ final class ClientSession implements Runnable {
     long mapId = req.i64();
     String index = req.str();
     String data = req.str();
+    String checksums = req.str();
     req.end();
     if (shuffleId < 0 || mapIndex < 0 || mapId < 0 || index.isEmpty()) {
       return error(ServiceProtocol.E_BAD_REQUEST, "bad shuffle id, map index, map id or path");
@@ -223,9 +224,13 @@ final class ClientSession implements Runnable {
               mapIndex,
               mapId,
               Path.of(index),
-              data.isEmpty() ? null : Path.of(data));
+              data.isEmpty() ? null : Path.of(data),
+              checksums.isEmpty() ? null : Path.of(checksums));
       ServiceProtocol.Out out =
-          new ServiceProtocol.Out(ServiceProtocol.OK).i32(p.chunk()).i32(p.entries());
+          new ServiceProtocol.Out(ServiceProtocol.OK)
+              .i32(p.chunk())
+              .i32(p.entries())
+              .u8(ServiceProtocol.layout(p));
       out.raw(p.region().toBytes());
       return out;
     } catch (Refused e) {

@@ -1,5 +1,8 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -116,6 +119,52 @@ final class OutputFiles {
                 + " on the filesystem of spark.local.dir)";
       }
       throw new OutputRefused("cannot take " + index + ": " + why);
+    }
+  }
+
+  /**
+   * Spark's checksums of an output whose index has {@code indexLength} bytes, read from the
+   * checksum file the executor named ({@code file}: {@code shuffle_S_M_0.checksum.<ALGO>}, null for
+   * none) the way the output's files are taken: looked up without links, owned by {@code owner},
+   * linked into {@code targetDir}, the link checked, read through it and deleted. Null when there
+   * is none (checksums off, an older writer), it does not fit inline, or a check fails: the output
+   * is then served unverified.
+   */
+  static OutputChecksums checksums(
+      Path file,
+      int shuffleId,
+      long mapId,
+      long indexLength,
+      Path targetDir,
+      UserPrincipal owner,
+      long linkId) {
+    long partitions = indexLength / 8 - 1;
+    ChecksumAlgorithm algorithm = file == null ? null : OutputChecksums.algorithmOf(file);
+    if (algorithm == null || partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+      return null;
+    }
+    PosixFileAttributes seen;
+    try {
+      seen =
+          check(
+              file,
+              "shuffle_" + shuffleId + "_" + mapId + "_0.checksum." + algorithm.name(),
+              owner);
+    } catch (OutputRefused e) {
+      return null; // not the output's checksum file, or not the user's: served unverified
+    }
+    if (seen.size() != partitions * 8) {
+      return null;
+    }
+    Path link = targetDir.resolve(linkId + "-" + file.getFileName());
+    try {
+      Files.createLink(link, file);
+      checkLinked(link, file, seen, owner);
+      return OutputChecksums.readFile(link, algorithm, (int) partitions);
+    } catch (IOException | OutputRefused e) {
+      return null;
+    } finally {
+      deleteQuietly(link);
     }
   }
 

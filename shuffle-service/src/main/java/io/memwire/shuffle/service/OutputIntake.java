@@ -4,6 +4,7 @@ import io.memwire.shuffle.directory.ChunkQuota;
 import io.memwire.shuffle.directory.ChunkQuotaException;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.MemoryRegion;
@@ -66,7 +67,8 @@ final class OutputIntake {
       int mapIndex,
       long mapId,
       Path index,
-      Path data)
+      Path data,
+      Path checksums)
       throws Refused {
     if (closed.getAsBoolean()) {
       counters.refused("stopping");
@@ -100,12 +102,24 @@ final class OutputIntake {
       counters.outputsRefused.increment();
       throw new Refused(ServiceProtocol.E_QUOTA, overQuota);
     }
+    OutputChecksums sums =
+        OutputFiles.checksums(
+            checksums,
+            shuffleId,
+            mapId,
+            linked.indexLength(),
+            app.dir.resolve(executor),
+            user,
+            linkIds.incrementAndGet());
     try {
-      DirectoryPointer p = install(app, executor, shuffleId, mapIndex, mapId, linked);
+      DirectoryPointer p = install(app, executor, shuffleId, mapIndex, mapId, linked, sums);
       log.outputTaken(
           app.record(),
           record(app, executor, shuffleId, mapIndex, mapId, linked).withPointerKey(keyOf(p)));
       counters.outputsTaken.increment();
+      if (sums != null && p.checksums()) {
+        counters.outputsWithChecksums.increment();
+      }
       return p;
     } catch (Refused e) {
       counters.outputsRefused.increment();
@@ -145,7 +159,8 @@ final class OutputIntake {
               recorded.shuffleId(),
               recorded.mapIndex(),
               recorded.mapId(),
-              linked);
+              linked,
+              null); // checksums are not recorded: a recovered output is served unverified
     } catch (Refused e) {
       return e.code == ServiceProtocol.E_NO_CAPACITY
           ? "registrationBudget"
@@ -195,7 +210,8 @@ final class OutputIntake {
       int shuffleId,
       int mapIndex,
       long mapId,
-      OutputFiles.Linked linked)
+      OutputFiles.Linked linked,
+      OutputChecksums checksums)
       throws Refused {
     UserPrincipal user = app.key.user();
     MemoryRegion indexRegion = null;
@@ -219,7 +235,7 @@ final class OutputIntake {
       MemoryRegion d = dataRegion;
       indexRegion = null; // the directory owns them from here, even when publish throws
       dataRegion = null;
-      DirectoryPointer p = dir.publish(shuffleId, mapIndex, mapId, i, d);
+      DirectoryPointer p = dir.publish(shuffleId, mapIndex, mapId, i, d, checksums);
       Application.Held replaced =
           app.put(executor, shuffleId, mapIndex, new Application.Held(mapId, linked, p));
       if (replaced != null) {

@@ -59,6 +59,7 @@ final class PointerResolver {
       return new ServiceProtocol.Out(ServiceProtocol.OK)
           .i32(p.chunk())
           .i32(p.entries())
+          .u8(ServiceProtocol.layout(p))
           .raw(p.region().toBytes());
     } catch (Refused e) {
       counters.pointerResolvesRefused.increment();

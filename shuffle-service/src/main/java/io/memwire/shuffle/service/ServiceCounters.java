@@ -36,6 +36,7 @@ final class ServiceCounters {
   final LongAdder recoveryStoreLost = counter(ServiceStats.RECOVERY_STORE_LOST);
   private final Map<String, LongAdder> recoveryDrops = new LinkedHashMap<>();
   final LongAdder outputsTaken = counter(ServiceStats.OUTPUTS_TAKEN);
+  final LongAdder outputsWithChecksums = counter(ServiceStats.OUTPUTS_WITH_CHECKSUMS);
   final LongAdder outputsRefused = counter(ServiceStats.OUTPUTS_REFUSED);
   final LongAdder outputsReplaced = counter(ServiceStats.OUTPUTS_REPLACED);
   final LongAdder clientsRefused = counter(ServiceStats.CLIENTS_REFUSED);

@@ -117,6 +117,7 @@ public final class ServiceMetrics {
           of("cleanup_lag_seconds", ServiceStats.CLEANUP_LAG),
           of("recovering", ServiceStats.RECOVERING),
           of("outputs_taken", ServiceStats.OUTPUTS_TAKEN),
+          of("outputs_with_checksums", ServiceStats.OUTPUTS_WITH_CHECKSUMS),
           of("outputs_recovered", ServiceStats.OUTPUTS_RECOVERED),
           of("recovery_dropped", ServiceStats.RECOVERY_DROPPED),
           of("recovery_store_lost", ServiceStats.RECOVERY_STORE_LOST),

@@ -92,6 +92,12 @@ public final class ServiceStats {
 
   public static final Metric OUTPUTS_TAKEN =
       counter("outputsTaken", COUNT, "Map outputs taken over and published.");
+  public static final Metric OUTPUTS_WITH_CHECKSUMS =
+      counter(
+          "outputsWithChecksums",
+          COUNT,
+          "Of those, outputs published with Spark's checksums inline, so reducers verify their "
+              + "blocks (the others are read unverified).");
   public static final Metric OUTPUTS_RECOVERED =
       counter(
           "outputsRecovered",
@@ -183,6 +189,7 @@ public final class ServiceStats {
           CLEANUP_LAG,
           RECOVERING,
           OUTPUTS_TAKEN,
+          OUTPUTS_WITH_CHECKSUMS,
           OUTPUTS_RECOVERED,
           RECOVERY_DROPPED,
           RECOVERY_STORE_LOST,

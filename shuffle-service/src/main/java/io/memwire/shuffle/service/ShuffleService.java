@@ -310,9 +310,10 @@ public final class ShuffleService implements AutoCloseable {
       int mapIndex,
       long mapId,
       Path index,
-      Path data)
+      Path data,
+      Path checksums)
       throws Refused {
-    return intake.publish(app, executor, shuffleId, mapIndex, mapId, index, data);
+    return intake.publish(app, executor, shuffleId, mapIndex, mapId, index, data, checksums);
   }
 
   void removeShuffle(Application app, int shuffleId) {

@@ -115,7 +115,8 @@ class LocalAttacksTest {
     ByteBuffer b = ByteBuffer.wrap(Base64.getDecoder().decode(base64));
     int chunk = b.getInt();
     int entries = b.getInt();
-    return new DirectoryPointer(chunk, entries, RemoteRegion.decode(b.slice()));
+    boolean checksums = (b.get() & ServiceProtocol.LAYOUT_CHECKSUMS) != 0;
+    return new DirectoryPointer(chunk, entries, checksums, RemoteRegion.decode(b.slice()));
   }
 
   /** Writes a valid map output whose every partition is {@code fill}, owned by the caller. */

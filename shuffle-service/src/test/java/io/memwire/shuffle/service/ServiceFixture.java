@@ -174,7 +174,8 @@ final class ServiceFixture {
               .i32(mapIndex)
               .i64(mapId)
               .str(index)
-              .str(data == null ? "" : data));
+              .str(data == null ? "" : data)
+              .str(""));
     }
 
     @Override
@@ -190,7 +191,8 @@ final class ServiceFixture {
     }
     int chunk = answer.i32();
     int entries = answer.i32();
-    return new DirectoryPointer(chunk, entries, RemoteRegion.decode(answer.rest()));
+    boolean checksums = (answer.u8() & ServiceProtocol.LAYOUT_CHECKSUMS) != 0;
+    return new DirectoryPointer(chunk, entries, checksums, RemoteRegion.decode(answer.rest()));
   }
 
   /** The error an answer carries, as "code: message"; fails on an OK answer. */

@@ -8,11 +8,16 @@ import static io.memwire.shuffle.service.ServiceFixture.write;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
@@ -623,5 +628,49 @@ class ShuffleServiceTest {
     try (ServiceClient c = executor("app-11", "1", 19)) {
       assertEquals(0L, c.stats().get("outputsHeld"));
     }
+  }
+
+  @Test
+  void sparksChecksumsAreTakenWithTheOutputAndPublishedInline() throws Exception {
+    startService();
+    Path execDir = root.resolve("exec-c");
+    ServiceFixture.Output a = write(execDir, 6, 201, 5, 11);
+    ServiceFixture.Output b = write(execDir, 6, 202, 5, 12);
+    ServiceFixture.Output c = write(execDir, 6, 203, 5, 13);
+    long[] sums = {1, 2, 3, 4, -5};
+    ByteBuffer file = ByteBuffer.allocate(sums.length * 8);
+    for (long v : sums) {
+      file.putLong(v);
+    }
+    // Spark keeps the checksum file in another subdirectory than the index.
+    Path aSums = execDir.resolve("0c/shuffle_6_201_0.checksum.CRC32C");
+    Files.createDirectories(aSums.getParent());
+    Files.write(aSums, file.array());
+    // b has no checksum file (checksums off, an older writer); c's is a link to a's.
+    Path cSums = execDir.resolve("0c/shuffle_6_203_0.checksum.CRC32C");
+    Files.createSymbolicLink(cSums, aSums);
+    DirectoryPointer p;
+    try (ServiceClient e = executor("app-c", "1", 21)) {
+      p = e.publish(6, 0, 201, a.index(), a.data(), aSums);
+      e.publish(6, 1, 202, b.index(), b.data(), null);
+      e.publish(6, 2, 203, c.index(), c.data(), cSums);
+    }
+    TrustedPaths.deleteTree(execDir); // the executor is gone: the service still has them
+    assertTrue(p.checksums(), "the shuffle's directory has room for checksums");
+    DirectorySlot[] slots = new DirectorySlot[3];
+    for (int m = 0; m < 3; m++) {
+      slots[m] =
+          DirectorySlot.read(
+              ByteBuffer.wrap(
+                  ServiceFixture.read(reader, p.region(), p.slotOffset(m), p.slotReadLength())),
+              p.entries(),
+              p.checksums());
+      assertNotNull(slots[m], "slot " + m);
+    }
+    assertEquals(new OutputChecksums(ChecksumAlgorithm.CRC32C, sums), slots[0].checksums());
+    assertNull(slots[1].checksums(), "no checksum file: read unverified");
+    assertNull(slots[2].checksums(), "a linked checksum file is not followed");
+    assertEquals(1L, service.stats().get("outputsWithChecksums"));
+    assertEquals(6, filesUnder(root.resolve("outputs/apps")), "no checksum link left behind");
   }
 }

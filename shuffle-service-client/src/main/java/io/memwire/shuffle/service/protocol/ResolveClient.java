@@ -144,8 +144,9 @@ public final class ResolveClient {
     }
     int chunk = r.i32();
     int entries = r.i32();
+    int layout = r.u8();
     try {
-      return ServiceClient.pointer(chunk, entries, RemoteRegion.decode(r.rest()));
+      return ServiceClient.pointer(chunk, entries, layout, RemoteRegion.decode(r.rest()));
     } catch (IllegalArgumentException e) {
       throw new IOException("malformed RESOLVE answer: " + e.getMessage(), e);
     }

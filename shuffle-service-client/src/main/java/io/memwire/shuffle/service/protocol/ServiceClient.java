@@ -171,6 +171,16 @@ public final class ServiceClient implements AutoCloseable {
    */
   public synchronized DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, Path index, Path data) throws IOException {
+    return publish(shuffleId, mapIndex, mapId, index, data, null);
+  }
+
+  /**
+   * As {@link #publish(int, int, long, Path, Path)}, naming Spark's checksum file of the output too
+   * ({@code checksums}, null for none): the service takes its values with the output.
+   */
+  public synchronized DirectoryPointer publish(
+      int shuffleId, int mapIndex, long mapId, Path index, Path data, Path checksums)
+      throws IOException {
     ServiceProtocol.In r =
         call(
             new ServiceProtocol.Out(ServiceProtocol.PUBLISH)
@@ -178,22 +188,29 @@ public final class ServiceClient implements AutoCloseable {
                 .i32(mapIndex)
                 .i64(mapId)
                 .str(realPath(index))
-                .str(data == null ? "" : realPath(data)));
+                .str(data == null ? "" : realPath(data))
+                .str(checksums == null ? "" : realPath(checksums)));
     int chunk = r.i32();
     int entries = r.i32();
+    int layout = r.u8();
     RemoteRegion region;
     try {
       region = RemoteRegion.decode(r.rest());
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }
-    return pointer(chunk, entries, region);
+    return pointer(chunk, entries, layout, region);
   }
 
   /** The pointer an OK answer names, or an IOException when its layout is not one we read. */
-  static DirectoryPointer pointer(int chunk, int entries, RemoteRegion region) throws IOException {
+  static DirectoryPointer pointer(int chunk, int entries, int layout, RemoteRegion region)
+      throws IOException {
+    if ((layout & ~ServiceProtocol.LAYOUT_CHECKSUMS) != 0) {
+      throw new IOException("unknown directory layout " + layout + " from the shuffle service");
+    }
     try {
-      return new DirectoryPointer(chunk, entries, region);
+      return new DirectoryPointer(
+          chunk, entries, (layout & ServiceProtocol.LAYOUT_CHECKSUMS) != 0, region);
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }

@@ -18,7 +18,8 @@ import java.nio.charset.StandardCharsets;
  * REGISTER        u16 version | str application | str executor | bytes token | str driverHost
  *                 | u16 driverPort                                   → OK (empty)
  * PUBLISH         i32 shuffle | i32 mapIndex | i64 mapId | str indexPath | str dataPath ("" = none)
- *                                                                    → OK (i32 chunk | i32 entries | RemoteRegion)
+ *                 | str checksumPath ("" = none; Spark's checksum file)
+ *                                                                    → OK (i32 chunk | i32 entries | u8 layout | RemoteRegion)
  * REMOVE_SHUFFLE  i32 shuffle                                        → OK (empty)
  * STATS           (empty)                                            → OK (u16 n | n × (str, i64))
  * any             ERROR: u8 code | str message
@@ -30,8 +31,12 @@ import java.nio.charset.StandardCharsets;
  * <pre>
  * RESOLVE         u16 version | str application | i32 shuffle | i32 chunk | bytes old RemoteRegion
  *                 | 32B HMAC-SHA256(token, "memwire-resolve-1" | every byte before it from version)
- *                                                                    → OK (i32 chunk | i32 entries | RemoteRegion)
+ *                                                                    → OK (i32 chunk | i32 entries | u8 layout | RemoteRegion)
  * </pre>
+ *
+ * <p>An OK naming a directory chunk carries its layout: {@code entries} inline index entries per
+ * slot (0: headers only) and {@code layout} flags ({@link #LAYOUT_CHECKSUMS}: slots have room for
+ * Spark's checksums after their entries; version 3).
  *
  * <p>REGISTER comes first on every connection and binds it to one application; the first REGISTER
  * of an application fixes its token, and a later one must present the same. A malformed frame
@@ -39,7 +44,15 @@ import java.nio.charset.StandardCharsets;
  */
 public final class ServiceProtocol {
   /** Protocol version sent in REGISTER. */
-  public static final int VERSION = 2;
+  public static final int VERSION = 3;
+
+  /** Layout flag of a directory chunk in an OK answer: its slots have room for checksums. */
+  public static final int LAYOUT_CHECKSUMS = 1;
+
+  /** The layout flags of {@code p} in an OK answer. */
+  public static int layout(io.memwire.shuffle.directory.DirectoryPointer p) {
+    return p.checksums() ? LAYOUT_CHECKSUMS : 0;
+  }
 
   /** Largest frame, type byte included. */
   public static final int MAX_FRAME = 64 * 1024;
