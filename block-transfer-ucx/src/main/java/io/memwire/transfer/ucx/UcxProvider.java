@@ -6,10 +6,12 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.HandshakeEviction;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -19,7 +21,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,7 +49,19 @@ public final class UcxProvider implements TransportProvider {
   private final Set<UcxConnection> connections = ConcurrentHashMap.newKeySet();
   private final List<Thread> sessionThreads = new ArrayList<>();
   private final boolean peerErrorHandling;
-  private volatile boolean closed;
+
+  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
+  private enum State {
+    OPEN,
+    /** One thread runs {@link #close}'s body. */
+    CLOSING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+
+  /** Closes a handshake that is not over by its deadline (a peer sending a byte at a time). */
+  private final ScheduledExecutorService handshakeTimer;
 
   private UcxProvider(
       TransferConfig config,
@@ -60,6 +78,17 @@ public final class UcxProvider implements TransportProvider {
     this.workerAddress = workerAddress;
     this.acceptor = new Thread(this::accept, "memwire-ucx-accept-" + listener.getLocalPort());
     acceptor.setDaemon(true);
+    ScheduledThreadPoolExecutor timer =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "memwire-ucx-handshake-timer-" + listener.getLocalPort());
+              t.setDaemon(true);
+              return t;
+            });
+    timer.setRemoveOnCancelPolicy(true);
+    timer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+    this.handshakeTimer = timer;
   }
 
   /** Loads UCX, starts the worker and the control listener; logs one line naming the choices. */
@@ -152,7 +181,7 @@ public final class UcxProvider implements TransportProvider {
   @Override
   public ProviderRegistration register(
       ByteBuffer buffer, long address, boolean remoteReadable, FileChannel file, long fileOffset) {
-    if (closed) {
+    if (isClosed()) {
       throw new RegistrationException("the ucx provider is closed");
     }
     return registrar.register(buffer, address, remoteReadable);
@@ -160,14 +189,14 @@ public final class UcxProvider implements TransportProvider {
 
   @Override
   public ProviderConnection connect(InetSocketAddress peer) throws TransferException {
-    if (closed) {
+    if (isClosed()) {
       throw new io.memwire.transfer.TransferConnectionException(
           "the ucx provider is closed", peer, null);
     }
     UcxConnection c =
         UcxConnection.open(this, peer, (int) config.connectTimeout().toMillis(), secret);
     connections.add(c);
-    if (closed) {
+    if (isClosed()) {
       c.close();
     }
     return c;
@@ -179,17 +208,21 @@ public final class UcxProvider implements TransportProvider {
 
   private void accept() {
     AtomicInteger count = new AtomicInteger();
-    while (!closed) {
+    while (!isClosed()) {
       Socket s;
       try {
         s = listener.accept();
       } catch (IOException e) {
-        if (!closed) {
+        if (!isClosed()) {
           LOG.warn("ucx control listener on {} failed", localAddress(), e);
         }
         return;
       }
-      if (sessions.size() >= config.maxConnections()) {
+      if (handshakes() >= maxHandshakes() && !makeRoomFor(s.getInetAddress())) {
+        refuse(s, "handshakes");
+        continue;
+      }
+      if (sessions.size() - handshakes() >= config.maxConnections()) {
         LOG.warn(
             "ucx: refusing {}: at maxConnections={}",
             s.getRemoteSocketAddress(),
@@ -210,6 +243,18 @@ public final class UcxProvider implements TransportProvider {
               (int) config.connectTimeout().toMillis(),
               sessions::remove);
       sessions.add(session);
+      session.deadline(
+          handshakeTimer.schedule(
+              () -> {
+                if (session.evict()) {
+                  LOG.warn(
+                      "ucx: closed the control connection of {}: no authentication within {} ms",
+                      session.peer(),
+                      config.connectTimeout().toMillis());
+                }
+              },
+              config.connectTimeout().toMillis(),
+              TimeUnit.MILLISECONDS));
       Thread t =
           new Thread(
               session,
@@ -223,12 +268,70 @@ public final class UcxProvider implements TransportProvider {
     }
   }
 
+  /**
+   * Handshakes in progress at most: apart from {@code maxConnections}, so peers that never
+   * authenticate cannot take authenticated peers' places (as over tcp).
+   */
+  int maxHandshakes() {
+    return Math.max(16, config.maxConnections() / 16);
+  }
+
+  private int handshakes() {
+    int n = 0;
+    for (UcxSession x : sessions) {
+      if (x.inHandshake()) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** At the handshake cap, closes the one {@link HandshakeEviction} picks; false if none left. */
+  private boolean makeRoomFor(InetAddress source) {
+    for (int attempt = 0; attempt < 8 && handshakes() >= maxHandshakes(); attempt++) {
+      List<UcxSession> open = new ArrayList<>();
+      for (UcxSession x : sessions) {
+        if (x.inHandshake()) {
+          open.add(x);
+        }
+      }
+      UcxSession victim =
+          HandshakeEviction.victim(open, source, UcxSession::source, UcxSession::startedNanos);
+      if (victim == null) {
+        return false;
+      }
+      victim.evict(); // false: it authenticated meanwhile and keeps its place
+    }
+    return handshakes() < maxHandshakes();
+  }
+
+  private static void refuse(Socket s, String what) {
+    LOG.warn("ucx: refusing {}: at the cap of {}", s.getRemoteSocketAddress(), what);
+    try {
+      s.close();
+    } catch (IOException e) {
+      LOG.debug("closing a refused socket", e);
+    }
+  }
+
+  private boolean isClosed() {
+    return state.get() != State.OPEN;
+  }
+
   @Override
   public void close() {
-    if (closed) {
-      return;
+    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+      return; // closed, or being closed by another thread
     }
-    closed = true;
+    try {
+      closeBody();
+    } finally {
+      state.set(State.CLOSED);
+    }
+  }
+
+  private void closeBody() {
+    handshakeTimer.shutdownNow();
     try {
       listener.close();
     } catch (IOException e) {

@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
 import java.util.ArrayList;
@@ -15,6 +16,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +40,21 @@ final class UcxSession implements Runnable {
   private final Map<Long, CompletableFuture<Void>> awaitingAck = new ConcurrentHashMap<>();
   private final Set<UcxRegistrar.Region> held = new HashSet<>();
   private DataOutputStream out;
-  private volatile boolean closed;
+
+  /** In its handshake (evictable), serving (authenticated), or closed; moves forward only. */
+  enum State {
+    HANDSHAKE,
+    SERVING,
+    CLOSED
+  }
+
+  private final AtomicReference<State> state = new AtomicReference<>(State.HANDSHAKE);
+  private final long startedNanos = System.nanoTime();
+
+  /**
+   * The timer's task that evicts this session at its handshake's deadline; cancelled at its end.
+   */
+  private volatile Future<?> deadline;
 
   UcxSession(
       Socket socket,
@@ -58,6 +75,45 @@ final class UcxSession implements Runnable {
     return socket.getRemoteSocketAddress();
   }
 
+  /** The peer's address, the unit of the provider's fair share of handshakes. */
+  InetAddress source() {
+    return socket.getInetAddress();
+  }
+
+  long startedNanos() {
+    return startedNanos;
+  }
+
+  void deadline(Future<?> task) {
+    deadline = task;
+    if (state.get() != State.HANDSHAKE) {
+      task.cancel(false);
+    }
+  }
+
+  private void cancelDeadline() {
+    Future<?> d = deadline;
+    if (d != null) {
+      d.cancel(false);
+    }
+  }
+
+  boolean inHandshake() {
+    return state.get() == State.HANDSHAKE;
+  }
+
+  /**
+   * Closes the session if it is still in its handshake (the cap is full, or its whole-handshake
+   * deadline passed); false if it authenticated or closed first and keeps what it has.
+   */
+  boolean evict() {
+    if (!state.compareAndSet(State.HANDSHAKE, State.CLOSED)) {
+      return false;
+    }
+    end();
+    return true;
+  }
+
   @Override
   public void run() {
     try {
@@ -71,7 +127,7 @@ final class UcxSession implements Runnable {
         return;
       }
       socket.setSoTimeout(0);
-      while (!closed) {
+      while (state.get() == State.SERVING) {
         byte type = in.readByte();
         if (type == UcxControl.KEYS) {
           answerKeys(in);
@@ -88,7 +144,7 @@ final class UcxSession implements Runnable {
     } catch (EOFException e) {
       LOG.debug("ucx control session of {} ended", peer());
     } catch (IOException e) {
-      if (!closed) {
+      if (state.get() != State.CLOSED) {
         LOG.debug("ucx control session of {} failed", peer(), e);
       }
     } finally {
@@ -129,6 +185,10 @@ final class UcxSession implements Runnable {
         return false;
       }
     }
+    if (!state.compareAndSet(State.HANDSHAKE, State.SERVING)) {
+      return false; // evicted meanwhile
+    }
+    cancelDeadline();
     synchronized (this) {
       UcxControl.writeWelcome(out, UcxControl.STATUS_OK, workerAddress);
     }
@@ -174,7 +234,7 @@ final class UcxSession implements Runnable {
    */
   CompletableFuture<Void> tellGone(long handle) {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    if (closed) {
+    if (state.get() == State.CLOSED) {
       f.complete(null);
       return f;
     }
@@ -188,7 +248,7 @@ final class UcxSession implements Runnable {
     } catch (IOException e) {
       close();
     }
-    if (closed) {
+    if (state.get() == State.CLOSED) {
       f.complete(null);
     }
     return f;
@@ -196,10 +256,14 @@ final class UcxSession implements Runnable {
 
   /** Ends the session: the peer's connection fails, and no key it holds is awaited any more. */
   void close() {
-    if (closed) {
-      return;
+    if (state.getAndSet(State.CLOSED) != State.CLOSED) {
+      end();
     }
-    closed = true;
+  }
+
+  /** Runs once, by whoever moved the state to closed. */
+  private void end() {
+    cancelDeadline();
     try {
       socket.close();
     } catch (IOException e) {

@@ -1,6 +1,7 @@
 package io.memwire.transfer.tcp;
 
 import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.spi.HandshakeEviction;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -11,8 +12,8 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.HashMap;
-import java.util.Map;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,9 +33,6 @@ final class Acceptor implements EventLoop.Handler {
 
   /** Connections taken per readiness event, so one flood does not starve the loop's others. */
   private static final int ACCEPTS_PER_EVENT = 256;
-
-  /** Stands for the address of peers whose address could not be read. */
-  private static final Object UNKNOWN_SOURCE = new Object();
 
   private final TcpProvider provider;
   private final ServerSocketChannel server;
@@ -156,15 +154,9 @@ final class Acceptor implements EventLoop.Handler {
   }
 
   /**
-   * At the handshake cap, makes room for a newcomer from {@code source} by evicting one handshake:
-   * the oldest of the source address that holds the most handshakes, the newcomer counted. Peers
-   * that connect and never authenticate, however fast they reconnect, so push out only their own
-   * address's handshakes: a peer authenticating from an address with fewer in progress keeps its
-   * place for its whole handshake, however long it takes within the timeout. Only when every
-   * handshake comes from a different address (as many attacking addresses as the cap) is the oldest
-   * evicted, whatever its address. Evicting the oldest handshake regardless of address, as before,
-   * let a few thousand connections a second from one host push out every peer that paused a few
-   * milliseconds before authenticating.
+   * At the handshake cap, makes room for a newcomer from {@code source} by evicting the handshake
+   * {@link HandshakeEviction} picks, so a peer authenticating from an address with fewer in
+   * progress keeps its place for its whole handshake, however long it takes within the timeout.
    *
    * @return false when no room could be made (every handshake counted is ending already)
    */
@@ -173,7 +165,15 @@ final class Acceptor implements EventLoop.Handler {
       if (provider.handshakeCount() < provider.maxHandshakes()) {
         return true;
       }
-      ResponderSession victim = victim(source);
+      List<ResponderSession> open = new ArrayList<>();
+      for (ResponderSession s : provider.handshakes()) {
+        if (s.inHandshake()) {
+          open.add(s);
+        }
+      }
+      ResponderSession victim =
+          HandshakeEviction.victim(
+              open, source, ResponderSession::source, ResponderSession::startedNanos);
       if (victim == null) {
         return false;
       }
@@ -181,37 +181,6 @@ final class Acceptor implements EventLoop.Handler {
       victim.evict();
     }
     return provider.handshakeCount() < provider.maxHandshakes();
-  }
-
-  /** The handshake to evict for a newcomer from {@code source}, or null if none is left. */
-  private ResponderSession victim(InetAddress source) {
-    Map<Object, Integer> perSource = new HashMap<>();
-    perSource.merge(key(source), 1, Integer::sum);
-    for (ResponderSession s : provider.handshakes()) {
-      perSource.merge(key(s.source()), 1, Integer::sum);
-    }
-    Object heaviest = null;
-    int most = 0;
-    for (Map.Entry<Object, Integer> e : perSource.entrySet()) {
-      if (e.getValue() > most) {
-        most = e.getValue();
-        heaviest = e.getKey();
-      }
-    }
-    ResponderSession victim = null;
-    for (ResponderSession s : provider.handshakes()) {
-      if (s.inHandshake()
-          && (most == 1 || key(s.source()).equals(heaviest))
-          && (victim == null || s.startedNanos() - victim.startedNanos() < 0)) {
-        victim = s;
-      }
-    }
-    return victim;
-  }
-
-  /** Sessions whose address could not be read share one unknown address. */
-  private static Object key(InetAddress a) {
-    return a == null ? UNKNOWN_SOURCE : a;
   }
 
   private static InetAddress sourceOf(SocketChannel ch) {

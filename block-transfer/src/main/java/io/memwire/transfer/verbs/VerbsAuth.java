@@ -15,6 +15,7 @@ import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
 
 import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.HandshakeEviction;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -27,7 +28,6 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.Map;
@@ -163,8 +163,8 @@ final class VerbsAuth implements AutoCloseable {
   /**
    * Serves every handshake on one selector thread that never waits for a peer: each must finish
    * within the I/O timeout from its accept, and at most {@link #MAX_HANDSHAKES} are in progress
-   * (one more closes the oldest), so peers that connect and send nothing, or a byte at a time,
-   * cannot keep others from connecting.
+   * (one more closes one by {@link HandshakeEviction}), so peers that connect and send nothing, or
+   * a byte at a time, cannot keep others from connecting.
    */
   private void serve() {
     LinkedHashSet<Handshake> open = new LinkedHashSet<>();
@@ -244,7 +244,8 @@ final class VerbsAuth implements AutoCloseable {
         continue;
       }
       if (open.size() >= MAX_HANDSHAKES) {
-        end(victim(open, peer), open);
+        // Deadlines are accept time plus one timeout: their order is the accept order.
+        end(HandshakeEviction.victim(open, peer, h -> h.peer, h -> h.deadlineNanos), open);
       }
       try {
         ch.configureBlocking(false);
@@ -281,34 +282,6 @@ final class VerbsAuth implements AutoCloseable {
       h.last = true;
     }
     h.key.interestOps(SelectionKey.OP_WRITE);
-  }
-
-  /**
-   * The handshake to close for a newcomer from {@code source} at the cap: the oldest of the address
-   * holding the most (the newcomer counted), so peers at one address that never authenticate push
-   * out only their own and never a peer from another address; the oldest of all when every one
-   * comes from a different address. {@code open} iterates oldest first.
-   */
-  private static Handshake victim(Set<Handshake> open, InetAddress source) {
-    Map<InetAddress, Integer> perSource = new HashMap<>();
-    perSource.merge(source, 1, Integer::sum);
-    for (Handshake h : open) {
-      perSource.merge(h.peer, 1, Integer::sum);
-    }
-    InetAddress heaviest = null;
-    int most = 0;
-    for (Map.Entry<InetAddress, Integer> e : perSource.entrySet()) {
-      if (e.getValue() > most) {
-        most = e.getValue();
-        heaviest = e.getKey();
-      }
-    }
-    for (Handshake h : open) {
-      if (most == 1 || h.peer.equals(heaviest)) {
-        return h;
-      }
-    }
-    return open.iterator().next(); // the newcomer's address is the heaviest, with none open
   }
 
   private void write(Handshake h, Set<Handshake> open) throws IOException {
