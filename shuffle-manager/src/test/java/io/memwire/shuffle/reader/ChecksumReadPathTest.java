@@ -37,6 +37,7 @@ import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.SimpleDownloadFile;
+import org.apache.spark.network.shuffle.checksum.Cause;
 import org.apache.spark.network.util.MapConfigProvider;
 import org.apache.spark.network.util.TransportConf;
 import org.junit.jupiter.api.AfterEach;
@@ -301,6 +302,30 @@ class ChecksumReadPathTest {
     assertEquals(2, counters.checksumUnverifiedBlocks.sum());
   }
 
+  private Cause diagnose(int m, int r, long readerChecksum, String algorithm) {
+    return new RdmaBlockStoreClient(ctx, SHUFFLE, routes, spark)
+        .diagnoseCorruption(
+            "map-host", 7337, "exec-1", SHUFFLE, mapId(m), r, readerChecksum, algorithm);
+  }
+
+  @Test
+  void aCorruptBlockIsDiagnosedFromItsRegionWithoutTheWritersBlockManager() {
+    setUp(ChecksumAlgorithm.CRC32, 1 << 20);
+    long[] stored = sums(ChecksumAlgorithm.CRC32, data.get(0), offsets.get(0)).values();
+    assertEquals(Cause.CHECKSUM_VERIFY_PASS, diagnose(0, 2, stored[2], "CRC32"));
+    assertEquals(Cause.NETWORK_ISSUE, diagnose(0, 1, stored[1] ^ 1, "CRC32"));
+    assertEquals(Cause.UNKNOWN_ISSUE, diagnose(0, 1, stored[1], "ADLER32"), "no such file");
+    corruptStored(0, 3);
+    assertEquals(Cause.DISK_ISSUE, diagnose(0, 3, stored[3], "CRC32"));
+    TestSlots.write(
+        new DirectorySlot(
+            1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote(), offsets.get(1)),
+        chunk,
+        DirectorySlot.stride(pointer.entries(), true));
+    assertEquals(Cause.UNKNOWN_ISSUE, diagnose(1, 0, 42L, "CRC32"), "no checksum stored");
+    assertEquals(List.of(), spark.handedOver, "nothing asked of Spark's client");
+  }
+
   /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
   private static final class Spark extends BlockStoreClient {
     final Map<String, byte[]> ok = new ConcurrentHashMap<>();
@@ -347,6 +372,19 @@ class ChecksumReadPathTest {
           () ->
               "blocks ended: ok " + ok.keySet() + ", failed " + failed + ", via Spark " + viaSpark);
       assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
+    }
+
+    @Override
+    public Cause diagnoseCorruption(
+        String host,
+        int port,
+        String execId,
+        int shuffleId,
+        long mapId,
+        int reduceId,
+        long checksum,
+        String algorithm) {
+      throw new AssertionError("the writer's block manager is gone: Spark's client asked");
     }
 
     @Override
