@@ -15,6 +15,9 @@ import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TcpTransportFaults;
+import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.io.File;
 import java.io.IOException;
@@ -62,8 +65,8 @@ class ChecksumReadPathTest {
   @TempDir Path tmp;
 
   private final InMemoryTransport transport = new InMemoryTransport();
-  private final TransferNode mapNode = transport.start();
-  private final TransferNode reduceNode = transport.start();
+  private TransferNode mapNode = transport.start();
+  private TransferNode reduceNode = transport.start();
   private final List<MemoryRegion> indexRegions = new ArrayList<>();
   private final List<MemoryRegion> dataRegions = new ArrayList<>();
   private final List<ByteBuffer> dataBuffers = new ArrayList<>();
@@ -259,6 +262,30 @@ class ChecksumReadPathTest {
     assertEquals(0, counters.checksumMismatchesDisk.sum());
     assertEquals(2, counters.checksumVerifiedBlocks.sum());
     assertEquals(0, counters.failedBlocks.sum());
+  }
+
+  @Test
+  void aByteFlippedOnTheTcpTransferIsReadOnceMoreAndDeliveredRight() {
+    mapNode.close();
+    reduceNode.close();
+    TransferConfig tcp =
+        TransferConfig.builder().provider(ProviderKind.TCP).bindAddress("127.0.0.1").build();
+    TcpTransportFaults faults = new TcpTransportFaults();
+    mapNode = TransferNode.start(tcp);
+    reduceNode = faults.start(tcp);
+    setUp(ChecksumAlgorithm.CRC32C, 1 << 20);
+    fetch(null, block(0, 0), block(1, 0)); // slots and indexes cached: later reads are data only
+    spark.awaitEnded(2);
+    faults.flipNext(1);
+    fetch(null, block(0, 2), batch(1, 1, 4));
+    spark.awaitEnded(4);
+    assertEquals(1, faults.flipped(), "one response corrupted on the reading side");
+    assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
+    assertArrayEquals(expected(1, 1, 4), spark.ok.get(batch(1, 1, 4)));
+    assertEquals(1, counters.checksumMismatchesNetwork.sum());
+    assertEquals(0, counters.checksumMismatchesDisk.sum());
+    assertEquals(0, counters.failedBlocks.sum());
+    assertEquals(Map.of(), spark.failed);
   }
 
   @Test
