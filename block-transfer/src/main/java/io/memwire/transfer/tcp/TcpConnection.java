@@ -300,6 +300,11 @@ final class TcpConnection extends AbstractProviderConnection implements EventLoo
     WireRead r = current;
     current = null;
     currentDst = null;
+    if (provider.landed != LandedBytes.NONE) {
+      ByteBuffer bytes = r.destination().duplicate();
+      bytes.position(0).limit(r.length());
+      provider.landed.landed(bytes);
+    }
     r.complete();
   }
 

@@ -104,8 +104,12 @@ public final class TcpProvider implements TransportProvider {
 
   private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
 
-  private TcpProvider(TransferConfig config) throws IOException {
+  /** Sees each response's bytes on the reading side (tests only; none in production). */
+  final LandedBytes landed;
+
+  private TcpProvider(TransferConfig config, LandedBytes landed) throws IOException {
     this.config = config;
+    this.landed = landed;
     this.secret = config.authSecret().orElse(null);
     this.sendfileMinBytes =
         TransportSettings.TCP_SENDFILE_MIN_BYTES
@@ -189,8 +193,16 @@ public final class TcpProvider implements TransportProvider {
    * @throws TransferConfigException when the address cannot be bound
    */
   public static TcpProvider open(TransferConfig config) {
+    return open(config, LandedBytes.NONE);
+  }
+
+  /**
+   * As {@link #open(TransferConfig)}, with {@code landed} seeing each response's bytes as they land
+   * on the reading side (a test's transfer faults).
+   */
+  public static TcpProvider open(TransferConfig config, LandedBytes landed) {
     try {
-      return new TcpProvider(config);
+      return new TcpProvider(config, landed);
     } catch (IOException e) {
       throw new TransferConfigException("cannot start the tcp provider: " + e.getMessage(), e);
     }

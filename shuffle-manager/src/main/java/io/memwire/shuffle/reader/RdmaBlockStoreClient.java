@@ -1,11 +1,21 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.OutputChecksums;
+import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.zip.Checksum;
+import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
@@ -13,6 +23,8 @@ import org.apache.spark.network.shuffle.checksum.Cause;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. Its own job
@@ -36,6 +48,11 @@ import org.apache.spark.storage.ShuffleBlockId;
 public final class RdmaBlockStoreClient extends BlockStoreClient {
   /** Where a map output's slot is: its directory chunk and its map index. */
   public record Route(DirectoryPointer pointer, int mapIndex) {}
+
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
+
+  /** How long a diagnosis waits for its read (Spark's own diagnosis waits on an RPC). */
+  private static final Duration DIAGNOSIS_WAIT = Duration.ofSeconds(60);
 
   private final ReadContext ctx;
   private final int shuffleId;
@@ -110,19 +127,26 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
           () -> fallback.handOver(peer, viaSpark, listener, downloadFileManager, c, why, true));
     }
     if (!byMap.isEmpty()) {
-      List<MapBlocks> maps = new ArrayList<>(byMap.size());
-      byMap.forEach((key, ws) -> maps.add(new MapBlocks(key, ws)));
-      // A download-file manager means Spark wants this request's blocks on disk (above
-      // spark.network.maxRemoteBlockSizeFetchToMem).
-      BlockEnds.Retry retry =
-          ctx.resolution() == null
-              ? null
-              : new Reresolve(ctx, shuffleId, peer, listener, downloadFileManager, fallback);
-      BlockEnds ends =
-          new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics, retry);
-      FetchRequest f = new FetchRequest(ctx, shuffleId, peer, maps, ends, downloadFileManager);
-      held.post(f::start);
+      held.post(request(peer, byMap, listener, downloadFileManager)::start);
     }
+  }
+
+  private FetchRequest request(
+      Peer peer,
+      Map<ReadContext.SlotKey, List<Wanted>> byMap,
+      BlockFetchingListener listener,
+      DownloadFileManager downloadFileManager) {
+    List<MapBlocks> maps = new ArrayList<>(byMap.size());
+    byMap.forEach((key, ws) -> maps.add(new MapBlocks(key, ws)));
+    // A download-file manager means Spark wants this request's blocks on disk (above
+    // spark.network.maxRemoteBlockSizeFetchToMem).
+    BlockEnds.Retry retry =
+        ctx.resolution() == null
+            ? null
+            : new Reresolve(ctx, shuffleId, peer, listener, downloadFileManager, fallback);
+    BlockEnds ends =
+        new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics, retry);
+    return new FetchRequest(ctx, shuffleId, peer, maps, ends, downloadFileManager);
   }
 
   /** Queues the requests this thread issues from now on, until {@link #releaseRequests()}. */
@@ -177,6 +201,17 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     return new Wanted(id, mapId, r, start, end, batch);
   }
 
+  /**
+   * Spark asks this after its codec failed on a block: the writer's block manager may be gone with
+   * its executor, so the block is read again from where Memwire reads it (its region, checked
+   * against the checksum its slot carries, re-read once on a mismatch, as any read) and its bytes
+   * compared with the checksum the reader computed ({@code checksum}): {@code DISK_ISSUE} when the
+   * stored bytes differ from their stored checksum, {@code NETWORK_ISSUE} when only the reader's
+   * copy differs, {@code CHECKSUM_VERIFY_PASS} when all agree, {@code UNKNOWN_ISSUE} when no
+   * checksum is known (or the algorithm differs, or the read fails). Blocks Memwire does not serve
+   * go to Spark's client. Runs on the task thread, outside the held requests; the read is counted
+   * in the metrics like any other.
+   */
   @Override
   public Cause diagnoseCorruption(
       String host,
@@ -187,11 +222,85 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       int reduceId,
       long checksum,
       String algorithm) {
-    try {
-      return spark.diagnoseCorruption(
-          host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
-    } catch (RuntimeException e) {
+    Wanted w =
+        shuffleId == this.shuffleId && ctx.delegateAll == null
+            ? parse(new ShuffleBlockId(shuffleId, mapId, reduceId).name())
+            : null;
+    if (w == null
+        || w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
+      try {
+        return spark.diagnoseCorruption(
+            host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
+      } catch (RuntimeException e) {
+        return Cause.UNKNOWN_ISSUE;
+      }
+    }
+    Cause c = diagnose(new Peer(host, port, execId), w, checksum, algorithm);
+    LOG.info(
+        "Diagnosed corrupt block {} from executor {} ({} {}): {}",
+        w.id,
+        execId,
+        algorithm,
+        checksum,
+        c);
+    return c;
+  }
+
+  private Cause diagnose(Peer peer, Wanted w, long checksum, String algorithm) {
+    ChecksumAlgorithm a = ChecksumAlgorithm.ofName(algorithm);
+    if (a == null) {
       return Cause.UNKNOWN_ISSUE;
+    }
+    CompletableFuture<ManagedBuffer> read = new CompletableFuture<>();
+    BlockFetchingListener l =
+        new BlockFetchingListener() {
+          @Override
+          public void onBlockFetchSuccess(String blockId, ManagedBuffer data) {
+            data.retain(); // Spark's listeners release after the call
+            if (!read.complete(data)) {
+              data.release();
+            }
+          }
+
+          @Override
+          public void onBlockFetchFailure(String blockId, Throwable e) {
+            read.completeExceptionally(e);
+          }
+        };
+    Map<ReadContext.SlotKey, List<Wanted>> one = new LinkedHashMap<>();
+    one.put(w.slotKey(), List.of(w));
+    request(peer, one, l, null).start();
+    ManagedBuffer data;
+    try {
+      data = read.get(DIAGNOSIS_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      return e.getCause() instanceof ChecksumMismatchException
+              && e.getCause().getMessage().contains("cause: disk")
+          ? Cause.DISK_ISSUE
+          : Cause.UNKNOWN_ISSUE;
+    } catch (TimeoutException e) {
+      return Cause.UNKNOWN_ISSUE;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Cause.UNKNOWN_ISSUE;
+    }
+    try {
+      ReadContext.MapOutput o = ctx.cached(shuffleId, w.slotKey(), w.mapId);
+      OutputChecksums sums = o == null ? null : o.slot().checksums();
+      if (sums == null || sums.algorithm() != a || w.start >= sums.values().length) {
+        return Cause.UNKNOWN_ISSUE;
+      }
+      Checksum sum = a.newChecksum();
+      sum.update(data.nioByteBuffer());
+      long stored = sums.values()[w.start];
+      if (sum.getValue() != stored) {
+        return Cause.DISK_ISSUE;
+      }
+      return stored == checksum ? Cause.CHECKSUM_VERIFY_PASS : Cause.NETWORK_ISSUE;
+    } catch (IOException | RuntimeException e) {
+      return Cause.UNKNOWN_ISSUE;
+    } finally {
+      data.release();
     }
   }
 

@@ -15,6 +15,9 @@ import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TcpTransportFaults;
+import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.io.File;
 import java.io.IOException;
@@ -37,6 +40,7 @@ import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.SimpleDownloadFile;
+import org.apache.spark.network.shuffle.checksum.Cause;
 import org.apache.spark.network.util.MapConfigProvider;
 import org.apache.spark.network.util.TransportConf;
 import org.junit.jupiter.api.AfterEach;
@@ -61,8 +65,8 @@ class ChecksumReadPathTest {
   @TempDir Path tmp;
 
   private final InMemoryTransport transport = new InMemoryTransport();
-  private final TransferNode mapNode = transport.start();
-  private final TransferNode reduceNode = transport.start();
+  private TransferNode mapNode = transport.start();
+  private TransferNode reduceNode = transport.start();
   private final List<MemoryRegion> indexRegions = new ArrayList<>();
   private final List<MemoryRegion> dataRegions = new ArrayList<>();
   private final List<ByteBuffer> dataBuffers = new ArrayList<>();
@@ -261,6 +265,30 @@ class ChecksumReadPathTest {
   }
 
   @Test
+  void aByteFlippedOnTheTcpTransferIsReadOnceMoreAndDeliveredRight() {
+    mapNode.close();
+    reduceNode.close();
+    TransferConfig tcp =
+        TransferConfig.builder().provider(ProviderKind.TCP).bindAddress("127.0.0.1").build();
+    TcpTransportFaults faults = new TcpTransportFaults();
+    mapNode = TransferNode.start(tcp);
+    reduceNode = faults.start(tcp);
+    setUp(ChecksumAlgorithm.CRC32C, 1 << 20);
+    fetch(null, block(0, 0), block(1, 0)); // slots and indexes cached: later reads are data only
+    spark.awaitEnded(2);
+    faults.flipNext(1);
+    fetch(null, block(0, 2), batch(1, 1, 4));
+    spark.awaitEnded(4);
+    assertEquals(1, faults.flipped(), "one response corrupted on the reading side");
+    assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));
+    assertArrayEquals(expected(1, 1, 4), spark.ok.get(batch(1, 1, 4)));
+    assertEquals(1, counters.checksumMismatchesNetwork.sum());
+    assertEquals(0, counters.checksumMismatchesDisk.sum());
+    assertEquals(0, counters.failedBlocks.sum());
+    assertEquals(Map.of(), spark.failed);
+  }
+
+  @Test
   void blocksOnDiskAreVerifiedPieceByPiece() throws Exception {
     setUp(ChecksumAlgorithm.ADLER32, 4096); // 20000 bytes: five pieces
     onDisk();
@@ -299,6 +327,30 @@ class ChecksumReadPathTest {
     assertArrayEquals(expected(1, 2, 3), spark.ok.get(block(1, 2)));
     assertEquals(1, counters.checksumVerifiedBlocks.sum());
     assertEquals(2, counters.checksumUnverifiedBlocks.sum());
+  }
+
+  private Cause diagnose(int m, int r, long readerChecksum, String algorithm) {
+    return new RdmaBlockStoreClient(ctx, SHUFFLE, routes, spark)
+        .diagnoseCorruption(
+            "map-host", 7337, "exec-1", SHUFFLE, mapId(m), r, readerChecksum, algorithm);
+  }
+
+  @Test
+  void aCorruptBlockIsDiagnosedFromItsRegionWithoutTheWritersBlockManager() {
+    setUp(ChecksumAlgorithm.CRC32, 1 << 20);
+    long[] stored = sums(ChecksumAlgorithm.CRC32, data.get(0), offsets.get(0)).values();
+    assertEquals(Cause.CHECKSUM_VERIFY_PASS, diagnose(0, 2, stored[2], "CRC32"));
+    assertEquals(Cause.NETWORK_ISSUE, diagnose(0, 1, stored[1] ^ 1, "CRC32"));
+    assertEquals(Cause.UNKNOWN_ISSUE, diagnose(0, 1, stored[1], "ADLER32"), "no such file");
+    corruptStored(0, 3);
+    assertEquals(Cause.DISK_ISSUE, diagnose(0, 3, stored[3], "CRC32"));
+    TestSlots.write(
+        new DirectorySlot(
+            1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote(), offsets.get(1)),
+        chunk,
+        DirectorySlot.stride(pointer.entries(), true));
+    assertEquals(Cause.UNKNOWN_ISSUE, diagnose(1, 0, 42L, "CRC32"), "no checksum stored");
+    assertEquals(List.of(), spark.handedOver, "nothing asked of Spark's client");
   }
 
   /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
@@ -347,6 +399,19 @@ class ChecksumReadPathTest {
           () ->
               "blocks ended: ok " + ok.keySet() + ", failed " + failed + ", via Spark " + viaSpark);
       assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
+    }
+
+    @Override
+    public Cause diagnoseCorruption(
+        String host,
+        int port,
+        String execId,
+        int shuffleId,
+        long mapId,
+        int reduceId,
+        long checksum,
+        String algorithm) {
+      throw new AssertionError("the writer's block manager is gone: Spark's client asked");
     }
 
     @Override

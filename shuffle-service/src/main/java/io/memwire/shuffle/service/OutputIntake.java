@@ -115,7 +115,8 @@ final class OutputIntake {
       DirectoryPointer p = install(app, executor, shuffleId, mapIndex, mapId, linked, sums);
       log.outputTaken(
           app.record(),
-          record(app, executor, shuffleId, mapIndex, mapId, linked).withPointerKey(keyOf(p)));
+          record(app, executor, shuffleId, mapIndex, mapId, linked, p.checksums() ? sums : null)
+              .withPointerKey(keyOf(p)));
       counters.outputsTaken.increment();
       if (sums != null && p.checksums()) {
         counters.outputsWithChecksums.increment();
@@ -160,7 +161,7 @@ final class OutputIntake {
               recorded.mapIndex(),
               recorded.mapId(),
               linked,
-              null); // checksums are not recorded: a recovered output is served unverified
+              recorded.checksums());
     } catch (Refused e) {
       return e.code == ServiceProtocol.E_NO_CAPACITY
           ? "registrationBudget"
@@ -178,7 +179,8 @@ final class OutputIntake {
       int shuffleId,
       int mapIndex,
       long mapId,
-      OutputFiles.Linked linked) {
+      OutputFiles.Linked linked,
+      OutputChecksums checksums) {
     return new RecoveryRecords.OutputRecord(
         app.key.user().getName(),
         app.key.id(),
@@ -192,7 +194,8 @@ final class OutputIntake {
         linked.dataLength(),
         linked.indexCheck(),
         linked.dataCheck(),
-        new long[0]);
+        new long[0],
+        checksums);
   }
 
   /** The region key naming a directory chunk (its first segment's). */

@@ -1,5 +1,7 @@
 package io.memwire.shuffle.service;
 
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
+import io.memwire.shuffle.directory.OutputChecksums;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -17,10 +19,10 @@ import java.nio.charset.StandardCharsets;
  */
 final class RecoveryRecords {
   /**
-   * Layout version of every value written; a value of another version than 1 (no pointer keys) or
-   * this one is dropped as corrupt.
+   * Layout version of every value written; a value of another version than 1 (no pointer keys), 2
+   * (no checksums) or this one is dropped as corrupt.
    */
-  static final int VERSION = 2;
+  static final int VERSION = 3;
 
   /** Region keys of earlier directory chunks an output record keeps (old pointers it answers). */
   static final int MAX_POINTER_KEYS = 4;
@@ -37,7 +39,9 @@ final class RecoveryRecords {
    * One held output of an application's executor: the map task attempt, the names of its links in
    * the executor's directory ({@code dataName} empty without a data file) and their checks; {@code
    * pointerKeys}: the region keys of the directory chunk it was published in, by this run and the
-   * last ones (newest last, at most {@link #MAX_POINTER_KEYS}), so a reader's old pointer resolves.
+   * last ones (newest last, at most {@link #MAX_POINTER_KEYS}), so a reader's old pointer resolves;
+   * {@code checksums}: Spark's values it was published with (null: none), published again when it
+   * is taken back, so a recovered output is still read verified.
    */
   record OutputRecord(
       String user,
@@ -52,7 +56,8 @@ final class RecoveryRecords {
       long dataLength,
       FileCheck indexCheck,
       FileCheck dataCheck,
-      long[] pointerKeys) {
+      long[] pointerKeys,
+      OutputChecksums checksums) {
 
     /** This record published again in a chunk whose region key is {@code key}. */
     OutputRecord withPointerKey(long key) {
@@ -73,7 +78,8 @@ final class RecoveryRecords {
           dataLength,
           indexCheck,
           dataCheck,
-          keys);
+          keys,
+          checksums);
     }
   }
 
@@ -163,6 +169,14 @@ final class RecoveryRecords {
           for (long k : o.pointerKeys()) {
             out.writeLong(k);
           }
+          OutputChecksums c = o.checksums();
+          out.writeByte(c == null ? 0 : c.algorithm().code());
+          if (c != null) {
+            out.writeInt(c.values().length);
+            for (long v : c.values()) {
+              out.writeLong(v);
+            }
+          }
         });
   }
 
@@ -186,7 +200,7 @@ final class RecoveryRecords {
   /** Decodes an output's value; throws IOException as {@link #decodeApp} does. */
   static OutputRecord decodeOutput(byte[] value) throws IOException {
     DataInputStream in = reader(value);
-    boolean v1 = value[0] == 1;
+    int version = value[0];
     OutputRecord o =
         new OutputRecord(
             in.readUTF(),
@@ -201,7 +215,8 @@ final class RecoveryRecords {
             in.readLong(),
             readCheck(in),
             readCheck(in),
-            v1 ? new long[0] : readKeys(in));
+            version == 1 ? new long[0] : readKeys(in),
+            version < 3 ? null : readChecksums(in));
     end(in);
     return o;
   }
@@ -240,6 +255,23 @@ final class RecoveryRecords {
       keys[i] = in.readLong();
     }
     return keys;
+  }
+
+  private static OutputChecksums readChecksums(DataInputStream in) throws IOException {
+    int code = in.readUnsignedByte();
+    if (code == 0) {
+      return null;
+    }
+    ChecksumAlgorithm a = ChecksumAlgorithm.ofCode(code);
+    int n = in.readInt();
+    if (a == null || n < 0 || n > in.available() / 8) {
+      throw new IOException("checksums of algorithm " + code + ", " + n + " values");
+    }
+    long[] v = new long[n];
+    for (int i = 0; i < n; i++) {
+      v[i] = in.readLong();
+    }
+    return new OutputChecksums(a, v);
   }
 
   private static void end(DataInputStream in) throws IOException {

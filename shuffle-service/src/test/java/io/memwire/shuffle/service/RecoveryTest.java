@@ -10,7 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectoryPointer;
+import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
@@ -23,6 +26,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -148,6 +152,39 @@ class RecoveryTest {
     }
     // The old pointer's keys are dead: it reads nothing (a fetch failure for Spark).
     assertThrows(Exception.class, () -> readPartition(reader, p.pa(), 0, 1));
+  }
+
+  @Test
+  void aRecoveredOutputIsPublishedAgainWithItsChecksums() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("exec"), 3, 30, 4, 5);
+    long[] sums = {7, -8, 9, 10};
+    ByteBuffer file = ByteBuffer.allocate(sums.length * 8);
+    for (long v : sums) {
+      file.putLong(v);
+    }
+    Path aSums = root.resolve("exec/0c/shuffle_3_30_0.checksum.ADLER32");
+    Files.createDirectories(aSums.getParent());
+    Files.write(aSums, file.array());
+    try (ServiceClient c = executor(7)) {
+      assertTrue(c.publish(3, 0, 30, a.index(), a.data(), aSums).checksums());
+    }
+    service.close();
+    TrustedPaths.deleteTree(root.resolve("exec")); // the executor and its checksum file are gone
+    startService();
+    assertEquals(1L, service.stats().get("outputsRecovered"));
+    try (ServiceFixture.Raw c = raw(7)) {
+      DirectoryPointer p = ServiceFixture.pointer(c.publish(3, 0, 30, a.index().toString(), ""));
+      assertTrue(p.checksums(), "the recovered shuffle's directory has room for checksums");
+      DirectorySlot slot =
+          DirectorySlot.read(
+              ByteBuffer.wrap(
+                  ServiceFixture.read(reader, p.region(), p.slotOffset(0), p.slotReadLength())),
+              p.entries(),
+              p.checksums());
+      assertEquals(new OutputChecksums(ChecksumAlgorithm.ADLER32, sums), slot.checksums());
+      assertArrayEquals(a.partitions()[2], readPartition(reader, p, 0, 2));
+    }
   }
 
   @Test
