@@ -83,7 +83,7 @@ final class SystemChecks {
    */
   private static Optional<String> ucxReason(List<Check> ucxChecks) {
     for (Check c : ucxChecks) {
-      if (c.status() != Check.Status.OK || c.name().equals("ucx-jars") && ucxChecks.size() == 1) {
+      if (c.status() != Check.Status.OK || (c.name().equals("ucx-jars") && ucxChecks.size() == 1)) {
         return Optional.of(c.finding());
       }
     }
