@@ -349,6 +349,25 @@ public final class RdmaInventory {
     return out;
   }
 
+  /**
+   * IPv4 addresses one port of a device serves: its IPv4-mapped GIDs, then (the port's GIDs name no
+   * address) the addresses of the device's interfaces.
+   */
+  public List<InetAddress> ipv4Addresses(Device d, Port port) {
+    List<InetAddress> out = new ArrayList<>();
+    for (Gid g : port.gids()) {
+      g.ipv4().filter(a -> !out.contains(a)).ifPresent(out::add);
+    }
+    if (out.isEmpty()) {
+      for (InetAddress a : ipv4Addresses(d)) {
+        if (ownerOf(a).map(o -> o.port().number() == port.number()).orElse(true)) {
+          out.add(a);
+        }
+      }
+    }
+    return out;
+  }
+
   /** One line per device for messages: {@code rxe0 (198.18.0.1, port 1 ACTIVE)}. */
   public String summary() {
     List<String> parts = new ArrayList<>();

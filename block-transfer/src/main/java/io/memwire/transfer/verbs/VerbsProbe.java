@@ -140,7 +140,10 @@ public final class VerbsProbe {
           TransferConfig.BIND_ADDRESS + "=" + config.bindAddress() + " does not resolve", e);
     }
     if (deviceName.isPresent()) {
-      String name = deviceName.get();
+      String spec = deviceName.get();
+      int colon = spec.indexOf(':');
+      String name = colon < 0 ? spec : spec.substring(0, colon);
+      Integer portNumber = colon < 0 ? null : Integer.valueOf(spec.substring(colon + 1));
       RdmaInventory.Device d =
           inventory
               .device(name)
@@ -149,44 +152,73 @@ public final class VerbsProbe {
                       new TransferConfigException(
                           TransferConfig.DEVICE
                               + "="
-                              + name
+                              + spec
+                              + (colon < 0 ? "" : " names " + name + ", which")
                               + " is not an RDMA "
                               + "device here; devices: "
                               + inventory.summary()));
+      RdmaInventory.Port wanted = portNumber == null ? null : port(d, portNumber, spec);
       if (bind.isLoopbackAddress() || bind.isAnyLocalAddress()) {
-        List<InetAddress> addrs = inventory.ipv4Addresses(d);
+        List<InetAddress> addrs =
+            wanted == null ? inventory.ipv4Addresses(d) : inventory.ipv4Addresses(d, wanted);
         if (addrs.isEmpty()) {
           throw new TransferConfigException(
               TransferConfig.DEVICE
                   + "="
-                  + name
+                  + spec
                   + " has no IPv4 address (no IPv4-mapped GID, no addressed interface); configure an "
                   + "address on its interface or set "
                   + TransferConfig.BIND_ADDRESS);
         }
         InetAddress a = addrs.get(0);
         RdmaInventory.Owner o = inventory.ownerOf(a).orElse(null);
-        RdmaInventory.Port port = o != null ? o.port() : d.ports().get(0);
+        RdmaInventory.Port port = wanted != null ? wanted : o != null ? o.port() : d.ports().get(0);
         return new Binding(
-            d, port, a, "first IPv4 address of " + TransferConfig.DEVICE + "=" + name);
+            d, port, a, "first IPv4 address of " + TransferConfig.DEVICE + "=" + spec);
       }
       RdmaInventory.Owner o = owner(config, bind, inventory);
-      if (!o.device().name().equals(name)) {
+      if (!o.device().name().equals(name)
+          || (wanted != null && o.port().number() != wanted.number())) {
         throw new TransferConfigException(
             TransferConfig.BIND_ADDRESS
                 + "="
                 + config.bindAddress()
                 + " belongs to RDMA device "
                 + o.device().name()
+                + (wanted == null ? "" : " port " + o.port().number())
                 + ", not to "
                 + TransferConfig.DEVICE
                 + "="
-                + name);
+                + spec);
       }
       return new Binding(o.device(), o.port(), bind, o.how());
     }
     RdmaInventory.Owner o = owner(config, bind, inventory);
     return new Binding(o.device(), o.port(), bind, o.how());
+  }
+
+  /** The port {@code number} of {@code d}, or an error listing the ports it has. */
+  private static RdmaInventory.Port port(RdmaInventory.Device d, int number, String spec) {
+    for (RdmaInventory.Port p : d.ports()) {
+      if (p.number() == number) {
+        return p;
+      }
+    }
+    List<String> have = new java.util.ArrayList<>();
+    for (RdmaInventory.Port p : d.ports()) {
+      have.add(Integer.toString(p.number()));
+    }
+    throw new TransferConfigException(
+        TransferConfig.DEVICE
+            + "="
+            + spec
+            + ": "
+            + d.name()
+            + " has no port "
+            + number
+            + " (ports: "
+            + (have.isEmpty() ? "none" : String.join(", ", have))
+            + ")");
   }
 
   private static RdmaInventory.Owner owner(

@@ -155,6 +155,7 @@ public final class VerbsProvider implements TransportProvider {
     }
     logStarted(node.port);
     io.memwire.transfer.fabric.FabricPath.log(binding.device(), binding.port(), binding.address());
+    VerbsFabricKeys.log(config, binding);
   }
 
   /** Verbs authentication needs the TCP port that an iWARP device's RDMA CM takes. */

@@ -41,6 +41,8 @@ class GrafanaDashboardTest {
     used.removeAll(declared);
     assertTrue(used.isEmpty(), "not declared in ServiceMetrics: " + used);
     assertTrue(json.contains("MemwireMetricsPlugin_total_oneSided_blocks_Value"), "executors");
+    assertTrue(json.contains("memwire_nic_counter_total"), "the service's NIC counters");
+    assertTrue(json.contains("MemwireMetricsPlugin_nic_"), "the executors' nic.* gauges");
   }
 
   @Test

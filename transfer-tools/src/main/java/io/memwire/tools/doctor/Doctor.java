@@ -24,7 +24,7 @@ import java.util.Map;
  * <pre>
  * java -cp memwire-transfer-tools.jar:memwire-block-transfer.jar:disni.jar:slf4j-api.jar \
  *     io.memwire.tools.doctor.Doctor [options]
- *   --provider auto|verbs|tcp  --bind IP  --device NAME  --port N  --budget SIZE  --set KEY=VALUE
+ *   --provider auto|verbs|ucx|tcp  --bind IP  --device NAME  --port N  --budget SIZE  --set KEY=VALUE
  *   --sysfs DIR (default /sys)  --limits FILE (default /proc/self/limits)
  *   --firewall FILE   saved iptables-save or nft list ruleset output (default: run them)
  *   --serve [--serve-size BYTES] [--serve-seconds N]   start a node with a test region
@@ -37,7 +37,7 @@ public final class Doctor {
   private Doctor() {}
 
   static final String USAGE =
-      "usage: memwire doctor [--provider auto|verbs|tcp] [--bind IP]"
+      "usage: memwire doctor [--provider auto|verbs|ucx|tcp] [--bind IP]"
           + " [--device NAME] [--port N] [--budget SIZE] [--set KEY=VALUE]... [--sysfs DIR]"
           + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
           + " | --serve [--serve-size BYTES] [--serve-seconds N]";

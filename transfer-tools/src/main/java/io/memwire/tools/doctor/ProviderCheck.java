@@ -21,6 +21,8 @@ final class ProviderCheck {
   private final Path limitsFile;
   private final Supplier<Optional<String>> libraryError;
   private final boolean realSystem;
+  private Optional<String> ucxUnavailable =
+      Optional.of("the ucx provider is not on the class path");
 
   ProviderCheck(
       TransferConfig config,
@@ -33,6 +35,12 @@ final class ProviderCheck {
     this.limitsFile = limitsFile;
     this.libraryError = libraryError;
     this.realSystem = realSystem;
+  }
+
+  /** Why ucx cannot be used (on a fake tree; the real system asks the ucx factory). */
+  ProviderCheck withUcx(Optional<String> why) {
+    this.ucxUnavailable = why;
+    return this;
   }
 
   Check run() {
@@ -50,12 +58,21 @@ final class ProviderCheck {
     } else {
       // Same rule as ProviderSelection.decide, on the given sysfs tree and limits file.
       Optional<String> why =
-          config.provider() == ProviderKind.TCP
+          config.provider() == ProviderKind.TCP || config.provider() == ProviderKind.UCX
               ? Optional.empty()
               : VerbsProbe.unavailableReason(config, inventory, limitsFile, libraryError);
       if (config.provider() == ProviderKind.TCP) {
         kind = ProviderKind.TCP;
         reason = "tcp requested by configuration";
+      } else if (config.provider() == ProviderKind.UCX) {
+        if (ucxUnavailable.isPresent()) {
+          return Check.fail(
+              "provider",
+              "provider=ucx was requested but ucx cannot be used: " + ucxUnavailable.get(),
+              "fix the FAIL lines above or use provider=auto");
+        }
+        kind = ProviderKind.UCX;
+        reason = "ucx requested by configuration";
       } else if (why.isPresent()) {
         if (config.provider() == ProviderKind.VERBS) {
           return Check.fail(
@@ -63,8 +80,17 @@ final class ProviderCheck {
               "provider=verbs was requested but verbs cannot be used: " + why.get(),
               "fix the FAIL lines above or use provider=auto");
         }
-        kind = ProviderKind.TCP;
-        reason = "auto: verbs not used because " + why.get();
+        if (ucxUnavailable.isEmpty()) {
+          kind = ProviderKind.UCX;
+          reason = "auto: verbs not used because " + why.get() + "; UCX offers an RDMA transport";
+        } else {
+          kind = ProviderKind.TCP;
+          reason =
+              "auto: verbs not used because "
+                  + why.get()
+                  + "; ucx not used because "
+                  + ucxUnavailable.get();
+        }
       } else {
         kind = ProviderKind.VERBS;
         reason =

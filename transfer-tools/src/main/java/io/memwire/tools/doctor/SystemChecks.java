@@ -26,6 +26,7 @@ final class SystemChecks {
   private final boolean realSystem;
   private final Supplier<Optional<Path>> libraryFile;
   private final Supplier<List<Firewall.Ruleset>> firewall;
+  private UcxChecks ucx;
 
   SystemChecks(
       TransferConfig config,
@@ -67,6 +68,26 @@ final class SystemChecks {
     this.libraryError = libraryError;
     this.libraryVersion = libraryVersion;
     this.realSystem = realSystem;
+    this.ucx = realSystem ? UcxChecks.system(config) : UcxChecks.absent(config);
+  }
+
+  /** Replaces the ucx checks (tests: a given class path, environment and library). */
+  SystemChecks withUcx(UcxChecks checks) {
+    this.ucx = checks;
+    return this;
+  }
+
+  /**
+   * Why the ucx factory would refuse {@code provider=auto}, from the ucx checks (for the provider
+   * decision on a fake tree; on the real system {@code ProviderSelection} asks the factory).
+   */
+  private static Optional<String> ucxReason(List<Check> ucxChecks) {
+    for (Check c : ucxChecks) {
+      if (c.status() != Check.Status.OK || (c.name().equals("ucx-jars") && ucxChecks.size() == 1)) {
+        return Optional.of(c.finding());
+      }
+    }
+    return Optional.empty();
   }
 
   List<Check> run() {
@@ -75,9 +96,14 @@ final class SystemChecks {
     out.addAll(new DeviceChecks(config, inventory, impact).run());
     out.add(FabricChecks.counters(new io.memwire.transfer.fabric.SysfsRoot(inventory.sysfs())));
     out.add(new LibraryCheck(libraryError, libraryVersion, libraryFile, impact).run());
+    List<Check> ucxChecks = ucx.run();
+    out.addAll(ucxChecks);
     out.addAll(new FirewallChecks(config, firewall).run());
     out.add(new MemlockCheck(config, limitsFile, impact).run());
-    out.add(new ProviderCheck(config, inventory, limitsFile, libraryError, realSystem).run());
+    out.add(
+        new ProviderCheck(config, inventory, limitsFile, libraryError, realSystem)
+            .withUcx(ucxReason(ucxChecks))
+            .run());
     return out;
   }
 }

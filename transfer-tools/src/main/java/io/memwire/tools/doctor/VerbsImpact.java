@@ -15,13 +15,14 @@ final class VerbsImpact {
 
   /**
    * A problem that makes the verbs probe fail: FAIL with {@code provider=verbs} (the node refuses
-   * to start), WARN with {@code auto} (it runs on tcp), OK with {@code tcp} (not used). The finding
-   * says which of these happens.
+   * to start), WARN with {@code auto} (it runs on tcp), OK with {@code tcp} or {@code ucx} (not
+   * used). The finding says which of these happens.
    */
   Check problem(String name, String finding, String advice) {
     switch (provider) {
       case TCP:
-        return Check.ok(name, finding + " (not needed: provider=tcp)");
+      case UCX:
+        return Check.ok(name, finding + " (not needed: provider=" + provider + ")");
       case VERBS:
         return Check.fail(
             name, finding + "; a node with provider=verbs will refuse to start", advice);
@@ -32,8 +33,8 @@ final class VerbsImpact {
 
   /** Verbs still runs, but not as well or not everywhere: WARN, or OK with provider=tcp. */
   Check advisory(String name, String finding, String advice) {
-    if (provider == ProviderKind.TCP) {
-      return Check.ok(name, finding + " (not used: provider=tcp)");
+    if (provider == ProviderKind.TCP || provider == ProviderKind.UCX) {
+      return Check.ok(name, finding + " (not used: provider=" + provider + ")");
     }
     return Check.warn(name, finding, advice);
   }

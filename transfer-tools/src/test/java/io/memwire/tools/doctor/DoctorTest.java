@@ -252,7 +252,7 @@ class DoctorTest {
           default:
             assertEquals(Check.Status.OK, c.status(), all);
             assertTrue(
-                f.endsWith("(not needed: provider=tcp)")
+                f.endsWith("(not needed: provider=" + p + ")")
                     && !f.contains("refuse")
                     && !f.contains("fall back"),
                 all);
@@ -276,6 +276,16 @@ class DoctorTest {
           assertEquals(Check.Status.WARN, provider.status(), all);
           assertTrue(provider.finding().startsWith("provider=auto will use tcp"), all);
           assertEquals(Check.Status.WARN, port.status(), all);
+          break;
+        case UCX:
+          // No ucx jars on this class path: the node would refuse to start.
+          assertEquals(Check.Status.FAIL, provider.status(), all);
+          assertTrue(
+              provider.finding().startsWith("provider=ucx was requested but ucx cannot be used"),
+              all);
+          assertEquals(Check.Status.FAIL, byName(bare, "ucx-jars").status(), all);
+          assertEquals(Check.Status.OK, port.status(), all);
+          assertTrue(port.finding().endsWith("(not used: provider=ucx)"), all);
           break;
         default:
           assertEquals(Check.Status.OK, provider.status(), all);
