@@ -73,7 +73,8 @@ public final class TransportSettings {
           .doc(
               "RoCE: the GID table index of the device's port to use (its RoCE version and "
                   + "address family). ucx: UCX_IB_GID_INDEX (UCX's ud transport needs 0 on "
-                  + "Soft-RoCE).")
+                  + "Soft-RoCE). verbs: DiSNI cannot apply it; a value other than the GID rdma_cm "
+                  + "uses is warned at start with the kernel-wide command (memwire doctor).")
           .count(0, 255)
           .optional("auto (the fabric library picks)");
 
@@ -82,7 +83,9 @@ public final class TransportSettings {
           .since(V010)
           .doc(
               "RoCE v2: the IP traffic class byte (DSCP times 4, plus ECN) of the node's RDMA packets, "
-                  + "the class a lossless (PFC) fabric is set up for. ucx: UCX_IB_TRAFFIC_CLASS.")
+                  + "the class a lossless (PFC) fabric is set up for. ucx: UCX_IB_TRAFFIC_CLASS. verbs: "
+                  + "DiSNI cannot apply it; a value other than rdma_cm's TOS is warned at start with "
+                  + "the kernel-wide command (memwire doctor).")
           .count(0, 255)
           .optional("auto (the fabric library's default)");
 
@@ -91,7 +94,8 @@ public final class TransportSettings {
           .since(V010)
           .doc(
               "InfiniBand: the service level (mapped to a virtual lane by the subnet manager) "
-                  + "of the node's RDMA traffic. ucx: UCX_IB_SL.")
+                  + "of the node's RDMA traffic. ucx: UCX_IB_SL. verbs: DiSNI cannot apply it (warned at "
+                  + "start); the subnet manager's QoS policy decides.")
           .count(0, 15)
           .optional("0");
 
