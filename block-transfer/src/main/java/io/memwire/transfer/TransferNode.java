@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  *
  * <pre>{@code
  * try (TransferNode node = TransferNode.start(TransferConfig.defaults())) {
- *   MemoryRegion region = node.register(file, 0, Files.size(file));
+ *   MemoryRegion region = node.register(file, 0, Files.size(file), node.memory());
  *   byte[] capability = region.remote().toBytes();       // send to the reader
  *   ...
  *   TransferBuffer b = reader.connection(remote.node()).read(ReadRequest.of(remote, 0, 4096)).get();
@@ -170,16 +170,21 @@ public final class TransferNode implements AutoCloseable {
   }
 
   /**
-   * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads;
-   * ranges over the maximum segment size become several segments.
+   * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads,
+   * its bytes one unit on the books of {@code account} (one of this node's allocators), reserved
+   * there and in every parent, all or nothing; ranges over the maximum segment size become several
+   * segments. Closing the region returns the unit.
    *
    * @throws IOException when the file cannot be opened or mapped
-   * @throws IllegalArgumentException when the range is empty or outside the file
-   * @throws RegistrationException when the registration budget is exhausted
+   * @throws IllegalArgumentException when the range is empty or outside the file, or {@code
+   *     account} is not this node's
+   * @throws RegistrationException when a limit on the way would be passed (nothing is registered or
+   *     mapped; the message names the allocator, or the budget for the root's)
    */
-  public MemoryRegion register(Path file, long offset, long length) throws IOException {
+  public MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
+      throws IOException {
     ensureOpen();
-    return memory.register(file, offset, length, memory.root());
+    return memory.register(file, offset, length, account);
   }
 
   /**

@@ -10,13 +10,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.memory.LimitExceededException;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Every registration is a unit of the node's allocator tree: regions count on the allocator they
@@ -126,5 +130,57 @@ class NodeMemoryTest {
     held.release();
     n.allocateRegistered(child, 512 << 10, "fits now").release();
     child.close();
+  }
+
+  @Test
+  void aFileRegionIsOneUnitOfItsConsumersAllocatorAndGoesBackToZero(@TempDir Path dir)
+      throws Exception {
+    TransferNode n = node(TransferConfig.builder());
+    RegisteredAllocator child = n.memory().newChild("consumer");
+    Path f = dir.resolve("data");
+    Files.write(f, new byte[100_000]);
+    MemoryRegion r = n.register(f, 1000, 90_000, child);
+    assertEquals(90_000, child.registeredBytes());
+    assertEquals(1, child.ownLiveUnits().size());
+    assertEquals(r, child.ownLiveUnits().get(0).owner());
+    assertEquals(90_000, n.stats().registeredBytes(), "on the root too, once");
+    r.close();
+    r.released().get(10, TimeUnit.SECONDS);
+    assertEquals(0, child.registeredBytes());
+    assertEquals(0, child.ownLiveUnits().size());
+    assertEquals(0, n.stats().registeredBytes());
+    assertEquals(0L, n.stats().get(TransportMetrics.REGISTERED_REGIONS));
+    child.close();
+    assertTrue(n.memory().leakReports().isEmpty(), n.memory().leakReports().toString());
+  }
+
+  @Test
+  void aFileRegionOverItsAllocatorsLimitIsRefusedWholeNamingTheLimit(@TempDir Path dir)
+      throws Exception {
+    TransferNode n = node(TransferConfig.builder().maxSegmentSize(64 << 10));
+    RegisteredAllocator parent = n.memory().newChild("service", 300_000);
+    RegisteredAllocator child = parent.newChild("app", Long.MAX_VALUE);
+    Path f = dir.resolve("data");
+    Files.write(f, new byte[400_000]);
+    MemoryRegion held = n.register(f, 0, 200_000, child);
+    long mapped = n.stats().get(TransportMetrics.MAPPED_SEGMENTS);
+    RegistrationException e =
+        assertThrows(RegistrationException.class, () -> n.register(f, 0, 150_000, child));
+    assertTrue(e.getMessage().contains("'" + parent.path() + "'"), e.getMessage());
+    assertTrue(e.getMessage().contains("limit 300000"), e.getMessage());
+    assertTrue(e.getCause() instanceof LimitExceededException, String.valueOf(e.getCause()));
+    assertEquals(200_000, child.registeredBytes(), "nothing of the refused region stays");
+    assertEquals(200_000, parent.registeredBytes());
+    assertEquals(200_000, n.stats().registeredBytes());
+    assertEquals(1L, n.stats().get(TransportMetrics.REGISTERED_REGIONS));
+    assertEquals(mapped, n.stats().get(TransportMetrics.MAPPED_SEGMENTS), "nothing mapped");
+    held.close();
+    held.released().get(10, TimeUnit.SECONDS);
+    MemoryRegion fits = n.register(f, 0, 300_000, child);
+    assertEquals(300_000, parent.registeredBytes());
+    fits.close();
+    fits.released().get(10, TimeUnit.SECONDS);
+    assertEquals(0, parent.registeredBytes());
+    parent.close();
   }
 }

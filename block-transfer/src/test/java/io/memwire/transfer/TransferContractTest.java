@@ -183,7 +183,7 @@ public abstract class TransferContractTest {
     Files.write(f, data);
     TransferNode server = node(baseConfig().maxSegmentSize(64 << 10));
     TransferNode client = node();
-    MemoryRegion region = server.register(f, 0, data.length);
+    MemoryRegion region = server.register(f, 0, data.length, server.memory());
     assertTrue(region.isFileBacked());
     assertEquals(5, region.descriptors().size(), "300000 bytes in 64 KiB segments");
     assertEquals(5, server.stats().mappedSegments());
@@ -213,7 +213,7 @@ public abstract class TransferContractTest {
     Files.write(f, data);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(f, 12_345, 50_000);
+    MemoryRegion region = server.register(f, 12_345, 50_000, server.memory());
     TransferBuffer b =
         await(
             client
@@ -221,8 +221,9 @@ public abstract class TransferContractTest {
                 .read(ReadRequest.of(region.remote(), 0, 50_000)));
     assertArrayEquals(slice(data, 12_345, 50_000), bytes(b));
     b.release();
-    assertThrows(IllegalArgumentException.class, () -> server.register(f, 90_000, 20_000));
-    assertThrows(IllegalArgumentException.class, () -> server.register(f, 0, 0));
+    assertThrows(
+        IllegalArgumentException.class, () -> server.register(f, 90_000, 20_000, server.memory()));
+    assertThrows(IllegalArgumentException.class, () -> server.register(f, 0, 0, server.memory()));
   }
 
   @Test
@@ -495,7 +496,7 @@ public abstract class TransferContractTest {
     Files.write(f, data);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(f, 0, data.length);
+    MemoryRegion region = server.register(f, 0, data.length, server.memory());
     Connection c = client.connection(server.localAddress());
     TransferBuffer first = await(c.read(ReadRequest.of(region.remote(), 0, 1000)));
     first.release();
@@ -642,7 +643,7 @@ public abstract class TransferContractTest {
     Files.write(f, data);
     TransferNode server = node(baseConfig().maxSegmentSize(128 << 10));
     TransferNode client = node();
-    server.register(f, 0, data.length);
+    server.register(f, 0, data.length, server.memory());
     MemoryRegion r2 = server.register(direct(data));
     List<TransferBuffer> held = new ArrayList<>();
     for (int i = 0; i < 10; i++) {

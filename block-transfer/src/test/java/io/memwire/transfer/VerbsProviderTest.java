@@ -206,7 +206,7 @@ class VerbsProviderTest {
     TransferNode client = node();
     int offset = 1000; // not page aligned
     int length = data.length - offset;
-    MemoryRegion region = server.register(f, offset, length);
+    MemoryRegion region = server.register(f, offset, length, server.memory());
     assertEquals(4, region.descriptors().size(), "four segments of at most 1 MiB");
     TransferBuffer b =
         client
@@ -258,7 +258,7 @@ class VerbsProviderTest {
     Assumptions.assumeFalse(Files.isWritable(f), "this process may write " + f + " (root?)");
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(f, 0, data.length);
+    MemoryRegion region = server.register(f, 0, data.length, server.memory());
     TransferBuffer b =
         client
             .connection(server.localAddress())

@@ -66,7 +66,7 @@ class TcpFileRegionPathsTest {
     }
     try (server;
         TransferNode reader = start();
-        MemoryRegion region = server.register(file, 0, FILE)) {
+        MemoryRegion region = server.register(file, 0, FILE, server.memory())) {
       List<ReadRequest> reqs = new ArrayList<>();
       for (long[] r : READS) {
         reqs.add(ReadRequest.of(region.remote(), r[0], (int) r[1]));

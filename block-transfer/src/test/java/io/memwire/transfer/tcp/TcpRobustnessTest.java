@@ -378,7 +378,7 @@ class TcpRobustnessTest {
     byte[] data = data(size);
     Path file = dir.resolve("region.bin");
     Files.write(file, data);
-    MemoryRegion region = server.register(file, 0, size);
+    MemoryRegion region = server.register(file, 0, size, server.memory());
     assertEquals(1, server.stats().mappedSegments());
     RegionDescriptor d = region.descriptors().get(0);
 

@@ -51,8 +51,8 @@ class TcpTruncatedFileTest {
     TransferNode server = startWithSendfileMin(sendfileMinBytes);
     try (server;
         TransferNode reader = start()) {
-      MemoryRegion shrunk = server.register(shrinking, 0, FILE);
-      MemoryRegion other = server.register(intact, 0, FILE);
+      MemoryRegion shrunk = server.register(shrinking, 0, FILE, server.memory());
+      MemoryRegion other = server.register(intact, 0, FILE, server.memory());
       assertArrayEquals(slice(data, 1 << 20, 512 << 10), read(reader, server, shrunk, 1 << 20));
 
       try (FileChannel ch = FileChannel.open(shrinking, StandardOpenOption.WRITE)) {

@@ -9,6 +9,7 @@ import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.File;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -33,7 +34,11 @@ import scala.Option;
 public final class MapOutputPublisher {
   private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
 
+  /** Allocator (a child of the node's root) the output files' regions are booked on. */
+  public static final String ALLOCATOR = "map-outputs";
+
   private final TransferNode node;
+  private final RegisteredAllocator outputs;
   private final ShuffleDirectory directory;
   private final IndexShuffleBlockResolver resolver;
   private final boolean fallback;
@@ -59,6 +64,7 @@ public final class MapOutputPublisher {
       ServiceLink service) {
     this.service = service;
     this.node = node;
+    this.outputs = node.memory().newChild(ALLOCATOR);
     this.directory = directory;
     this.resolver = resolver;
     this.fallback = fallback;
@@ -70,6 +76,11 @@ public final class MapOutputPublisher {
    *
    * @throws IllegalStateException when it cannot be published and fallback is disabled
    */
+  /** The allocator this executor's own output regions are booked on, for stats and tests. */
+  public RegisteredAllocator outputs() {
+    return outputs;
+  }
+
   /** Spark's {@code spark.shuffle.checksum.algorithm} when checksums are on, else null. */
   public void checksums(String algorithm) {
     this.checksumAlgorithm = algorithm;
@@ -118,10 +129,10 @@ public final class MapOutputPublisher {
     MemoryRegion index = null;
     MemoryRegion data = null;
     try {
-      index = node.register(indexFile.toPath(), 0, indexFile.length());
+      index = node.register(indexFile.toPath(), 0, indexFile.length(), outputs);
       long dataLength = dataFile.exists() ? dataFile.length() : 0;
       if (dataLength > 0) {
-        data = node.register(dataFile.toPath(), 0, dataLength);
+        data = node.register(dataFile.toPath(), 0, dataLength, outputs);
       }
       if (!DirectorySlot.fits(index.remote(), data == null ? null : data.remote())) {
         throw new RegistrationException(

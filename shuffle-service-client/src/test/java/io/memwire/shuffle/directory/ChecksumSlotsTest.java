@@ -148,8 +148,8 @@ class ChecksumSlotsTest {
       throws Exception {
     Path data = tmp.resolve(index.getFileName() + ".data");
     Files.write(data, new byte[(int) dataBytes]);
-    MemoryRegion i = mapNode.register(index, 0, Files.size(index));
-    MemoryRegion d = dataBytes == 0 ? null : mapNode.register(data, 0, dataBytes);
+    MemoryRegion i = mapNode.register(index, 0, Files.size(index), mapNode.memory());
+    MemoryRegion d = dataBytes == 0 ? null : mapNode.register(data, 0, dataBytes, mapNode.memory());
     DirectoryPointer p = dir.publish(shuffle, mapIndex, 100L + mapIndex, i, d);
     return DirectorySlot.read(
         read(p.region(), p.slotOffset(mapIndex), p.slotReadLength()), p.entries(), p.checksums());

@@ -58,13 +58,13 @@ class InlineEntriesTest {
     }
     Path p = tmp.resolve(name);
     Files.write(p, b.array());
-    return mapNode.register(p, 0, Files.size(p));
+    return mapNode.register(p, 0, Files.size(p), mapNode.memory());
   }
 
   private MemoryRegion dataFile(String name, long bytes) throws IOException {
     Path p = tmp.resolve(name);
     Files.write(p, new byte[(int) bytes]);
-    return mapNode.register(p, 0, bytes);
+    return mapNode.register(p, 0, bytes, mapNode.memory());
   }
 
   private ByteBuffer read(RemoteRegion region, long offset, int length) throws Exception {

@@ -23,8 +23,12 @@ import java.util.function.BooleanSupplier;
  * once; what it touches is thread-safe (quotas, the application's held outputs, the node).
  */
 final class OutputIntake {
+  /** Allocator (a child of the node's root) the linked output files' regions are booked on. */
+  static final String ALLOCATOR = "service-outputs";
+
   private final TransferNode node;
   private final RegisteredAllocator directories;
+  private final RegisteredAllocator outputs;
   private final Quotas quotas;
   private final ServiceCounters counters;
   private final AtomicLong linkIds;
@@ -45,10 +49,16 @@ final class OutputIntake {
     this.resolver = resolver;
     this.node = node;
     this.directories = directories;
+    this.outputs = node.memory().newChild(ALLOCATOR);
     this.quotas = quotas;
     this.counters = counters;
     this.linkIds = linkIds;
     this.closed = closed;
+  }
+
+  /** The allocator the outputs' regions are booked on. */
+  RegisteredAllocator outputs() {
+    return outputs;
   }
 
   /**
@@ -220,9 +230,9 @@ final class OutputIntake {
     MemoryRegion indexRegion = null;
     MemoryRegion dataRegion = null;
     try {
-      indexRegion = node.register(linked.index(), 0, linked.indexLength());
+      indexRegion = node.register(linked.index(), 0, linked.indexLength(), outputs);
       if (linked.dataLength() > 0) {
-        dataRegion = node.register(linked.data(), 0, linked.dataLength());
+        dataRegion = node.register(linked.data(), 0, linked.dataLength(), outputs);
       }
       if (!DirectorySlot.fits(
           indexRegion.remote(), dataRegion == null ? null : dataRegion.remote())) {

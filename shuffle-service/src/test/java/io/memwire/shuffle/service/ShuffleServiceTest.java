@@ -24,6 +24,7 @@ import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -94,6 +95,14 @@ class ShuffleServiceTest {
                         t.getName().startsWith("memwire-shuffle-service-")
                             && !t.getName().endsWith("-timer")),
         "service threads ended");
+  }
+
+  /** The allocator the service books its outputs' file regions on. */
+  static RegisteredAllocator outputsAllocator(ShuffleService s) {
+    return s.node().memory().children().stream()
+        .filter(c -> c.name().equals(OutputIntake.ALLOCATOR))
+        .findFirst()
+        .orElseThrow();
   }
 
   private static void assertHygiene(ShuffleService s) {
@@ -273,7 +282,11 @@ class ShuffleServiceTest {
       e2.publish(1, 1, 12, b.index(), b.data());
       DirectoryPointer kept = e2.publish(2, 0, 13, keep.index(), keep.data());
       assertEquals(6, filesUnder(root.resolve("outputs/apps")));
+      long booked = outputsAllocator(service).registeredBytes();
+      assertTrue(booked > 0, "the outputs' regions are on the intake's allocator");
       e1.removeShuffle(1);
+      long left = outputsAllocator(service).registeredBytes();
+      assertTrue(left > 0 && left < booked, "shuffle 1's regions went: " + booked + " -> " + left);
       assertEquals(2, filesUnder(root.resolve("outputs/apps")), "only shuffle 2 is left");
       ExecutionException gone =
           assertThrows(ExecutionException.class, () -> readPartition(reader, p, 0, 0));
@@ -376,7 +389,10 @@ class ShuffleServiceTest {
       c1.publish(0, 0, 31, a.index(), a.data());
       c2.publish(0, 0, 32, b.index(), b.data());
     }
+    assertTrue(outputsAllocator(service).registeredBytes() > 0);
     assertEquals(2, service.endApplication("application_1_0001"));
+    assertEquals(0, outputsAllocator(service).registeredBytes(), "the consumer's units went");
+    assertTrue(outputsAllocator(service).ownLiveUnits().isEmpty());
     assertEquals(0L, service.stats().get("outputsHeld"));
     assertEquals(0, filesUnder(root.resolve("outputs/apps")));
   }

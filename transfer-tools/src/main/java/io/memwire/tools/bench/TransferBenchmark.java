@@ -149,7 +149,7 @@ public final class TransferBenchmark {
               java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
             ch.write(memory.duplicate().clear());
           }
-          region = server.register(file, 0, regionSize);
+          region = server.register(file, 0, regionSize, server.memory());
         } else {
           region = server.register(memory.duplicate().clear());
         }
