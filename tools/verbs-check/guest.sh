@@ -156,7 +156,7 @@ if has ucx; then
   UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs,ud_verbs}"; UGID="${UCX_CHECK_GID:-0}"
   put ucx.settings "device=$UDEV ucxTransports=$UTLS gidIndex=$UGID"
   ucx_info -v >logs/ucx_info.txt 2>&1; ucx_info -d >>logs/ucx_info.txt 2>&1
-  put ucx.version "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Library version: *//p' | head -1)"
+  put ucx.version "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)"
   put ucx.transportsOnDevice "$(awk '/Transport:/{t=$3} /Device:/{print t"/"$3}' logs/ucx_info.txt | sort -u | tr '\n' ' ')"
   ucxok=PASS
   "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED -Djava.library.path="$LIB" \
