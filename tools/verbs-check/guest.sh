@@ -3,7 +3,7 @@
 # work directory (cwd): uses stage/ (jars, classpaths, libdisni), writes results/*.txt (key=value)
 # and logs/*.log. Not meant to be run by hand; see tools/verbs-check/verbs-check.sh.
 #
-#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench] [--leak-rounds N] [--modes sort,verbs]
+#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench,ucx] [--leak-rounds N] [--modes sort,verbs]
 {
 set -uo pipefail
 BIND="${SOFTROCE_IP:-}"
@@ -81,7 +81,7 @@ spark_check() {  # LABEL OUT ARGS...: one driver JVM running SparkCheck
   t0=$(now)
   # shellcheck disable=SC2046
   "$JAVA" $(cat stage/driver-opts.txt) --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
-    -XX:TieredStopAtLevel=1 -Xmx1g -Djava.library.path="$LIB" -cp "$(cp_of spark)" \
+    -XX:TieredStopAtLevel=1 -Xmx1g -Djava.library.path="$LIB" ${SPARK_JOPTS:-} -cp "${SPARK_CP:-$(cp_of spark)}" \
     io.memwire.verbscheck.SparkCheck --out "$out" --bind "$BIND" --libdisni "$LIB" \
     --leak-rounds "$LEAK_ROUNDS" "$@" >"logs/$label.log" 2>&1
   rc=$?
@@ -146,6 +146,46 @@ if has bench; then
   put seconds.bench $(( $(now) - t0 ))
   put check.bench "$ok"
   leaks_after bench
+fi
+if has ucx; then
+  # The ucx provider over UCX's verbs transports on the same device: rc_verbs for the reads, with
+  # ud_verbs for the wire-up of endpoints made from worker addresses (needs GID index 0 on rxe).
+  # UCX must not take the JVM's signals: UCX_ERROR_SIGNALS empty in every JVM's environment.
+  t0=$(now)
+  export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
+  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs,ud_verbs}"; UGID="${UCX_CHECK_GID:-0}"
+  put ucx.settings "device=$UDEV ucxTransports=$UTLS gidIndex=$UGID"
+  ucx_info -v >logs/ucx_info.txt 2>&1; ucx_info -d >>logs/ucx_info.txt 2>&1
+  put ucx.version "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)"
+  put ucx.transportsOnDevice "$(awk '/Transport:/{t=$3} /Device:/{print t"/"$3}' logs/ucx_info.txt | sort -u | tr '\n' ' ')"
+  ucxok=PASS
+  "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED -Djava.library.path="$LIB" \
+    -Dmemwire.test.ucx.bind="$BIND" -Dmemwire.test.ucx.device="$UDEV" \
+    -Dmemwire.test.ucx.transports="$UTLS" -Dmemwire.test.ucx.gidIndex="$UGID" \
+    -cp "$(cp_of ucx)" io.memwire.verbscheck.RunTests 'io.memwire.transfer.UcxTransferContractTest$OverRdma' \
+    >logs/ucx-transport.log 2>&1
+  rc=$?
+  put ucx.transport.summary "$(grep -E '^tests=' logs/ucx-transport.log | tail -1)"
+  put check.ucx.transport "$([ $rc = 0 ] && echo PASS || echo FAIL)"
+  [ $rc = 0 ] || ucxok=FAIL
+  leaks_after ucx-transport
+  UPROPS="-Dmemwire.check.ucx.device=$UDEV -Dmemwire.check.ucx.ucxTransports=$UTLS -Dmemwire.check.ucx.gidIndex=$UGID"
+  "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
+    --add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED -Xmx1536m $UPROPS \
+    -Djava.library.path="$LIB" -cp "$(cp_of flightucx)" io.memwire.verbscheck.FlightCheck \
+    --out results/flight-ucx.txt --bind "$BIND" --provider ucx >logs/flightucx.log 2>&1
+  rc=$?
+  put check.flightucx "$([ $rc = 0 ] && echo PASS || echo FAIL)"
+  [ $rc = 0 ] || ucxok=FAIL
+  leaks_after flightucx
+  if [ -s results/spark.txt ] && grep -q '^sort\.job\.' results/spark.txt; then
+    SPARK_JOPTS="$UPROPS" SPARK_CP="$(cp_of sparkucx)" spark_check sparkucx results/spark-ucx.txt --modes ucx --reference results/spark.txt
+  else
+    SPARK_JOPTS="$UPROPS" SPARK_CP="$(cp_of sparkucx)" spark_check sparkucx results/spark-ucx.txt --modes sort,ucx
+  fi
+  grep -q '^check.sparkucx=PASS' "$R" || ucxok=FAIL
+  put seconds.ucx $(( $(now) - t0 ))
+  put check.ucx "$ucxok"
 fi
 echo "[guest] done"
 exit

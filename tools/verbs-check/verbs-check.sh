@@ -16,7 +16,8 @@
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
 #   --bind IP          address of the RDMA device (default: the guest's $SOFTROCE_IP)
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
-#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench (default all, in order)
+#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx (default all but ucx,
+#                      in order); ucx: the ucx provider over UCX's rc_verbs on the device
 #   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
 #                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
@@ -31,7 +32,7 @@ DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
 SOFTROCE=""; MEM=6144; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
 STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
-usage() { sed -n '5,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --disni-src) DISNI_SRC="$2"; shift 2 ;;
@@ -166,8 +167,22 @@ for j in $(tr ':' '\n' <"$WORK/stage/flight-deps.txt" | grep -v '/io/memwire/' |
   CP_F="$CP_F:@W@/stage/m2/$rel"
 done
 echo "$CP_F" >"$WORK/stage/cp-flight.txt"
+# The ucx step: the ucx provider and JUCX beside each class path, plus its contract test classes.
+case ",$STEPS," in *,ucx,*)
+  UCXJ="$ROOT/block-transfer-ucx/target/memwire-block-transfer-ucx-$V.jar"
+  UCXT="$ROOT/block-transfer-ucx/target/test-classes"
+  JUCX="$(ls "$M2"/org/openucx/jucx/*/jucx-*.jar 2>/dev/null | grep -v sources | sort -V | tail -1)"
+  need "$UCXJ"; need "$UCXT"; need "$JUCX"
+  cp "$UCXJ" "$JUCX" "$WORK/stage/memwire/"
+  rm -rf "$WORK/stage/ucx-test-classes"; cp -r "$UCXT" "$WORK/stage/ucx-test-classes"
+  UCP="@W@/stage/memwire/$(basename "$UCXJ"):@W@/stage/memwire/$(basename "$JUCX")"
+  echo "$CP_T:$UCP:@W@/stage/ucx-test-classes" >"$WORK/stage/cp-ucx.txt"
+  echo "$CP_F:$UCP" >"$WORK/stage/cp-flightucx.txt"
+  ;;
+esac
 echo "@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$MJ"):@W@/stage/memwire/$(basename "$LC"):@W@/stage/memwire/$(basename "$SM"):@W@/stage/spark-jars/*" \
   >"$WORK/stage/cp-spark.txt"
+[ -z "${UCP:-}" ] || echo "$UCP:$(cat "$WORK/stage/cp-spark.txt")" >"$WORK/stage/cp-sparkucx.txt"
 "$JAVA" -cp "$VC:$LC:$SPARK_JARS/*" io.memwire.verbscheck.DriverOptions >"$WORK/stage/driver-opts.txt" \
   || { echo "verbs-check: cannot compute the driver JVM options" >&2; exit 2; }
 
@@ -221,10 +236,11 @@ V_FILE="$WORK/verdict.txt"
   echo "libdisni=$LIB_NOTE"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
-  cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" 2>/dev/null
+  cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" \
+    "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...
   [ -f "$WORK/results/transfer-bench.csv" ] && awk -F, 'NR > 1 {print "bench.memwire." $2 ".depth" $3 ".MBps=" $4}' "$WORK/results/transfer-bench.csv"
-  echo "logs=$WORK/logs (guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, rdma-after-*.txt)"
+  echo "logs=$WORK/logs (guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
 FAILS=$(grep -c '^check\..*=FAIL$' "$V_FILE")

@@ -13,8 +13,8 @@ final class CheckCluster {
   private CheckCluster() {}
 
   /**
-   * Starts a 2-executor cluster with the shuffle of {@code mode} (sort, verbs or tcp) and timeouts
-   * that emulated CPUs need.
+   * Starts a 2-executor cluster with the shuffle of {@code mode} (sort, verbs, ucx or tcp) and
+   * timeouts that emulated CPUs need.
    */
   static LocalSparkCluster start(
       String mode, String bind, String libdisni, Duration startup, CheckLog log) {
@@ -47,8 +47,12 @@ final class CheckCluster {
           .conf(SparkKeys.MEMWIRE_FALLBACK, "false")
           .conf(SparkKeys.MEMWIRE_CONNECT_TIMEOUT, "300s")
           .conf(SparkKeys.MEMWIRE_READ_TIMEOUT, "600s");
-      if (mode.equals("verbs")) {
+      if (mode.equals("verbs") || mode.equals("ucx")) {
         b.conf(SparkKeys.MEMWIRE_BIND_ADDRESS, bind);
+      }
+      if (mode.equals("ucx")) {
+        // Executors inherit the driver's environment (UCX_ERROR_SIGNALS=) and class path.
+        UcxCheckSettings.given().forEach((k, v) -> b.conf("spark.shuffle.rdma." + k, v));
       }
     }
     long t0 = System.nanoTime();

@@ -53,6 +53,8 @@ public final class FlightCheck {
   private final Path out;
   private int failures;
 
+  private ProviderKind provider = ProviderKind.VERBS;
+
   private FlightCheck(Path out) {
     this.out = out;
   }
@@ -60,13 +62,17 @@ public final class FlightCheck {
   public static void main(String[] args) throws Exception {
     Path out = null;
     String bind = null;
+    ProviderKind provider = ProviderKind.VERBS;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out" -> out = Paths.get(args[++i]);
         case "--bind" -> bind = args[++i];
+        case "--provider" -> provider = ProviderKind.parse("--provider", args[++i]);
         default ->
             throw new IllegalArgumentException(
-                "unknown argument " + args[i] + "; usage: FlightCheck --out FILE --bind IP");
+                "unknown argument "
+                    + args[i]
+                    + "; usage: FlightCheck --out FILE --bind IP [--provider verbs|ucx]");
       }
     }
     if (out == null || bind == null) {
@@ -74,7 +80,7 @@ public final class FlightCheck {
     }
     Files.writeString(out, "");
     FlightCheck c = new FlightCheck(out);
-    c.run(bind);
+    c.run(bind, provider);
     c.put("flight.failures", c.failures);
     System.exit(c.failures == 0 ? 0 : 1);
   }
@@ -95,10 +101,13 @@ public final class FlightCheck {
     }
   }
 
-  private void run(String bind) throws Exception {
+  private void run(String bind, ProviderKind provider) throws Exception {
+    this.provider = provider;
     TransferConfig verbs =
-        TransferConfig.builder()
-            .provider(ProviderKind.VERBS)
+        (provider == ProviderKind.UCX
+                ? UcxCheckSettings.apply(TransferConfig.builder())
+                : TransferConfig.builder())
+            .provider(provider)
             .bindAddress(bind)
             .connectTimeout(Duration.ofMinutes(5))
             .readTimeout(Duration.ofMinutes(10))
@@ -197,7 +206,9 @@ public final class FlightCheck {
             String.format(Locale.ROOT, "%.1f", bytes / rdmaSeconds / 1e6));
         verdict(
             name,
-            grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equals(plane[0]),
+            grpc.equals(viaRdma)
+                && grpc.size() == batches
+                && provider.toString().equalsIgnoreCase(plane[0]),
             "batches "
                 + viaRdma.size()
                 + "/"
@@ -216,8 +227,7 @@ public final class FlightCheck {
       String leaseError = "none";
       byte firstKind = 0;
       ExchangeRequest req =
-          new ExchangeRequest(
-              ProviderKind.VERBS, 1, 64L << 20, CheckProducer.ticket(32768, 6).getBytes());
+          new ExchangeRequest(provider, 1, 64L << 20, CheckProducer.ticket(32768, 6).getBytes());
       try (FlightClient.ExchangeReaderWriter rw =
           wrappedClient.doExchange(FlightDescriptor.command(req.toBytes()))) {
         firstKind = nextKind(rw);
@@ -290,14 +300,14 @@ public final class FlightCheck {
     }
   }
 
-  private static RdmaFlightClient client(
+  private RdmaFlightClient client(
       FlightClient wrapped,
       BufferAllocator alloc,
       TransferConfig verbs,
       int window,
       long windowBytes) {
     return RdmaFlightClient.builder(wrapped, alloc)
-        .dataPlane(DataPlane.VERBS)
+        .dataPlane(provider == ProviderKind.UCX ? DataPlane.UCX : DataPlane.VERBS)
         .transferConfig(verbs)
         .registeredMemory(32L << 20, 512L << 20)
         .window(window, windowBytes)

@@ -91,7 +91,8 @@ final class LeakChecks {
   }
 
   /** After the cluster closed: the executor JVMs are gone and so is every resource they held. */
-  static void resourcesAfterExit(Map<String, Long> pids, CheckLog log) throws Exception {
+  static void resourcesAfterExit(String mode, Map<String, Long> pids, CheckLog log)
+      throws Exception {
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
     for (long pid : pids.values()) {
       ProcessHandle.of(pid)
@@ -107,7 +108,7 @@ final class LeakChecks {
     Map<String, int[]> r = RdmaResources.byExecutor(pids);
     boolean ok = r.values().stream().allMatch(a -> Arrays.stream(a).sum() == 0);
     log.verdict(
-        "verbs.resourcesAfterExit",
+        mode + ".resourcesAfterExit",
         ok,
         r.entrySet().stream()
             .map(e -> "exec " + e.getKey() + " mr/qp/cq/pd " + Arrays.toString(e.getValue()))

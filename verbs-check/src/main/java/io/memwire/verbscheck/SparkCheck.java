@@ -26,7 +26,7 @@ import org.apache.spark.api.java.JavaSparkContext;
  * reads from it.
  *
  * <pre>
- * SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] [--startup-minutes N]
+ * SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,ucx,tcp] [--startup-minutes N]
  *            [--leak-rounds N] [--no-faults] [--reference FILE]
  * </pre>
  *
@@ -80,7 +80,7 @@ public final class SparkCheck {
                 "unknown argument "
                     + args[i]
                     + "; usage: "
-                    + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,tcp] "
+                    + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,ucx,tcp] "
                     + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE]");
       }
     }
@@ -88,8 +88,9 @@ public final class SparkCheck {
       throw new IllegalArgumentException("--out, --bind and --libdisni are required");
     }
     for (String m : modes) {
-      if (!List.of("sort", "verbs", "tcp").contains(m)) {
-        throw new IllegalArgumentException("--modes: unknown mode " + m + " (sort, verbs, tcp)");
+      if (!List.of("sort", "verbs", "ucx", "tcp").contains(m)) {
+        throw new IllegalArgumentException(
+            "--modes: unknown mode " + m + " (sort, verbs, ucx, tcp)");
       }
     }
     SparkCheck check =
@@ -231,8 +232,8 @@ public final class SparkCheck {
           mode + ".closeSeconds",
           String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
     }
-    if (mode.equals("verbs")) {
-      log.step("verbs.resourcesAfterExit", () -> LeakChecks.resourcesAfterExit(pids, log));
+    if (mode.equals("verbs") || mode.equals("ucx")) {
+      log.step(mode + ".resourcesAfterExit", () -> LeakChecks.resourcesAfterExit(mode, pids, log));
     }
   }
 }
