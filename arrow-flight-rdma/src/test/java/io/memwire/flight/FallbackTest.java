@@ -105,7 +105,8 @@ class FallbackTest {
     RdmaFlightStream s = check(c.getStream(e), "strings", DataPlane.GRPC);
     assertEquals(FallbackReason.NO_LOCATION, s.fallback());
     assertTrue(
-        s.fallbackReason().contains("no rdma:// or rdma+tcp:// location"), s.fallbackReason());
+        s.fallbackReason().contains("no rdma://, rdma+tcp:// or rdma+ucx:// location"),
+        s.fallbackReason());
   }
 
   @Test
