@@ -55,7 +55,6 @@ public final class ShuffleDirectory implements AutoCloseable {
 
   private final TransferNode node;
   private final RegisteredAllocator allocator;
-  private final ChunkQuota quota;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
@@ -65,22 +64,14 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   /**
-   * A directory whose chunks are units of a new child {@code name} of {@code parent} (a service
-   * keeps one directory per application and executor under one parent).
+   * A directory whose chunks are units of a new child {@code name} of {@code parent}: their
+   * registered memory is reserved against {@code parent}'s limit and its parents' (a service keeps
+   * each executor's directory under its application's node, so chunks count against the
+   * application's and its user's byte quotas).
    */
   public ShuffleDirectory(TransferNode node, RegisteredAllocator parent, String name) {
-    this(node, parent, name, ChunkQuota.NONE);
-  }
-
-  /**
-   * A directory whose chunks are units of a new child {@code name} of {@code parent}, each charged
-   * to {@code quota} while it lives.
-   */
-  public ShuffleDirectory(
-      TransferNode node, RegisteredAllocator parent, String name, ChunkQuota quota) {
     this.node = node;
     this.allocator = parent.newChild(name);
-    this.quota = quota;
   }
 
   /** One registered chunk of slots. */
@@ -136,8 +127,9 @@ public final class ShuffleDirectory implements AutoCloseable {
    * slot header only: reducers read its index file apart.
    *
    * @throws IllegalStateException when the directory is closed (the regions are closed too)
-   * @throws ChunkQuotaException when the output needs a new chunk and the directory's quota has no
-   *     room for it (the regions are closed too)
+   * @throws io.memwire.transfer.RegistrationException when the output needs a new chunk and a limit
+   *     on the way (the registration budget, a parent's quota) has no room for it (the regions are
+   *     closed too)
    */
   public DirectoryPointer publish(
       int shuffleId, int mapIndex, long mapId, MemoryRegion index, MemoryRegion data) {
@@ -273,27 +265,12 @@ public final class ShuffleDirectory implements AutoCloseable {
     int size =
         DirectorySlot.slotsPerChunk(entries, checksums) * DirectorySlot.stride(entries, checksums);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
-    quota.take(size);
-    BufferUnit registered;
-    try {
-      registered = node.allocateRegistered(allocator, size, what);
-    } catch (RuntimeException e) {
-      quota.give(size);
-      throw e;
-    }
+    BufferUnit registered = node.allocateRegistered(allocator, size, what);
     MemoryUnit unit;
     try {
-      unit =
-          allocator.allocate(
-              size,
-              what,
-              () -> {
-                registered.release();
-                quota.give(size);
-              });
+      unit = allocator.allocate(size, what, registered::release);
     } catch (RuntimeException e) {
       registered.release();
-      quota.give(size);
       throw e;
     }
     MemoryRegion region = registered.region();

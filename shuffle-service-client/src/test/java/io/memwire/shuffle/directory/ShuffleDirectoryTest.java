@@ -1,15 +1,18 @@
 package io.memwire.shuffle.directory;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.LimitExceededException;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ExecutionException;
@@ -84,41 +87,30 @@ class ShuffleDirectoryTest {
   }
 
   @Test
-  void chunksAreChargedToTheQuotaAndARefusedChunkLeavesNothingRegistered() {
-    long[] charged = {0};
-    long room = 2 * CHUNK_BYTES;
-    ChunkQuota quota =
-        new ChunkQuota() {
-          @Override
-          public void take(long bytes) {
-            if (charged[0] + bytes > room) {
-              throw new ChunkQuotaException("no room for " + bytes);
-            }
-            charged[0] += bytes;
-          }
-
-          @Override
-          public void give(long bytes) {
-            charged[0] -= bytes;
-          }
-        };
-    ShuffleDirectory dir = new ShuffleDirectory(mapNode, mapNode.memory(), "app/1", quota);
+  void chunksCountAgainstTheParentsLimitAndARefusedChunkLeavesNothingRegistered() {
+    RegisteredAllocator app = mapNode.memory().newChild("app", 2 * CHUNK_BYTES);
+    ShuffleDirectory dir = new ShuffleDirectory(mapNode, app, "app/1");
     dir.publish(1, 0, 10L, file(64), file(128));
-    dir.publish(1, 1, 11L, file(64), null); // same chunk: nothing more charged
+    dir.publish(1, 1, 11L, file(64), null); // same chunk: nothing more reserved
     dir.publish(2, 0, 12L, file(64), null);
-    assertEquals(2 * CHUNK_BYTES, charged[0]);
+    assertEquals(2 * CHUNK_BYTES, app.registeredBytes());
     long regions = mapNode.stats().registeredRegions();
-    ChunkQuotaException e =
-        assertThrows(ChunkQuotaException.class, () -> dir.publish(3, 0, 13L, file(64), file(64)));
-    assertEquals("no room for " + CHUNK_BYTES, e.getMessage());
+    RegistrationException e =
+        assertThrows(RegistrationException.class, () -> dir.publish(3, 0, 13L, file(64), file(64)));
+    LimitExceededException limit = (LimitExceededException) e.getCause();
+    assertSame(app, limit.allocator(), e.getMessage());
+    assertEquals(CHUNK_BYTES, limit.requested());
     assertEquals(regions, mapNode.stats().registeredRegions(), "the refused output's regions");
-    assertEquals(2 * CHUNK_BYTES, charged[0]);
+    assertEquals(2 * CHUNK_BYTES, app.registeredBytes());
     dir.unregister(1);
-    assertEquals(CHUNK_BYTES, charged[0], "an unregistered shuffle's chunk is given back");
+    assertEquals(
+        CHUNK_BYTES, app.registeredBytes(), "an unregistered shuffle's chunk is given back");
     dir.publish(3, 0, 14L, file(64), null);
     dir.close();
-    assertEquals(0, charged[0]);
+    assertEquals(0, app.registeredBytes());
     assertEquals(0, mapNode.stats().registeredRegions());
+    app.close();
+    assertTrue(mapNode.memory().leakReports().isEmpty());
   }
 
   @Test

@@ -1,6 +1,5 @@
 package io.memwire.shuffle.service;
 
-import io.memwire.shuffle.directory.ChunkQuota;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
@@ -21,7 +20,9 @@ import org.slf4j.LoggerFactory;
  * What the service holds for one application (attempt) of one local user: its token, its driver's
  * address (resolved once at registration: the only address the liveness probe ever connects to), a
  * shuffle directory per executor, and the output held in each (executor, shuffle, map index) slot.
- * Ending it closes every directory (deregistering its files and chunks) and deletes its files.
+ * Its files' regions are units of its {@link #memory} node of the service's {@link ByteQuotas}, its
+ * directories children of that node. Ending it closes every directory (deregistering its files and
+ * chunks) and deletes its files.
  */
 final class Application {
   private static final Logger LOG = LoggerFactory.getLogger(Application.class);
@@ -41,6 +42,10 @@ final class Application {
 
   final Key key;
   final Path dir;
+
+  /** Its node of the byte quotas: its files' regions and its directories' chunks. */
+  final RegisteredAllocator memory;
+
   private final byte[] token;
   private final InetSocketAddress driver;
   private final String driverHost;
@@ -53,10 +58,18 @@ final class Application {
 
   /**
    * @param driver the driver's address, resolved from {@code driverHost} as registered
+   * @param memory its node of the byte quotas ({@link ByteQuotas#open})
    */
   Application(
-      Key key, byte[] token, Path dir, InetSocketAddress driver, String driverHost, long nowNanos) {
+      Key key,
+      byte[] token,
+      Path dir,
+      InetSocketAddress driver,
+      String driverHost,
+      RegisteredAllocator memory,
+      long nowNanos) {
     this.key = key;
+    this.memory = memory;
     this.token = token.clone();
     this.dir = dir;
     this.driver = driver;
@@ -137,14 +150,22 @@ final class Application {
     lastAliveNanos = nowNanos;
   }
 
-  /** The executor's directory, created on its first output, its chunks charged to {@code quota}. */
-  synchronized ShuffleDirectory directory(
-      String executor, TransferNode node, RegisteredAllocator parent, ChunkQuota quota) {
+  /** The executor's directory, created on its first output as a child of {@link #memory}. */
+  synchronized ShuffleDirectory directory(String executor, TransferNode node) {
     if (ended) {
       throw new IllegalStateException("application " + key + " has ended");
     }
     return directories.computeIfAbsent(
-        executor, e -> new ShuffleDirectory(node, parent, key.id() + "/" + e, quota));
+        executor, e -> new ShuffleDirectory(node, memory, "directory " + e));
+  }
+
+  /** Bytes of its directories' chunks now. */
+  synchronized long directoryBytes() {
+    long bytes = 0;
+    for (ShuffleDirectory d : directories.values()) {
+      bytes += d.allocator().allocatedBytes();
+    }
+    return bytes;
   }
 
   /** The output held in one slot, or null. */

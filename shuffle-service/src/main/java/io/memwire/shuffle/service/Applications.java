@@ -27,14 +27,21 @@ final class Applications {
   private final Map<Application.Key, Application> apps = new ConcurrentHashMap<>();
   private final Path appsDir;
   private final Quotas quotas;
+  private final ByteQuotas bytes;
   private final ServiceCounters counters;
   private final AtomicLong linkIds;
   private final RecoveryLog log;
 
   Applications(
-      Path appsDir, Quotas quotas, ServiceCounters counters, AtomicLong linkIds, RecoveryLog log) {
+      Path appsDir,
+      Quotas quotas,
+      ByteQuotas bytes,
+      ServiceCounters counters,
+      AtomicLong linkIds,
+      RecoveryLog log) {
     this.appsDir = appsDir;
     this.quotas = quotas;
+    this.bytes = bytes;
     this.counters = counters;
     this.linkIds = linkIds;
     this.log = log;
@@ -71,13 +78,15 @@ final class Applications {
                   + "@"
                   + safeUser
                   + (safeUser.equals(userName) ? "" : "-" + linkIds.incrementAndGet()));
-      Application created = new Application(key, token, dir, driver, driverHost, System.nanoTime());
+      Application created =
+          new Application(key, token, dir, driver, driverHost, bytes.open(key), System.nanoTime());
       a = apps.putIfAbsent(key, created);
       if (a == null) {
         a = created;
         LOG.debug("application {} registered, driver {}", key, driver);
       } else {
-        quotas.returnApplication(user); // another executor registered it first
+        bytes.close(key, created.memory); // another executor registered it first
+        quotas.returnApplication(user);
       }
     }
     if (!a.tokenMatches(token)) {
@@ -127,8 +136,10 @@ final class Applications {
             appsDir.resolve(r.dirName()),
             driver,
             r.driverHost(),
+            bytes.open(key),
             System.nanoTime());
     if (apps.putIfAbsent(key, a) != null) {
+      bytes.close(key, a.memory);
       quotas.returnApplication(user);
       return null; // recorded twice: the first one stands
     }
@@ -140,8 +151,8 @@ final class Applications {
     log.shuffleRemoved(app.key.user().getName(), app.key.id(), shuffleId);
     List<Application.Held> gone = app.removeShuffle(shuffleId);
     Application.deleteFiles(gone);
-    for (Application.Held h : gone) {
-      quotas.returnOutput(app.key.user(), app.key, h.files().bytes());
+    for (int i = 0; i < gone.size(); i++) {
+      quotas.returnOutput(app.key.user(), app.key);
     }
     if (!gone.isEmpty()) {
       counters.shufflesRemoved.increment();
@@ -181,6 +192,7 @@ final class Applications {
     for (Application a : new ArrayList<>(apps.values())) {
       List<Application.Held> held = a.end(false);
       if (held != null) {
+        bytes.close(a.key, a.memory);
         apps.remove(a.key, a);
         outputs += held.size();
       }
@@ -199,8 +211,9 @@ final class Applications {
     // Only now: a registration meanwhile joined the ended application (and was refused), never a
     // new one whose directory the cleanup above could have deleted.
     apps.remove(a.key, a);
-    for (Application.Held h : gone) {
-      quotas.returnOutput(a.key.user(), a.key, h.files().bytes());
+    bytes.close(a.key, a.memory);
+    for (int i = 0; i < gone.size(); i++) {
+      quotas.returnOutput(a.key.user(), a.key);
     }
     quotas.returnApplication(a.key.user());
     counters.applicationsEnded.increment();

@@ -1,7 +1,5 @@
 package io.memwire.shuffle.service;
 
-import io.memwire.shuffle.directory.ChunkQuota;
-import io.memwire.shuffle.directory.ChunkQuotaException;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
@@ -10,7 +8,7 @@ import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.LimitExceededException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
@@ -23,12 +21,8 @@ import java.util.function.BooleanSupplier;
  * once; what it touches is thread-safe (quotas, the application's held outputs, the node).
  */
 final class OutputIntake {
-  /** Allocator (a child of the node's root) the linked output files' regions are booked on. */
-  static final String ALLOCATOR = "service-outputs";
-
   private final TransferNode node;
-  private final RegisteredAllocator directories;
-  private final RegisteredAllocator outputs;
+  private final ByteQuotas bytes;
   private final Quotas quotas;
   private final ServiceCounters counters;
   private final AtomicLong linkIds;
@@ -38,7 +32,7 @@ final class OutputIntake {
 
   OutputIntake(
       TransferNode node,
-      RegisteredAllocator directories,
+      ByteQuotas bytes,
       Quotas quotas,
       ServiceCounters counters,
       AtomicLong linkIds,
@@ -48,25 +42,19 @@ final class OutputIntake {
     this.log = log;
     this.resolver = resolver;
     this.node = node;
-    this.directories = directories;
-    this.outputs = node.memory().newChild(ALLOCATOR);
+    this.bytes = bytes;
     this.quotas = quotas;
     this.counters = counters;
     this.linkIds = linkIds;
     this.closed = closed;
   }
 
-  /** The allocator the outputs' regions are booked on. */
-  RegisteredAllocator outputs() {
-    return outputs;
-  }
-
   /**
    * Takes a finished map output of {@code app}'s {@code executor}: links the files the executor
    * names into the service's directory after checking them ({@link OutputFiles}), charges the
-   * quotas, registers the links and publishes them in the executor's directory, replacing an
-   * earlier attempt of the same map index. All or nothing: a refusal leaves no link, region or
-   * quota behind.
+   * quotas, registers the links on the application's node of the byte quotas ({@link ByteQuotas})
+   * and publishes them in the executor's directory, replacing an earlier attempt of the same map
+   * index. All or nothing: a refusal leaves no link, region or quota behind.
    *
    * @throws Refused with the protocol's code when the output is not taken
    */
@@ -105,7 +93,7 @@ final class OutputIntake {
       counters.refused("badOutput");
       throw new Refused(ServiceProtocol.E_BAD_OUTPUT, e.getMessage());
     }
-    String overQuota = quotas.takeOutput(user, app.key, app.key.id(), linked.bytes());
+    String overQuota = quotas.takeOutput(user, app.key, app.key.id());
     if (overQuota != null) {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
@@ -155,7 +143,7 @@ final class OutputIntake {
    * @return why it was not taken back (a reason of {@link ServiceCounters#RECOVERY_DROPS}), or null
    */
   String adopt(Application app, RecoveryRecords.OutputRecord recorded, OutputFiles.Linked linked) {
-    String overQuota = quotas.takeOutput(app.key.user(), app.key, app.key.id(), linked.bytes());
+    String overQuota = quotas.takeOutput(app.key.user(), app.key, app.key.id());
     if (overQuota != null) {
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
@@ -229,10 +217,11 @@ final class OutputIntake {
     UserPrincipal user = app.key.user();
     MemoryRegion indexRegion = null;
     MemoryRegion dataRegion = null;
+    String purpose = "";
     try {
-      indexRegion = node.register(linked.index(), 0, linked.indexLength(), outputs);
+      indexRegion = node.register(linked.index(), 0, linked.indexLength(), app.memory);
       if (linked.dataLength() > 0) {
-        dataRegion = node.register(linked.data(), 0, linked.dataLength(), outputs);
+        dataRegion = node.register(linked.data(), 0, linked.dataLength(), app.memory);
       }
       if (!DirectorySlot.fits(
           indexRegion.remote(), dataRegion == null ? null : dataRegion.remote())) {
@@ -243,7 +232,8 @@ final class OutputIntake {
                 + ServiceSettings.TRANSFER_PREFIX
                 + "maxSegmentSize");
       }
-      ShuffleDirectory dir = app.directory(executor, node, directories, chunkQuota(app));
+      ShuffleDirectory dir = app.directory(executor, node);
+      purpose = " for a new shuffle directory chunk";
       MemoryRegion i = indexRegion;
       MemoryRegion d = dataRegion;
       indexRegion = null; // the directory owns them from here, even when publish throws
@@ -254,7 +244,7 @@ final class OutputIntake {
       if (replaced != null) {
         // The directory closed its regions when the slot moved on; its files and quota go now.
         Application.deleteFiles(List.of(replaced));
-        quotas.returnOutput(user, app.key, replaced.files().bytes());
+        quotas.returnOutput(user, app.key);
         counters.outputsReplaced.increment();
       }
       return p;
@@ -269,9 +259,10 @@ final class OutputIntake {
       // the regions): the files and the quota go here.
       OutputFiles.deleteQuietly(linked.index());
       OutputFiles.deleteQuietly(linked.data());
-      quotas.returnOutput(user, app.key, linked.bytes());
-      if (e instanceof ChunkQuotaException) {
-        throw new Refused(ServiceProtocol.E_QUOTA, e.getMessage());
+      quotas.returnOutput(user, app.key);
+      String overBytes = byteQuotaRefusal(app, e, purpose);
+      if (overBytes != null) {
+        throw new Refused(ServiceProtocol.E_QUOTA, overBytes);
       }
       int code =
           e instanceof RegistrationException
@@ -283,21 +274,36 @@ final class OutputIntake {
     }
   }
 
-  /** Charges an application's directory chunks to its and its user's byte quotas. */
-  private ChunkQuota chunkQuota(Application app) {
-    return new ChunkQuota() {
-      @Override
-      public void take(long bytes) {
-        String why = quotas.takeDirectory(app.key.user(), app.key, app.key.id(), bytes);
-        if (why != null) {
-          throw new ChunkQuotaException(why);
-        }
-      }
-
-      @Override
-      public void give(long bytes) {
-        quotas.returnDirectory(app.key.user(), app.key, bytes);
-      }
-    };
+  /**
+   * Why a registration was refused when a byte quota refused it (counted and logged by {@link
+   * Quotas}), else null (the registration budget, or another failure).
+   */
+  private String byteQuotaRefusal(Application app, Exception e, String purpose) {
+    if (!(e instanceof RegistrationException)
+        || !(e.getCause() instanceof LimitExceededException limit)) {
+      return null;
+    }
+    String key = bytes.quotaKey(limit);
+    if (key == null) {
+      return null;
+    }
+    boolean perUser = key.equals("maxBytesPerUser");
+    String holder = perUser ? "user " + app.key.user().getName() : "application " + app.key.id();
+    String why =
+        holder
+            + " holds "
+            + limit.reserved()
+            + " bytes"
+            + (perUser ? "" : " (" + app.directoryBytes() + " of them shuffle directories)")
+            + "; "
+            + limit.requested()
+            + " more"
+            + purpose
+            + " would pass its quota of "
+            + limit.limit()
+            + " ("
+            + key
+            + ")";
+    return quotas.refusedBytes(holder, key, why);
   }
 }

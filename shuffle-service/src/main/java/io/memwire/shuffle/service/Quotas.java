@@ -10,11 +10,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What each local user and each application holds of the service (connections, applications, map
- * outputs, bytes of their files and of the shuffle directory chunks they make it allocate), against
- * the node's limits and their shares ({@link ServiceConfig.Quota}). Every take is all or nothing
- * across node, user and application; a refusal names what was hit and is logged once per holder and
- * resource (then at DEBUG) and counted.
+ * How many connections, applications and map outputs each local user and each application holds of
+ * the service, against the node's limits and their shares ({@link ServiceConfig.Quota}); their
+ * bytes are nodes of the allocator tree ({@link ByteQuotas}), whose refusals are counted and logged
+ * here too. Every take is all or nothing across node, user and application; a refusal names what
+ * was hit and is logged once per holder and resource (then at DEBUG) and counted.
  */
 final class Quotas {
   private static final Logger LOG = LoggerFactory.getLogger(Quotas.class);
@@ -24,17 +24,9 @@ final class Quotas {
     int clients;
     int applications;
     long outputs;
-    long bytes;
-
-    /** Bytes of directory chunks; counted against the byte quotas with {@link #bytes}. */
-    long directoryBytes;
-
-    long allBytes() {
-      return bytes + directoryBytes;
-    }
 
     boolean isEmpty() {
-      return clients == 0 && applications == 0 && outputs == 0 && allBytes() == 0;
+      return clients == 0 && applications == 0 && outputs == 0;
     }
   }
 
@@ -157,8 +149,8 @@ final class Quotas {
     prune(users, user, u);
   }
 
-  /** Takes one output of {@code bytes} for user and application; null, or why it was refused. */
-  synchronized String takeOutput(UserPrincipal user, Object app, String appName, long bytes) {
+  /** Takes one output for user and application; null, or why it was refused. */
+  synchronized String takeOutput(UserPrincipal user, Object app, String appName) {
     Use u = users.computeIfAbsent(user, k -> new Use());
     Use a = applications.computeIfAbsent(app, k -> new Use());
     String holder = null;
@@ -181,14 +173,6 @@ final class Quotas {
       what = "outputs";
       why =
           "application " + appName + " holds " + a.outputs + " outputs (maxOutputsPerApplication)";
-    } else {
-      Refusal over = bytesRefusal(user, u, appName, a, bytes, "");
-      if (over != null) {
-        limit = over.limit();
-        holder = over.holder();
-        what = "bytes";
-        why = over.why();
-      }
     }
     if (why != null) {
       prune(users, user, u);
@@ -196,102 +180,32 @@ final class Quotas {
       return refused(holder, what, limit, why);
     }
     total.outputs++;
-    total.bytes += bytes;
     u.outputs++;
-    u.bytes += bytes;
     a.outputs++;
-    a.bytes += bytes;
     return null;
   }
 
-  synchronized void returnOutput(UserPrincipal user, Object app, long bytes) {
+  synchronized void returnOutput(UserPrincipal user, Object app) {
     total.outputs--;
-    total.bytes -= bytes;
     Use u = users.get(user);
     u.outputs--;
-    u.bytes -= bytes;
     prune(users, user, u);
     Use a = applications.get(app);
     a.outputs--;
-    a.bytes -= bytes;
     prune(applications, app, a);
   }
 
   /**
-   * Takes {@code bytes} of directory chunk for user and application, against the same byte quotas
-   * as their outputs' files; null, or why it was refused.
+   * Counts and logs a refusal by a byte quota of {@link ByteQuotas} ({@code limit} its key) and
+   * returns {@code why}.
    */
-  synchronized String takeDirectory(UserPrincipal user, Object app, String appName, long bytes) {
-    Use u = users.computeIfAbsent(user, k -> new Use());
-    Use a = applications.computeIfAbsent(app, k -> new Use());
-    Refusal over = bytesRefusal(user, u, appName, a, bytes, " for a new shuffle directory chunk");
-    if (over != null) {
-      prune(users, user, u);
-      prune(applications, app, a);
-      return refused(over.holder(), "bytes", over.limit(), over.why());
-    }
-    u.directoryBytes += bytes;
-    a.directoryBytes += bytes;
-    return null;
+  String refusedBytes(String holder, String limit, String why) {
+    return refused(holder, "bytes", limit, why);
   }
 
-  synchronized void returnDirectory(UserPrincipal user, Object app, long bytes) {
-    Use u = users.get(user);
-    u.directoryBytes -= bytes;
-    prune(users, user, u);
-    Use a = applications.get(app);
-    a.directoryBytes -= bytes;
-    prune(applications, app, a);
-  }
-
-  /** Why a take was refused: the key of the limit, whose limit, and the message. */
-  private record Refusal(String limit, String holder, String why) {}
-
-  /** The refusal when {@code bytes} more would pass a byte quota, else null. */
-  private Refusal bytesRefusal(
-      UserPrincipal user, Use u, String appName, Use a, long bytes, String purpose) {
-    if (bytes > perUser.bytes() - u.allBytes()) {
-      return new Refusal(
-          "maxBytesPerUser",
-          "user " + user.getName(),
-          "user "
-              + user.getName()
-              + " holds "
-              + u.allBytes()
-              + " bytes ("
-              + u.directoryBytes
-              + " of them shuffle directories); "
-              + bytes
-              + " more"
-              + purpose
-              + " would pass its quota of "
-              + perUser.bytes()
-              + " (maxBytesPerUser)");
-    }
-    if (bytes > perApplication.bytes() - a.allBytes()) {
-      return new Refusal(
-          "maxBytesPerApplication",
-          "application " + appName,
-          "application "
-              + appName
-              + " holds "
-              + a.allBytes()
-              + " bytes ("
-              + a.directoryBytes
-              + " of them shuffle directories); "
-              + bytes
-              + " more"
-              + purpose
-              + " would pass its quota of "
-              + perApplication.bytes()
-              + " (maxBytesPerApplication)");
-    }
-    return null;
-  }
-
-  /** Outputs and bytes held on the whole node. */
-  synchronized long[] held() {
-    return new long[] {total.outputs, total.bytes};
+  /** Outputs held on the whole node. */
+  synchronized long outputsHeld() {
+    return total.outputs;
   }
 
   private static <K> void prune(Map<K, Use> m, K key, Use u) {
@@ -300,7 +214,7 @@ final class Quotas {
     }
   }
 
-  private String refused(String holder, String what, String limit, String why) {
+  private synchronized String refused(String holder, String what, String limit, String why) {
     refusals.increment();
     byLimit.computeIfAbsent(limit, k -> new LongAdder()).increment();
     if (warned.size() > 4096) {

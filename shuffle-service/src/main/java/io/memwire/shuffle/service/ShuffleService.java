@@ -3,7 +3,6 @@ package io.memwire.shuffle.service;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.metrics.TransportMetrics;
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
@@ -78,7 +77,7 @@ public final class ShuffleService implements AutoCloseable {
 
   private final ServiceConfig config;
   private final TransferNode node;
-  private final RegisteredAllocator directories;
+  private final ByteQuotas bytes;
   private final ServerSocketChannel server;
   private final Path appsDir;
   private final Quotas quotas;
@@ -131,7 +130,9 @@ public final class ShuffleService implements AutoCloseable {
     this.log = log;
     this.node = node;
     this.server = server;
-    this.directories = node.memory().newChild(ShuffleDirectory.ALLOCATOR);
+    this.bytes =
+        new ByteQuotas(
+            node.memory(), config.userQuota().bytes(), config.applicationQuota().bytes());
     this.maxOutputs = maxOutputs;
     this.appsDir = config.dir().resolve("apps");
     this.quotas =
@@ -140,12 +141,11 @@ public final class ShuffleService implements AutoCloseable {
             config.userQuota(),
             config.applicationQuota(),
             config.maxApplicationsPerUser());
-    this.applications = new Applications(appsDir, quotas, counters, linkIds, log);
+    this.applications = new Applications(appsDir, quotas, bytes, counters, linkIds, log);
     this.drivers = new DriverLiveness(applications, counters, config.appTimeout(), this::isClosed);
     this.resolver = new PointerResolver(counters);
     this.intake =
-        new OutputIntake(
-            node, directories, quotas, counters, linkIds, this::isClosed, log, resolver);
+        new OutputIntake(node, bytes, quotas, counters, linkIds, this::isClosed, log, resolver);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, this::isClosed);
   }
 
@@ -335,17 +335,22 @@ public final class ShuffleService implements AutoCloseable {
    */
   public Map<String, Long> stats() {
     Map<String, Long> m = new LinkedHashMap<>();
-    long[] held = quotas.held();
+    long fileBytes = 0;
+    long directoryBytes = 0;
+    for (Application a : applications.all()) {
+      fileBytes += a.held()[1];
+      directoryBytes += a.directoryBytes();
+    }
     long lag = applications.cleanupLagNanos(System.nanoTime());
     Map<String, Long> transfer = node.stats().asMap();
     m.put(ServiceStats.READY.name(), isReady() ? 1L : 0L);
     m.put(ServiceStats.APPLICATIONS.name(), (long) applications.size());
     m.put(ServiceStats.CLIENTS.name(), (long) clients.sessions());
-    m.put(ServiceStats.OUTPUTS_HELD.name(), held[0]);
-    m.put(ServiceStats.BYTES_HELD.name(), held[1]);
+    m.put(ServiceStats.OUTPUTS_HELD.name(), quotas.outputsHeld());
+    m.put(ServiceStats.BYTES_HELD.name(), fileBytes);
     counters.putCounts(m); // and recovery drops and refusals by reason
     m.put(ServiceStats.QUOTA_REFUSALS.name(), quotas.refusals());
-    m.put(ServiceStats.DIRECTORY_BYTES.name(), directories.allocatedBytes());
+    m.put(ServiceStats.DIRECTORY_BYTES.name(), directoryBytes);
     m.put(ServiceStats.MAX_OUTPUTS.name(), maxOutputs);
     m.put(ServiceStats.REGISTRATION_BUDGET.name(), config.transfer().registrationBudget());
     m.put(
@@ -410,7 +415,7 @@ public final class ShuffleService implements AutoCloseable {
       } else {
         applications.endAll("ended: the shuffle service stops");
       }
-      directories.close();
+      bytes.close();
       node.close();
       log.close();
       Endpoints.close(http, "HTTP endpoint");

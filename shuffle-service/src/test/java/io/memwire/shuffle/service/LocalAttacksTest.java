@@ -478,7 +478,8 @@ class LocalAttacksTest {
           e.getMessage());
       ServiceFixture.Output fine = write(dir, 1, 20, 3, 4);
       b.publish(1, 0, 20, fine.index(), fine.data()); // another application is not affected
-      // A sparse 1 GiB data file: almost no disk, counted at its length against the user's 64m.
+      // A sparse 1 GiB data file: almost no disk, counted at its length against the application's
+      // 32m (half its user's 64m), the first limit on the way.
       Path sparseIndex = dir.resolve("shuffle_1_21_0.index");
       Path sparseData = dir.resolve("shuffle_1_21_0.data");
       Files.write(sparseIndex, ByteBuffer.allocate(16).putLong(0).putLong(1L << 30).array());
@@ -487,13 +488,63 @@ class LocalAttacksTest {
       }
       e = assertThrows(ServiceException.class, () -> b.publish(1, 1, 21, sparseIndex, sparseData));
       assertEquals(ServiceProtocol.E_QUOTA, e.code());
-      assertTrue(e.getMessage().contains("maxBytesPerUser"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("app-modest")
+              && e.getMessage().contains("maxBytesPerApplication"),
+          e.getMessage());
       assertEquals(3L, b.stats().get("outputsHeld"));
       assertTrue(b.stats().get("quotaRefusals") >= 2);
       // Removing a shuffle gives the quota back.
       a.removeShuffle(1);
       a.publish(1, 2, 12, third.index(), third.data());
     }
+  }
+
+  /**
+   * Each application within its own quota, together over their user's: the user's node of the byte
+   * quotas refuses, naming the user and the key, and nothing of the refused output stays.
+   */
+  @Test
+  void theUsersByteQuotaBoundsItsApplicationsTogether() throws Exception {
+    start(
+        root,
+        ServiceSettings.PREFIX + "maxBytesPerUser",
+        "64m",
+        ServiceSettings.PREFIX + "maxBytesPerApplication",
+        "48m");
+    Path dir = root.resolve("e1");
+    try (ServiceClient a = executor("app-first", "1", 1);
+        ServiceClient b = executor("app-second", "1", 2)) {
+      a.publish(1, 0, 30, sparse(dir, 30, 40L << 20), dir.resolve("shuffle_1_30_0.data"));
+      long regions = service.node().stats().registeredRegions();
+      ServiceException e =
+          assertThrows(
+              ServiceException.class,
+              () ->
+                  b.publish(
+                      1, 0, 31, sparse(dir, 31, 40L << 20), dir.resolve("shuffle_1_31_0.data")));
+      assertEquals(ServiceProtocol.E_QUOTA, e.code());
+      assertTrue(
+          e.getMessage().contains("user ") && e.getMessage().contains("maxBytesPerUser"),
+          e.getMessage());
+      assertEquals(regions, service.node().stats().registeredRegions(), "nothing of it stayed");
+      assertEquals(1L, b.stats().get("refusals.maxBytesPerUser"));
+      a.removeShuffle(1); // the user's bytes come back: the second application fits now
+      b.publish(1, 0, 32, sparse(dir, 32, 40L << 20), dir.resolve("shuffle_1_32_0.data"));
+    }
+  }
+
+  /** A map output of one sparse partition of {@code length} bytes; returns its index file. */
+  private static Path sparse(Path dir, long mapId, long length) throws IOException {
+    Files.createDirectories(dir);
+    Path index = dir.resolve("shuffle_1_" + mapId + "_0.index");
+    Files.write(index, ByteBuffer.allocate(16).putLong(0).putLong(length).array());
+    try (java.io.RandomAccessFile f =
+        new java.io.RandomAccessFile(
+            dir.resolve("shuffle_1_" + mapId + "_0.data").toFile(), "rw")) {
+      f.setLength(length);
+    }
+    return index;
   }
 
   /**

@@ -18,6 +18,7 @@ import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
+import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.service.protocol.ServiceException;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
@@ -35,6 +36,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.stream.Stream;
@@ -100,7 +102,7 @@ class ShuffleServiceTest {
   /** The allocator the service books its outputs' file regions on. */
   static RegisteredAllocator outputsAllocator(ShuffleService s) {
     return s.node().memory().children().stream()
-        .filter(c -> c.name().equals(OutputIntake.ALLOCATOR))
+        .filter(c -> c.name().equals(ByteQuotas.ALLOCATOR))
         .findFirst()
         .orElseThrow();
   }
@@ -299,6 +301,59 @@ class ShuffleServiceTest {
           service.node().stats().registeredRegions(),
           "shuffle 2's index, data and directory chunk");
     }
+  }
+
+  /**
+   * One ledger: an application's files and its directories' chunks are units of its node of the
+   * byte quotas, a child of its user's node, each with its quota as limit; the figures add up, and
+   * ending the applications takes their nodes, then the user's, off the tree with nothing left.
+   */
+  @Test
+  void everyByteAnApplicationHoldsIsOnItsNodeUnderItsUsers() throws Exception {
+    startService();
+    ServiceFixture.Output a = write(root.resolve("e1"), 1, 21, 4, 3);
+    ServiceFixture.Output b = write(root.resolve("e2"), 1, 22, 4, 4);
+    try (ServiceClient e1 = executor("app-ledger-1", "1", 21);
+        ServiceClient e2 = executor("app-ledger-2", "1", 22)) {
+      e1.publish(1, 0, 21, a.index(), a.data());
+      e2.publish(1, 0, 22, b.index(), b.data());
+      List<RegisteredAllocator> users = outputsAllocator(service).children();
+      assertEquals(1, users.size(), outputsAllocator(service).toVerboseString());
+      RegisteredAllocator user = users.get(0);
+      assertEquals(service.config().userQuota().bytes(), user.limit());
+      List<RegisteredAllocator> apps = user.children();
+      assertEquals(
+          List.of("app-ledger-1", "app-ledger-2"),
+          apps.stream().map(RegisteredAllocator::name).sorted().toList());
+      long files = 0;
+      for (ServiceFixture.Output o : List.of(a, b)) {
+        files += Files.size(o.index()) + Files.size(o.data());
+      }
+      long directories = service.stats().get("directoryBytes");
+      assertTrue(
+          directories > 0 && directories <= 2L * ShuffleDirectory.CHUNK_BYTES,
+          directories + " bytes: one chunk per application");
+      assertEquals(files, service.stats().get("bytesHeld"));
+      for (RegisteredAllocator app : apps) {
+        assertEquals(service.config().applicationQuota().bytes(), app.limit());
+        assertEquals(1, app.children().size(), "one executor's directory");
+      }
+      assertEquals(files + directories, user.registeredBytes());
+      assertEquals(files + directories, outputsAllocator(service).registeredBytes());
+      assertEquals(1, service.endApplication("app-ledger-1"));
+      assertEquals(List.of("app-ledger-2"), names(user.children()));
+      assertEquals(1, service.endApplication("app-ledger-2"));
+      assertTrue(user.isClosed(), "the user's node went with its last application");
+      assertTrue(outputsAllocator(service).children().isEmpty());
+      assertEquals(0, outputsAllocator(service).registeredBytes());
+      assertTrue(
+          service.node().memory().leakReports().isEmpty(),
+          service.node().memory().leakReports().toString());
+    }
+  }
+
+  private static List<String> names(List<RegisteredAllocator> l) {
+    return l.stream().map(RegisteredAllocator::name).toList();
   }
 
   @Test
