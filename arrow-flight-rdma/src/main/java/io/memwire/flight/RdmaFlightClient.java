@@ -2,6 +2,7 @@ package io.memwire.flight;
 
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
+import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferException;

@@ -12,7 +12,6 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,15 +49,7 @@ public final class TransferNode implements AutoCloseable {
   private final BufferPool pool;
   private final ConnectionPool connections;
 
-  /** A node's lifecycle; it only moves forward, by compare-and-set. */
-  private enum State {
-    OPEN,
-    /** One thread runs {@link #close}'s body. */
-    CLOSING,
-    CLOSED
-  }
-
-  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+  private final Lifecycle lifecycle = new Lifecycle();
 
   /**
    * A node on {@code provider}; its timeouts are decided on {@code clock} and swept on {@code
@@ -295,14 +286,14 @@ public final class TransferNode implements AutoCloseable {
   }
 
   private void ensureOpen() {
-    if (state.get() != State.OPEN) {
+    if (!lifecycle.isOpen()) {
       throw new IllegalStateException("transfer node on " + localAddress() + " is closed");
     }
   }
 
   /** True from the start of {@link #close}. */
   public boolean isClosed() {
-    return state.get() != State.OPEN;
+    return !lifecycle.isOpen();
   }
 
   /**
@@ -314,7 +305,7 @@ public final class TransferNode implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+    if (!lifecycle.beginClose()) {
       return;
     }
     try {
@@ -326,14 +317,17 @@ public final class TransferNode implements AutoCloseable {
       memory.root().close();
       connections.awaitTimer();
     } finally {
-      state.set(State.CLOSED);
+      lifecycle.closed();
     }
     LOG.debug("transfer node on {} closed: {}", localAddress(), stats());
   }
 
   @Override
   public String toString() {
-    State s = state.get();
-    return "TransferNode{" + provider.describe() + (s == State.OPEN ? "" : ", " + s) + "}";
+    Lifecycle.State s = lifecycle.state();
+    return "TransferNode{"
+        + provider.describe()
+        + (s == Lifecycle.State.OPEN ? "" : ", " + s)
+        + "}";
   }
 }

@@ -1,5 +1,6 @@
 package io.memwire.transfer.ucx;
 
+import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
@@ -25,7 +26,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,15 +50,7 @@ public final class UcxProvider implements TransportProvider {
   private final List<Thread> sessionThreads = new ArrayList<>();
   private final boolean peerErrorHandling;
 
-  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
-  private enum State {
-    OPEN,
-    /** One thread runs {@link #close}'s body. */
-    CLOSING,
-    CLOSED
-  }
-
-  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+  private final Lifecycle lifecycle = new Lifecycle();
 
   /** Closes a handshake that is not over by its deadline (a peer sending a byte at a time). */
   private final ScheduledExecutorService handshakeTimer;
@@ -315,18 +307,18 @@ public final class UcxProvider implements TransportProvider {
   }
 
   private boolean isClosed() {
-    return state.get() != State.OPEN;
+    return !lifecycle.isOpen();
   }
 
   @Override
   public void close() {
-    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+    if (!lifecycle.beginClose()) {
       return; // closed, or being closed by another thread
     }
     try {
       closeBody();
     } finally {
-      state.set(State.CLOSED);
+      lifecycle.closed();
     }
   }
 

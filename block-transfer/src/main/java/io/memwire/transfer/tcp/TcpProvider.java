@@ -1,5 +1,6 @@
 package io.memwire.transfer.tcp;
 
+import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
@@ -25,7 +26,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -94,15 +94,7 @@ public final class TcpProvider implements TransportProvider {
   final AtomicBoolean violationLogged = new AtomicBoolean();
   final AtomicBoolean authFailureLogged = new AtomicBoolean();
 
-  /** The provider's lifecycle: it only moves forward, by compare-and-set. */
-  private enum State {
-    OPEN,
-    /** One thread runs {@link #close}'s body. */
-    CLOSING,
-    CLOSED
-  }
-
-  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+  private final Lifecycle lifecycle = new Lifecycle();
 
   /** Sees each response's bytes on the reading side (tests only; none in production). */
   final LandedBytes landed;
@@ -210,7 +202,7 @@ public final class TcpProvider implements TransportProvider {
 
   /** True from the start of {@link #close}. */
   boolean isClosed() {
-    return state.get() != State.OPEN;
+    return !lifecycle.isOpen();
   }
 
   int servingCount() {
@@ -389,13 +381,13 @@ public final class TcpProvider implements TransportProvider {
 
   @Override
   public void close() {
-    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+    if (!lifecycle.beginClose()) {
       return; // closed, or being closed by another thread
     }
     try {
       closeBody();
     } finally {
-      state.set(State.CLOSED);
+      lifecycle.closed();
     }
   }
 

@@ -2,6 +2,7 @@ package io.memwire.transfer.verbs;
 
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvPd;
+import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
@@ -26,7 +27,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,18 +85,10 @@ public final class VerbsProvider implements TransportProvider {
   /** The provider's lifecycle: it only moves forward, by compare-and-set. */
   /** True from the start of {@link #close}. */
   private boolean isClosed() {
-    return state.get() != State.OPEN;
+    return !lifecycle.isOpen();
   }
 
-  /** The provider's lifecycle marker. */
-  private enum State {
-    OPEN,
-    /** One thread runs {@link #close}'s body. */
-    CLOSING,
-    CLOSED
-  }
-
-  private final AtomicReference<State> state = new AtomicReference<>(State.OPEN);
+  private final Lifecycle lifecycle = new Lifecycle();
 
   private VerbsProvider(TransferConfig config, VerbsProbe.Binding binding) throws IOException {
     this.config = config;
@@ -366,13 +358,13 @@ public final class VerbsProvider implements TransportProvider {
    */
   @Override
   public void close() {
-    if (!state.compareAndSet(State.OPEN, State.CLOSING)) {
+    if (!lifecycle.beginClose()) {
       return; // closed, or being closed by another thread
     }
     try {
       closeBody();
     } finally {
-      state.set(State.CLOSED);
+      lifecycle.closed();
     }
   }
 

@@ -1,17 +1,19 @@
-package io.memwire.flight;
+package io.memwire.transfer;
 
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * The open/closing/closed state of a producer or client, moved atomically: of any number of threads
- * calling {@code close()} at once exactly one wins {@link #beginClose()} and runs the close body;
- * the others wait in {@link #awaitClosed()} until it has finished, so every {@code close()} returns
- * with the resources released. Moves: OPEN → CLOSING → CLOSED, never back.
+ * The open/closing/closed state of a long-lived object (a transfer node, a provider, a Flight
+ * producer or client), moved atomically: of any number of threads calling its {@code close()} at
+ * once exactly one wins {@link #beginClose()} and runs the close body, then calls {@link
+ * #closed()}. The others either return at once (an owner whose close may be called from a thread
+ * the body stops, which must not wait for itself) or wait in {@link #awaitClosed()}, so that every
+ * {@code close()} returns with the resources released. Moves: OPEN → CLOSING → CLOSED, never back.
  */
-final class Lifecycle {
+public final class Lifecycle {
   /** Where the owner is. */
-  enum State {
+  public enum State {
     OPEN,
     CLOSING,
     CLOSED
@@ -21,20 +23,30 @@ final class Lifecycle {
   private final CountDownLatch closed = new CountDownLatch(1);
   private volatile Thread closer;
 
+  /**
+   * Throws {@link IllegalStateException} saying {@code what} is closed unless nobody has begun
+   * closing it.
+   */
+  public void ensureOpen(String what) {
+    if (state.get() != State.OPEN) {
+      throw new IllegalStateException(what + " is closed");
+    }
+  }
+
   /** The state now. */
-  State state() {
+  public State state() {
     return state.get();
   }
 
   /** Whether nobody has begun closing. */
-  boolean isOpen() {
+  public boolean isOpen() {
     return state.get() == State.OPEN;
   }
 
   /**
    * OPEN → CLOSING: true for the one caller that moved it, which must then call {@link #closed}.
    */
-  boolean beginClose() {
+  public boolean beginClose() {
     if (state.compareAndSet(State.OPEN, State.CLOSING)) {
       closer = Thread.currentThread();
       return true;
@@ -42,8 +54,11 @@ final class Lifecycle {
     return false;
   }
 
-  /** CLOSING → CLOSED, by the thread that won {@link #beginClose()}; releases the waiters. */
-  void closed() {
+  /**
+   * CLOSING → CLOSED, by the thread that won {@link #beginClose()} (in a {@code finally}: a close
+   * body that throws still ends closed); releases the waiters.
+   */
+  public void closed() {
     if (!state.compareAndSet(State.CLOSING, State.CLOSED)) {
       throw new IllegalStateException("cannot move from " + state.get() + " to CLOSED");
     }
@@ -54,7 +69,7 @@ final class Lifecycle {
    * Waits until the closer has finished; returns at once on the closer's own thread (a close body
    * that ends up calling {@code close()} again must not wait for itself).
    */
-  void awaitClosed() {
+  public void awaitClosed() {
     if (closer == Thread.currentThread()) {
       return;
     }
