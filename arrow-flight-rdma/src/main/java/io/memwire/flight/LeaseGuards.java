@@ -2,7 +2,7 @@ package io.memwire.flight;
 
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
-import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.lang.invoke.MethodHandles;
@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * generations are not, so a stale slot never matches.
  *
  * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each page is a
- * direct unit of it ({@link TransferNode#allocateDirect}), each slot's region a registered one, and
+ * direct unit of it ({@link Registrar#allocateDirect}), each slot's region a registered one, and
  * each guard a unit released once its region is released (by {@link #revoke} or {@link #close}),
  * which puts the slot back on the free list. Pages are released at close, after every guard region
  * is released.
@@ -68,7 +68,7 @@ final class LeaseGuards implements AutoCloseable {
     }
   }
 
-  private final TransferNode node;
+  private final Registrar node;
   private final RegisteredAllocator allocator;
   private final List<BufferUnit> pages = new ArrayList<>();
   private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
@@ -77,7 +77,7 @@ final class LeaseGuards implements AutoCloseable {
   private final AtomicLong generations = new AtomicLong(new SecureRandom().nextLong());
   private boolean closed;
 
-  LeaseGuards(TransferNode node) {
+  LeaseGuards(Registrar node) {
     this.node = node;
     this.allocator = node.memory().newChild(ALLOCATOR);
   }

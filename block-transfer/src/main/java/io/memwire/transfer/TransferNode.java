@@ -35,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * {@link Connection} for why that never fails a read, and {@link ConnectionReapedException} for a
  * caller that kept a reaped connection.
  */
-public final class TransferNode implements AutoCloseable {
+public final class TransferNode implements Registrar, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
 
   /** Name of the read pool's child allocator. */
@@ -118,11 +118,7 @@ public final class TransferNode implements AutoCloseable {
     return pool;
   }
 
-  /**
-   * The root of this node's registered-memory books. Every consumer of registered memory takes a
-   * named child ({@code newChild}) and hands out reference-counted units from it; the node closes
-   * the root last, reporting any child or unit still live.
-   */
+  @Override
   public RegisteredAllocator memory() {
     return memory.root();
   }
@@ -149,57 +145,26 @@ public final class TransferNode implements AutoCloseable {
     return register(direct, memory.root());
   }
 
-  /**
-   * Like {@link #register(ByteBuffer)}, the region's bytes on the books of {@code account} (one of
-   * this node's allocators), reserved against its limit and every parent's.
-   *
-   * @throws RegistrationException also when a limit on the way would be passed
-   */
+  @Override
   public MemoryRegion register(ByteBuffer direct, RegisteredAllocator account) {
     ensureOpen();
     return memory.register(direct, account);
   }
 
-  /**
-   * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads,
-   * its bytes one unit on the books of {@code account} (one of this node's allocators), reserved
-   * there and in every parent, all or nothing; ranges over the maximum segment size become several
-   * segments. Closing the region returns the unit.
-   *
-   * @throws IOException when the file cannot be opened or mapped
-   * @throws IllegalArgumentException when the range is empty or outside the file, or {@code
-   *     account} is not this node's
-   * @throws RegistrationException when a limit on the way would be passed (nothing is registered or
-   *     mapped; the message names the allocator, or the budget for the root's)
-   */
+  @Override
   public MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
       throws IOException {
     ensureOpen();
     return memory.register(file, offset, length, account);
   }
 
-  /**
-   * {@code size} bytes of page-aligned direct memory registered for remote reads as one region,
-   * owned by one unit of {@code account} (one of this node's allocators): its bytes are reserved
-   * there and in every parent, all or nothing. The last {@link BufferUnit#release()} closes the
-   * region and frees the memory once the region is released.
-   *
-   * @param what what the memory holds, for dumps and leak reports
-   * @throws RegistrationException when a limit would be passed (the budget's message for the
-   *     root's) or the provider refuses the memory
-   */
+  @Override
   public BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what) {
     ensureOpen();
     return memory.allocateRegistered(account, size, what);
   }
 
-  /**
-   * {@code size} bytes of page-aligned direct memory that is not registered (a consumer registers
-   * slices of it itself), owned by one unit of {@code account}: reserved against the limits below
-   * the root (the root's is the registration budget) and freed at the last release.
-   *
-   * @throws RegistrationException when a limit would be passed
-   */
+  @Override
   public BufferUnit allocateDirect(RegisteredAllocator account, int size, String what) {
     ensureOpen();
     return memory.allocateDirect(account, size, what);

@@ -1,8 +1,8 @@
 package io.memwire.flight.memory;
 
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
-import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
@@ -16,10 +16,10 @@ import org.apache.arrow.memory.RootAllocator;
  * or allocated there directly through {@link #allocationManagerFactory()}. A block larger than an
  * arena gets an arena of its own, dropped when it is freed.
  *
- * <p>Arenas are registered with the {@link TransferNode} as a whole only when built with {@code
- * registerArenas} (a reader's landing memory). A server's memory is not: an arena holds the batches
- * of many clients, so each lease registers only its own bytes ({@link Block#slice}, {@link
- * Location#slice}) as a separately keyed region and closes it when the lease ends.
+ * <p>Arenas are registered with the node as a whole only when built with {@code registerArenas} (a
+ * reader's landing memory). A server's memory is not: an arena holds the batches of many clients,
+ * so each lease registers only its own bytes ({@link Block#slice}, {@link Location#slice}) as a
+ * separately keyed region and closes it when the lease ends.
  *
  * <p>Blocks are sized to what was asked, rounded up to {@value #UNIT} bytes (Arrow's 64-byte
  * alignment holds), and carved from an arena's free extents best-fit; freed extents merge with free
@@ -31,9 +31,9 @@ import org.apache.arrow.memory.RootAllocator;
  *
  * <p>This is the placement strategy of a child of the node's registered-memory root ({@value
  * #SERVER_ALLOCATOR} for a server's unregistered arenas, {@value #LANDING_ALLOCATOR} for a reader's
- * registered ones): every arena is a unit of it from {@link TransferNode#allocateRegistered} or
- * {@link TransferNode#allocateDirect}, every block a reference-counted unit of it, and the last
- * {@link Block#release()} gives the extent back to its arena.
+ * registered ones): every arena is a unit of it from {@link Registrar#allocateRegistered} or {@link
+ * Registrar#allocateDirect}, every block a reference-counted unit of it, and the last {@link
+ * Block#release()} gives the extent back to its arena.
  */
 public final class ArenaMemory implements AutoCloseable {
   /** Allocation unit and alignment of every block: 512 bytes (Arrow aligns buffers to 64). */
@@ -45,7 +45,7 @@ public final class ArenaMemory implements AutoCloseable {
   /** Child allocator of arenas registered as a whole (a reader's landing memory). */
   public static final String LANDING_ALLOCATOR = "flight-landing-arenas";
 
-  private final TransferNode node;
+  private final Registrar node;
   private final long arenaSize;
   private final long maxBytes;
   private final String name;
@@ -59,7 +59,7 @@ public final class ArenaMemory implements AutoCloseable {
    * @param maxBytes most bytes all arenas together may take
    * @param name used in log lines and errors
    */
-  public ArenaMemory(TransferNode node, long arenaSize, long maxBytes, String name) {
+  public ArenaMemory(Registrar node, long arenaSize, long maxBytes, String name) {
     this(node, arenaSize, maxBytes, name, true);
   }
 
@@ -72,7 +72,7 @@ public final class ArenaMemory implements AutoCloseable {
    *     no arena is remotely readable and callers register slices themselves
    */
   public ArenaMemory(
-      TransferNode node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
+      Registrar node, long arenaSize, long maxBytes, String name, boolean registerArenas) {
     if (arenaSize <= 0 || arenaSize > (1L << 30)) {
       throw new IllegalArgumentException(
           name + ": arena size must be in (0, 1 GiB], got " + arenaSize);
@@ -88,11 +88,6 @@ public final class ArenaMemory implements AutoCloseable {
     this.allocator =
         node.memory().newChild(registerArenas ? LANDING_ALLOCATOR : SERVER_ALLOCATOR, maxBytes);
     this.arenas = new Arenas(node, allocator, name, registerArenas);
-  }
-
-  /** The node whose allocator the arenas come from. */
-  public TransferNode node() {
-    return node;
   }
 
   /** A block of at least {@code size} bytes, or an exception when {@code maxBytes} is reached. */

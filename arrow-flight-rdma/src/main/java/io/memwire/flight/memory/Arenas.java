@@ -1,7 +1,7 @@
 package io.memwire.flight.memory;
 
 import io.memwire.transfer.BufferUnit;
-import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +19,7 @@ final class Arenas {
   // Logs under ArenaMemory's name: these lines are about that memory.
   private static final Logger LOG = LoggerFactory.getLogger(ArenaMemory.class);
 
-  private final TransferNode node;
+  private final Registrar node;
   private final RegisteredAllocator allocator;
   private final String name;
   private final boolean registerArenas;
@@ -27,7 +27,7 @@ final class Arenas {
   private final TreeMap<Long, Arena> byAddress = new TreeMap<>();
   private long arenaBytes;
 
-  Arenas(TransferNode node, RegisteredAllocator allocator, String name, boolean registerArenas) {
+  Arenas(Registrar node, RegisteredAllocator allocator, String name, boolean registerArenas) {
     this.node = node;
     this.allocator = allocator;
     this.name = name;

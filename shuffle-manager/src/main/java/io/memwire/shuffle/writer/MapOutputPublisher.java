@@ -7,8 +7,8 @@ import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
-import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.File;
 import java.io.IOException;
@@ -37,7 +37,7 @@ public final class MapOutputPublisher {
   /** Allocator (a child of the node's root) the output files' regions are booked on. */
   public static final String ALLOCATOR = "map-outputs";
 
-  private final TransferNode node;
+  private final Registrar node;
   private final RegisteredAllocator outputs;
   private final ShuffleDirectory directory;
   private final IndexShuffleBlockResolver resolver;
@@ -56,7 +56,7 @@ public final class MapOutputPublisher {
    *     executor
    */
   public MapOutputPublisher(
-      TransferNode node,
+      Registrar node,
       ShuffleDirectory directory,
       IndexShuffleBlockResolver resolver,
       boolean fallback,

@@ -2,7 +2,7 @@ package io.memwire.shuffle.directory;
 
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
-import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * whose index has another length than the shuffle's first (never with Spark's partitioner).
  *
  * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
- * {@link TransferNode#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
+ * {@link Registrar#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
  * #close}) closes a chunk's region and releases the directory's reference; a {@link #publish}
  * writing into the chunk holds a reference of its own meanwhile. The last release gives the memory
  * back, which the node frees once no read still copies from it.
@@ -53,13 +53,13 @@ public final class ShuffleDirectory implements AutoCloseable {
   /** Name of the directory's child of the node's registered-memory root. */
   public static final String ALLOCATOR = "shuffle-directory";
 
-  private final TransferNode node;
+  private final Registrar node;
   private final RegisteredAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
-  public ShuffleDirectory(TransferNode node) {
+  public ShuffleDirectory(Registrar node) {
     this(node, node.memory(), ALLOCATOR);
   }
 
@@ -69,7 +69,7 @@ public final class ShuffleDirectory implements AutoCloseable {
    * each executor's directory under its application's node, so chunks count against the
    * application's and its user's byte quotas).
    */
-  public ShuffleDirectory(TransferNode node, RegisteredAllocator parent, String name) {
+  public ShuffleDirectory(Registrar node, RegisteredAllocator parent, String name) {
     this.node = node;
     this.allocator = parent.newChild(name);
   }

@@ -2,7 +2,7 @@ package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -151,7 +151,7 @@ final class Application {
   }
 
   /** The executor's directory, created on its first output as a child of {@link #memory}. */
-  synchronized ShuffleDirectory directory(String executor, TransferNode node) {
+  synchronized ShuffleDirectory directory(String executor, Registrar node) {
     if (ended) {
       throw new IllegalStateException("application " + key + " has ended");
     }

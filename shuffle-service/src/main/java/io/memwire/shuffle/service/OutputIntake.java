@@ -6,8 +6,8 @@ import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.service.protocol.ServiceProtocol;
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
-import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.LimitExceededException;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -18,10 +18,10 @@ import java.util.function.BooleanSupplier;
 
 /**
  * How the service takes over a map output from an executor. Called by client threads, any number at
- * once; what it touches is thread-safe (quotas, the application's held outputs, the node).
+ * once; what it touches is thread-safe (quotas, the application's held outputs, the registrar).
  */
 final class OutputIntake {
-  private final TransferNode node;
+  private final Registrar node;
   private final ByteQuotas bytes;
   private final Quotas quotas;
   private final ServiceCounters counters;
@@ -31,7 +31,7 @@ final class OutputIntake {
   private final PointerResolver resolver;
 
   OutputIntake(
-      TransferNode node,
+      Registrar node,
       ByteQuotas bytes,
       Quotas quotas,
       ServiceCounters counters,
