@@ -4,13 +4,13 @@ import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
 import io.memwire.transfer.Connection;
+import io.memwire.transfer.Connector;
 import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.TransferNode;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -45,7 +45,7 @@ final class BatchPuller implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(BatchPuller.class);
 
   private final RdmaFlightClient client;
-  private final TransferNode node;
+  private final Connector node;
   private final ArenaMemory memory;
   private final FlightStream reader;
   private final FreeSender frees;
@@ -57,7 +57,7 @@ final class BatchPuller implements Runnable {
 
   BatchPuller(
       RdmaFlightClient client,
-      TransferNode node,
+      Connector node,
       ArenaMemory memory,
       FlightStream reader,
       FreeSender frees,

@@ -2,8 +2,8 @@ package io.memwire.flight;
 
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.WireException;
+import io.memwire.transfer.Connector;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.TransferNode;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -83,7 +83,7 @@ final class RdmaSource implements StreamSource {
 
   RdmaSource(
       RdmaFlightClient client,
-      TransferNode node,
+      Connector node,
       ArenaMemory memory,
       FlightClient.ExchangeReaderWriter exchange) {
     BufferAllocator allocator = client.allocator();

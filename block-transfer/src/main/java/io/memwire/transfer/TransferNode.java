@@ -35,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * {@link Connection} for why that never fails a read, and {@link ConnectionReapedException} for a
  * caller that kept a reaped connection.
  */
-public final class TransferNode implements Registrar, AutoCloseable {
+public final class TransferNode implements Registrar, Connector, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
 
   /** Name of the read pool's child allocator. */
@@ -170,19 +170,7 @@ public final class TransferNode implements Registrar, AutoCloseable {
     return memory.allocateDirect(account, size, what);
   }
 
-  /**
-   * The connection to {@code peer}, opened on first use and reused; a failed, closed or reaped one
-   * is replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,
-   * attempts within {@link TransferConfig#peerBackoff()} fail at once, naming that failure. Handing
-   * a connection out counts as using it: the idle reaper leaves it open for at least {@link
-   * TransferConfig#connectionIdleTimeout()} after this returns, and while any read is on it. Take
-   * it here for each batch rather than keeping it across idle periods (see {@link
-   * ConnectionReapedException}).
-   *
-   * @throws TransferConnectionException when the peer cannot be reached, refuses, or is backed off
-   *     after such a failure
-   * @throws TransferTimeoutException when connecting takes longer than the connect timeout
-   */
+  @Override
   public Connection connection(InetSocketAddress peer) throws TransferException {
     ensureOpen();
     return connections.get(peer);
