@@ -3,8 +3,8 @@ package io.memwire.flight;
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -69,7 +69,7 @@ final class LeaseGuards implements AutoCloseable {
   }
 
   private final Registrar node;
-  private final RegisteredAllocator allocator;
+  private final MemoryAllocator allocator;
   private final List<BufferUnit> pages = new ArrayList<>();
   private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
   private final Map<MemoryRegion, Guard> live = new LinkedHashMap<>();
@@ -164,7 +164,7 @@ final class LeaseGuards implements AutoCloseable {
   }
 
   /** The guards' allocator: one 8-byte unit per live guard. */
-  RegisteredAllocator allocator() {
+  MemoryAllocator allocator() {
     return allocator;
   }
 

@@ -5,7 +5,7 @@ import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -55,7 +55,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private final BufferAllocator allocator;
   private final Location rdmaLocation;
   private final ArenaMemory memory;
-  private final RegisteredAllocator leaseRegions;
+  private final MemoryAllocator leaseRegions;
   private final LeaseGuards guards;
   private final ServerStats stats = new ServerStats();
   private final ServerResources resources;

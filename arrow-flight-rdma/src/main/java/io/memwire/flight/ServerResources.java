@@ -2,7 +2,7 @@ package io.memwire.flight;
 
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.time.Duration;
 import org.apache.arrow.flight.FlightProducer;
 import org.apache.arrow.memory.BufferAllocator;
@@ -33,7 +33,7 @@ record ServerResources(
     TransferNode node,
     BufferAllocator allocator,
     ArenaMemory memory,
-    RegisteredAllocator leaseRegions,
+    MemoryAllocator leaseRegions,
     LeaseGuards guards,
     ServerStats stats,
     CompressionCodec codec,

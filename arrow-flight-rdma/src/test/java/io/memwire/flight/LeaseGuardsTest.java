@@ -11,7 +11,7 @@ import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -48,7 +48,7 @@ class LeaseGuardsTest {
   @Test
   void aGuardIsAUnitUntilItsRegionIsReleased() throws Exception {
     LeaseGuards guards = new LeaseGuards(server);
-    RegisteredAllocator books = guards.allocator();
+    MemoryAllocator books = guards.allocator();
     assertEquals(LeaseGuards.ALLOCATOR, books.name());
     LeaseGuards.Guard a = guards.issue();
     LeaseGuards.Guard b = guards.issue();

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.flight.wire.ServerMessage;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.time.Duration;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
@@ -42,7 +42,7 @@ class LeaseLimitTest {
 
   @Test
   void leaseRegionsAreBookedOnTheProducersChildWithItsLimit() {
-    RegisteredAllocator books = f.rdma.resources().leaseRegions();
+    MemoryAllocator books = f.rdma.resources().leaseRegions();
     assertEquals(LeaseBodies.ALLOCATOR, books.name());
     assertEquals(f.node.memory(), books.parent());
     assertEquals(LIMIT, books.limit());

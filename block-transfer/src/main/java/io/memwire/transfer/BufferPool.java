@@ -2,8 +2,8 @@ package io.memwire.transfer;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.internal.MemoryAccess;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -83,8 +83,8 @@ public final class BufferPool {
   }
 
   private final NodeMemory memory;
-  private final RegisteredAllocator allocator;
-  private final RegisteredAllocator slabUnits;
+  private final MemoryAllocator allocator;
+  private final MemoryAllocator slabUnits;
 
   @SuppressWarnings("unchecked")
   private final ConcurrentLinkedQueue<Piece>[] free =
@@ -103,7 +103,7 @@ public final class BufferPool {
   /** Where growth runs; one daemon thread, started on first use, ended by {@link #close}. */
   private final ExecutorService grower;
 
-  BufferPool(NodeMemory memory, RegisteredAllocator allocator, long maxBytes) {
+  BufferPool(NodeMemory memory, MemoryAllocator allocator, long maxBytes) {
     this.memory = memory;
     this.allocator = allocator;
     this.slabUnits = allocator.newChild(SLABS, maxBytes);
@@ -283,7 +283,7 @@ public final class BufferPool {
   }
 
   /** The allocator whose books this pool's destinations are on. */
-  public RegisteredAllocator allocator() {
+  public MemoryAllocator allocator() {
     return allocator;
   }
 

@@ -1,7 +1,7 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
 
@@ -12,9 +12,9 @@ import java.nio.ByteBuffer;
  * a registered buffer's region is closed and the memory freed once the region is {@linkplain
  * MemoryRegion#released() released}, so the caller never frees anything itself.
  *
- * <p>Its bytes count in the allocator's {@link RegisteredAllocator#registeredBytes()} (or {@link
- * RegisteredAllocator#directBytes()}) until that last release, reserved against the allocator's
- * limit and every parent's.
+ * <p>Its bytes count in the allocator's {@link MemoryAllocator#registeredBytes()} (or {@link
+ * MemoryAllocator#directBytes()}) until that last release, reserved against the allocator's limit
+ * and every parent's.
  */
 public final class BufferUnit {
   private final ByteBuffer memory;

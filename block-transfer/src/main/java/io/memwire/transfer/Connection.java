@@ -173,7 +173,7 @@ public final class Connection {
       throw new IllegalArgumentException(
           "region " + r.region() + " is not on this connection's peer " + peer());
     }
-    if (r.destination() != null && r.destination().memory() != node.nodeMemory()) {
+    if (r.destination() != null && r.destination().memory() != node.registrations()) {
       throw new IllegalArgumentException("destination region is not registered on this node");
     }
     PendingRead req = new PendingRead(r, lifecycle::requestEnded);

@@ -2,8 +2,8 @@ package io.memwire.transfer;
 
 import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.memory.LimitExceededException;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -33,14 +33,14 @@ final class NodeMemory {
   private final TransferConfig config;
   private final TransportProvider provider;
   private final Counters counters;
-  private final RegisteredAllocator root;
+  private final MemoryAllocator root;
 
   NodeMemory(TransferConfig config, TransportProvider provider, Counters counters) {
     this.config = config;
     this.provider = provider;
     this.counters = counters;
     this.root =
-        RegisteredAllocator.root(
+        MemoryAllocator.root(
             "node@"
                 + provider.localAddress().getHostString()
                 + ":"
@@ -48,7 +48,7 @@ final class NodeMemory {
             config.registrationBudget());
   }
 
-  RegisteredAllocator root() {
+  MemoryAllocator root() {
     return root;
   }
 
@@ -57,7 +57,7 @@ final class NodeMemory {
    * as a {@link RegistrationException} (the root's with the budget's own message).
    */
   MemoryUnit reserve(
-      RegisteredAllocator account, long bytes, MemoryUnit.Kind kind, String what, Runnable free) {
+      MemoryAllocator account, long bytes, MemoryUnit.Kind kind, String what, Runnable free) {
     checkOwn(account);
     try {
       return account.reserve(bytes, kind, what, free);
@@ -80,8 +80,8 @@ final class NodeMemory {
     }
   }
 
-  private void checkOwn(RegisteredAllocator account) {
-    RegisteredAllocator a = account;
+  private void checkOwn(MemoryAllocator account) {
+    MemoryAllocator a = account;
     while (a.parent() != null) {
       a = a.parent();
     }
@@ -92,7 +92,7 @@ final class NodeMemory {
   }
 
   /** Registers the bytes between a direct buffer's position and limit, on {@code account}. */
-  MemoryRegion register(ByteBuffer direct, RegisteredAllocator account) {
+  MemoryRegion register(ByteBuffer direct, MemoryAllocator account) {
     if (!direct.isDirect()) {
       throw new RegistrationException(
           "only direct buffers can be registered, got a heap buffer of "
@@ -139,7 +139,7 @@ final class NodeMemory {
   }
 
   /** Maps a file range read-only and registers it, on {@code account}. */
-  MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
+  MemoryRegion register(Path file, long offset, long length, MemoryAllocator account)
       throws IOException {
     if (offset < 0 || length <= 0) {
       throw new IllegalArgumentException(
@@ -209,17 +209,17 @@ final class NodeMemory {
    * {@code account}: its last release closes the region and frees the memory once the region is
    * released.
    */
-  BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what) {
+  BufferUnit allocateRegistered(MemoryAllocator account, int size, String what) {
     return allocate(account, size, what, Use.SERVED);
   }
 
   /** Page-aligned direct memory, not registered, owned by one unit of {@code account}. */
-  BufferUnit allocateDirect(RegisteredAllocator account, int size, String what) {
+  BufferUnit allocateDirect(MemoryAllocator account, int size, String what) {
     return allocate(account, size, what, Use.DIRECT);
   }
 
   /** Page-aligned direct memory registered as a read destination (no remote key). */
-  BufferUnit allocateDestination(RegisteredAllocator account, int size, String what) {
+  BufferUnit allocateDestination(MemoryAllocator account, int size, String what) {
     return allocate(account, size, what, Use.DESTINATION);
   }
 
@@ -229,7 +229,7 @@ final class NodeMemory {
     DIRECT
   }
 
-  private BufferUnit allocate(RegisteredAllocator account, int size, String what, Use use) {
+  private BufferUnit allocate(MemoryAllocator account, int size, String what, Use use) {
     if (size <= 0) {
       throw new IllegalArgumentException(what + ": size must be > 0, got " + size);
     }
@@ -350,13 +350,13 @@ final class NodeMemory {
     open.forEach(MemoryRegion::close);
   }
 
-  private static void collectRegions(RegisteredAllocator a, List<MemoryRegion> into) {
+  private static void collectRegions(MemoryAllocator a, List<MemoryRegion> into) {
     for (MemoryUnit u : a.ownLiveUnits()) {
       if (u.owner() instanceof MemoryRegion r) {
         into.add(r);
       }
     }
-    for (RegisteredAllocator c : a.children()) {
+    for (MemoryAllocator c : a.children()) {
       collectRegions(c, into);
     }
   }

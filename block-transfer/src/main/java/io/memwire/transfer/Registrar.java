@@ -1,6 +1,6 @@
 package io.memwire.transfer;
 
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -17,7 +17,7 @@ public interface Registrar {
    * named child ({@code newChild}) and hands out reference-counted units from it; the node closes
    * the root last, reporting any child or unit still live.
    */
-  RegisteredAllocator memory();
+  MemoryAllocator memory();
 
   /**
    * Registers the bytes between a direct buffer's position and limit for remote reads, their bytes
@@ -28,7 +28,7 @@ public interface Registrar {
    * @throws RegistrationException for a heap buffer or an empty range
    * @throws RegistrationException also when a limit on the way would be passed
    */
-  MemoryRegion register(ByteBuffer direct, RegisteredAllocator account);
+  MemoryRegion register(ByteBuffer direct, MemoryAllocator account);
 
   /**
    * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads,
@@ -42,7 +42,7 @@ public interface Registrar {
    * @throws RegistrationException when a limit on the way would be passed (nothing is registered or
    *     mapped; the message names the allocator, or the budget for the root's)
    */
-  MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
+  MemoryRegion register(Path file, long offset, long length, MemoryAllocator account)
       throws IOException;
 
   /**
@@ -55,7 +55,7 @@ public interface Registrar {
    * @throws RegistrationException when a limit would be passed (the budget's message for the
    *     root's) or the provider refuses the memory
    */
-  BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what);
+  BufferUnit allocateRegistered(MemoryAllocator account, int size, String what);
 
   /**
    * {@code size} bytes of page-aligned direct memory that is not registered (a consumer registers
@@ -64,5 +64,5 @@ public interface Registrar {
    *
    * @throws RegistrationException when a limit would be passed
    */
-  BufferUnit allocateDirect(RegisteredAllocator account, int size, String what);
+  BufferUnit allocateDirect(MemoryAllocator account, int size, String what);
 }

@@ -1,7 +1,7 @@
 package io.memwire.transfer;
 
 import io.memwire.transfer.internal.NanoClock;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.spi.TransportProvider;
@@ -119,12 +119,12 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
   }
 
   @Override
-  public RegisteredAllocator memory() {
+  public MemoryAllocator memory() {
     return memory.root();
   }
 
   /** The node's registrations and their books. */
-  NodeMemory nodeMemory() {
+  NodeMemory registrations() {
     return memory;
   }
 
@@ -146,26 +146,26 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
   }
 
   @Override
-  public MemoryRegion register(ByteBuffer direct, RegisteredAllocator account) {
+  public MemoryRegion register(ByteBuffer direct, MemoryAllocator account) {
     ensureOpen();
     return memory.register(direct, account);
   }
 
   @Override
-  public MemoryRegion register(Path file, long offset, long length, RegisteredAllocator account)
+  public MemoryRegion register(Path file, long offset, long length, MemoryAllocator account)
       throws IOException {
     ensureOpen();
     return memory.register(file, offset, length, account);
   }
 
   @Override
-  public BufferUnit allocateRegistered(RegisteredAllocator account, int size, String what) {
+  public BufferUnit allocateRegistered(MemoryAllocator account, int size, String what) {
     ensureOpen();
     return memory.allocateRegistered(account, size, what);
   }
 
   @Override
-  public BufferUnit allocateDirect(RegisteredAllocator account, int size, String what) {
+  public BufferUnit allocateDirect(MemoryAllocator account, int size, String what) {
     ensureOpen();
     return memory.allocateDirect(account, size, what);
   }
@@ -223,11 +223,11 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
     m.put(TransportMetrics.POOL_BUFFERS_OUTSTANDING, pool.outstandingBuffers());
     m.put(TransportMetrics.POOL_BYTES_OUTSTANDING, pool.outstandingBytes());
     m.put(TransportMetrics.POOL_SLAB_BYTES, pool.slabBytes());
-    RegisteredAllocator root = memory.root();
+    MemoryAllocator root = memory.root();
     m.put(TransportMetrics.MEMORY_BYTES, root.allocatedBytes());
     m.put(TransportMetrics.MEMORY_PEAK_BYTES, root.peakBytes());
     m.put(TransportMetrics.MEMORY_UNITS, root.liveUnits());
-    for (RegisteredAllocator child : root.children()) {
+    for (MemoryAllocator child : root.children()) {
       String name = child.name();
       m.merge(TransportMetrics.MEMORY_CHILD_BYTES.of(name), child.allocatedBytes(), Long::sum);
       m.merge(TransportMetrics.MEMORY_CHILD_PEAK_BYTES.of(name), child.peakBytes(), Math::max);

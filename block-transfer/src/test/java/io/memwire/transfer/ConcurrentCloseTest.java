@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.internal.NanoClock;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
@@ -78,7 +78,7 @@ class ConcurrentCloseTest {
     CountingProvider provider = new CountingProvider(config);
     TransferNode node =
         new TransferNode(config, provider, "test", NanoClock.SYSTEM, ConnectionPool.newTimer());
-    RegisteredAllocator child = node.memory().newChild("test-units");
+    MemoryAllocator child = node.memory().newChild("test-units");
     BufferUnit unit = node.allocateRegistered(child, 1 << 16, "a unit");
     unit.release();
     child.close();

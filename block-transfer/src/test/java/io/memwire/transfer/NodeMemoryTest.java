@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.memory.LimitExceededException;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import io.memwire.transfer.metrics.TransportMetrics;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -46,7 +46,7 @@ class NodeMemoryTest {
   @Test
   void aRegionCountsOnTheAllocatorItWasRegisteredOn() throws Exception {
     TransferNode n = node(TransferConfig.builder());
-    RegisteredAllocator child = n.memory().newChild("consumer");
+    MemoryAllocator child = n.memory().newChild("consumer");
     MemoryRegion r = n.register(ByteBuffer.allocateDirect(5000), child);
     assertEquals(5000, child.registeredBytes());
     assertEquals(5000, n.stats().registeredBytes());
@@ -69,7 +69,7 @@ class NodeMemoryTest {
   void allocateRegisteredServesUntilReleasedThenFreesItAll() throws Exception {
     TransferNode server = node(TransferConfig.builder());
     TransferNode client = node(TransferConfig.builder());
-    RegisteredAllocator child = server.memory().newChild("consumer");
+    MemoryAllocator child = server.memory().newChild("consumer");
     byte[] data = TransferContractTest.random(new Random(5), 10_000);
     BufferUnit b = server.allocateRegistered(child, data.length, "test memory");
     b.buffer().put(data);
@@ -93,7 +93,7 @@ class NodeMemoryTest {
   @Test
   void allocateDirectIsOnTheBooksButNotRegistered() {
     TransferNode n = node(TransferConfig.builder().registrationBudget(MIB).poolMaxBytes(MIB));
-    RegisteredAllocator child = n.memory().newChild("arenas", 4 * MIB);
+    MemoryAllocator child = n.memory().newChild("arenas", 4 * MIB);
     BufferUnit d = n.allocateDirect(child, 2 * MIB, "arena");
     assertNull(d.region());
     assertEquals(2 * MIB, child.directBytes());
@@ -111,7 +111,7 @@ class NodeMemoryTest {
   @Test
   void theBudgetIsTheRootsLimitAndRefusesWithNothingReserved() {
     TransferNode n = node(TransferConfig.builder().registrationBudget(MIB).poolMaxBytes(MIB));
-    RegisteredAllocator child = n.memory().newChild("consumer", 2 * MIB);
+    MemoryAllocator child = n.memory().newChild("consumer", 2 * MIB);
     BufferUnit held = n.allocateRegistered(child, 768 << 10, "held");
     RegistrationException e =
         assertThrows(
@@ -136,7 +136,7 @@ class NodeMemoryTest {
   void aFileRegionIsOneUnitOfItsConsumersAllocatorAndGoesBackToZero(@TempDir Path dir)
       throws Exception {
     TransferNode n = node(TransferConfig.builder());
-    RegisteredAllocator child = n.memory().newChild("consumer");
+    MemoryAllocator child = n.memory().newChild("consumer");
     Path f = dir.resolve("data");
     Files.write(f, new byte[100_000]);
     MemoryRegion r = n.register(f, 1000, 90_000, child);
@@ -158,8 +158,8 @@ class NodeMemoryTest {
   void aFileRegionOverItsAllocatorsLimitIsRefusedWholeNamingTheLimit(@TempDir Path dir)
       throws Exception {
     TransferNode n = node(TransferConfig.builder().maxSegmentSize(64 << 10));
-    RegisteredAllocator parent = n.memory().newChild("service", 300_000);
-    RegisteredAllocator child = parent.newChild("app", Long.MAX_VALUE);
+    MemoryAllocator parent = n.memory().newChild("service", 300_000);
+    MemoryAllocator child = parent.newChild("app", Long.MAX_VALUE);
     Path f = dir.resolve("data");
     Files.write(f, new byte[400_000]);
     MemoryRegion held = n.register(f, 0, 200_000, child);

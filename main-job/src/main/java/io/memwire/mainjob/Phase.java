@@ -1,6 +1,6 @@
 package io.memwire.mainjob;
 
-import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.shuffle.metrics.ExecutorCounters;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -30,7 +30,7 @@ record Phase(
   }
 
   /** Whether the manager reported counters for the phase (it runs, and is Memwire's). */
-  boolean hasManagerCounters() {
+  boolean hasExecutorCounters() {
     return !manager.isEmpty();
   }
 
@@ -66,13 +66,14 @@ record Phase(
   }
 
   /**
-   * Memwire's shuffle manager counters summed over the executors ({@link ManagerCounters}), or none
-   * when Memwire's jar is not on this driver's class path (Spark's own manager is measured). Either
-   * way a tiny job of a few tasks per executor runs, so both configurations' phases start alike.
+   * Memwire's shuffle manager counters summed over the executors ({@link ExecutorCounters}), or
+   * none when Memwire's jar is not on this driver's class path (Spark's own manager is measured).
+   * Either way a tiny job of a few tasks per executor runs, so both configurations' phases start
+   * alike.
    */
   private static Map<String, Long> managerCounters(JavaSparkContext jsc) {
     try {
-      return ManagerCounters.sum(jsc, Duration.ofMillis(COUNTERS_TIMEOUT_MS));
+      return ExecutorCounters.sum(jsc, Duration.ofMillis(COUNTERS_TIMEOUT_MS));
     } catch (NoClassDefFoundError noMemwire) {
       int tasks = 4 * Math.max(1, jsc.sc().statusTracker().getExecutorInfos().length - 1);
       jsc.parallelize(IntStream.range(0, tasks).boxed().toList(), tasks).count();

@@ -91,7 +91,7 @@ final class Round {
             main.spark("localBytes"),
             main.spark("fetchWaitMs"),
             main.spark("recordsRead"),
-            main.hasManagerCounters(),
+            main.hasExecutorCounters(),
             main.manager(ManagerCounter.RDMA_BYTES),
             Math.max(0, main.spark("remoteBytes") - main.manager(ManagerCounter.RDMA_BYTES)),
             main.manager(ManagerCounter.FALLBACK_BLOCKS),

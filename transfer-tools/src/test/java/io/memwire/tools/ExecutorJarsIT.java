@@ -82,7 +82,7 @@ class ExecutorJarsIT {
   void sparkJarHoldsTheServiceClientNotTheService() throws IOException {
     List<String> classes = classes(jar("memwire.jar.spark"));
     assertTrue(
-        classes.contains("io/memwire/shuffle/service/protocol/ServiceClient.class"),
+        classes.contains("io/memwire/shuffle/protocol/ServiceClient.class"),
         "the Spark jar lacks the shuffle service's client");
     assertTrue(
         classes.contains("io/memwire/shuffle/directory/ShuffleDirectory.class"),
@@ -90,7 +90,7 @@ class ExecutorJarsIT {
     List<String> daemon =
         classes.stream()
             .filter(c -> c.startsWith("io/memwire/shuffle/service/"))
-            .filter(c -> !c.startsWith("io/memwire/shuffle/service/protocol/"))
+            .filter(c -> !c.startsWith("io/memwire/shuffle/protocol/"))
             .toList();
     assertTrue(daemon.isEmpty(), "the Spark jar carries the shuffle service: " + daemon);
   }

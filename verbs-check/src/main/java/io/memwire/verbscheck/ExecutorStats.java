@@ -1,7 +1,7 @@
 package io.memwire.verbscheck;
 
 import io.memwire.shuffle.ShuffleMetrics;
-import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.shuffle.metrics.ExecutorCounters;
 import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
 import java.util.Map;
@@ -17,7 +17,7 @@ final class ExecutorStats {
 
   /** Memwire's manager counters of each executor. */
   static Map<String, Map<String, Long>> byExecutor(JavaSparkContext jsc) {
-    return ManagerCounters.byExecutor(jsc, 2, EXECUTOR_WAIT);
+    return ExecutorCounters.byExecutor(jsc, 2, EXECUTOR_WAIT);
   }
 
   /** One counter summed over the executors. */

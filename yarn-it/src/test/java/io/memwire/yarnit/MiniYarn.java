@@ -1,6 +1,6 @@
 package io.memwire.yarnit;
 
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -3,8 +3,8 @@ package io.memwire.flight.memory;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import org.apache.arrow.memory.AllocationManager;
@@ -49,7 +49,7 @@ public final class ArenaMemory implements AutoCloseable {
   private final long arenaSize;
   private final long maxBytes;
   private final String name;
-  private final RegisteredAllocator allocator;
+  private final MemoryAllocator allocator;
   private final Arenas arenas;
   private boolean closed;
 
@@ -243,7 +243,7 @@ public final class ArenaMemory implements AutoCloseable {
   }
 
   /** The child allocator whose units the blocks are. */
-  public RegisteredAllocator allocator() {
+  public MemoryAllocator allocator() {
     return allocator;
   }
 

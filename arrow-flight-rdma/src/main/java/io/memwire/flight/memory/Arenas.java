@@ -2,7 +2,7 @@ package io.memwire.flight.memory;
 
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.Registrar;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,14 +20,14 @@ final class Arenas {
   private static final Logger LOG = LoggerFactory.getLogger(ArenaMemory.class);
 
   private final Registrar node;
-  private final RegisteredAllocator allocator;
+  private final MemoryAllocator allocator;
   private final String name;
   private final boolean registerArenas;
   private final List<Arena> arenas = new ArrayList<>();
   private final TreeMap<Long, Arena> byAddress = new TreeMap<>();
   private long arenaBytes;
 
-  Arenas(Registrar node, RegisteredAllocator allocator, String name, boolean registerArenas) {
+  Arenas(Registrar node, MemoryAllocator allocator, String name, boolean registerArenas) {
     this.node = node;
     this.allocator = allocator;
     this.name = name;

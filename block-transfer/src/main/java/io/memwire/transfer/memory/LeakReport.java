@@ -7,7 +7,7 @@ import java.util.List;
 /**
  * What an allocator still had handed out when it was closed: its path, the live units and their
  * bytes, and each unit's allocation stack when those were recorded. Logged at WARN by {@link
- * RegisteredAllocator#close()} and kept by the root ({@link RegisteredAllocator#leakReports()}).
+ * MemoryAllocator#close()} and kept by the root ({@link MemoryAllocator#leakReports()}).
  */
 public final class LeakReport {
   private final String allocator;
@@ -75,7 +75,7 @@ public final class LeakReport {
     }
     if (!stacks && !units.isEmpty()) {
       b.append("\n  (run with -D")
-          .append(RegisteredAllocator.STACKS_PROPERTY)
+          .append(MemoryAllocator.STACKS_PROPERTY)
           .append("=true to record where each unit was allocated)");
     }
     return b.toString();

@@ -9,12 +9,12 @@ package io.memwire.transfer.memory;
 public final class LimitExceededException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
-  private final transient RegisteredAllocator allocator;
+  private final transient MemoryAllocator allocator;
   private final long reserved;
   private final long requested;
   private final long limit;
 
-  LimitExceededException(RegisteredAllocator allocator, long reserved, long requested, long limit) {
+  LimitExceededException(MemoryAllocator allocator, long reserved, long requested, long limit) {
     super(
         "limit of allocator '"
             + allocator.path()
@@ -31,7 +31,7 @@ public final class LimitExceededException extends RuntimeException {
   }
 
   /** The allocator whose limit refused. */
-  public RegisteredAllocator allocator() {
+  public MemoryAllocator allocator() {
     return allocator;
   }
 

@@ -5,9 +5,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One entry on a {@link RegisteredAllocator}'s books, of one of three {@linkplain Kind kinds}: a
- * piece a consumer hands out (a read destination, a directory chunk, an arena block, a guard slot),
- * a registration (a region, a pool slab: memory the transport serves or writes), or direct memory
+ * One entry on a {@link MemoryAllocator}'s books, of one of three {@linkplain Kind kinds}: a piece
+ * a consumer hands out (a read destination, a directory chunk, an arena block, a guard slot), a
+ * registration (a region, a pool slab: memory the transport serves or writes), or direct memory
  * that is not registered (an arena whose slices are registered one by one). It starts with a
  * reference count of 1; {@link #retain()} adds one, {@link #release()} drops one, and the release
  * that reaches zero takes the unit off its allocator's books and runs the strategy's free action
@@ -21,24 +21,24 @@ public final class MemoryUnit {
   public enum Kind {
     /**
      * A piece handed out by a consumer's strategy, carved from memory the consumer owns: counted in
-     * {@link RegisteredAllocator#allocatedBytes()}.
+     * {@link MemoryAllocator#allocatedBytes()}.
      */
     PIECE,
     /**
-     * Memory registered with the transport: counted in {@link
-     * RegisteredAllocator#registeredBytes()} and reserved against every limit up to the root.
+     * Memory registered with the transport: counted in {@link MemoryAllocator#registeredBytes()}
+     * and reserved against every limit up to the root.
      */
     REGISTERED,
     /**
      * Direct memory that is not registered as a whole: counted in {@link
-     * RegisteredAllocator#directBytes()} and reserved against every limit below the root (the
-     * root's limit is the registration budget).
+     * MemoryAllocator#directBytes()} and reserved against every limit below the root (the root's
+     * limit is the registration budget).
      */
     DIRECT
   }
 
   private final long id = IDS.incrementAndGet();
-  private final RegisteredAllocator allocator;
+  private final MemoryAllocator allocator;
   private final long size;
   private final Kind kind;
   private final String what;
@@ -48,7 +48,7 @@ public final class MemoryUnit {
   private volatile Object owner;
 
   MemoryUnit(
-      RegisteredAllocator allocator,
+      MemoryAllocator allocator,
       long size,
       Kind kind,
       String what,
@@ -87,7 +87,7 @@ public final class MemoryUnit {
   }
 
   /** The allocator whose books it is on; null for an {@link #untracked} unit. */
-  public RegisteredAllocator allocator() {
+  public MemoryAllocator allocator() {
     return allocator;
   }
 

@@ -1,6 +1,6 @@
 /**
  * One ownership model for the registered memory a node and its users hand out. A {@link
- * io.memwire.transfer.memory.RegisteredAllocator} root is owned by the {@code TransferNode}; each
+ * io.memwire.transfer.memory.MemoryAllocator} root is owned by the {@code TransferNode}; each
  * consumer (read pool, shuffle directory, Flight arenas, Flight lease guards) takes a named child
  * and keeps its own placement strategy (size classes, best-fit arenas, guard pages, directory
  * chunks), but every piece it hands out is a reference-counted {@link

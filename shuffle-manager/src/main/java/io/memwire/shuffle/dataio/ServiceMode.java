@@ -1,8 +1,8 @@
 package io.memwire.shuffle.dataio;
 
 import io.memwire.shuffle.conf.ShuffleConf;
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.reader.PointerResolution;
-import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.shuffle.writer.ServiceLink;
 import io.memwire.transfer.TransferConfig;
 import java.security.SecureRandom;

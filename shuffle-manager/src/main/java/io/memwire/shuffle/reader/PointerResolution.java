@@ -1,7 +1,7 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.ResolveClient;
+import io.memwire.shuffle.protocol.ResolveClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;

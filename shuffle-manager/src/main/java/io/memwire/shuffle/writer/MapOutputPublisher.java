@@ -5,11 +5,11 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.File;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -38,7 +38,7 @@ public final class MapOutputPublisher {
   public static final String ALLOCATOR = "map-outputs";
 
   private final Registrar node;
-  private final RegisteredAllocator outputs;
+  private final MemoryAllocator outputs;
   private final ShuffleDirectory directory;
   private final IndexShuffleBlockResolver resolver;
   private final boolean fallback;
@@ -77,7 +77,7 @@ public final class MapOutputPublisher {
    * @throws IllegalStateException when it cannot be published and fallback is disabled
    */
   /** The allocator this executor's own output regions are booked on, for stats and tests. */
-  public RegisteredAllocator outputs() {
+  public MemoryAllocator outputs() {
     return outputs;
   }
 

@@ -1,8 +1,8 @@
 package io.memwire.shuffle.writer;
 
 import io.memwire.shuffle.conf.ShuffleSettings;
-import io.memwire.shuffle.service.protocol.ServiceClient;
-import io.memwire.shuffle.service.protocol.ServiceIdentityException;
+import io.memwire.shuffle.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceIdentityException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;

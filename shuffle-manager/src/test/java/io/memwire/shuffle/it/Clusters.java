@@ -7,7 +7,7 @@ import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.EveryExecutor;
-import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.shuffle.metrics.ExecutorCounters;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.testing.Await;
 import java.time.Duration;
@@ -79,12 +79,12 @@ final class Clusters {
    * executor has answered (deadline 60 s).
    */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, int executors) {
-    return ManagerCounters.byExecutor(jsc, executors, EXECUTOR_WAIT);
+    return ExecutorCounters.byExecutor(jsc, executors, EXECUTOR_WAIT);
   }
 
   /** The same, until each of {@code ids} has answered. */
   static Map<String, Map<String, Long>> executorStats(JavaSparkContext jsc, Set<String> ids) {
-    return ManagerCounters.byExecutor(jsc, ids, EXECUTOR_WAIT);
+    return ExecutorCounters.byExecutor(jsc, ids, EXECUTOR_WAIT);
   }
 
   /** Sum of one counter over executors. */

@@ -1,8 +1,8 @@
 package io.memwire.shuffle.it;
 
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.service.ServiceLauncher;
 import io.memwire.shuffle.service.ServiceSettings;
-import io.memwire.shuffle.service.protocol.ServiceClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

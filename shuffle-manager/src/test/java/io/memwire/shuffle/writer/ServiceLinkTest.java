@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.service.ServiceConfig;
 import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
-import io.memwire.shuffle.service.protocol.ServiceClient;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Path;

@@ -3,8 +3,8 @@ package io.memwire.shuffle.directory;
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import io.memwire.transfer.memory.RegisteredAllocator;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -54,7 +54,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   public static final String ALLOCATOR = "shuffle-directory";
 
   private final Registrar node;
-  private final RegisteredAllocator allocator;
+  private final MemoryAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
@@ -69,7 +69,7 @@ public final class ShuffleDirectory implements AutoCloseable {
    * each executor's directory under its application's node, so chunks count against the
    * application's and its user's byte quotas).
    */
-  public ShuffleDirectory(Registrar node, RegisteredAllocator parent, String name) {
+  public ShuffleDirectory(Registrar node, MemoryAllocator parent, String name) {
     this.node = node;
     this.allocator = parent.newChild(name);
   }
@@ -364,7 +364,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   /** The directory's allocator: chunk bytes, peak and live chunks. */
-  public RegisteredAllocator allocator() {
+  public MemoryAllocator allocator() {
     return allocator;
   }
 }

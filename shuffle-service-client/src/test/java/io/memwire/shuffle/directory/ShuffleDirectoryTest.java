@@ -13,7 +13,7 @@ import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.LimitExceededException;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -45,7 +45,7 @@ class ShuffleDirectoryTest {
   @Test
   void chunksAreUnitsReadableUntilUnregisterAndThenFreed() throws Exception {
     ShuffleDirectory dir = new ShuffleDirectory(mapNode);
-    RegisteredAllocator books = dir.allocator();
+    MemoryAllocator books = dir.allocator();
     assertEquals("shuffle-directory", books.name());
     DirectoryPointer p0 = dir.publish(3, 5, 77L, file(64), file(128));
     DirectoryPointer p1 = dir.publish(3, ShuffleDirectory.SLOTS_PER_CHUNK + 1, 78L, file(64), null);
@@ -88,7 +88,7 @@ class ShuffleDirectoryTest {
 
   @Test
   void chunksCountAgainstTheParentsLimitAndARefusedChunkLeavesNothingRegistered() {
-    RegisteredAllocator app = mapNode.memory().newChild("app", 2 * CHUNK_BYTES);
+    MemoryAllocator app = mapNode.memory().newChild("app", 2 * CHUNK_BYTES);
     ShuffleDirectory dir = new ShuffleDirectory(mapNode, app, "app/1");
     dir.publish(1, 0, 10L, file(64), file(128));
     dir.publish(1, 1, 11L, file(64), null); // same chunk: nothing more reserved

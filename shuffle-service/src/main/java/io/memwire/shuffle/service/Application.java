@@ -3,7 +3,7 @@ package io.memwire.shuffle.service;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.Registrar;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -44,7 +44,7 @@ final class Application {
   final Path dir;
 
   /** Its node of the byte quotas: its files' regions and its directories' chunks. */
-  final RegisteredAllocator memory;
+  final MemoryAllocator memory;
 
   private final byte[] token;
   private final InetSocketAddress driver;
@@ -66,7 +66,7 @@ final class Application {
       Path dir,
       InetSocketAddress driver,
       String driverHost,
-      RegisteredAllocator memory,
+      MemoryAllocator memory,
       long nowNanos) {
     this.key = key;
     this.memory = memory;
@@ -90,7 +90,7 @@ final class Application {
 
   /** The MAC of a RESOLVE request's signed bytes under this application's token. */
   byte[] resolveMac(java.nio.ByteBuffer signed) {
-    return io.memwire.shuffle.service.protocol.ResolveClient.mac(token, signed);
+    return io.memwire.shuffle.protocol.ResolveClient.mac(token, signed);
   }
 
   /** True once the application has ended (its outputs are gone). */

@@ -2,7 +2,7 @@ package io.memwire.shuffle.service;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.memory.LimitExceededException;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.nio.file.attribute.UserPrincipal;
 import java.util.HashMap;
 import java.util.Map;
@@ -19,16 +19,16 @@ final class ByteQuotas implements AutoCloseable {
   /** The service's child of the node's root. */
   static final String ALLOCATOR = "service-outputs";
 
-  private final RegisteredAllocator outputs;
+  private final MemoryAllocator outputs;
   private final long perUser;
   private final long perApplication;
 
   /** A user's node and how many applications of it are open. */
   private static final class UserNode {
-    final RegisteredAllocator memory;
+    final MemoryAllocator memory;
     int applications;
 
-    UserNode(RegisteredAllocator memory) {
+    UserNode(MemoryAllocator memory) {
       this.memory = memory;
     }
   }
@@ -36,7 +36,7 @@ final class ByteQuotas implements AutoCloseable {
   @GuardedBy("this")
   private final Map<UserPrincipal, UserNode> users = new HashMap<>();
 
-  ByteQuotas(RegisteredAllocator root, long perUser, long perApplication) {
+  ByteQuotas(MemoryAllocator root, long perUser, long perApplication) {
     this.outputs = root.newChild(ALLOCATOR);
     this.perUser = perUser;
     this.perApplication = perApplication;
@@ -44,9 +44,9 @@ final class ByteQuotas implements AutoCloseable {
 
   /**
    * The node of a new application of {@code key}'s user, closed by {@link #close(Application.Key,
-   * RegisteredAllocator)}.
+   * MemoryAllocator)}.
    */
-  synchronized RegisteredAllocator open(Application.Key key) {
+  synchronized MemoryAllocator open(Application.Key key) {
     UserNode u =
         users.computeIfAbsent(
             key.user(), k -> new UserNode(outputs.newChild("user " + k.getName(), perUser)));
@@ -58,7 +58,7 @@ final class ByteQuotas implements AutoCloseable {
    * Closes an application's node (its regions and directories already closed: a unit left is
    * reported as a leak) and its user's once no application of the user is left.
    */
-  synchronized void close(Application.Key key, RegisteredAllocator application) {
+  synchronized void close(Application.Key key, MemoryAllocator application) {
     application.close();
     UserNode u = users.get(key.user());
     if (u != null && --u.applications == 0) {
@@ -72,7 +72,7 @@ final class ByteQuotas implements AutoCloseable {
    * maxBytesPerApplication}; null when it was not a quota of this tree (the registration budget).
    */
   String quotaKey(LimitExceededException e) {
-    RegisteredAllocator a = e.allocator();
+    MemoryAllocator a = e.allocator();
     if (a.parent() == outputs) {
       return "maxBytesPerUser";
     }

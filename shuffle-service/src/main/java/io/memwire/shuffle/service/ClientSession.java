@@ -1,8 +1,8 @@
 package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.Frames;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.Frames;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;

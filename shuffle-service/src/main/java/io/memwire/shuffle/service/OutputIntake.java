@@ -4,7 +4,7 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;

@@ -1,8 +1,8 @@
 package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.ResolveClient;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ResolveClient;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.RemoteRegion;
 import java.io.IOException;
 import java.nio.ByteBuffer;

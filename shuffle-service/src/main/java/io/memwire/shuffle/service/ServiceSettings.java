@@ -1,6 +1,6 @@
 package io.memwire.shuffle.service;
 
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.settings.Setting;

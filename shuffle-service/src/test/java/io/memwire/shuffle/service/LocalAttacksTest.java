@@ -13,10 +13,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.service.protocol.ServiceClient;
-import io.memwire.shuffle.service.protocol.ServiceException;
-import io.memwire.shuffle.service.protocol.ServiceIdentityException;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceException;
+import io.memwire.shuffle.protocol.ServiceIdentityException;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferException;

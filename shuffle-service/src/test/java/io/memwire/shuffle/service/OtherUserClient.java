@@ -1,6 +1,6 @@
 package io.memwire.shuffle.service;
 
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Base64;

@@ -4,8 +4,8 @@ import static io.memwire.shuffle.service.ServiceFixture.client;
 import static io.memwire.shuffle.service.ServiceFixture.token;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.ResolveClient;
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ResolveClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfigException;
 import java.io.InputStream;

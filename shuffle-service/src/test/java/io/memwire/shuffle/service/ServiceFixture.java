@@ -2,9 +2,9 @@ package io.memwire.shuffle.service;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
-import io.memwire.shuffle.service.protocol.Frames;
-import io.memwire.shuffle.service.protocol.ServiceClient;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.Frames;
+import io.memwire.shuffle.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferBuffer;

@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.net.ConnectException;

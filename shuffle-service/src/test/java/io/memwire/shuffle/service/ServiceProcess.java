@@ -33,7 +33,7 @@ final class ServiceProcess {
     List<String> cp = new ArrayList<>();
     cp.add(jarOf(ServiceLauncher.class));
     cp.add(jarOf(TransferNode.class));
-    cp.add(jarOf(io.memwire.shuffle.service.protocol.ServiceProtocol.class));
+    cp.add(jarOf(io.memwire.shuffle.protocol.ServiceProtocol.class));
     cp.add(jarOf(LoggerFactory.class));
     cp.add(jarOf(Class.forName("org.slf4j.simple.SimpleLogger")));
     if (withServiceLib) {

@@ -19,13 +19,13 @@ import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.directory.ShuffleDirectory;
-import io.memwire.shuffle.service.protocol.ServiceClient;
-import io.memwire.shuffle.service.protocol.ServiceException;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceException;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.RegisteredAllocator;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -100,7 +100,7 @@ class ShuffleServiceTest {
   }
 
   /** The allocator the service books its outputs' file regions on. */
-  static RegisteredAllocator outputsAllocator(ShuffleService s) {
+  static MemoryAllocator outputsAllocator(ShuffleService s) {
     return s.node().memory().children().stream()
         .filter(c -> c.name().equals(ByteQuotas.ALLOCATOR))
         .findFirst()
@@ -317,14 +317,14 @@ class ShuffleServiceTest {
         ServiceClient e2 = executor("app-ledger-2", "1", 22)) {
       e1.publish(1, 0, 21, a.index(), a.data());
       e2.publish(1, 0, 22, b.index(), b.data());
-      List<RegisteredAllocator> users = outputsAllocator(service).children();
+      List<MemoryAllocator> users = outputsAllocator(service).children();
       assertEquals(1, users.size(), outputsAllocator(service).toVerboseString());
-      RegisteredAllocator user = users.get(0);
+      MemoryAllocator user = users.get(0);
       assertEquals(service.config().userQuota().bytes(), user.limit());
-      List<RegisteredAllocator> apps = user.children();
+      List<MemoryAllocator> apps = user.children();
       assertEquals(
           List.of("app-ledger-1", "app-ledger-2"),
-          apps.stream().map(RegisteredAllocator::name).sorted().toList());
+          apps.stream().map(MemoryAllocator::name).sorted().toList());
       long files = 0;
       for (ServiceFixture.Output o : List.of(a, b)) {
         files += Files.size(o.index()) + Files.size(o.data());
@@ -334,7 +334,7 @@ class ShuffleServiceTest {
           directories > 0 && directories <= 2L * ShuffleDirectory.CHUNK_BYTES,
           directories + " bytes: one chunk per application");
       assertEquals(files, service.stats().get("bytesHeld"));
-      for (RegisteredAllocator app : apps) {
+      for (MemoryAllocator app : apps) {
         assertEquals(service.config().applicationQuota().bytes(), app.limit());
         assertEquals(1, app.children().size(), "one executor's directory");
       }
@@ -352,8 +352,8 @@ class ShuffleServiceTest {
     }
   }
 
-  private static List<String> names(List<RegisteredAllocator> l) {
-    return l.stream().map(RegisteredAllocator::name).toList();
+  private static List<String> names(List<MemoryAllocator> l) {
+    return l.stream().map(MemoryAllocator::name).toList();
   }
 
   @Test

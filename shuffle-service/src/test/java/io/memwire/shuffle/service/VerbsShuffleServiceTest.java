@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
-import io.memwire.shuffle.service.protocol.ServiceClient;
-import io.memwire.shuffle.service.protocol.ServiceException;
-import io.memwire.shuffle.service.protocol.ServiceProtocol;
+import io.memwire.shuffle.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceException;
+import io.memwire.shuffle.protocol.ServiceProtocol;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;

@@ -12,7 +12,7 @@ import java.util.Map;
 
 /**
  * Which path moved a query's shuffle bytes, from the shuffle manager's own counters (differences of
- * {@link io.memwire.shuffle.metrics.ManagerCounters} sums taken before and after the query, over
+ * {@link io.memwire.shuffle.metrics.ExecutorCounters} sums taken before and after the query, over
  * all executors).
  *
  * @param oneSidedBytes block bytes Memwire delivered to Spark by one-sided reads
@@ -33,7 +33,7 @@ public record PathCounters(
     BlockSizes blockSizes,
     long publishMicros) {
   /**
-   * The counters between two {@link io.memwire.shuffle.metrics.ManagerCounters#sum} snapshots, or
+   * The counters between two {@link io.memwire.shuffle.metrics.ExecutorCounters#sum} snapshots, or
    * null when the manager keeps none.
    */
   public static PathCounters between(Map<String, Long> before, Map<String, Long> after) {

@@ -2,7 +2,7 @@ package io.memwire.tpcds.worker;
 
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.localcluster.SparkKeys;
-import io.memwire.shuffle.metrics.ManagerCounters;
+import io.memwire.shuffle.metrics.ExecutorCounters;
 import io.memwire.tpcds.data.ChunkPlanner;
 import io.memwire.tpcds.data.DataSetInfo;
 import io.memwire.tpcds.data.TpcdsDataGenerator;
@@ -185,7 +185,7 @@ public final class QueryWorker implements AutoCloseable {
   private QueryRun run(String query, String sql) throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // Read outside the timed region: a tiny job per executor before and after the query.
-    Map<String, Long> before = ManagerCounters.sum(jsc, COUNTERS_TIMEOUT);
+    Map<String, Long> before = ExecutorCounters.sum(jsc, COUNTERS_TIMEOUT);
     TaskMetricsCollector.Measured<Timed> measured =
         collector.measure(
             spark.sparkContext(),
@@ -198,7 +198,7 @@ public final class QueryWorker implements AutoCloseable {
               return new Timed(wall, Answer.of(df.schema(), rows));
             },
             LISTENER_TIMEOUT_MS);
-    PathCounters path = PathCounters.between(before, ManagerCounters.sum(jsc, COUNTERS_TIMEOUT));
+    PathCounters path = PathCounters.between(before, ExecutorCounters.sum(jsc, COUNTERS_TIMEOUT));
     return new QueryRun(
         query, measured.value().wallNanos(), measured.metrics(), path, measured.value().answer());
   }

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
-import io.memwire.shuffle.service.protocol.ServiceClient;
 import io.memwire.transfer.TransferConfigException;
 import java.io.IOException;
 import java.net.InetAddress;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.service.protocol.ServiceClient;
+import io.memwire.shuffle.protocol.ServiceClient;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -51,7 +51,7 @@ class NodeManagerClasspathIT {
     }
     assertTrue(classes.contains("io/memwire/shuffle/yarn/MemwireYarnShuffleService.class"));
     assertTrue(classes.contains("io/memwire/shuffle/service/ShuffleService.class"));
-    assertTrue(classes.contains("io/memwire/shuffle/service/protocol/ServiceProtocol.class"));
+    assertTrue(classes.contains("io/memwire/shuffle/protocol/ServiceProtocol.class"));
     assertTrue(classes.contains("io/memwire/shuffle/directory/ShuffleDirectory.class"));
     assertTrue(classes.contains("io/memwire/transfer/TransferNode.class"));
     assertTrue(classes.contains("com/ibm/disni/RdmaEndpoint.class"));

@@ -13,12 +13,12 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-class RegisteredAllocatorTest {
+class MemoryAllocatorTest {
 
   @Test
   void lastReleaseFreesOnceAndUpdatesTheBooks() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator pool = root.newChild("read-pool");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator pool = root.newChild("read-pool");
     AtomicInteger frees = new AtomicInteger();
     MemoryUnit u = pool.allocate(4096, "read destination", frees::incrementAndGet);
     assertEquals(1, u.refCnt());
@@ -41,8 +41,8 @@ class RegisteredAllocatorTest {
 
   @Test
   void doubleReleaseAndRetainAfterReleaseFailNamingUnitAndAllocator() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator guards = root.newChild("flight-guards");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator guards = root.newChild("flight-guards");
     AtomicInteger frees = new AtomicInteger();
     MemoryUnit u = guards.allocate(8, "guard slot", frees::incrementAndGet);
     u.release();
@@ -61,9 +61,9 @@ class RegisteredAllocatorTest {
 
   @Test
   void peakIsTheMostLiveAtOnceAtEveryLevel() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator a = root.newChild("a");
-    RegisteredAllocator b = root.newChild("b");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator a = root.newChild("a");
+    MemoryAllocator b = root.newChild("b");
     MemoryUnit a1 = a.allocate(1000, "x", () -> {});
     MemoryUnit a2 = a.allocate(3000, "x", () -> {});
     a1.release();
@@ -84,8 +84,8 @@ class RegisteredAllocatorTest {
 
   @Test
   void closingAChildWithLiveUnitsReportsChildUnitsAndBytes() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator dir = root.newChild("shuffle-directory");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator dir = root.newChild("shuffle-directory");
     AtomicInteger frees = new AtomicInteger();
     MemoryUnit kept =
         dir.allocate(262_144, "directory chunk 0 of shuffle 3", frees::incrementAndGet);
@@ -103,8 +103,7 @@ class RegisteredAllocatorTest {
     assertTrue(
         text.contains("'node/shuffle-directory' closed with 1 live units (262144 bytes)"), text);
     assertTrue(text.contains("directory chunk 0 of shuffle 3"), text);
-    assertTrue(
-        text.contains(RegisteredAllocator.STACKS_PROPERTY), "says how to get stacks: " + text);
+    assertTrue(text.contains(MemoryAllocator.STACKS_PROPERTY), "says how to get stacks: " + text);
     assertNull(kept.allocationStack(), "stacks are off by default");
 
     IllegalStateException e =
@@ -122,48 +121,47 @@ class RegisteredAllocatorTest {
 
   @Test
   void allocationStacksWhenEnabledNameTheAllocatingMethod() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", true);
-    RegisteredAllocator arenas = root.newChild("flight-arenas");
+    MemoryAllocator root = MemoryAllocator.root("node", true);
+    MemoryAllocator arenas = root.newChild("flight-arenas");
     MemoryUnit u = allocateHere(arenas);
     assertNotNull(u.allocationStack());
     arenas.close();
     String text = root.leakReports().get(0).toString();
     assertTrue(text.contains("allocateHere"), text);
-    assertTrue(text.contains(RegisteredAllocatorTest.class.getName()), text);
+    assertTrue(text.contains(MemoryAllocatorTest.class.getName()), text);
     u.release();
   }
 
   @Test
   void stacksFollowTheSystemProperty() {
-    String old = System.getProperty(RegisteredAllocator.STACKS_PROPERTY);
+    String old = System.getProperty(MemoryAllocator.STACKS_PROPERTY);
     try {
-      System.setProperty(RegisteredAllocator.STACKS_PROPERTY, "true");
-      assertTrue(RegisteredAllocator.root("on").recordsStacks());
-      System.clearProperty(RegisteredAllocator.STACKS_PROPERTY);
-      assertFalse(RegisteredAllocator.root("off").recordsStacks(), "off by default");
-      System.setProperty(RegisteredAllocator.STACKS_PROPERTY, "yes");
-      RuntimeException e =
-          assertThrows(RuntimeException.class, () -> RegisteredAllocator.root("bad"));
+      System.setProperty(MemoryAllocator.STACKS_PROPERTY, "true");
+      assertTrue(MemoryAllocator.root("on").recordsStacks());
+      System.clearProperty(MemoryAllocator.STACKS_PROPERTY);
+      assertFalse(MemoryAllocator.root("off").recordsStacks(), "off by default");
+      System.setProperty(MemoryAllocator.STACKS_PROPERTY, "yes");
+      RuntimeException e = assertThrows(RuntimeException.class, () -> MemoryAllocator.root("bad"));
       assertTrue(e.getMessage().contains("memwire.memory.allocationStacks=yes"), e.getMessage());
     } finally {
       if (old == null) {
-        System.clearProperty(RegisteredAllocator.STACKS_PROPERTY);
+        System.clearProperty(MemoryAllocator.STACKS_PROPERTY);
       } else {
-        System.setProperty(RegisteredAllocator.STACKS_PROPERTY, old);
+        System.setProperty(MemoryAllocator.STACKS_PROPERTY, old);
       }
     }
   }
 
-  private static MemoryUnit allocateHere(RegisteredAllocator a) {
+  private static MemoryUnit allocateHere(MemoryAllocator a) {
     return a.allocate(1 << 20, "arena block", () -> {});
   }
 
   @Test
   void rootCloseClosesChildrenNewestFirstThenReportsItsOwn() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator first = root.newChild("first");
-    RegisteredAllocator second = root.newChild("second");
-    RegisteredAllocator clean = root.newChild("clean");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator first = root.newChild("first");
+    MemoryAllocator second = root.newChild("second");
+    MemoryAllocator clean = root.newChild("clean");
     MemoryUnit f = first.allocate(10, "f", () -> {});
     MemoryUnit s = second.allocate(20, "s", () -> {});
     MemoryUnit r = root.allocate(30, "r", () -> {});
@@ -187,8 +185,8 @@ class RegisteredAllocatorTest {
 
   @Test
   void verboseDumpListsChildrenAndLiveUnits() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator pool = root.newChild("read-pool");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator pool = root.newChild("read-pool");
     root.newChild("flight-guards");
     MemoryUnit u = pool.allocate(4096, "read destination", () -> {});
     String dump = root.toVerboseString();
@@ -218,8 +216,8 @@ class RegisteredAllocatorTest {
 
   @Test
   void registeredAndDirectMemoryCountApartFromPiecesAtEveryLevel() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator dir = root.newChild("shuffle-directory");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator dir = root.newChild("shuffle-directory");
     AtomicInteger frees = new AtomicInteger();
     MemoryUnit region =
         dir.reserve(256, MemoryUnit.Kind.REGISTERED, "chunk region", frees::incrementAndGet);
@@ -244,10 +242,10 @@ class RegisteredAllocatorTest {
 
   @Test
   void aReservationPastAnyLimitUpTheParentsFailsWithNothingReserved() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", 1000, false);
-    RegisteredAllocator flight = root.newChild("flight", 800);
-    RegisteredAllocator arenas = flight.newChild("arenas");
-    RegisteredAllocator other = root.newChild("other");
+    MemoryAllocator root = MemoryAllocator.root("node", 1000, false);
+    MemoryAllocator flight = root.newChild("flight", 800);
+    MemoryAllocator arenas = flight.newChild("arenas");
+    MemoryAllocator other = root.newChild("other");
     MemoryUnit held = arenas.reserve(600, MemoryUnit.Kind.REGISTERED, "arena", () -> {});
 
     LimitExceededException e =
@@ -293,8 +291,8 @@ class RegisteredAllocatorTest {
 
   @Test
   void leakReportsTellPiecesFromTheMemoryUnderThem() {
-    RegisteredAllocator root = RegisteredAllocator.root("node", false);
-    RegisteredAllocator landing = root.newChild("landing");
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator landing = root.newChild("landing");
     MemoryUnit arena = landing.reserve(1 << 20, MemoryUnit.Kind.REGISTERED, "arena", () -> {});
     MemoryUnit block = landing.allocate(4096, "block", () -> {});
     landing.close();

@@ -14,8 +14,8 @@ import org.apache.spark.api.java.JavaSparkContext;
  * MemwireMetricsPlugin} it needs no plugin: it asks every executor with {@link EveryExecutor}.
  * Where no Memwire manager runs (Spark's sort shuffle), an executor answers an empty map.
  */
-public final class ManagerCounters {
-  private ManagerCounters() {}
+public final class ExecutorCounters {
+  private ExecutorCounters() {}
 
   /**
    * Each executor's counters, by executor id, from at least {@code executors} executors.

@@ -1,4 +1,4 @@
-package io.memwire.shuffle.service.protocol;
+package io.memwire.shuffle.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

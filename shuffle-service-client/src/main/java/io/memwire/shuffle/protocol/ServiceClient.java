@@ -1,4 +1,4 @@
-package io.memwire.shuffle.service.protocol;
+package io.memwire.shuffle.protocol;
 
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.transfer.RemoteRegion;

@@ -34,17 +34,17 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe: units are allocated and released on any thread.
  */
-public final class RegisteredAllocator implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(RegisteredAllocator.class);
+public final class MemoryAllocator implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(MemoryAllocator.class);
 
   /** The JVM system property that turns allocation stacks on. */
   public static final String STACKS_PROPERTY = TransportSettings.MEMORY_ALLOCATION_STACKS.name();
 
   private final String name;
-  private final RegisteredAllocator parent;
-  private final RegisteredAllocator root;
+  private final MemoryAllocator parent;
+  private final MemoryAllocator root;
   private final boolean stacks;
-  private final List<RegisteredAllocator> children = new CopyOnWriteArrayList<>();
+  private final List<MemoryAllocator> children = new CopyOnWriteArrayList<>();
   private final Map<Long, MemoryUnit> live = new ConcurrentHashMap<>();
   private final AtomicLong bytes = new AtomicLong();
   private final AtomicLong peak = new AtomicLong();
@@ -60,7 +60,7 @@ public final class RegisteredAllocator implements AutoCloseable {
   private final AtomicLong direct = new AtomicLong();
   private volatile boolean closed;
 
-  private RegisteredAllocator(String name, RegisteredAllocator parent, boolean stacks, long limit) {
+  private MemoryAllocator(String name, MemoryAllocator parent, boolean stacks, long limit) {
     if (limit < 0) {
       throw new IllegalArgumentException("limit of '" + name + "' must be >= 0, got " + limit);
     }
@@ -73,7 +73,7 @@ public final class RegisteredAllocator implements AutoCloseable {
   }
 
   /** A root allocator; allocation stacks as {@value #STACKS_PROPERTY} says (off by default). */
-  public static RegisteredAllocator root(String name) {
+  public static MemoryAllocator root(String name) {
     return root(name, Long.MAX_VALUE);
   }
 
@@ -81,7 +81,7 @@ public final class RegisteredAllocator implements AutoCloseable {
    * A root allocator whose registered bytes never pass {@code limit}; allocation stacks as {@value
    * #STACKS_PROPERTY} says.
    */
-  public static RegisteredAllocator root(String name, long limit) {
+  public static MemoryAllocator root(String name, long limit) {
     return root(
         name,
         limit,
@@ -89,13 +89,13 @@ public final class RegisteredAllocator implements AutoCloseable {
   }
 
   /** A root allocator, recording allocation stacks when {@code allocationStacks}. */
-  public static RegisteredAllocator root(String name, boolean allocationStacks) {
+  public static MemoryAllocator root(String name, boolean allocationStacks) {
     return root(name, Long.MAX_VALUE, allocationStacks);
   }
 
   /** A root allocator with a limit on its registered bytes. */
-  public static RegisteredAllocator root(String name, long limit, boolean allocationStacks) {
-    return new RegisteredAllocator(name, null, allocationStacks, limit);
+  public static MemoryAllocator root(String name, long limit, boolean allocationStacks) {
+    return new MemoryAllocator(name, null, allocationStacks, limit);
   }
 
   /**
@@ -103,7 +103,7 @@ public final class RegisteredAllocator implements AutoCloseable {
    *
    * @throws IllegalStateException when this allocator is closed
    */
-  public RegisteredAllocator newChild(String childName) {
+  public MemoryAllocator newChild(String childName) {
     return newChild(childName, Long.MAX_VALUE);
   }
 
@@ -112,9 +112,9 @@ public final class RegisteredAllocator implements AutoCloseable {
    *
    * @throws IllegalStateException when this allocator is closed
    */
-  public RegisteredAllocator newChild(String childName, long limit) {
+  public MemoryAllocator newChild(String childName, long limit) {
     ensureOpen("new child '" + childName + "'");
-    RegisteredAllocator c = new RegisteredAllocator(childName, this, stacks, limit);
+    MemoryAllocator c = new MemoryAllocator(childName, this, stacks, limit);
     children.add(c);
     if (closed) { // lost a race with close(): do not leave a child the close did not see
       children.remove(c);
@@ -137,7 +137,7 @@ public final class RegisteredAllocator implements AutoCloseable {
     ensureOpen("allocation of " + size + " bytes (" + what + ")");
     MemoryUnit u = newUnit(size, MemoryUnit.Kind.PIECE, what, free);
     allocations.incrementAndGet();
-    for (RegisteredAllocator a = this; a != null; a = a.parent) {
+    for (MemoryAllocator a = this; a != null; a = a.parent) {
       long now = a.bytes.addAndGet(size);
       a.units.incrementAndGet();
       a.peak.accumulateAndGet(now, Math::max);
@@ -163,10 +163,10 @@ public final class RegisteredAllocator implements AutoCloseable {
       throw new IllegalArgumentException("reserve() takes registered or direct memory, not pieces");
     }
     ensureOpen("reservation of " + size + " bytes (" + what + ")");
-    for (RegisteredAllocator a = this; a != null; a = a.parent) {
+    for (MemoryAllocator a = this; a != null; a = a.parent) {
       if (!a.tryReserve(size, kind)) {
         long held = a.reserved.get();
-        for (RegisteredAllocator b = this; b != a; b = b.parent) {
+        for (MemoryAllocator b = this; b != a; b = b.parent) {
           b.unreserve(size, kind);
         }
         throw new LimitExceededException(a, held, size, a.limit);
@@ -211,7 +211,7 @@ public final class RegisteredAllocator implements AutoCloseable {
 
   void unitFreed(MemoryUnit u) {
     live.remove(u.id());
-    for (RegisteredAllocator a = this; a != null; a = a.parent) {
+    for (MemoryAllocator a = this; a != null; a = a.parent) {
       if (u.kind() == MemoryUnit.Kind.PIECE) {
         a.bytes.addAndGet(-u.size());
         a.units.decrementAndGet();
@@ -237,12 +237,12 @@ public final class RegisteredAllocator implements AutoCloseable {
   }
 
   /** The parent; null for a root. */
-  public RegisteredAllocator parent() {
+  public MemoryAllocator parent() {
     return parent;
   }
 
   /** Children, oldest first: open ones, and closed ones that still hold leaked units. */
-  public List<RegisteredAllocator> children() {
+  public List<MemoryAllocator> children() {
     return List.copyOf(children);
   }
 
@@ -345,7 +345,7 @@ public final class RegisteredAllocator implements AutoCloseable {
     for (MemoryUnit u : ownLiveUnits()) {
       b.append(indent).append("  - ").append(u).append('\n');
     }
-    for (RegisteredAllocator c : children) {
+    for (MemoryAllocator c : children) {
       c.dump(b, indent + "  ");
     }
   }
@@ -363,7 +363,7 @@ public final class RegisteredAllocator implements AutoCloseable {
       }
       closed = true;
     }
-    List<RegisteredAllocator> kids = new ArrayList<>(children);
+    List<MemoryAllocator> kids = new ArrayList<>(children);
     for (int i = kids.size() - 1; i >= 0; i--) {
       kids.get(i).close();
     }
@@ -380,7 +380,7 @@ public final class RegisteredAllocator implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "RegisteredAllocator{"
+    return "MemoryAllocator{"
         + path()
         + ", "
         + bytes.get()

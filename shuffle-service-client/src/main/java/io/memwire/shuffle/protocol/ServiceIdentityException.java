@@ -1,4 +1,4 @@
-package io.memwire.shuffle.service.protocol;
+package io.memwire.shuffle.protocol;
 
 import java.io.IOException;
 
