@@ -2,9 +2,10 @@ package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
@@ -42,8 +43,12 @@ final class BlockEnds {
     void retry(List<Wanted> blocks, FallbackCause cause, String reason);
   }
 
-  /** Blocks ended so far (by identity: {@link Wanted} has no value equality). */
-  private final Set<Wanted> ended = ConcurrentHashMap.newKeySet();
+  /**
+   * Blocks ended so far, by identity: each {@link Wanted} of a request is its own block, even where
+   * two are equal as values.
+   */
+  private final Set<Wanted> ended =
+      Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
 
   BlockEnds(
       Peer peer,
@@ -98,11 +103,11 @@ final class BlockEnds {
     if (firstDelivered.compareAndSet(false, true)) {
       metrics.firstBlock((System.nanoTime() - startNanos) / 1000);
     }
-    metrics.delivered(w.batch, bytes, toDisk != null);
+    metrics.delivered(w.batch(), bytes, toDisk != null);
     try {
-      listener.onBlockFetchSuccess(w.id, buf);
+      listener.onBlockFetchSuccess(w.id(), buf);
     } catch (RuntimeException e) {
-      LOG.warn("Spark's fetch listener failed for {}", w.id, e);
+      LOG.warn("Spark's fetch listener failed for {}", w.id(), e);
     } finally {
       buf.release();
     }
@@ -112,7 +117,7 @@ final class BlockEnds {
   void fail(Wanted w, Throwable e) {
     if (claim(w)) {
       metrics.failed(1);
-      listener.onBlockFetchFailure(w.id, e);
+      listener.onBlockFetchFailure(w.id(), e);
     }
   }
 
@@ -126,7 +131,7 @@ final class BlockEnds {
     for (Wanted w : ws) {
       if (claim(w)) {
         claimed.add(w);
-        ids.add(w.id);
+        ids.add(w.id());
       }
     }
     if (!claimed.isEmpty()

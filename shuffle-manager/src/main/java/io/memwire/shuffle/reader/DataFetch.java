@@ -76,7 +76,7 @@ final class DataFetch implements BlockSource {
       batch = link.read(reqs);
     } catch (RuntimeException e) {
       ends.fallback(
-          blocksOf(blocks.subList(from, blocks.size())),
+          LocatedBlock.blocksOf(blocks.subList(from, blocks.size())),
           FallbackCause.READ,
           "data read failed: " + e);
       return;
@@ -92,7 +92,7 @@ final class DataFetch implements BlockSource {
                   ends.fallback(
                       List.of(b.block()),
                       FallbackCause.READ,
-                      "data read failed: " + FetchRequest.rootMessage(err));
+                      "data read failed: " + Failures.rootMessage(err));
                 } else {
                   checkAndDeliver(b, buf, null);
                 }
@@ -150,7 +150,7 @@ final class DataFetch implements BlockSource {
         again.whenComplete(
             (buf2, err) -> {
               if (err != null) {
-                rereadFailed(b, m, FetchRequest.rootMessage(err));
+                rereadFailed(b, m, Failures.rootMessage(err));
               } else {
                 checkAndDeliver(b, buf2, m);
               }
@@ -164,11 +164,5 @@ final class DataFetch implements BlockSource {
   private void rereadFailed(LocatedBlock b, BlockChecksum.Mismatch m, String why) {
     ctx.drop(shuffleId, b.source());
     ends.fail(b.block(), ChecksumMismatchException.unconfirmed(b, link.execId(), m, why));
-  }
-
-  static List<Wanted> blocksOf(List<LocatedBlock> located) {
-    List<Wanted> out = new ArrayList<>(located.size());
-    located.forEach(b -> out.add(b.block()));
-    return out;
   }
 }

@@ -63,7 +63,7 @@ final class FetchRequest {
 
   /** Connects to the peer and starts the stages (task thread). */
   void start() {
-    RemoteRegion any = maps.get(0).key().pointer().region();
+    RemoteRegion any = maps.get(0).route().pointer().region();
     Connection connection;
     try {
       connection = ctx.node.connection(any.node());
@@ -85,7 +85,8 @@ final class FetchRequest {
             .exceptionally(
                 e -> {
                   LOG.warn("reading directory slots from {} failed", peer, e);
-                  ends.fallback(all(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                  ends.fallback(
+                      all(), FallbackCause.INTERNAL, "internal error: " + Failures.unwrap(e));
                   return null;
                 });
   }
@@ -135,7 +136,9 @@ final class FetchRequest {
                     } catch (RuntimeException e) {
                       LOG.warn("{} of {} failed", group.step(), peer, e);
                       ends.fallback(
-                          group.blocks(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                          group.blocks(),
+                          FallbackCause.INTERNAL,
+                          "internal error: " + Failures.unwrap(e));
                     }
                   });
     }
@@ -143,17 +146,17 @@ final class FetchRequest {
 
   /** The slotted map outputs in the order of the request, each with its blocks not ended yet. */
   private List<SlottedBlocks> inRequestOrder(List<SlottedBlocks> slotted) {
-    Map<ReadContext.SlotKey, SlottedBlocks> byKey = new LinkedHashMap<>();
-    slotted.forEach(s -> byKey.put(s.map().key(), s));
+    Map<Route, SlottedBlocks> byKey = new LinkedHashMap<>();
+    slotted.forEach(s -> byKey.put(s.map().route(), s));
     List<SlottedBlocks> out = new ArrayList<>();
     for (MapBlocks m : maps) {
-      SlottedBlocks s = byKey.get(m.key());
+      SlottedBlocks s = byKey.get(m.route());
       if (s == null) {
         continue;
       }
       List<Wanted> pending = ends.pending(m.blocks());
       if (!pending.isEmpty()) {
-        out.add(new SlottedBlocks(new MapBlocks(m.key(), pending), s.slot()));
+        out.add(new SlottedBlocks(new MapBlocks(m.route(), pending), s.slot()));
       }
     }
     return out;
@@ -163,18 +166,5 @@ final class FetchRequest {
     List<Wanted> list = new ArrayList<>();
     maps.forEach(m -> list.addAll(m.blocks()));
     return list;
-  }
-
-  private static Throwable unwrap(Throwable e) {
-    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-  }
-
-  static String rootMessage(Throwable t) {
-    Throwable c = t;
-    while ((c instanceof CompletionException || (c.getCause() != null && c.getMessage() == null))
-        && c.getCause() != null) {
-      c = c.getCause();
-    }
-    return String.valueOf(c.getMessage());
   }
 }

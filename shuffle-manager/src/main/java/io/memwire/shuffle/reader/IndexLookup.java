@@ -70,7 +70,7 @@ final class IndexLookup {
     for (SlottedBlocks m : maps) {
       List<Wanted> blocks = m.map().blocks();
       DirectorySlot slot = m.slot();
-      ReadContext.MapOutput cached = ctx.cached(shuffleId, m.map().key(), slot.mapId());
+      MapOutput cached = ctx.cached(shuffleId, m.map().route(), slot.mapId());
       if (slot.entries() != null) {
         // Read with the slot in this request's slot batch: no index read.
         atOnce.addAll(blocks);
@@ -86,7 +86,7 @@ final class IndexLookup {
       } else if (ctx.wantsWholeIndex(slot.index().length())) {
         CompletableFuture<long[]> mine = new CompletableFuture<>();
         CompletableFuture<long[]> other =
-            ctx.joinIndexLoad(shuffleId, m.map().key(), slot.mapId(), mine);
+            ctx.joinIndexLoad(shuffleId, m.map().route(), slot.mapId(), mine);
         if (other == null) {
           reads.add(new IndexRead(m, blocks, mine));
           reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
@@ -101,8 +101,8 @@ final class IndexLookup {
         }
       } else {
         for (Wanted w : blocks) {
-          long from = (long) w.start * 8;
-          int len = (w.end - w.start + 1) * 8;
+          long from = (long) w.start() * 8;
+          int len = (w.end() - w.start() + 1) * 8;
           if (from + len > slot.index().length()) {
             atOnce.add(w);
             misses.add(new Miss.Failure(List.of(w), outsideIndex(w, slot)));
@@ -181,7 +181,7 @@ final class IndexLookup {
         error = e.getCause();
         cause = "index read failed: " + error.getMessage();
         if (x.load != null) {
-          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, error);
+          ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, error);
         }
         continue;
       }
@@ -190,7 +190,7 @@ final class IndexLookup {
         if (x.load == null) {
           Wanted w = x.blocks.get(0);
           ctx.metrics.indexEntriesRead();
-          long[] entries = new long[w.end - w.start + 1];
+          long[] entries = new long[w.end() - w.start() + 1];
           for (int k = 0; k < entries.length; k++) {
             entries[k] = b.getLong(k * 8);
           }
@@ -210,11 +210,11 @@ final class IndexLookup {
                         + " bytes for a data file of "
                         + slot.dataLength()
                         + " bytes)");
-            ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, e);
+            ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, e);
             misses.add(new Miss.Failure(x.blocks, e));
             continue;
           }
-          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, offsets, null);
+          ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, offsets, null);
           for (Wanted w : x.blocks) {
             locate(w, x.map, offsets, data, misses, unreadable);
           }
@@ -241,7 +241,7 @@ final class IndexLookup {
   private void endLoads(List<IndexRead> reads, Throwable cause) {
     for (IndexRead x : reads) {
       if (x.load != null) {
-        ctx.indexLoaded(shuffleId, x.map.map().key(), x.map.slot(), x.load, null, cause);
+        ctx.indexLoaded(shuffleId, x.map.map().route(), x.map.slot(), x.load, null, cause);
       }
     }
   }
@@ -255,10 +255,7 @@ final class IndexLookup {
     if (err != null) {
       return Found.none(
           new Miss.Fallback(
-              blocks,
-              FallbackCause.READ,
-              "index read failed: " + FetchRequest.rootMessage(err),
-              err));
+              blocks, FallbackCause.READ, "index read failed: " + Failures.rootMessage(err), err));
     }
     List<LocatedBlock> data = new ArrayList<>();
     List<Miss> misses = new ArrayList<>();
@@ -280,10 +277,10 @@ final class IndexLookup {
       List<LocatedBlock> data,
       List<Miss> misses,
       List<Wanted> tooLarge) {
-    if (w.end >= offsets.length) {
+    if (w.end() >= offsets.length) {
       misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
     } else {
-      locate(w, m, offsets, w.start, data, misses, tooLarge);
+      locate(w, m, offsets, w.start(), data, misses, tooLarge);
     }
   }
 
@@ -301,8 +298,8 @@ final class IndexLookup {
       List<Wanted> tooLarge) {
     DirectorySlot slot = m.slot();
     long first = entries[from];
-    long last = entries[from + w.end - w.start];
-    for (int k = from + 1; k <= from + w.end - w.start; k++) {
+    long last = entries[from + w.end() - w.start()];
+    for (int k = from + 1; k <= from + w.end() - w.start(); k++) {
       if (entries[k] < entries[k - 1]) {
         last = -1; // entries within a batch block that decrease: invalid
       }
@@ -313,7 +310,7 @@ final class IndexLookup {
               List.of(w),
               new IOException(
                   "index entries of block "
-                      + w.id
+                      + w.id()
                       + " are invalid: ["
                       + first
                       + ", "
@@ -327,20 +324,20 @@ final class IndexLookup {
       data.add(
           new LocatedBlock(
               w,
-              m.map().key(),
+              m.map().route(),
               slot.data(),
               first,
               last - first,
-              BlockChecksum.of(slot.checksums(), w.start, w.end, entries, from)));
+              BlockChecksum.of(slot.checksums(), w.start(), w.end(), entries, from)));
     }
   }
 
   private static IOException outsideIndex(Wanted w, DirectorySlot slot) {
     return new IOException(
         "block "
-            + w.id
+            + w.id()
             + " is outside map output "
-            + w.mapId
+            + w.mapId()
             + "'s index of "
             + slot.index().length()
             + " bytes");

@@ -2,7 +2,6 @@ package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.shuffle.directory.ChecksumAlgorithm;
-import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.OutputChecksums;
 import java.io.IOException;
 import java.time.Duration;
@@ -46,9 +45,6 @@ import org.slf4j.LoggerFactory;
  * Spark's client runs on {@code memwire-shuffle-fallback-N}.
  */
 public final class RdmaBlockStoreClient extends BlockStoreClient {
-  /** Where a map output's slot is: its directory chunk and its map index. */
-  public record Route(DirectoryPointer pointer, int mapIndex) {}
-
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
 
   /** How long a diagnosis waits for its read (Spark's own diagnosis waits on an RPC). */
@@ -101,23 +97,23 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     List<String> viaSpark = new ArrayList<>();
     String reason = null;
     FallbackCause cause = null;
-    Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
+    Map<Route, List<Wanted>> byMap = new LinkedHashMap<>();
     for (String id : blockIds) {
       Wanted w = parse(id);
       if (w == null) {
         viaSpark.add(id);
         reason = "no memwire directory published for its map outputs";
         cause = FallbackCause.NO_DIRECTORY;
-      } else if (w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
+      } else if (w.route().pointer().region().segments().get(0).provider() != ctx.node.provider()) {
         viaSpark.add(id);
         reason =
             "peer serves over "
-                + w.route.pointer().region().segments().get(0).provider()
+                + w.route().pointer().region().segments().get(0).provider()
                 + ", this executor reads over "
                 + ctx.node.provider();
         cause = FallbackCause.PROVIDER_MISMATCH;
       } else {
-        byMap.computeIfAbsent(w.slotKey(), k -> new ArrayList<>()).add(w);
+        byMap.computeIfAbsent(w.route(), k -> new ArrayList<>()).add(w);
       }
     }
     if (!viaSpark.isEmpty()) {
@@ -133,7 +129,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
 
   private FetchRequest request(
       Peer peer,
-      Map<ReadContext.SlotKey, List<Wanted>> byMap,
+      Map<Route, List<Wanted>> byMap,
       BlockFetchingListener listener,
       DownloadFileManager downloadFileManager) {
     List<MapBlocks> maps = new ArrayList<>(byMap.size());
@@ -227,7 +223,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
             ? parse(new ShuffleBlockId(shuffleId, mapId, reduceId).name())
             : null;
     if (w == null
-        || w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
+        || w.route().pointer().region().segments().get(0).provider() != ctx.node.provider()) {
       try {
         return spark.diagnoseCorruption(
             host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
@@ -238,7 +234,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     Cause c = diagnose(new Peer(host, port, execId), w, checksum, algorithm);
     LOG.info(
         "Diagnosed corrupt block {} from executor {} ({} {}): {}",
-        w.id,
+        w.id(),
         execId,
         algorithm,
         checksum,
@@ -267,8 +263,8 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
             read.completeExceptionally(e);
           }
         };
-    Map<ReadContext.SlotKey, List<Wanted>> one = new LinkedHashMap<>();
-    one.put(w.slotKey(), List.of(w));
+    Map<Route, List<Wanted>> one = new LinkedHashMap<>();
+    one.put(w.route(), List.of(w));
     request(peer, one, l, null).start();
     ManagedBuffer data;
     try {
@@ -285,14 +281,14 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       return Cause.UNKNOWN_ISSUE;
     }
     try {
-      ReadContext.MapOutput o = ctx.cached(shuffleId, w.slotKey(), w.mapId);
+      MapOutput o = ctx.cached(shuffleId, w.route(), w.mapId());
       OutputChecksums sums = o == null ? null : o.slot().checksums();
-      if (sums == null || sums.algorithm() != a || w.start >= sums.values().length) {
+      if (sums == null || sums.algorithm() != a || w.start() >= sums.values().length) {
         return Cause.UNKNOWN_ISSUE;
       }
       Checksum sum = a.newChecksum();
       sum.update(data.nioByteBuffer());
-      long stored = sums.values()[w.start];
+      long stored = sums.values()[w.start()];
       if (sum.getValue() != stored) {
         return Cause.DISK_ISSUE;
       }

@@ -92,7 +92,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     // Learn each map output's directory pointer, then give Spark the same blocks again.
     List<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> groups = new ArrayList<>();
-    Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+    Map<Long, Route> routes = new HashMap<>();
     while (blocksByAddress.hasNext()) {
       Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>> g = blocksByAddress.next();
       groups.add(g);
@@ -106,9 +106,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       while (it.hasNext()) {
         Tuple3<BlockId, Object, Object> b = it.next();
         if (b._1() instanceof ShuffleBlockId) {
-          routes.put(
-              ((ShuffleBlockId) b._1()).mapId(),
-              new RdmaBlockStoreClient.Route(pointer.get(), (Integer) b._3()));
+          routes.put(((ShuffleBlockId) b._1()).mapId(), new Route(pointer.get(), (Integer) b._3()));
         }
       }
     }

@@ -3,7 +3,6 @@ package io.memwire.shuffle.reader;
 import io.memwire.shuffle.PeerReadLatencies;
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.compat.SparkCompat;
-import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.TransferNode;
 import java.nio.ByteBuffer;
@@ -61,7 +60,7 @@ public final class ReadContext implements AutoCloseable {
   private final long indexCacheBudget;
   private volatile TransportConf transportConf;
   private final AtomicLong indexCacheBytes = new AtomicLong();
-  private final Map<Integer, Map<SlotKey, MapOutput>> outputs = new ConcurrentHashMap<>();
+  private final Map<Integer, Map<Route, MapOutput>> outputs = new ConcurrentHashMap<>();
 
   /** Whole-index reads under way, so concurrent tasks of this executor share one. */
   private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
@@ -150,27 +149,18 @@ public final class ReadContext implements AutoCloseable {
             });
   }
 
-  /** Where one slot lives: a directory chunk and a map index. */
-  record SlotKey(DirectoryPointer pointer, int mapIndex) {}
-
   /** One map output's whole-index read: which shuffle, slot and map id. */
-  private record LoadKey(int shuffleId, SlotKey key, long mapId) {}
-
-  /**
-   * What is known of one map output: its slot, and its index entries when they were read whole and
-   * kept (else null).
-   */
-  record MapOutput(DirectorySlot slot, long[] offsets) {}
+  private record LoadKey(int shuffleId, Route key, long mapId) {}
 
   /** The cached entry of a map output, or null when it is not cached under this map id. */
-  MapOutput cached(int shuffleId, SlotKey key, long mapId) {
-    Map<SlotKey, MapOutput> m = outputs.get(shuffleId);
+  MapOutput cached(int shuffleId, Route key, long mapId) {
+    Map<Route, MapOutput> m = outputs.get(shuffleId);
     MapOutput o = m == null ? null : m.get(key);
     return o != null && o.slot().mapId() == mapId ? o : null;
   }
 
-  void cacheSlot(int shuffleId, SlotKey key, DirectorySlot slot) {
-    Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+  void cacheSlot(int shuffleId, Route key, DirectorySlot slot) {
+    Map<Route, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
     if (m.size() < MAX_CACHED_SLOTS_PER_SHUFFLE) {
       m.compute(
           key,
@@ -187,9 +177,9 @@ public final class ReadContext implements AutoCloseable {
   }
 
   /** Keeps a map output's whole index, within the budget. */
-  void cacheIndex(int shuffleId, SlotKey key, DirectorySlot slot, long[] offsets) {
+  void cacheIndex(int shuffleId, Route key, DirectorySlot slot, long[] offsets) {
     long bytes = offsets.length * 8L;
-    Map<SlotKey, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+    Map<Route, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
     m.compute(
         key,
         (k, old) -> {
@@ -218,7 +208,7 @@ public final class ReadContext implements AutoCloseable {
    * {@link #indexLoaded}), else the future of the load already under way.
    */
   CompletableFuture<long[]> joinIndexLoad(
-      int shuffleId, SlotKey key, long mapId, CompletableFuture<long[]> mine) {
+      int shuffleId, Route key, long mapId, CompletableFuture<long[]> mine) {
     return loading.putIfAbsent(new LoadKey(shuffleId, key, mapId), mine);
   }
 
@@ -228,7 +218,7 @@ public final class ReadContext implements AutoCloseable {
    */
   void indexLoaded(
       int shuffleId,
-      SlotKey key,
+      Route key,
       DirectorySlot slot,
       CompletableFuture<long[]> mine,
       long[] offsets,
@@ -245,8 +235,8 @@ public final class ReadContext implements AutoCloseable {
   }
 
   /** Forgets one map output (its slot was stale or a read from it failed). */
-  void drop(int shuffleId, SlotKey key) {
-    Map<SlotKey, MapOutput> m = outputs.get(shuffleId);
+  void drop(int shuffleId, Route key) {
+    Map<Route, MapOutput> m = outputs.get(shuffleId);
     if (m != null) {
       m.computeIfPresent(key, (k, old) -> replaced(old, null));
     }
@@ -254,7 +244,7 @@ public final class ReadContext implements AutoCloseable {
 
   /** Forgets what is known of a shuffle's map outputs (it was unregistered). */
   public void forget(int shuffleId) {
-    Map<SlotKey, MapOutput> m = outputs.remove(shuffleId);
+    Map<Route, MapOutput> m = outputs.remove(shuffleId);
     if (m != null) {
       m.keySet().forEach(k -> m.computeIfPresent(k, (kk, old) -> replaced(old, null)));
     }

@@ -47,7 +47,7 @@ final class Reresolve implements BlockEnds.Retry {
   public void retry(List<Wanted> blocks, FallbackCause cause, String reason) {
     Map<DirectoryPointer, List<Wanted>> byPointer = new LinkedHashMap<>();
     blocks.forEach(
-        w -> byPointer.computeIfAbsent(w.route.pointer(), k -> new ArrayList<>()).add(w));
+        w -> byPointer.computeIfAbsent(w.route().pointer(), k -> new ArrayList<>()).add(w));
     byPointer.forEach(
         (old, ws) -> {
           boolean[] fresh = {false};
@@ -62,8 +62,7 @@ final class Reresolve implements BlockEnds.Retry {
                         if (err != null || now.equals(old)) {
                           String why =
                               err != null
-                                  ? "its pointer was not re-resolved: "
-                                      + FetchRequest.rootMessage(err)
+                                  ? "its pointer was not re-resolved: " + Failures.rootMessage(err)
                                   : "its pointer resolved to itself";
                           handOver(ws, cause, reason + "; " + why);
                         } else {
@@ -76,17 +75,10 @@ final class Reresolve implements BlockEnds.Retry {
 
   /** Reads {@code ws} again from {@code now}, with no second chance. */
   private void readAgain(List<Wanted> ws, DirectoryPointer now) {
-    Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
+    Map<Route, List<Wanted>> byMap = new LinkedHashMap<>();
     for (Wanted w : ws) {
-      Wanted moved =
-          new Wanted(
-              w.id,
-              w.mapId,
-              new RdmaBlockStoreClient.Route(now, w.route.mapIndex()),
-              w.start,
-              w.end,
-              w.batch);
-      byMap.computeIfAbsent(moved.slotKey(), k -> new ArrayList<>()).add(moved);
+      Wanted moved = w.movedTo(now);
+      byMap.computeIfAbsent(moved.route(), k -> new ArrayList<>()).add(moved);
     }
     List<MapBlocks> maps = new ArrayList<>();
     byMap.forEach((k, list) -> maps.add(new MapBlocks(k, list)));
@@ -96,7 +88,7 @@ final class Reresolve implements BlockEnds.Retry {
 
   private void handOver(List<Wanted> ws, FallbackCause cause, String reason) {
     List<String> ids = new ArrayList<>();
-    ws.forEach(w -> ids.add(w.id));
+    ws.forEach(w -> ids.add(w.id()));
     fallback.handOver(peer, ids, listener, toDisk, cause, reason, true);
   }
 }

@@ -63,7 +63,7 @@ final class SlotLookup {
     List<SlottedBlocks> cached = new ArrayList<>();
     List<MapBlocks> missing = new ArrayList<>();
     for (MapBlocks m : maps) {
-      ReadContext.MapOutput o = ctx.cached(shuffleId, m.key(), m.mapId());
+      MapOutput o = ctx.cached(shuffleId, m.route(), m.mapId());
       if (o != null) {
         cached.add(new SlottedBlocks(m, o.slot()));
       } else {
@@ -90,7 +90,7 @@ final class SlotLookup {
   private CompletableFuture<Result> read(List<MapBlocks> maps, boolean reread) {
     List<ReadRequest> reqs = new ArrayList<>(maps.size());
     for (MapBlocks m : maps) {
-      ReadContext.SlotKey k = m.key();
+      Route k = m.route();
       reqs.add(
           ReadRequest.of(
               k.pointer().region(),
@@ -135,24 +135,24 @@ final class SlotLookup {
       try {
         slot =
             DirectorySlot.read(
-                buf.nioBuffer(), m.key().pointer().entries(), m.key().pointer().checksums());
+                buf.nioBuffer(), m.route().pointer().entries(), m.route().pointer().checksums());
       } finally {
         buf.release();
       }
-      if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.key().mapIndex()) {
+      if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.route().mapIndex()) {
         DirectorySlot header = slot.withoutEntries();
-        ctx.cacheSlot(shuffleId, m.key(), header);
+        ctx.cacheSlot(shuffleId, m.route(), header);
         if (slot.entries() == null) {
           slotted.add(new SlottedBlocks(m, slot));
         } else if (IndexFile.valid(slot.entries(), slot.dataLength())) {
           ctx.metrics.wholeIndexRead();
-          ctx.cacheIndex(shuffleId, m.key(), header, slot.entries());
+          ctx.cacheIndex(shuffleId, m.route(), header, slot.entries());
           slotted.add(new SlottedBlocks(m, slot));
         } else {
           misses.add(new Miss.Failure(m.blocks(), invalidEntries(slot)));
         }
       } else {
-        ctx.drop(shuffleId, m.key());
+        ctx.drop(shuffleId, m.route());
         stale.add(m);
       }
     }
@@ -169,7 +169,7 @@ final class SlotLookup {
               m.blocks(),
               new IOException(
                   "shuffle directory slot for map index "
-                      + m.key().mapIndex()
+                      + m.route().mapIndex()
                       + " on executor "
                       + peer.execId()
                       + " does not hold map output "

@@ -115,7 +115,7 @@ final class ToDiskFetch implements BlockSource {
               if (err != null) {
                 discard(file, channel);
                 ctx.drop(shuffleId, b.source());
-                readFailed(blocks, i, a, FetchRequest.rootMessage(err));
+                readFailed(blocks, i, a, Failures.rootMessage(err));
                 return;
               }
               try {
@@ -198,7 +198,7 @@ final class ToDiskFetch implements BlockSource {
       from = i + 1;
     }
     ends.fallback(
-        DataFetch.blocksOf(blocks.subList(from, blocks.size())),
+        LocatedBlock.blocksOf(blocks.subList(from, blocks.size())),
         FallbackCause.READ,
         "data read failed: " + why);
   }

@@ -83,12 +83,7 @@ class BlockEndsTest {
 
   private static Wanted block(int reduceId) {
     return new Wanted(
-        "shuffle_1_5_" + reduceId,
-        5,
-        new RdmaBlockStoreClient.Route(POINTER, 0),
-        reduceId,
-        reduceId + 1,
-        false);
+        "shuffle_1_5_" + reduceId, 5, new Route(POINTER, 0), reduceId, reduceId + 1, false);
   }
 
   @Test
@@ -105,8 +100,8 @@ class BlockEndsTest {
     ctx.fallbackThreads.shutdown();
     ctx.fallbackThreads.awaitTermination(30, TimeUnit.SECONDS);
 
-    assertEquals(List.of(List.of(a.id)), handedOver, "handed to Spark once");
-    assertEquals(Map.of(b.id, failed.get(b.id)), failed, "only b fails");
+    assertEquals(List.of(List.of(a.id())), handedOver, "handed to Spark once");
+    assertEquals(Map.of(b.id(), failed.get(b.id())), failed, "only b fails");
     assertEquals(List.of(), delivered);
     assertEquals(1, late.released, "a late buffer goes back");
     assertEquals(1, counters.fallbackBlocks(FallbackCause.READ));
@@ -124,8 +119,8 @@ class BlockEndsTest {
     ends.fail(a, new IOException("too late"));
     ends.fallback(List.of(a), FallbackCause.READ, "too late");
 
-    assertEquals(List.of(a.id, "shuffle_1_5_1"), delivered);
-    assertSame(null, failed.get(a.id));
+    assertEquals(List.of(a.id(), "shuffle_1_5_1"), delivered);
+    assertSame(null, failed.get(a.id()));
     assertEquals(List.of(), handedOver);
     assertEquals(1, buf.released, "our reference is released after Spark's listener");
     assertEquals(2, counters.rdmaBlocks.sum());

@@ -72,7 +72,7 @@ class ChecksumReadPathTest {
   private final List<ByteBuffer> dataBuffers = new ArrayList<>();
   private final List<long[]> offsets = new ArrayList<>();
   private final List<byte[]> data = new ArrayList<>();
-  private final Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+  private final Map<Long, Route> routes = new HashMap<>();
   private final ShuffleCounters counters = new ShuffleCounters();
   private final Spark spark = new Spark();
   private ByteBuffer chunk;
@@ -104,7 +104,7 @@ class ChecksumReadPathTest {
       offsets.add(off);
       data.add(bytes);
       writeSlot(m, sums(algorithm, bytes, off));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
     ctx = new ReadContext(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
   }

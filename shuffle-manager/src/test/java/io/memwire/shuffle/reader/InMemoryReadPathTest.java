@@ -70,7 +70,7 @@ class InMemoryReadPathTest {
   private final List<MemoryRegion> dataRegions = new ArrayList<>();
   private final List<long[]> offsets = new ArrayList<>();
   private final List<byte[]> data = new ArrayList<>();
-  private final Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+  private final Map<Long, Route> routes = new HashMap<>();
   private DirectoryPointer pointer;
   private final ShuffleCounters counters = new ShuffleCounters();
   private ReadContext ctx;
@@ -105,7 +105,7 @@ class InMemoryReadPathTest {
       offsets.add(off);
       data.add(bytes);
       writeSlot(m, mapId(m));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
     ctx = newContext(1 << 20);
   }
@@ -208,7 +208,7 @@ class InMemoryReadPathTest {
     pointer = new DirectoryPointer(0, entries, mapNode.register(chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       writeInlineSlot(m, mapId(m));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
   }
 
@@ -378,7 +378,7 @@ class InMemoryReadPathTest {
       assertArrayEquals(expected(0, r, r + 1), spark.ok.get(block(0, r)));
     }
     assertEquals(1, counters.indexReads.sum());
-    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)).offsets());
+    assertNotNull(ctx.cached(SHUFFLE, new Route(pointer, 0), mapId(0)).offsets());
   }
 
   @Test
@@ -431,9 +431,9 @@ class InMemoryReadPathTest {
     }
     assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
     assertNull(
-        ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)),
+        ctx.cached(SHUFFLE, new Route(pointer, 0), mapId(0)),
         "a map output whose read failed is read afresh next time");
-    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+    assertNotNull(ctx.cached(SHUFFLE, new Route(pointer, 1), mapId(1)));
   }
 
   @Test
@@ -487,7 +487,7 @@ class InMemoryReadPathTest {
   void blocksOfACachedIndexGetTheirDataPostedAfterTheOtherBlocksIndexRead() {
     fetch(task(), null, block(0, 0), block(1, 0));
     spark.awaitEnded(2);
-    ctx.drop(SHUFFLE, new ReadContext.SlotKey(pointer, 1)); // map 1 is located afresh
+    ctx.drop(SHUFFLE, new Route(pointer, 1)); // map 1 is located afresh
     List<String> order = new CopyOnWriteArrayList<>();
     transport.script(
         r -> {
@@ -534,7 +534,7 @@ class InMemoryReadPathTest {
     }
     assertEquals(Set.of(), spark.viaSpark, "an invalid index is no case for Spark's client");
     assertEquals(3, counters.failedBlocks.sum());
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)).offsets());
+    assertNull(ctx.cached(SHUFFLE, new Route(pointer, 0), mapId(0)).offsets());
   }
 
   @Test
@@ -564,7 +564,7 @@ class InMemoryReadPathTest {
     try (var left = java.nio.file.Files.list(tmp)) {
       assertEquals(List.of(), left.toList(), "the partial temp file is deleted");
     }
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)));
+    assertNull(ctx.cached(SHUFFLE, new Route(pointer, 0), mapId(0)));
   }
 
   /** The map node refuses every read of map index {@code m}'s slot (its key is unknown). */
@@ -592,7 +592,7 @@ class InMemoryReadPathTest {
     assertEquals(2, counters.fallbackBlocks.sum(), "counted once, under one cause");
     assertEquals(0, counters.failedBlocks.sum());
     assertEquals(1, counters.rdmaBlocks.sum());
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+    assertNull(ctx.cached(SHUFFLE, new Route(pointer, 1), mapId(1)));
   }
 
   @Test

@@ -67,7 +67,7 @@ class IndexCacheTest {
 
   @Test
   void entriesAreFoundOnlyUnderTheirMapId() {
-    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 3);
+    Route key = new Route(POINTER, 3);
     DirectorySlot s = slot(3, 77, 4, 100);
     ctx.cacheSlot(1, key, s);
     assertSame(s, ctx.cached(1, key, 77).slot());
@@ -89,9 +89,9 @@ class IndexCacheTest {
   void theBudgetBoundsCachedIndexBytesAndEveryWayOutReturnsThem() {
     assertTrue(ctx.wantsWholeIndex(1000));
     assertFalse(ctx.wantsWholeIndex(1008), "beyond the budget of 1000 bytes");
-    ReadContext.SlotKey a = new ReadContext.SlotKey(POINTER, 0);
-    ReadContext.SlotKey b = new ReadContext.SlotKey(POINTER, 1);
-    ReadContext.SlotKey c = new ReadContext.SlotKey(POINTER, 2);
+    Route a = new Route(POINTER, 0);
+    Route b = new Route(POINTER, 1);
+    Route c = new Route(POINTER, 2);
     ctx.cacheIndex(1, a, slot(0, 1, 59, 10), new long[60]); // 480 bytes
     ctx.cacheIndex(1, b, slot(1, 2, 59, 10), new long[60]); // 960
     assertFalse(ctx.wantsWholeIndex(480));
@@ -120,7 +120,7 @@ class IndexCacheTest {
     ReadContext off = new ReadContext(null, 8, 1 << 20, true, 0, new ShuffleCounters());
     try {
       assertFalse(off.wantsWholeIndex(16));
-      ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 0);
+      Route key = new Route(POINTER, 0);
       off.cacheIndex(1, key, slot(0, 1, 1, 10), new long[] {0, 10});
       assertEquals(0, off.indexCacheBytes());
     } finally {
@@ -141,7 +141,7 @@ class IndexCacheTest {
 
   @Test
   void concurrentTasksShareOneWholeIndexLoadAndAFailureReachesThemAll() throws Exception {
-    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 5);
+    Route key = new Route(POINTER, 5);
     DirectorySlot s = slot(5, 50, 2, 30);
     CompletableFuture<long[]> first = new CompletableFuture<>();
     assertNull(ctx.joinIndexLoad(1, key, 50, first), "the first task reads the index");
@@ -156,7 +156,7 @@ class IndexCacheTest {
 
     // A failed load fails its waiters; ending it twice changes nothing, and never ends the load
     // a later task claimed.
-    ReadContext.SlotKey other = new ReadContext.SlotKey(POINTER, 6);
+    Route other = new Route(POINTER, 6);
     DirectorySlot t = slot(6, 60, 2, 30);
     CompletableFuture<long[]> failing = new CompletableFuture<>();
     assertNull(ctx.joinIndexLoad(1, other, 60, failing));

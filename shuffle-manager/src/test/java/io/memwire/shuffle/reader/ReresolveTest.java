@@ -229,14 +229,7 @@ class ReresolveTest {
   private static List<Wanted> blocks(DirectoryPointer p, int... reduceIds) {
     List<Wanted> ws = new ArrayList<>();
     for (int r : reduceIds) {
-      ws.add(
-          new Wanted(
-              "shuffle_" + SHUFFLE + "_5_" + r,
-              5,
-              new RdmaBlockStoreClient.Route(p, 0),
-              r,
-              r + 1,
-              false));
+      ws.add(new Wanted("shuffle_" + SHUFFLE + "_5_" + r, 5, new Route(p, 0), r, r + 1, false));
     }
     return ws;
   }
