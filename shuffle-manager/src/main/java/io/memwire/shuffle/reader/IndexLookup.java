@@ -16,10 +16,10 @@ import java.util.concurrent.CompletionException;
 
 /**
  * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index:
- * the entries read inline with its slot, the index cached whole in {@link ReadContext}, or read in
- * one batch (whole, when the cache has room, else the block's entries). A function of the slotted
- * map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or entry
- * fails its blocks, a failed read and a block too large for one read go to Spark's client.
+ * the entries read inline with its slot, the index cached whole in {@link MapOutputCache}, or read
+ * in one batch (whole, when the cache has room, else the block's entries). A function of the
+ * slotted map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or
+ * entry fails its blocks, a failed read and a block too large for one read go to Spark's client.
  *
  * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
  * task's whole-index load of this executor, then those located at once (cached index), then those
@@ -35,8 +35,9 @@ import java.util.concurrent.CompletionException;
  * the group exceptionally.
  */
 final class IndexLookup {
-  private final ReadContext ctx;
+  private final MapOutputCache cache;
   private final int shuffleId;
+  private final ReadMetrics metrics;
   private final Peer peer;
   private final PeerLink link;
   private final boolean toDisk;
@@ -44,9 +45,16 @@ final class IndexLookup {
   /**
    * @param toDisk whether Spark wants the blocks on disk (then a block may exceed one read)
    */
-  IndexLookup(ReadContext ctx, int shuffleId, Peer peer, PeerLink link, boolean toDisk) {
-    this.ctx = ctx;
+  IndexLookup(
+      MapOutputCache cache,
+      int shuffleId,
+      ReadMetrics metrics,
+      Peer peer,
+      PeerLink link,
+      boolean toDisk) {
+    this.cache = cache;
     this.shuffleId = shuffleId;
+    this.metrics = metrics;
     this.peer = peer;
     this.link = link;
     this.toDisk = toDisk;
@@ -70,7 +78,7 @@ final class IndexLookup {
     for (SlottedBlocks m : maps) {
       List<Wanted> blocks = m.map().blocks();
       DirectorySlot slot = m.slot();
-      MapOutput cached = ctx.cached(shuffleId, m.map().route(), slot.mapId());
+      MapOutput cached = cache.cached(shuffleId, m.map().route(), slot.mapId());
       if (slot.entries() != null) {
         // Read with the slot in this request's slot batch: no index read.
         atOnce.addAll(blocks);
@@ -78,21 +86,21 @@ final class IndexLookup {
           locate(w, m, slot.entries(), located, misses, tooLarge);
         }
       } else if (cached != null && cached.offsets() != null) {
-        ctx.metrics.indexCacheHits(blocks.size());
+        metrics.indexCacheHits(blocks.size());
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
           locate(w, m, cached.offsets(), located, misses, tooLarge);
         }
-      } else if (ctx.wantsWholeIndex(slot.index().length())) {
+      } else if (cache.wantsWholeIndex(slot.index().length())) {
         CompletableFuture<long[]> mine = new CompletableFuture<>();
         CompletableFuture<long[]> other =
-            ctx.joinIndexLoad(shuffleId, m.map().route(), slot.mapId(), mine);
+            cache.joinIndexLoad(shuffleId, m.map().route(), slot.mapId(), mine);
         if (other == null) {
           reads.add(new IndexRead(m, blocks, mine));
           reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
         } else {
           // Another task of this executor is reading this index: use its result.
-          ctx.metrics.indexCacheHits(blocks.size());
+          metrics.indexCacheHits(blocks.size());
           groups.add(
               new Located(
                   "continuing blocks after a shared index read",
@@ -147,7 +155,7 @@ final class IndexLookup {
               Found.none(
                   new Miss.Fallback(reading, FallbackCause.READ, "index read failed: " + ex, ex))));
     }
-    ctx.metrics.metadataBatch();
+    metrics.metadataBatch();
     return new Located(
         "reading index entries",
         reading,
@@ -181,7 +189,7 @@ final class IndexLookup {
         error = e.getCause();
         cause = "index read failed: " + error.getMessage();
         if (x.load != null) {
-          ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, error);
+          cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, error);
         }
         continue;
       }
@@ -189,14 +197,14 @@ final class IndexLookup {
         ByteBuffer b = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
         if (x.load == null) {
           Wanted w = x.blocks.get(0);
-          ctx.metrics.indexEntriesRead();
+          metrics.indexEntriesRead();
           long[] entries = new long[w.end() - w.start() + 1];
           for (int k = 0; k < entries.length; k++) {
             entries[k] = b.getLong(k * 8);
           }
           locate(w, x.map, entries, 0, data, misses, unreadable);
         } else {
-          ctx.metrics.wholeIndexRead();
+          metrics.wholeIndexRead();
           long[] offsets = IndexFile.decode(b, slot.dataLength());
           if (offsets == null) {
             InvalidIndexException e =
@@ -210,11 +218,11 @@ final class IndexLookup {
                         + " bytes for a data file of "
                         + slot.dataLength()
                         + " bytes)");
-            ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, e);
+            cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, e);
             misses.add(new Miss.Failure(x.blocks, e));
             continue;
           }
-          ctx.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, offsets, null);
+          cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, offsets, null);
           for (Wanted w : x.blocks) {
             locate(w, x.map, offsets, data, misses, unreadable);
           }
@@ -241,7 +249,7 @@ final class IndexLookup {
   private void endLoads(List<IndexRead> reads, Throwable cause) {
     for (IndexRead x : reads) {
       if (x.load != null) {
-        ctx.indexLoaded(shuffleId, x.map.map().route(), x.map.slot(), x.load, null, cause);
+        cache.indexLoaded(shuffleId, x.map.map().route(), x.map.slot(), x.load, null, cause);
       }
     }
   }

@@ -50,7 +50,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
   private final TaskContext context;
   private final ShuffleReadMetricsReporter readMetrics;
   private final boolean shouldBatchFetch;
-  private final ReadContext readContext;
+  private final ReadServices services;
 
   public RdmaShuffleReader(
       BaseShuffleHandle<K, ?, C> handle,
@@ -58,13 +58,13 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       TaskContext context,
       ShuffleReadMetricsReporter readMetrics,
       boolean shouldBatchFetch,
-      ReadContext readContext) {
+      ReadServices services) {
     this.handle = handle;
     this.blocksByAddress = blocksByAddress;
     this.context = context;
     this.readMetrics = readMetrics;
     this.shouldBatchFetch = shouldBatchFetch;
-    this.readContext = readContext;
+    this.services = services;
   }
 
   private boolean fetchContinuousBlocksInBatch(SparkConf conf, ShuffleDependency<K, ?, C> dep) {
@@ -112,7 +112,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     }
     RdmaBlockStoreClient client =
         new RdmaBlockStoreClient(
-            readContext, handle.shuffleId(), routes, blockManager.blockStoreClient());
+            services, handle.shuffleId(), routes, blockManager.blockStoreClient());
 
     long maxSizeInFlight =
         SparkCompat.<Long>get(conf, package$.MODULE$.REDUCER_MAX_SIZE_IN_FLIGHT()) * 1024 * 1024;
