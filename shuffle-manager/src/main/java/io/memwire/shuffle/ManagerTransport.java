@@ -5,7 +5,7 @@ import io.memwire.shuffle.conf.ShuffleConf;
 import io.memwire.shuffle.dataio.ServiceMode;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.migration.MigratedOutputs;
-import io.memwire.shuffle.reader.ReadContext;
+import io.memwire.shuffle.reader.ReadServices;
 import io.memwire.shuffle.writer.MapOutputPublisher;
 import io.memwire.shuffle.writer.ServiceLink;
 import io.memwire.transfer.ProviderKind;
@@ -30,7 +30,7 @@ final class ManagerTransport {
   final TransferNode node;
   final ShuffleDirectory directory;
   final MapOutputPublisher publisher;
-  final ReadContext readContext;
+  final ReadServices readContext;
 
   /** The node's shuffle service, or null when this JVM serves its outputs. */
   final ServiceLink service;
@@ -41,7 +41,7 @@ final class ManagerTransport {
       TransferNode node,
       ShuffleDirectory directory,
       MapOutputPublisher publisher,
-      ReadContext readContext,
+      ReadServices readContext,
       ServiceLink service,
       MigratedOutputs migrated) {
     this.node = node;
@@ -131,8 +131,8 @@ final class ManagerTransport {
       publisher.checksums(
           SparkCompat.<String>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()));
     }
-    ReadContext rc =
-        new ReadContext(
+    ReadServices rc =
+        new ReadServices(
             node,
             conf.readBatchBlocks(),
             conf.readBatchBytes(),

@@ -10,7 +10,7 @@ import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.shuffle.migration.MigrationAwareResolver;
 import io.memwire.shuffle.reader.LocalBlockCheck;
 import io.memwire.shuffle.reader.RdmaShuffleReader;
-import io.memwire.shuffle.reader.ReadContext;
+import io.memwire.shuffle.reader.ReadServices;
 import io.memwire.shuffle.writer.RdmaShuffleWriter;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferNode;
@@ -86,7 +86,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
   private final boolean oldFetchProtocol;
 
   /** Reads every block through Spark's client, counted by cause; null unless {@link #wire} says. */
-  private final ReadContext delegated;
+  private final ReadServices delegated;
 
   /**
    * True when this executor's manager was built before {@code SparkEnv} (Spark 3.5's start-up
@@ -132,7 +132,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
     this.delegated =
         wire.delegate() && (!isDriver || localMode)
-            ? ReadContext.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
+            ? ReadServices.delegating(ShuffleCounters.FallbackCause.ENCRYPTION, counters)
             : null;
     this.deferredStart = !isDriver && !SparkCompat.envReady();
     if (isDriver && !localMode) {
@@ -219,7 +219,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
       ShuffleReadMetricsReporter metrics) {
     BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
     ManagerTransport s = ensureStarted();
-    ReadContext rc = s != null ? s.readContext : delegated;
+    ReadServices rc = s != null ? s.readContext : delegated;
     if (rc == null || oldFetchProtocol || base.dependency().isShuffleMergeFinalizedMarked()) {
       return sort.getReader(
           handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);

@@ -2,71 +2,53 @@ package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * How the blocks of one fetch request end, each exactly once whichever thread gets there first:
- * delivered to Spark, failed (FetchFailed), or handed to {@link SparkFallback}. Every stage ends
- * blocks through here, so the end counters and the fallback point are in one place. Thread-safe.
+ * delivered to Spark, failed (FetchFailed), or leaving the one-sided path ({@link Leave}: the
+ * request's {@link FetchRun} decides where they go). Every stage ends blocks through here, so the
+ * end counters are in one place. Thread-safe.
  */
 final class BlockEnds {
   private static final Logger LOG = LoggerFactory.getLogger(BlockEnds.class);
 
-  private final Peer peer;
   private final BlockFetchingListener listener;
 
-  /** Non-null when Spark wants the request's blocks on disk. */
-  private final DownloadFileManager toDisk;
+  /** Whether Spark wants the request's blocks on disk (counted apart). */
+  private final boolean toDisk;
 
-  private final SparkFallback fallback;
   private final ReadMetrics metrics;
+  private final Leave leave;
   private final long startNanos = System.nanoTime();
   private final AtomicBoolean firstDelivered = new AtomicBoolean();
 
+  /** Takes blocks, already ended here, that leave the one-sided path, with why. */
+  @FunctionalInterface
+  interface Leave {
+    void leave(List<Wanted> blocks, FallbackCause cause, String reason);
+  }
+
   /**
-   * Where blocks whose read or connect failed go instead of Spark's client (service mode: their
-   * pointer is re-resolved once, {@link Reresolve}); null: straight to Spark's client.
+   * Blocks ended so far, by identity: each {@link Wanted} of a request is its own block, even where
+   * two are equal as values.
    */
-  private final Retry retry;
+  private final Set<Wanted> ended =
+      Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
 
-  /** Takes blocks, already ended here, whose one-sided read failed: it ends them elsewhere. */
-  interface Retry {
-    void retry(List<Wanted> blocks, FallbackCause cause, String reason);
-  }
-
-  /** Blocks ended so far (by identity: {@link Wanted} has no value equality). */
-  private final Set<Wanted> ended = ConcurrentHashMap.newKeySet();
-
-  BlockEnds(
-      Peer peer,
-      BlockFetchingListener listener,
-      DownloadFileManager toDisk,
-      SparkFallback fallback,
-      ReadMetrics metrics) {
-    this(peer, listener, toDisk, fallback, metrics, null);
-  }
-
-  BlockEnds(
-      Peer peer,
-      BlockFetchingListener listener,
-      DownloadFileManager toDisk,
-      SparkFallback fallback,
-      ReadMetrics metrics,
-      Retry retry) {
-    this.retry = retry;
-    this.peer = peer;
+  BlockEnds(BlockFetchingListener listener, boolean toDisk, ReadMetrics metrics, Leave leave) {
     this.listener = listener;
     this.toDisk = toDisk;
-    this.fallback = fallback;
     this.metrics = metrics;
+    this.leave = leave;
   }
 
   /** Claims {@code w}'s end: true for the one caller that ends it. */
@@ -98,11 +80,11 @@ final class BlockEnds {
     if (firstDelivered.compareAndSet(false, true)) {
       metrics.firstBlock((System.nanoTime() - startNanos) / 1000);
     }
-    metrics.delivered(w.batch, bytes, toDisk != null);
+    metrics.delivered(w.batch(), bytes, toDisk);
     try {
-      listener.onBlockFetchSuccess(w.id, buf);
+      listener.onBlockFetchSuccess(w.id(), buf);
     } catch (RuntimeException e) {
-      LOG.warn("Spark's fetch listener failed for {}", w.id, e);
+      LOG.warn("Spark's fetch listener failed for {}", w.id(), e);
     } finally {
       buf.release();
     }
@@ -112,31 +94,20 @@ final class BlockEnds {
   void fail(Wanted w, Throwable e) {
     if (claim(w)) {
       metrics.failed(1);
-      listener.onBlockFetchFailure(w.id, e);
+      listener.onBlockFetchFailure(w.id(), e);
     }
   }
 
-  /**
-   * Hands the blocks of {@code ws} not ended yet to {@link SparkFallback}, counted as cause; with a
-   * {@link Retry}, those whose read or connect failed go there instead.
-   */
+  /** Ends the blocks of {@code ws} not ended yet by handing them to {@link Leave}, with why. */
   void fallback(List<Wanted> ws, FallbackCause cause, String reason) {
     List<Wanted> claimed = new ArrayList<>();
-    List<String> ids = new ArrayList<>();
     for (Wanted w : ws) {
       if (claim(w)) {
         claimed.add(w);
-        ids.add(w.id);
       }
     }
-    if (!claimed.isEmpty()
-        && retry != null
-        && (cause == FallbackCause.READ || cause == FallbackCause.CONNECT)) {
-      retry.retry(claimed, cause, reason);
-      return;
-    }
-    if (!ids.isEmpty()) {
-      fallback.handOver(peer, ids, listener, toDisk, cause, reason, true);
+    if (!claimed.isEmpty()) {
+      leave.leave(claimed, cause, reason);
     }
   }
 

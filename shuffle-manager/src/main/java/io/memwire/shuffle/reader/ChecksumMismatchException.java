@@ -20,11 +20,11 @@ final class ChecksumMismatchException extends IOException {
       LocatedBlock b, String execId, BlockChecksum.Mismatch first, String why) {
     return new ChecksumMismatchException(
         "checksum mismatch in block "
-            + b.block().id
+            + b.block().id()
             + " (reduce partition "
             + first.reduceId()
             + " of map output "
-            + b.block().mapId
+            + b.block().mapId()
             + " on executor "
             + execId
             + "): expected "
@@ -42,11 +42,11 @@ final class ChecksumMismatchException extends IOException {
       LocatedBlock b, String execId, BlockChecksum.Mismatch first, BlockChecksum.Mismatch second) {
     super(
         "checksum mismatch in block "
-            + b.block().id
+            + b.block().id()
             + " (reduce partition "
             + second.reduceId()
             + " of map output "
-            + b.block().mapId
+            + b.block().mapId()
             + " on executor "
             + execId
             + "): expected "

@@ -28,14 +28,27 @@ import org.apache.spark.network.buffer.NioManagedBuffer;
  * reruns the map.
  */
 final class DataFetch implements BlockSource {
-  private final ReadContext ctx;
+  private final MapOutputCache cache;
   private final int shuffleId;
+  private final ReadMetrics metrics;
+  private final ReadSettings settings;
+  private final TransportFaults faults;
   private final PeerLink link;
   private final BlockEnds ends;
 
-  DataFetch(ReadContext ctx, int shuffleId, PeerLink link, BlockEnds ends) {
-    this.ctx = ctx;
+  DataFetch(
+      MapOutputCache cache,
+      int shuffleId,
+      ReadMetrics metrics,
+      ReadSettings settings,
+      TransportFaults faults,
+      PeerLink link,
+      BlockEnds ends) {
+    this.cache = cache;
     this.shuffleId = shuffleId;
+    this.metrics = metrics;
+    this.settings = settings;
+    this.faults = faults;
     this.link = link;
     this.ends = ends;
   }
@@ -59,8 +72,8 @@ final class DataFetch implements BlockSource {
         continue;
       }
       if (!batchBlocks.isEmpty()
-          && (batchBlocks.size() >= ctx.readBatchBlocks
-              || bytes + b.length() > ctx.readBatchBytes)) {
+          && (batchBlocks.size() >= settings.batchBlocks()
+              || bytes + b.length() > settings.batchBytes())) {
         break;
       }
       batchBlocks.add(b);
@@ -76,7 +89,7 @@ final class DataFetch implements BlockSource {
       batch = link.read(reqs);
     } catch (RuntimeException e) {
       ends.fallback(
-          blocksOf(blocks.subList(from, blocks.size())),
+          LocatedBlock.blocksOf(blocks.subList(from, blocks.size())),
           FallbackCause.READ,
           "data read failed: " + e);
       return;
@@ -88,11 +101,11 @@ final class DataFetch implements BlockSource {
           f.whenComplete(
               (buf, err) -> {
                 if (err != null) {
-                  ctx.drop(shuffleId, b.source());
+                  cache.drop(shuffleId, b.source());
                   ends.fallback(
                       List.of(b.block()),
                       FallbackCause.READ,
-                      "data read failed: " + FetchRequest.rootMessage(err));
+                      "data read failed: " + Failures.rootMessage(err));
                 } else {
                   checkAndDeliver(b, buf, null);
                 }
@@ -109,14 +122,14 @@ final class DataFetch implements BlockSource {
    */
   private void checkAndDeliver(LocatedBlock b, TransferBuffer buf, BlockChecksum.Mismatch first) {
     if (b.checksum() == null) {
-      ctx.metrics.unverified();
+      metrics.unverified();
       ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
       return;
     }
     BlockChecksum.Mismatch m;
     try {
       ByteBuffer bytes = buf.nioBuffer();
-      ctx.transportFault(bytes);
+      faults.apply(bytes);
       BlockChecksum.Verifier v = b.checksum().verifier();
       v.update(bytes);
       m = v.finish();
@@ -126,16 +139,16 @@ final class DataFetch implements BlockSource {
     }
     if (m == null) {
       if (first != null) {
-        ctx.metrics.checksumMismatch(false);
+        metrics.checksumMismatch(false);
       }
-      ctx.metrics.verified();
+      metrics.verified();
       ends.deliver(b.block(), new TransferManagedBuffer(buf), b.length());
       return;
     }
     buf.release();
     if (first != null) {
-      ctx.metrics.checksumMismatch(true);
-      ctx.drop(shuffleId, b.source());
+      metrics.checksumMismatch(true);
+      cache.drop(shuffleId, b.source());
       ends.fail(b.block(), new ChecksumMismatchException(b, link.execId(), first, m));
       return;
     }
@@ -150,7 +163,7 @@ final class DataFetch implements BlockSource {
         again.whenComplete(
             (buf2, err) -> {
               if (err != null) {
-                rereadFailed(b, m, FetchRequest.rootMessage(err));
+                rereadFailed(b, m, Failures.rootMessage(err));
               } else {
                 checkAndDeliver(b, buf2, m);
               }
@@ -162,13 +175,7 @@ final class DataFetch implements BlockSource {
    * would serve the same stored bytes unchecked).
    */
   private void rereadFailed(LocatedBlock b, BlockChecksum.Mismatch m, String why) {
-    ctx.drop(shuffleId, b.source());
+    cache.drop(shuffleId, b.source());
     ends.fail(b.block(), ChecksumMismatchException.unconfirmed(b, link.execId(), m, why));
-  }
-
-  static List<Wanted> blocksOf(List<LocatedBlock> located) {
-    List<Wanted> out = new ArrayList<>(located.size());
-    located.forEach(b -> out.add(b.block()));
-    return out;
   }
 }

@@ -15,12 +15,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One fetch request (one peer, many blocks) read one-sided: the one place its stages are composed.
- * Each stage is a function from blocks to what it found (a future of immutable values): connect,
- * {@link SlotLookup} (map output -> directory slot; stale slots re-read once), {@link IndexLookup}
- * (slot -> {@link LocatedBlock}: region, offset, length), then a {@link BlockSource}: {@link
- * DataFetch} (blocks in memory) or {@link ToDiskFetch} (blocks Spark wants on disk). What a stage
- * could not locate ({@link Miss}) is ended by {@link BlockEnds#settle} before the next stage runs.
+ * One attempt at reading a fetch request's one-sided blocks (one peer, many blocks), for its {@link
+ * FetchRun}: the one place the stages are composed. Each stage is a function from blocks to what it
+ * found (a future of immutable values): connect, {@link SlotLookup} (map output -> directory slot;
+ * stale slots re-read once), {@link IndexLookup} (slot -> {@link LocatedBlock}: region, offset,
+ * length), then a {@link BlockSource}: {@link DataFetch} (blocks in memory) or {@link ToDiskFetch}
+ * (blocks Spark wants on disk). What a stage could not locate ({@link Miss}) is ended by {@link
+ * BlockEnds#settle} before the next stage runs.
  *
  * <p>Ordering: slots before indexes before data; blocks located from the cache get their data
  * posted after the other blocks' index batch; blocks handed to Spark's client leave before the data
@@ -28,13 +29,13 @@ import org.slf4j.LoggerFactory;
  * request, or when its held step ends); every later step runs on the thread that completes the
  * previous read (a provider I/O or completion thread, the thread failing the connection, or the
  * posting thread when the read had ended already), except to-disk file writes (on {@code
- * memwire-shuffle-fallback-N}). A bug in a stage sends the blocks it held to Spark's client (cause
- * {@code internal}).
+ * memwire-shuffle-fallback-N}). A bug in a stage sends the blocks it held off the one-sided path
+ * (cause {@code internal}: to Spark's client).
  */
 final class FetchRequest {
   private static final Logger LOG = LoggerFactory.getLogger(FetchRequest.class);
 
-  private final ReadContext ctx;
+  private final ReadServices services;
   private final int shuffleId;
   private final Peer peer;
   private final List<MapBlocks> maps;
@@ -47,13 +48,13 @@ final class FetchRequest {
    * @param maps the request's blocks by map output, in the order Spark asked for them
    */
   FetchRequest(
-      ReadContext ctx,
+      ReadServices services,
       int shuffleId,
       Peer peer,
       List<MapBlocks> maps,
       BlockEnds ends,
       DownloadFileManager toDisk) {
-    this.ctx = ctx;
+    this.services = services;
     this.shuffleId = shuffleId;
     this.peer = peer;
     this.maps = List.copyOf(maps);
@@ -63,29 +64,43 @@ final class FetchRequest {
 
   /** Connects to the peer and starts the stages (task thread). */
   void start() {
-    RemoteRegion any = maps.get(0).key().pointer().region();
+    RemoteRegion any = maps.get(0).route().pointer().region();
     Connection connection;
     try {
-      connection = ctx.node.connection(any.node());
+      connection = services.node.connection(any.node());
     } catch (TransferException | RuntimeException e) {
       ends.fallback(
           all(), FallbackCause.CONNECT, "cannot connect to " + any.node() + ": " + e.getMessage());
       return;
     }
-    PeerLink link = new PeerLink(connection, peer.execId(), ctx.metrics);
-    SlotLookup slots = new SlotLookup(ctx, shuffleId, peer, link, maps);
-    IndexLookup indexes = new IndexLookup(ctx, shuffleId, peer, link, toDisk != null);
+    PeerLink link = new PeerLink(connection, peer.execId(), services.metrics);
+    MapOutputCache cache = services.cache;
+    ReadMetrics metrics = services.metrics;
+    SlotLookup slots = new SlotLookup(cache, shuffleId, metrics, peer, link, maps);
+    IndexLookup indexes = new IndexLookup(cache, shuffleId, metrics, peer, link, toDisk != null);
     BlockSource data =
         toDisk != null
-            ? new ToDiskFetch(ctx, shuffleId, link, ends, toDisk)
-            : new DataFetch(ctx, shuffleId, link, ends);
+            ? new ToDiskFetch(
+                cache,
+                shuffleId,
+                metrics,
+                services.settings,
+                services.faults,
+                services.threads,
+                services::transportConf,
+                link,
+                ends,
+                toDisk)
+            : new DataFetch(
+                cache, shuffleId, metrics, services.settings, services.faults, link, ends);
     var unused =
         findSlots(slots)
             .thenAccept(slotted -> locateAndRead(indexes, slotted, data))
             .exceptionally(
                 e -> {
                   LOG.warn("reading directory slots from {} failed", peer, e);
-                  ends.fallback(all(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                  ends.fallback(
+                      all(), FallbackCause.INTERNAL, "internal error: " + Failures.unwrap(e));
                   return null;
                 });
   }
@@ -135,7 +150,9 @@ final class FetchRequest {
                     } catch (RuntimeException e) {
                       LOG.warn("{} of {} failed", group.step(), peer, e);
                       ends.fallback(
-                          group.blocks(), FallbackCause.INTERNAL, "internal error: " + unwrap(e));
+                          group.blocks(),
+                          FallbackCause.INTERNAL,
+                          "internal error: " + Failures.unwrap(e));
                     }
                   });
     }
@@ -143,38 +160,23 @@ final class FetchRequest {
 
   /** The slotted map outputs in the order of the request, each with its blocks not ended yet. */
   private List<SlottedBlocks> inRequestOrder(List<SlottedBlocks> slotted) {
-    Map<ReadContext.SlotKey, SlottedBlocks> byKey = new LinkedHashMap<>();
-    slotted.forEach(s -> byKey.put(s.map().key(), s));
+    Map<Route, SlottedBlocks> byKey = new LinkedHashMap<>();
+    slotted.forEach(s -> byKey.put(s.map().route(), s));
     List<SlottedBlocks> out = new ArrayList<>();
     for (MapBlocks m : maps) {
-      SlottedBlocks s = byKey.get(m.key());
+      SlottedBlocks s = byKey.get(m.route());
       if (s == null) {
         continue;
       }
       List<Wanted> pending = ends.pending(m.blocks());
       if (!pending.isEmpty()) {
-        out.add(new SlottedBlocks(new MapBlocks(m.key(), pending), s.slot()));
+        out.add(new SlottedBlocks(new MapBlocks(m.route(), pending), s.slot()));
       }
     }
     return out;
   }
 
   private List<Wanted> all() {
-    List<Wanted> list = new ArrayList<>();
-    maps.forEach(m -> list.addAll(m.blocks()));
-    return list;
-  }
-
-  private static Throwable unwrap(Throwable e) {
-    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-  }
-
-  static String rootMessage(Throwable t) {
-    Throwable c = t;
-    while ((c instanceof CompletionException || (c.getCause() != null && c.getMessage() == null))
-        && c.getCause() != null) {
-      c = c.getCause();
-    }
-    return String.valueOf(c.getMessage());
+    return MapBlocks.blocksOf(maps);
   }
 }

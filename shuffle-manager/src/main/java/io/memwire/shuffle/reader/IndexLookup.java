@@ -16,10 +16,10 @@ import java.util.concurrent.CompletionException;
 
 /**
  * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index:
- * the entries read inline with its slot, the index cached whole in {@link ReadContext}, or read in
- * one batch (whole, when the cache has room, else the block's entries). A function of the slotted
- * map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or entry
- * fails its blocks, a failed read and a block too large for one read go to Spark's client.
+ * the entries read inline with its slot, the index cached whole in {@link MapOutputCache}, or read
+ * in one batch (whole, when the cache has room, else the block's entries). A function of the
+ * slotted map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or
+ * entry fails its blocks, a failed read and a block too large for one read go to Spark's client.
  *
  * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
  * task's whole-index load of this executor, then those located at once (cached index), then those
@@ -35,8 +35,9 @@ import java.util.concurrent.CompletionException;
  * the group exceptionally.
  */
 final class IndexLookup {
-  private final ReadContext ctx;
+  private final MapOutputCache cache;
   private final int shuffleId;
+  private final ReadMetrics metrics;
   private final Peer peer;
   private final PeerLink link;
   private final boolean toDisk;
@@ -44,9 +45,16 @@ final class IndexLookup {
   /**
    * @param toDisk whether Spark wants the blocks on disk (then a block may exceed one read)
    */
-  IndexLookup(ReadContext ctx, int shuffleId, Peer peer, PeerLink link, boolean toDisk) {
-    this.ctx = ctx;
+  IndexLookup(
+      MapOutputCache cache,
+      int shuffleId,
+      ReadMetrics metrics,
+      Peer peer,
+      PeerLink link,
+      boolean toDisk) {
+    this.cache = cache;
     this.shuffleId = shuffleId;
+    this.metrics = metrics;
     this.peer = peer;
     this.link = link;
     this.toDisk = toDisk;
@@ -70,7 +78,7 @@ final class IndexLookup {
     for (SlottedBlocks m : maps) {
       List<Wanted> blocks = m.map().blocks();
       DirectorySlot slot = m.slot();
-      ReadContext.MapOutput cached = ctx.cached(shuffleId, m.map().key(), slot.mapId());
+      MapOutput cached = cache.cached(shuffleId, m.map().route(), slot.mapId());
       if (slot.entries() != null) {
         // Read with the slot in this request's slot batch: no index read.
         atOnce.addAll(blocks);
@@ -78,21 +86,21 @@ final class IndexLookup {
           locate(w, m, slot.entries(), located, misses, tooLarge);
         }
       } else if (cached != null && cached.offsets() != null) {
-        ctx.metrics.indexCacheHits(blocks.size());
+        metrics.indexCacheHits(blocks.size());
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
           locate(w, m, cached.offsets(), located, misses, tooLarge);
         }
-      } else if (ctx.wantsWholeIndex(slot.index().length())) {
+      } else if (cache.wantsWholeIndex(slot.index().length())) {
         CompletableFuture<long[]> mine = new CompletableFuture<>();
         CompletableFuture<long[]> other =
-            ctx.joinIndexLoad(shuffleId, m.map().key(), slot.mapId(), mine);
+            cache.joinIndexLoad(shuffleId, m.map().route(), slot.mapId(), mine);
         if (other == null) {
           reads.add(new IndexRead(m, blocks, mine));
           reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
         } else {
           // Another task of this executor is reading this index: use its result.
-          ctx.metrics.indexCacheHits(blocks.size());
+          metrics.indexCacheHits(blocks.size());
           groups.add(
               new Located(
                   "continuing blocks after a shared index read",
@@ -101,8 +109,8 @@ final class IndexLookup {
         }
       } else {
         for (Wanted w : blocks) {
-          long from = (long) w.start * 8;
-          int len = (w.end - w.start + 1) * 8;
+          long from = (long) w.start() * 8;
+          int len = (w.end() - w.start() + 1) * 8;
           if (from + len > slot.index().length()) {
             atOnce.add(w);
             misses.add(new Miss.Failure(List.of(w), outsideIndex(w, slot)));
@@ -147,7 +155,7 @@ final class IndexLookup {
               Found.none(
                   new Miss.Fallback(reading, FallbackCause.READ, "index read failed: " + ex, ex))));
     }
-    ctx.metrics.metadataBatch();
+    metrics.metadataBatch();
     return new Located(
         "reading index entries",
         reading,
@@ -181,7 +189,7 @@ final class IndexLookup {
         error = e.getCause();
         cause = "index read failed: " + error.getMessage();
         if (x.load != null) {
-          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, error);
+          cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, error);
         }
         continue;
       }
@@ -189,14 +197,14 @@ final class IndexLookup {
         ByteBuffer b = buf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
         if (x.load == null) {
           Wanted w = x.blocks.get(0);
-          ctx.metrics.indexEntriesRead();
-          long[] entries = new long[w.end - w.start + 1];
+          metrics.indexEntriesRead();
+          long[] entries = new long[w.end() - w.start() + 1];
           for (int k = 0; k < entries.length; k++) {
             entries[k] = b.getLong(k * 8);
           }
           locate(w, x.map, entries, 0, data, misses, unreadable);
         } else {
-          ctx.metrics.wholeIndexRead();
+          metrics.wholeIndexRead();
           long[] offsets = IndexFile.decode(b, slot.dataLength());
           if (offsets == null) {
             InvalidIndexException e =
@@ -210,11 +218,11 @@ final class IndexLookup {
                         + " bytes for a data file of "
                         + slot.dataLength()
                         + " bytes)");
-            ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, null, e);
+            cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, null, e);
             misses.add(new Miss.Failure(x.blocks, e));
             continue;
           }
-          ctx.indexLoaded(shuffleId, x.map.map().key(), slot, x.load, offsets, null);
+          cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, offsets, null);
           for (Wanted w : x.blocks) {
             locate(w, x.map, offsets, data, misses, unreadable);
           }
@@ -241,7 +249,7 @@ final class IndexLookup {
   private void endLoads(List<IndexRead> reads, Throwable cause) {
     for (IndexRead x : reads) {
       if (x.load != null) {
-        ctx.indexLoaded(shuffleId, x.map.map().key(), x.map.slot(), x.load, null, cause);
+        cache.indexLoaded(shuffleId, x.map.map().route(), x.map.slot(), x.load, null, cause);
       }
     }
   }
@@ -255,10 +263,7 @@ final class IndexLookup {
     if (err != null) {
       return Found.none(
           new Miss.Fallback(
-              blocks,
-              FallbackCause.READ,
-              "index read failed: " + FetchRequest.rootMessage(err),
-              err));
+              blocks, FallbackCause.READ, "index read failed: " + Failures.rootMessage(err), err));
     }
     List<LocatedBlock> data = new ArrayList<>();
     List<Miss> misses = new ArrayList<>();
@@ -280,10 +285,10 @@ final class IndexLookup {
       List<LocatedBlock> data,
       List<Miss> misses,
       List<Wanted> tooLarge) {
-    if (w.end >= offsets.length) {
+    if (w.end() >= offsets.length) {
       misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
     } else {
-      locate(w, m, offsets, w.start, data, misses, tooLarge);
+      locate(w, m, offsets, w.start(), data, misses, tooLarge);
     }
   }
 
@@ -301,8 +306,8 @@ final class IndexLookup {
       List<Wanted> tooLarge) {
     DirectorySlot slot = m.slot();
     long first = entries[from];
-    long last = entries[from + w.end - w.start];
-    for (int k = from + 1; k <= from + w.end - w.start; k++) {
+    long last = entries[from + w.end() - w.start()];
+    for (int k = from + 1; k <= from + w.end() - w.start(); k++) {
       if (entries[k] < entries[k - 1]) {
         last = -1; // entries within a batch block that decrease: invalid
       }
@@ -313,7 +318,7 @@ final class IndexLookup {
               List.of(w),
               new IOException(
                   "index entries of block "
-                      + w.id
+                      + w.id()
                       + " are invalid: ["
                       + first
                       + ", "
@@ -327,20 +332,20 @@ final class IndexLookup {
       data.add(
           new LocatedBlock(
               w,
-              m.map().key(),
+              m.map().route(),
               slot.data(),
               first,
               last - first,
-              BlockChecksum.of(slot.checksums(), w.start, w.end, entries, from)));
+              BlockChecksum.of(slot.checksums(), w.start(), w.end(), entries, from)));
     }
   }
 
   private static IOException outsideIndex(Wanted w, DirectorySlot slot) {
     return new IOException(
         "block "
-            + w.id
+            + w.id()
             + " is outside map output "
-            + w.mapId
+            + w.mapId()
             + "'s index of "
             + slot.index().length()
             + " bytes");

@@ -1,6 +1,8 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.transfer.RemoteRegion;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A block whose bytes were found: {@code length} bytes at {@code offset} of its map output's data
@@ -11,8 +13,16 @@ import io.memwire.transfer.RemoteRegion;
  */
 record LocatedBlock(
     Wanted block,
-    ReadContext.SlotKey source,
+    Route source,
     RemoteRegion data,
     long offset,
     long length,
-    BlockChecksum checksum) {}
+    BlockChecksum checksum) {
+
+  /** The blocks of {@code located}, in order. */
+  static List<Wanted> blocksOf(List<LocatedBlock> located) {
+    List<Wanted> out = new ArrayList<>(located.size());
+    located.forEach(b -> out.add(b.block()));
+    return out;
+  }
+}

@@ -1,14 +1,9 @@
 package io.memwire.shuffle.reader;
 
-import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.shuffle.directory.ChecksumAlgorithm;
-import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.OutputChecksums;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -20,24 +15,18 @@ import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.checksum.Cause;
-import org.apache.spark.storage.BlockId;
-import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. Its own job
- * is routing: for each fetch request (one peer, many blocks) it sends the blocks it cannot read
- * one-sided (no directory pointer, provider mismatch, or everything when reads are delegated) to
- * {@link SparkFallback} and the rest, grouped by map output, to a {@link FetchRequest}, which
- * composes the read stages: {@link SlotLookup} (directory slots not yet known to this executor; a
- * slot that still names another map id after one re-read fails its blocks, so Spark reruns the map
- * stage), {@link IndexLookup} (the index of each map output not cached: whole, kept for later
- * tasks, or only the block's entries), then a {@link BlockSource}: {@link DataFetch} or, for
- * requests Spark wants on disk, {@link ToDiskFetch}. Each block ends once, through {@link
- * BlockEnds}. Once an executor has read a map output's slot and index, its later reduce tasks reach
- * the data in one round trip.
+ * The block-store client one reduce task hands to Spark's ShuffleBlockFetcherIterator. For each
+ * fetch request (one peer, many blocks) its {@link FetchPlanner} decides once what becomes of each
+ * block ({@link FetchPlan}), and a {@link FetchRun} carries the plan out: Spark-bound blocks to
+ * {@link SparkFallback}, the others through the stages a {@link FetchRequest} composes ({@link
+ * SlotLookup}, {@link IndexLookup}, then {@link DataFetch} or, for requests Spark wants on disk,
+ * {@link ToDiskFetch}), each block ending once through {@link BlockEnds}. Once an executor has read
+ * a map output's slot and index, its later reduce tasks reach the data in one round trip.
  *
  * <p>The reader brackets each step of Spark's iterator (its construction, each {@code next()}) with
  * {@link #holdRequests()} and {@link #releaseRequests()}: fetch requests Spark issues inside the
@@ -46,19 +35,15 @@ import org.slf4j.LoggerFactory;
  * Spark's client runs on {@code memwire-shuffle-fallback-N}.
  */
 public final class RdmaBlockStoreClient extends BlockStoreClient {
-  /** Where a map output's slot is: its directory chunk and its map index. */
-  public record Route(DirectoryPointer pointer, int mapIndex) {}
-
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockStoreClient.class);
 
   /** How long a diagnosis waits for its read (Spark's own diagnosis waits on an RPC). */
   private static final Duration DIAGNOSIS_WAIT = Duration.ofSeconds(60);
 
-  private final ReadContext ctx;
+  private final ReadServices services;
   private final int shuffleId;
-  private final Map<Long, Route> routes;
+  private final FetchPlanner planner;
   private final BlockStoreClient spark;
-  private final SparkFallback fallback;
   private final HeldRequests held = new HeldRequests();
 
   /**
@@ -66,12 +51,17 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
    * @param fallback Spark's own client ({@code blockManager.blockStoreClient})
    */
   public RdmaBlockStoreClient(
-      ReadContext ctx, int shuffleId, Map<Long, Route> routes, BlockStoreClient fallback) {
-    this.ctx = ctx;
+      ReadServices services, int shuffleId, Map<Long, Route> routes, BlockStoreClient fallback) {
+    this.services = services;
     this.shuffleId = shuffleId;
-    this.routes = routes;
+    this.planner =
+        new FetchPlanner(
+            shuffleId,
+            routes,
+            services.node == null ? null : services.node.provider(),
+            services.delegateAll,
+            services.resolution());
     this.spark = fallback;
-    this.fallback = new SparkFallback(ctx, fallback);
   }
 
   @Override
@@ -82,71 +72,11 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       String[] blockIds,
       BlockFetchingListener listener,
       DownloadFileManager downloadFileManager) {
-    Peer peer = new Peer(host, port, execId);
-    if (ctx.delegateAll != null) {
-      // Decided for the whole application at start (and logged then): no per-peer log line.
-      List<String> all = List.of(blockIds);
-      held.post(
-          () ->
-              fallback.handOver(
-                  peer,
-                  all,
-                  listener,
-                  downloadFileManager,
-                  ctx.delegateAll,
-                  "reads delegated to Spark",
-                  false));
-      return;
-    }
-    List<String> viaSpark = new ArrayList<>();
-    String reason = null;
-    FallbackCause cause = null;
-    Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
-    for (String id : blockIds) {
-      Wanted w = parse(id);
-      if (w == null) {
-        viaSpark.add(id);
-        reason = "no memwire directory published for its map outputs";
-        cause = FallbackCause.NO_DIRECTORY;
-      } else if (w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
-        viaSpark.add(id);
-        reason =
-            "peer serves over "
-                + w.route.pointer().region().segments().get(0).provider()
-                + ", this executor reads over "
-                + ctx.node.provider();
-        cause = FallbackCause.PROVIDER_MISMATCH;
-      } else {
-        byMap.computeIfAbsent(w.slotKey(), k -> new ArrayList<>()).add(w);
-      }
-    }
-    if (!viaSpark.isEmpty()) {
-      String why = reason;
-      FallbackCause c = cause;
-      held.post(
-          () -> fallback.handOver(peer, viaSpark, listener, downloadFileManager, c, why, true));
-    }
-    if (!byMap.isEmpty()) {
-      held.post(request(peer, byMap, listener, downloadFileManager)::start);
-    }
-  }
-
-  private FetchRequest request(
-      Peer peer,
-      Map<ReadContext.SlotKey, List<Wanted>> byMap,
-      BlockFetchingListener listener,
-      DownloadFileManager downloadFileManager) {
-    List<MapBlocks> maps = new ArrayList<>(byMap.size());
-    byMap.forEach((key, ws) -> maps.add(new MapBlocks(key, ws)));
     // A download-file manager means Spark wants this request's blocks on disk (above
     // spark.network.maxRemoteBlockSizeFetchToMem).
-    BlockEnds.Retry retry =
-        ctx.resolution() == null
-            ? null
-            : new Reresolve(ctx, shuffleId, peer, listener, downloadFileManager, fallback);
-    BlockEnds ends =
-        new BlockEnds(peer, listener, downloadFileManager, fallback, ctx.metrics, retry);
-    return new FetchRequest(ctx, shuffleId, peer, maps, ends, downloadFileManager);
+    FetchPlan plan =
+        planner.plan(new Peer(host, port, execId), blockIds, downloadFileManager != null);
+    held.post(new FetchRun(services, shuffleId, spark, plan, listener, downloadFileManager)::start);
   }
 
   /** Queues the requests this thread issues from now on, until {@link #releaseRequests()}. */
@@ -157,48 +87,6 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
   /** Posts the queued requests, in the order Spark issued them, and stops holding. */
   public void releaseRequests() {
     held.release();
-  }
-
-  private Wanted parse(String id) {
-    BlockId b;
-    try {
-      b = BlockId.apply(id);
-    } catch (RuntimeException e) {
-      return null;
-    }
-    long mapId;
-    int start;
-    int end;
-    boolean batch = false;
-    if (b instanceof ShuffleBlockId) {
-      ShuffleBlockId s = (ShuffleBlockId) b;
-      if (s.shuffleId() != shuffleId) {
-        return null;
-      }
-      mapId = s.mapId();
-      start = s.reduceId();
-      end = start + 1;
-    } else if (b instanceof ShuffleBlockBatchId) {
-      ShuffleBlockBatchId s = (ShuffleBlockBatchId) b;
-      if (s.shuffleId() != shuffleId) {
-        return null;
-      }
-      mapId = s.mapId();
-      start = s.startReduceId();
-      end = s.endReduceId();
-      batch = true;
-    } else {
-      return null;
-    }
-    Route r = routes.get(mapId);
-    if (r != null && ctx.resolution() != null) {
-      // A pointer re-resolved after a service restart: read from where it went.
-      r = new Route(ctx.resolution().current(shuffleId, r.pointer()), r.mapIndex());
-    }
-    if (r == null || r.pointer().slotOffset(r.mapIndex()) < 0 || end <= start) {
-      return null;
-    }
-    return new Wanted(id, mapId, r, start, end, batch);
   }
 
   /**
@@ -223,11 +111,10 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       long checksum,
       String algorithm) {
     Wanted w =
-        shuffleId == this.shuffleId && ctx.delegateAll == null
-            ? parse(new ShuffleBlockId(shuffleId, mapId, reduceId).name())
+        shuffleId == this.shuffleId
+            ? planner.oneSided(new ShuffleBlockId(shuffleId, mapId, reduceId).name())
             : null;
-    if (w == null
-        || w.route.pointer().region().segments().get(0).provider() != ctx.node.provider()) {
+    if (w == null) {
       try {
         return spark.diagnoseCorruption(
             host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
@@ -238,7 +125,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
     Cause c = diagnose(new Peer(host, port, execId), w, checksum, algorithm);
     LOG.info(
         "Diagnosed corrupt block {} from executor {} ({} {}): {}",
-        w.id,
+        w.id(),
         execId,
         algorithm,
         checksum,
@@ -267,9 +154,7 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
             read.completeExceptionally(e);
           }
         };
-    Map<ReadContext.SlotKey, List<Wanted>> one = new LinkedHashMap<>();
-    one.put(w.slotKey(), List.of(w));
-    request(peer, one, l, null).start();
+    new FetchRun(services, shuffleId, spark, planner.single(peer, w), l, null).start();
     ManagedBuffer data;
     try {
       data = read.get(DIAGNOSIS_WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -285,14 +170,14 @@ public final class RdmaBlockStoreClient extends BlockStoreClient {
       return Cause.UNKNOWN_ISSUE;
     }
     try {
-      ReadContext.MapOutput o = ctx.cached(shuffleId, w.slotKey(), w.mapId);
+      MapOutput o = services.cache.cached(shuffleId, w.route(), w.mapId());
       OutputChecksums sums = o == null ? null : o.slot().checksums();
-      if (sums == null || sums.algorithm() != a || w.start >= sums.values().length) {
+      if (sums == null || sums.algorithm() != a || w.start() >= sums.values().length) {
         return Cause.UNKNOWN_ISSUE;
       }
       Checksum sum = a.newChecksum();
       sum.update(data.nioByteBuffer());
-      long stored = sums.values()[w.start];
+      long stored = sums.values()[w.start()];
       if (sum.getValue() != stored) {
         return Cause.DISK_ISSUE;
       }

@@ -50,7 +50,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
   private final TaskContext context;
   private final ShuffleReadMetricsReporter readMetrics;
   private final boolean shouldBatchFetch;
-  private final ReadContext readContext;
+  private final ReadServices services;
 
   public RdmaShuffleReader(
       BaseShuffleHandle<K, ?, C> handle,
@@ -58,13 +58,13 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       TaskContext context,
       ShuffleReadMetricsReporter readMetrics,
       boolean shouldBatchFetch,
-      ReadContext readContext) {
+      ReadServices services) {
     this.handle = handle;
     this.blocksByAddress = blocksByAddress;
     this.context = context;
     this.readMetrics = readMetrics;
     this.shouldBatchFetch = shouldBatchFetch;
-    this.readContext = readContext;
+    this.services = services;
   }
 
   private boolean fetchContinuousBlocksInBatch(SparkConf conf, ShuffleDependency<K, ?, C> dep) {
@@ -92,7 +92,7 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     // Learn each map output's directory pointer, then give Spark the same blocks again.
     List<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> groups = new ArrayList<>();
-    Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+    Map<Long, Route> routes = new HashMap<>();
     while (blocksByAddress.hasNext()) {
       Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>> g = blocksByAddress.next();
       groups.add(g);
@@ -106,15 +106,13 @@ public final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
       while (it.hasNext()) {
         Tuple3<BlockId, Object, Object> b = it.next();
         if (b._1() instanceof ShuffleBlockId) {
-          routes.put(
-              ((ShuffleBlockId) b._1()).mapId(),
-              new RdmaBlockStoreClient.Route(pointer.get(), (Integer) b._3()));
+          routes.put(((ShuffleBlockId) b._1()).mapId(), new Route(pointer.get(), (Integer) b._3()));
         }
       }
     }
     RdmaBlockStoreClient client =
         new RdmaBlockStoreClient(
-            readContext, handle.shuffleId(), routes, blockManager.blockStoreClient());
+            services, handle.shuffleId(), routes, blockManager.blockStoreClient());
 
     long maxSizeInFlight =
         SparkCompat.<Long>get(conf, package$.MODULE$.REDUCER_MAX_SIZE_IN_FLIGHT()) * 1024 * 1024;

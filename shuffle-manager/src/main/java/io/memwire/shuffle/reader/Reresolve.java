@@ -1,102 +1,79 @@
 package io.memwire.shuffle.reader;
 
-import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.DownloadFileManager;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
- * The second chance of one fetch request's blocks whose one-sided read or connect failed (service
- * mode, {@link PointerResolution} on): each directory pointer is re-resolved once, and its blocks
- * are read again, one-sided, by a new {@link FetchRequest} from the chunk that replaced it, with no
- * second chance of their own. A pointer the service does not resolve sends its blocks to {@link
- * SparkFallback} as before (a fetch failure with fallback off). The new request checks the slot's
- * map id as any request does, so an output that was not taken back is never read in its place.
+ * The re-resolve stage (service mode, {@link PointerResolution} on): takes the blocks of one fetch
+ * request whose one-sided read or connect failed and re-resolves each of their directory pointers
+ * once; returns, per pointer, its blocks moved to the chunk that replaced it, or why they could not
+ * be. It reads nothing and ends no block: {@link FetchRun}, the one place that re-resolves, reads
+ * moved blocks again (with no second chance) and sends the others to Spark's path. A moved block's
+ * slot is checked against its map id as any read's is, so an output that was not taken back is
+ * never read in its place.
  *
- * <p>Threads: {@link #retry} runs where the read failed (an I/O thread, the task thread); the
- * request and the new fetch run on {@code memwire-shuffle-fallback-N}.
+ * <p>Threads: {@link #reresolve} runs where the read failed (an I/O thread, the task thread); a
+ * resolution's request runs on {@code memwire-shuffle-fallback-N} and its outcome completes there
+ * (or at once, when the pointer was resolved before).
  */
-final class Reresolve implements BlockEnds.Retry {
-  private final ReadContext ctx;
+final class Reresolve {
+  private final PointerResolution resolution;
   private final int shuffleId;
-  private final Peer peer;
-  private final BlockFetchingListener listener;
-  private final DownloadFileManager toDisk;
-  private final SparkFallback fallback;
+  private final Executor threads;
+  private final ReadMetrics metrics;
 
-  Reresolve(
-      ReadContext ctx,
-      int shuffleId,
-      Peer peer,
-      BlockFetchingListener listener,
-      DownloadFileManager toDisk,
-      SparkFallback fallback) {
-    this.ctx = ctx;
+  /**
+   * @param threads where a resolution's request runs (it blocks)
+   */
+  Reresolve(PointerResolution resolution, int shuffleId, Executor threads, ReadMetrics metrics) {
+    this.resolution = resolution;
     this.shuffleId = shuffleId;
-    this.peer = peer;
-    this.listener = listener;
-    this.toDisk = toDisk;
-    this.fallback = fallback;
+    this.threads = threads;
+    this.metrics = metrics;
   }
 
-  @Override
-  public void retry(List<Wanted> blocks, FallbackCause cause, String reason) {
+  /**
+   * What re-resolving one pointer gave for its {@code blocks}: the same blocks routed to the chunk
+   * that replaced it ({@code moved}), or null and {@code why} not.
+   */
+  record Outcome(List<Wanted> blocks, List<Wanted> moved, String why) {}
+
+  /** One outcome per directory pointer of {@code blocks}, in the order they first appear. */
+  List<CompletableFuture<Outcome>> reresolve(List<Wanted> blocks) {
     Map<DirectoryPointer, List<Wanted>> byPointer = new LinkedHashMap<>();
     blocks.forEach(
-        w -> byPointer.computeIfAbsent(w.route.pointer(), k -> new ArrayList<>()).add(w));
+        w -> byPointer.computeIfAbsent(w.route().pointer(), k -> new ArrayList<>()).add(w));
+    List<CompletableFuture<Outcome>> outcomes = new ArrayList<>(byPointer.size());
     byPointer.forEach(
         (old, ws) -> {
           boolean[] fresh = {false};
-          var unused =
-              ctx.resolution()
-                  .resolve(shuffleId, old, ctx.fallbackThreads, fresh)
-                  .whenCompleteAsync(
+          outcomes.add(
+              resolution
+                  .resolve(shuffleId, old, threads, fresh)
+                  .handle(
                       (now, err) -> {
                         if (fresh[0]) {
-                          ctx.metrics.reresolved(err == null);
+                          metrics.reresolved(err == null);
                         }
-                        if (err != null || now.equals(old)) {
-                          String why =
-                              err != null
-                                  ? "its pointer was not re-resolved: "
-                                      + FetchRequest.rootMessage(err)
-                                  : "its pointer resolved to itself";
-                          handOver(ws, cause, reason + "; " + why);
-                        } else {
-                          readAgain(ws, now);
+                        if (err != null) {
+                          return new Outcome(
+                              ws,
+                              null,
+                              "its pointer was not re-resolved: " + Failures.rootMessage(err));
                         }
-                      },
-                      ctx.fallbackThreads);
+                        if (now.equals(old)) {
+                          return new Outcome(ws, null, "its pointer resolved to itself");
+                        }
+                        List<Wanted> moved = new ArrayList<>(ws.size());
+                        ws.forEach(w -> moved.add(w.movedTo(now)));
+                        return new Outcome(ws, moved, null);
+                      }));
         });
-  }
-
-  /** Reads {@code ws} again from {@code now}, with no second chance. */
-  private void readAgain(List<Wanted> ws, DirectoryPointer now) {
-    Map<ReadContext.SlotKey, List<Wanted>> byMap = new LinkedHashMap<>();
-    for (Wanted w : ws) {
-      Wanted moved =
-          new Wanted(
-              w.id,
-              w.mapId,
-              new RdmaBlockStoreClient.Route(now, w.route.mapIndex()),
-              w.start,
-              w.end,
-              w.batch);
-      byMap.computeIfAbsent(moved.slotKey(), k -> new ArrayList<>()).add(moved);
-    }
-    List<MapBlocks> maps = new ArrayList<>();
-    byMap.forEach((k, list) -> maps.add(new MapBlocks(k, list)));
-    BlockEnds ends = new BlockEnds(peer, listener, toDisk, fallback, ctx.metrics, null);
-    new FetchRequest(ctx, shuffleId, peer, maps, ends, toDisk).start();
-  }
-
-  private void handOver(List<Wanted> ws, FallbackCause cause, String reason) {
-    List<String> ids = new ArrayList<>();
-    ws.forEach(w -> ids.add(w.id));
-    fallback.handOver(peer, ids, listener, toDisk, cause, reason, true);
+    return outcomes;
   }
 }

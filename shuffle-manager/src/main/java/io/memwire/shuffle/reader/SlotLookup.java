@@ -13,7 +13,7 @@ import java.util.concurrent.CompletionException;
 
 /**
  * Slot stage: gives each map output of a fetch request its directory slot, from the executor's slot
- * cache ({@link ReadContext}) or by one batch of slot reads. A function of the request's map
+ * cache ({@link MapOutputCache}) or by one batch of slot reads. A function of the request's map
  * outputs; it ends no block itself, it reports them ({@link Result}).
  *
  * <p>Where the directory keeps index entries inline ({@link
@@ -34,8 +34,9 @@ import java.util.concurrent.CompletionException;
  * connection). A decoding bug completes it exceptionally.
  */
 final class SlotLookup {
-  private final ReadContext ctx;
+  private final MapOutputCache cache;
   private final int shuffleId;
+  private final ReadMetrics metrics;
   private final Peer peer;
   private final PeerLink link;
   private final List<MapBlocks> request;
@@ -44,9 +45,16 @@ final class SlotLookup {
    * @param request every map output of the fetch request (all go to Spark if a batch cannot be
    *     posted)
    */
-  SlotLookup(ReadContext ctx, int shuffleId, Peer peer, PeerLink link, List<MapBlocks> request) {
-    this.ctx = ctx;
+  SlotLookup(
+      MapOutputCache cache,
+      int shuffleId,
+      ReadMetrics metrics,
+      Peer peer,
+      PeerLink link,
+      List<MapBlocks> request) {
+    this.cache = cache;
     this.shuffleId = shuffleId;
+    this.metrics = metrics;
     this.peer = peer;
     this.link = link;
     this.request = request;
@@ -63,7 +71,7 @@ final class SlotLookup {
     List<SlottedBlocks> cached = new ArrayList<>();
     List<MapBlocks> missing = new ArrayList<>();
     for (MapBlocks m : maps) {
-      ReadContext.MapOutput o = ctx.cached(shuffleId, m.key(), m.mapId());
+      MapOutput o = cache.cached(shuffleId, m.route(), m.mapId());
       if (o != null) {
         cached.add(new SlottedBlocks(m, o.slot()));
       } else {
@@ -90,7 +98,7 @@ final class SlotLookup {
   private CompletableFuture<Result> read(List<MapBlocks> maps, boolean reread) {
     List<ReadRequest> reqs = new ArrayList<>(maps.size());
     for (MapBlocks m : maps) {
-      ReadContext.SlotKey k = m.key();
+      Route k = m.route();
       reqs.add(
           ReadRequest.of(
               k.pointer().region(),
@@ -108,8 +116,8 @@ final class SlotLookup {
               Found.none(new Miss.Fallback(all, FallbackCause.READ, "slot read failed: " + e, e)),
               List.of()));
     }
-    ctx.metrics.metadataBatch();
-    ctx.metrics.slotsRead(maps.size());
+    metrics.metadataBatch();
+    metrics.slotsRead(maps.size());
     return batch.all().handle((ok, err) -> decode(maps, batch, reread));
   }
 
@@ -135,24 +143,24 @@ final class SlotLookup {
       try {
         slot =
             DirectorySlot.read(
-                buf.nioBuffer(), m.key().pointer().entries(), m.key().pointer().checksums());
+                buf.nioBuffer(), m.route().pointer().entries(), m.route().pointer().checksums());
       } finally {
         buf.release();
       }
-      if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.key().mapIndex()) {
+      if (slot != null && slot.mapId() == m.mapId() && slot.mapIndex() == m.route().mapIndex()) {
         DirectorySlot header = slot.withoutEntries();
-        ctx.cacheSlot(shuffleId, m.key(), header);
+        cache.cacheSlot(shuffleId, m.route(), header);
         if (slot.entries() == null) {
           slotted.add(new SlottedBlocks(m, slot));
         } else if (IndexFile.valid(slot.entries(), slot.dataLength())) {
-          ctx.metrics.wholeIndexRead();
-          ctx.cacheIndex(shuffleId, m.key(), header, slot.entries());
+          metrics.wholeIndexRead();
+          cache.cacheIndex(shuffleId, m.route(), header, slot.entries());
           slotted.add(new SlottedBlocks(m, slot));
         } else {
           misses.add(new Miss.Failure(m.blocks(), invalidEntries(slot)));
         }
       } else {
-        ctx.drop(shuffleId, m.key());
+        cache.drop(shuffleId, m.route());
         stale.add(m);
       }
     }
@@ -163,13 +171,13 @@ final class SlotLookup {
       return new Result(new Found<>(slotted, misses), stale);
     }
     for (MapBlocks m : stale) {
-      ctx.metrics.staleSlot();
+      metrics.staleSlot();
       misses.add(
           new Miss.Failure(
               m.blocks(),
               new IOException(
                   "shuffle directory slot for map index "
-                      + m.key().mapIndex()
+                      + m.route().mapIndex()
                       + " on executor "
                       + peer.execId()
                       + " does not hold map output "

@@ -3,33 +3,48 @@ package io.memwire.shuffle.reader;
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
 import java.io.IOException;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The one place that decides what becomes of blocks not read one-sided: with {@code
- * spark.shuffle.rdma.fallback} on, they go to Spark's own client (on a {@code
- * memwire-shuffle-fallback-N} thread: it may block connecting), counted under their cause; with it
- * off, they fail at once, on the calling thread, so Spark reports FetchFailed.
+ * Spark's own path for blocks not read one-sided: with {@code spark.shuffle.rdma.fallback} on, they
+ * go to Spark's own client (on a {@code memwire-shuffle-fallback-N} thread: it may block
+ * connecting), counted under their cause; with it off, they fail at once, on the calling thread, so
+ * Spark reports FetchFailed. Called only from {@link FetchRun#toSpark}, where a fetch request's
+ * blocks are sent here. One per executor; thread-safe.
  */
 final class SparkFallback {
-  private final ReadContext ctx;
-  private final BlockStoreClient spark;
+  private static final Logger LOG = LoggerFactory.getLogger(SparkFallback.class);
+
+  private final boolean allowed;
+  private final Executor threads;
+  private final ReadMetrics metrics;
+
+  /** Peers already logged as falling back (the first time at WARN). */
+  private final Set<String> loggedPeers = ConcurrentHashMap.newKeySet();
 
   /**
-   * @param spark Spark's own client ({@code blockManager.blockStoreClient})
+   * @param allowed {@code spark.shuffle.rdma.fallback}
+   * @param threads where Spark's client is called
    */
-  SparkFallback(ReadContext ctx, BlockStoreClient spark) {
-    this.ctx = ctx;
-    this.spark = spark;
+  SparkFallback(boolean allowed, Executor threads, ReadMetrics metrics) {
+    this.allowed = allowed;
+    this.threads = threads;
+    this.metrics = metrics;
   }
 
   /**
-   * Hands {@code ids} of {@code peer} to Spark's client (or fails them); {@code log}: log the
-   * peer's first fallback at WARN.
+   * Hands {@code ids} of {@code peer} to {@code spark}, Spark's own client (or fails them); {@code
+   * log}: log the peer's first fallback at WARN.
    */
   void handOver(
+      BlockStoreClient spark,
       Peer peer,
       List<String> ids,
       BlockFetchingListener listener,
@@ -37,7 +52,7 @@ final class SparkFallback {
       FallbackCause cause,
       String reason,
       boolean log) {
-    if (!ctx.fallbackAllowed) {
+    if (!allowed) {
       IOException e =
           new IOException(
               "blocks of executor "
@@ -45,19 +60,19 @@ final class SparkFallback {
                   + " cannot be read one-sided ("
                   + reason
                   + ") and spark.shuffle.rdma.fallback=false");
-      ctx.metrics.failed(ids.size());
+      metrics.failed(ids.size());
       for (String id : ids) {
         listener.onBlockFetchFailure(id, e);
       }
       return;
     }
     if (log) {
-      ctx.logFallback(peer.toString(), reason);
+      logFallback(peer.toString(), reason);
     }
-    ctx.metrics.fallback(cause, ids.size());
+    metrics.fallback(cause, ids.size());
     String[] array = ids.toArray(new String[0]);
     try {
-      ctx.fallbackThreads.execute(
+      threads.execute(
           () -> {
             try {
               spark.fetchBlocks(peer.host(), peer.port(), peer.execId(), array, listener, toDisk);
@@ -71,6 +86,15 @@ final class SparkFallback {
       for (String id : array) {
         listener.onBlockFetchFailure(id, new IOException("shuffle manager stopped", rejected));
       }
+    }
+  }
+
+  /** Logs the first fallback for a peer at WARN, later ones at DEBUG. */
+  private void logFallback(String peer, String reason) {
+    if (loggedPeers.add(peer)) {
+      LOG.warn("reading blocks of executor {} through Spark's own transfer: {}", peer, reason);
+    } else {
+      LOG.debug("fallback for executor {}: {}", peer, reason);
     }
   }
 }

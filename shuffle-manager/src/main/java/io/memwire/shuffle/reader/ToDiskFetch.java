@@ -7,10 +7,13 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Supplier;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.DownloadFileWritableChannel;
+import org.apache.spark.network.util.TransportConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,16 +37,39 @@ import org.slf4j.LoggerFactory;
 final class ToDiskFetch implements BlockSource {
   private static final Logger LOG = LoggerFactory.getLogger(ToDiskFetch.class);
 
-  private final ReadContext ctx;
+  private final MapOutputCache cache;
   private final int shuffleId;
+  private final ReadMetrics metrics;
+  private final ReadSettings settings;
+  private final TransportFaults faults;
+  private final Executor threads;
+  private final Supplier<TransportConf> transportConf;
   private final PeerLink link;
   private final BlockEnds ends;
   private final DownloadFileManager files;
 
+  /**
+   * @param threads where file writes and the next pieces' posts run
+   * @param transportConf Spark's shuffle transport settings, for the temp files
+   */
   ToDiskFetch(
-      ReadContext ctx, int shuffleId, PeerLink link, BlockEnds ends, DownloadFileManager files) {
-    this.ctx = ctx;
+      MapOutputCache cache,
+      int shuffleId,
+      ReadMetrics metrics,
+      ReadSettings settings,
+      TransportFaults faults,
+      Executor threads,
+      Supplier<TransportConf> transportConf,
+      PeerLink link,
+      BlockEnds ends,
+      DownloadFileManager files) {
+    this.cache = cache;
     this.shuffleId = shuffleId;
+    this.metrics = metrics;
+    this.settings = settings;
+    this.faults = faults;
+    this.threads = threads;
+    this.transportConf = transportConf;
     this.link = link;
     this.ends = ends;
     this.files = files;
@@ -73,7 +99,7 @@ final class ToDiskFetch implements BlockSource {
     DownloadFile file;
     DownloadFileWritableChannel channel;
     try {
-      file = files.createTempFile(ctx.transportConf());
+      file = files.createTempFile(transportConf.get());
       channel = file.openForWriting();
     } catch (IOException | RuntimeException e) {
       ends.fail(blocks.get(i).block(), e);
@@ -96,7 +122,7 @@ final class ToDiskFetch implements BlockSource {
     DownloadFile file = a.file();
     DownloadFileWritableChannel channel = a.channel();
     LocatedBlock b = blocks.get(i);
-    int n = (int) Math.min(b.length() - done, ctx.readBatchBytes); // readBatchBytes <= 1 GiB
+    int n = (int) Math.min(b.length() - done, settings.batchBytes()); // readBatchBytes <= 1 GiB
     if (n == 0) {
       finishFile(blocks, i, a);
       return;
@@ -114,14 +140,14 @@ final class ToDiskFetch implements BlockSource {
             (buf, err) -> {
               if (err != null) {
                 discard(file, channel);
-                ctx.drop(shuffleId, b.source());
-                readFailed(blocks, i, a, FetchRequest.rootMessage(err));
+                cache.drop(shuffleId, b.source());
+                readFailed(blocks, i, a, Failures.rootMessage(err));
                 return;
               }
               try {
                 ByteBuffer bytes = buf.nioBuffer();
                 if (a.verifier() != null) {
-                  ctx.transportFault(bytes);
+                  faults.apply(bytes);
                   a.verifier().update(bytes);
                 }
                 while (bytes.hasRemaining()) {
@@ -141,7 +167,7 @@ final class ToDiskFetch implements BlockSource {
                 finishFile(blocks, i, a);
               }
             },
-            ctx.fallbackThreads);
+            threads);
   }
 
   private void finishFile(List<LocatedBlock> blocks, int i, Attempt a) {
@@ -149,7 +175,7 @@ final class ToDiskFetch implements BlockSource {
     DownloadFileWritableChannel channel = a.channel();
     LocatedBlock b = blocks.get(i);
     if (a.verifier() == null) {
-      ctx.metrics.unverified();
+      metrics.unverified();
     } else {
       BlockChecksum.Mismatch m = a.verifier().finish();
       if (m != null) {
@@ -157,17 +183,17 @@ final class ToDiskFetch implements BlockSource {
         if (a.first() == null) {
           start(blocks, i, m); // once more from the same region, into a new file
         } else {
-          ctx.metrics.checksumMismatch(true);
-          ctx.drop(shuffleId, b.source());
+          metrics.checksumMismatch(true);
+          cache.drop(shuffleId, b.source());
           ends.fail(b.block(), new ChecksumMismatchException(b, link.execId(), a.first(), m));
           next(blocks, i + 1);
         }
         return;
       }
       if (a.first() != null) {
-        ctx.metrics.checksumMismatch(false);
+        metrics.checksumMismatch(false);
       }
-      ctx.metrics.verified();
+      metrics.verified();
     }
     ManagedBuffer onDisk;
     try {
@@ -198,7 +224,7 @@ final class ToDiskFetch implements BlockSource {
       from = i + 1;
     }
     ends.fallback(
-        DataFetch.blocksOf(blocks.subList(from, blocks.size())),
+        LocatedBlock.blocksOf(blocks.subList(from, blocks.size())),
         FallbackCause.READ,
         "data read failed: " + why);
   }

@@ -33,7 +33,7 @@ class BlockEndsTest {
           0, RemoteRegion.of(new RegionDescriptor(ProviderKind.TCP, PEER, 1, 4096, 1 << 16)));
 
   private final ShuffleCounters counters = new ShuffleCounters();
-  private final ReadContext ctx = new ReadContext(null, 8, 1 << 20, true, 0, counters);
+  private final ReadServices services = new ReadServices(null, 8, 1 << 20, true, 0, counters);
   private final Map<String, Throwable> failed = new ConcurrentHashMap<>();
   private final List<String> delivered = new CopyOnWriteArrayList<>();
   private final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
@@ -68,27 +68,31 @@ class BlockEndsTest {
         public void close() {}
       };
 
+  /** Blocks leaving the one-sided path go to Spark's client, as a plan without re-resolve does. */
   private final BlockEnds ends =
       new BlockEnds(
-          new Peer("map-host", 7337, "exec-1"),
           listener,
-          null,
-          new SparkFallback(ctx, spark),
-          ctx.metrics);
+          false,
+          services.metrics,
+          (ws, cause, reason) ->
+              services.fallback.handOver(
+                  spark,
+                  new Peer("map-host", 7337, "exec-1"),
+                  ws.stream().map(Wanted::id).toList(),
+                  listener,
+                  null,
+                  cause,
+                  reason,
+                  true));
 
   @AfterEach
   void close() {
-    ctx.close();
+    services.close();
   }
 
   private static Wanted block(int reduceId) {
     return new Wanted(
-        "shuffle_1_5_" + reduceId,
-        5,
-        new RdmaBlockStoreClient.Route(POINTER, 0),
-        reduceId,
-        reduceId + 1,
-        false);
+        "shuffle_1_5_" + reduceId, 5, new Route(POINTER, 0), reduceId, reduceId + 1, false);
   }
 
   @Test
@@ -102,11 +106,11 @@ class BlockEndsTest {
     Counted late = new Counted();
     ends.deliver(a, late, 10);
     ends.fallback(List.of(a, b), FallbackCause.INTERNAL, "again");
-    ctx.fallbackThreads.shutdown();
-    ctx.fallbackThreads.awaitTermination(30, TimeUnit.SECONDS);
+    services.threads.shutdown();
+    services.threads.awaitTermination(30, TimeUnit.SECONDS);
 
-    assertEquals(List.of(List.of(a.id)), handedOver, "handed to Spark once");
-    assertEquals(Map.of(b.id, failed.get(b.id)), failed, "only b fails");
+    assertEquals(List.of(List.of(a.id())), handedOver, "handed to Spark once");
+    assertEquals(Map.of(b.id(), failed.get(b.id())), failed, "only b fails");
     assertEquals(List.of(), delivered);
     assertEquals(1, late.released, "a late buffer goes back");
     assertEquals(1, counters.fallbackBlocks(FallbackCause.READ));
@@ -124,8 +128,8 @@ class BlockEndsTest {
     ends.fail(a, new IOException("too late"));
     ends.fallback(List.of(a), FallbackCause.READ, "too late");
 
-    assertEquals(List.of(a.id, "shuffle_1_5_1"), delivered);
-    assertSame(null, failed.get(a.id));
+    assertEquals(List.of(a.id(), "shuffle_1_5_1"), delivered);
+    assertSame(null, failed.get(a.id()));
     assertEquals(List.of(), handedOver);
     assertEquals(1, buf.released, "our reference is released after Spark's listener");
     assertEquals(2, counters.rdmaBlocks.sum());

@@ -72,12 +72,12 @@ class ChecksumReadPathTest {
   private final List<ByteBuffer> dataBuffers = new ArrayList<>();
   private final List<long[]> offsets = new ArrayList<>();
   private final List<byte[]> data = new ArrayList<>();
-  private final Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+  private final Map<Long, Route> routes = new HashMap<>();
   private final ShuffleCounters counters = new ShuffleCounters();
   private final Spark spark = new Spark();
   private ByteBuffer chunk;
   private DirectoryPointer pointer;
-  private ReadContext ctx;
+  private ReadServices ctx;
 
   /** Lays out both map outputs and a directory with their checksums ({@code algorithm}). */
   private void setUp(ChecksumAlgorithm algorithm, long readBatchBytes) {
@@ -104,9 +104,9 @@ class ChecksumReadPathTest {
       offsets.add(off);
       data.add(bytes);
       writeSlot(m, sums(algorithm, bytes, off));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
-    ctx = new ReadContext(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
+    ctx = new ReadServices(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
   }
 
   /** Spark's checksum file of one output, computed as Spark's writer does (JDK checksums). */
@@ -180,7 +180,7 @@ class ChecksumReadPathTest {
   }
 
   private void onDisk() throws Exception {
-    Field conf = ReadContext.class.getDeclaredField("transportConf");
+    Field conf = ReadServices.class.getDeclaredField("transportConf");
     conf.setAccessible(true); // no SparkEnv here: give the context Spark's transport settings
     conf.set(ctx, new TransportConf("shuffle", MapConfigProvider.EMPTY));
   }

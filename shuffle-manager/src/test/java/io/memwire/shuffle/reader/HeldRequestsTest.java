@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  */
 class HeldRequestsTest {
   private final ShuffleCounters counters = new ShuffleCounters();
-  private final ReadContext ctx = new ReadContext(null, 8, 1 << 20, false, 0, counters);
+  private final ReadServices ctx = new ReadServices(null, 8, 1 << 20, false, 0, counters);
   private final RdmaBlockStoreClient client =
       new RdmaBlockStoreClient(ctx, 0, Map.of(), new UnusedClient());
   private final List<String> posted = new CopyOnWriteArrayList<>();

@@ -70,10 +70,10 @@ class InMemoryReadPathTest {
   private final List<MemoryRegion> dataRegions = new ArrayList<>();
   private final List<long[]> offsets = new ArrayList<>();
   private final List<byte[]> data = new ArrayList<>();
-  private final Map<Long, RdmaBlockStoreClient.Route> routes = new HashMap<>();
+  private final Map<Long, Route> routes = new HashMap<>();
   private DirectoryPointer pointer;
   private final ShuffleCounters counters = new ShuffleCounters();
-  private ReadContext ctx;
+  private ReadServices ctx;
   private final Spark spark = new Spark();
 
   @BeforeEach
@@ -105,13 +105,13 @@ class InMemoryReadPathTest {
       offsets.add(off);
       data.add(bytes);
       writeSlot(m, mapId(m));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
     ctx = newContext(1 << 20);
   }
 
-  private ReadContext newContext(long readBatchBytes) {
-    return new ReadContext(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
+  private ReadServices newContext(long readBatchBytes) {
+    return new ReadServices(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
   }
 
   @AfterEach
@@ -208,7 +208,7 @@ class InMemoryReadPathTest {
     pointer = new DirectoryPointer(0, entries, mapNode.register(chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       writeInlineSlot(m, mapId(m));
-      routes.put(mapId(m), new RdmaBlockStoreClient.Route(pointer, m));
+      routes.put(mapId(m), new Route(pointer, m));
     }
   }
 
@@ -268,7 +268,7 @@ class InMemoryReadPathTest {
   void withTheIndexCacheOffInlineEntriesStillComeWithTheSlot() {
     inlineDirectory();
     ctx.close();
-    ctx = new ReadContext(reduceNode, 8, 1 << 20, true, 0, counters);
+    ctx = new ReadServices(reduceNode, 8, 1 << 20, true, 0, counters);
     fetch(task(), null, block(0, 0), block(1, 2));
     spark.awaitEnded(2);
     assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
@@ -378,7 +378,7 @@ class InMemoryReadPathTest {
       assertArrayEquals(expected(0, r, r + 1), spark.ok.get(block(0, r)));
     }
     assertEquals(1, counters.indexReads.sum());
-    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)).offsets());
+    assertNotNull(ctx.cache.cached(SHUFFLE, new Route(pointer, 0), mapId(0)).offsets());
   }
 
   @Test
@@ -431,9 +431,9 @@ class InMemoryReadPathTest {
     }
     assertArrayEquals(expected(1, 0, 1), spark.ok.get(block(1, 0)));
     assertNull(
-        ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)),
+        ctx.cache.cached(SHUFFLE, new Route(pointer, 0), mapId(0)),
         "a map output whose read failed is read afresh next time");
-    assertNotNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+    assertNotNull(ctx.cache.cached(SHUFFLE, new Route(pointer, 1), mapId(1)));
   }
 
   @Test
@@ -460,7 +460,7 @@ class InMemoryReadPathTest {
   void blocksSparkWantsOnDiskAreReadInPiecesIntoItsTempFiles() throws Exception {
     ctx.close();
     ctx = newContext(4096); // 20000 bytes: five reads
-    Field conf = ReadContext.class.getDeclaredField("transportConf");
+    Field conf = ReadServices.class.getDeclaredField("transportConf");
     conf.setAccessible(true); // no SparkEnv here: give the context Spark's transport settings
     conf.set(ctx, new TransportConf("shuffle", MapConfigProvider.EMPTY));
     TempFiles files = new TempFiles(tmp);
@@ -487,7 +487,7 @@ class InMemoryReadPathTest {
   void blocksOfACachedIndexGetTheirDataPostedAfterTheOtherBlocksIndexRead() {
     fetch(task(), null, block(0, 0), block(1, 0));
     spark.awaitEnded(2);
-    ctx.drop(SHUFFLE, new ReadContext.SlotKey(pointer, 1)); // map 1 is located afresh
+    ctx.cache.drop(SHUFFLE, new Route(pointer, 1)); // map 1 is located afresh
     List<String> order = new CopyOnWriteArrayList<>();
     transport.script(
         r -> {
@@ -534,14 +534,14 @@ class InMemoryReadPathTest {
     }
     assertEquals(Set.of(), spark.viaSpark, "an invalid index is no case for Spark's client");
     assertEquals(3, counters.failedBlocks.sum());
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)).offsets());
+    assertNull(ctx.cache.cached(SHUFFLE, new Route(pointer, 0), mapId(0)).offsets());
   }
 
   @Test
   void aFailedPieceOfAToDiskBlockSendsItAndTheRestToSparkAndDeletesItsFile() throws Exception {
     ctx.close();
     ctx = newContext(4096);
-    Field conf = ReadContext.class.getDeclaredField("transportConf");
+    Field conf = ReadServices.class.getDeclaredField("transportConf");
     conf.setAccessible(true);
     conf.set(ctx, new TransportConf("shuffle", MapConfigProvider.EMPTY));
     TempFiles files = new TempFiles(tmp);
@@ -564,7 +564,7 @@ class InMemoryReadPathTest {
     try (var left = java.nio.file.Files.list(tmp)) {
       assertEquals(List.of(), left.toList(), "the partial temp file is deleted");
     }
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 0), mapId(0)));
+    assertNull(ctx.cache.cached(SHUFFLE, new Route(pointer, 0), mapId(0)));
   }
 
   /** The map node refuses every read of map index {@code m}'s slot (its key is unknown). */
@@ -592,13 +592,13 @@ class InMemoryReadPathTest {
     assertEquals(2, counters.fallbackBlocks.sum(), "counted once, under one cause");
     assertEquals(0, counters.failedBlocks.sum());
     assertEquals(1, counters.rdmaBlocks.sum());
-    assertNull(ctx.cached(SHUFFLE, new ReadContext.SlotKey(pointer, 1), mapId(1)));
+    assertNull(ctx.cache.cached(SHUFFLE, new Route(pointer, 1), mapId(1)));
   }
 
   @Test
   void withFallbackOffABlockWhoseSlotReadFailsFailsOnceAndIsNotHandedToSpark() {
     ctx.close();
-    ctx = new ReadContext(reduceNode, 8, 1 << 20, false, 1 << 20, counters);
+    ctx = new ReadServices(reduceNode, 8, 1 << 20, false, 1 << 20, counters);
     refuseSlotReads(1);
     fetch(task(), null, block(0, 0), block(1, 0));
     spark.awaitEnded(2);

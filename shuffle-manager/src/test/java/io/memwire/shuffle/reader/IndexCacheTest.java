@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.transfer.ProviderKind;
@@ -28,12 +27,11 @@ class IndexCacheTest {
   private static final InetSocketAddress PEER = new InetSocketAddress("127.0.0.1", 7000);
   private static final DirectoryPointer POINTER = new DirectoryPointer(0, region(1, 256 * 1024));
 
-  private final ReadContext ctx =
-      new ReadContext(null, 8, 1 << 20, true, 1000, new ShuffleCounters());
+  private final MapOutputCache cache = new MapOutputCache(1000);
 
   @AfterEach
   void close() {
-    ctx.close();
+    cache.clear();
   }
 
   private static RemoteRegion region(long key, long length) {
@@ -67,110 +65,103 @@ class IndexCacheTest {
 
   @Test
   void entriesAreFoundOnlyUnderTheirMapId() {
-    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 3);
+    Route key = new Route(POINTER, 3);
     DirectorySlot s = slot(3, 77, 4, 100);
-    ctx.cacheSlot(1, key, s);
-    assertSame(s, ctx.cached(1, key, 77).slot());
-    assertNull(ctx.cached(1, key, 78), "another map id: a recomputed output");
-    assertNull(ctx.cached(2, key, 77), "another shuffle");
-    assertNull(ctx.cached(1, key, 77).offsets(), "slot only, no index yet");
+    cache.cacheSlot(1, key, s);
+    assertSame(s, cache.cached(1, key, 77).slot());
+    assertNull(cache.cached(1, key, 78), "another map id: a recomputed output");
+    assertNull(cache.cached(2, key, 77), "another shuffle");
+    assertNull(cache.cached(1, key, 77).offsets(), "slot only, no index yet");
 
     long[] offsets = {0, 10, 20, 30, 100};
-    ctx.cacheIndex(1, key, s, offsets);
-    assertArrayEquals(offsets, ctx.cached(1, key, 77).offsets());
-    assertEquals(40, ctx.indexCacheBytes());
+    cache.cacheIndex(1, key, s, offsets);
+    assertArrayEquals(offsets, cache.cached(1, key, 77).offsets());
+    assertEquals(40, cache.indexCacheBytes());
     // Caching the slot again (another task read it) keeps the index.
-    ctx.cacheSlot(1, key, s);
-    assertNotNull(ctx.cached(1, key, 77).offsets());
-    assertEquals(40, ctx.indexCacheBytes());
+    cache.cacheSlot(1, key, s);
+    assertNotNull(cache.cached(1, key, 77).offsets());
+    assertEquals(40, cache.indexCacheBytes());
   }
 
   @Test
   void theBudgetBoundsCachedIndexBytesAndEveryWayOutReturnsThem() {
-    assertTrue(ctx.wantsWholeIndex(1000));
-    assertFalse(ctx.wantsWholeIndex(1008), "beyond the budget of 1000 bytes");
-    ReadContext.SlotKey a = new ReadContext.SlotKey(POINTER, 0);
-    ReadContext.SlotKey b = new ReadContext.SlotKey(POINTER, 1);
-    ReadContext.SlotKey c = new ReadContext.SlotKey(POINTER, 2);
-    ctx.cacheIndex(1, a, slot(0, 1, 59, 10), new long[60]); // 480 bytes
-    ctx.cacheIndex(1, b, slot(1, 2, 59, 10), new long[60]); // 960
-    assertFalse(ctx.wantsWholeIndex(480));
-    ctx.cacheIndex(1, c, slot(2, 3, 59, 10), new long[60]); // would be 1440: not kept
-    assertEquals(960, ctx.indexCacheBytes());
-    assertNull(ctx.cached(1, c, 3));
+    assertTrue(cache.wantsWholeIndex(1000));
+    assertFalse(cache.wantsWholeIndex(1008), "beyond the budget of 1000 bytes");
+    Route a = new Route(POINTER, 0);
+    Route b = new Route(POINTER, 1);
+    Route c = new Route(POINTER, 2);
+    cache.cacheIndex(1, a, slot(0, 1, 59, 10), new long[60]); // 480 bytes
+    cache.cacheIndex(1, b, slot(1, 2, 59, 10), new long[60]); // 960
+    assertFalse(cache.wantsWholeIndex(480));
+    cache.cacheIndex(1, c, slot(2, 3, 59, 10), new long[60]); // would be 1440: not kept
+    assertEquals(960, cache.indexCacheBytes());
+    assertNull(cache.cached(1, c, 3));
 
     // A recomputed output (new map id) replaces the old entry and its bytes.
-    ctx.cacheIndex(1, a, slot(0, 9, 9, 10), new long[10]);
-    assertEquals(480 + 80, ctx.indexCacheBytes());
-    assertNull(ctx.cached(1, a, 1));
-    ctx.drop(1, b);
-    assertEquals(80, ctx.indexCacheBytes());
-    assertNull(ctx.cached(1, b, 2));
+    cache.cacheIndex(1, a, slot(0, 9, 9, 10), new long[10]);
+    assertEquals(480 + 80, cache.indexCacheBytes());
+    assertNull(cache.cached(1, a, 1));
+    cache.drop(1, b);
+    assertEquals(80, cache.indexCacheBytes());
+    assertNull(cache.cached(1, b, 2));
 
-    ctx.cacheIndex(2, a, slot(0, 4, 9, 10), new long[10]);
-    ctx.forget(1);
-    assertEquals(80, ctx.indexCacheBytes());
-    assertNull(ctx.cached(1, a, 9));
-    ctx.close();
-    assertEquals(0, ctx.indexCacheBytes());
+    cache.cacheIndex(2, a, slot(0, 4, 9, 10), new long[10]);
+    cache.forget(1);
+    assertEquals(80, cache.indexCacheBytes());
+    assertNull(cache.cached(1, a, 9));
+    cache.clear();
+    assertEquals(0, cache.indexCacheBytes());
   }
 
   @Test
   void aZeroBudgetNeverReadsWholeIndexes() {
-    ReadContext off = new ReadContext(null, 8, 1 << 20, true, 0, new ShuffleCounters());
-    try {
-      assertFalse(off.wantsWholeIndex(16));
-      ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 0);
-      off.cacheIndex(1, key, slot(0, 1, 1, 10), new long[] {0, 10});
-      assertEquals(0, off.indexCacheBytes());
-    } finally {
-      off.close();
-    }
+    MapOutputCache off = new MapOutputCache(0);
+    assertFalse(off.wantsWholeIndex(16));
+    Route key = new Route(POINTER, 0);
+    off.cacheIndex(1, key, slot(0, 1, 1, 10), new long[] {0, 10});
+    assertEquals(0, off.indexCacheBytes());
   }
 
   @Test
   void indexesAbove64KiBAreReadByEntry() {
-    ReadContext big = new ReadContext(null, 8, 1 << 20, true, 1L << 30, new ShuffleCounters());
-    try {
-      assertTrue(big.wantsWholeIndex(64 * 1024));
-      assertFalse(big.wantsWholeIndex(64 * 1024 + 8));
-    } finally {
-      big.close();
-    }
+    MapOutputCache big = new MapOutputCache(1L << 30);
+    assertTrue(big.wantsWholeIndex(64 * 1024));
+    assertFalse(big.wantsWholeIndex(64 * 1024 + 8));
   }
 
   @Test
   void concurrentTasksShareOneWholeIndexLoadAndAFailureReachesThemAll() throws Exception {
-    ReadContext.SlotKey key = new ReadContext.SlotKey(POINTER, 5);
+    Route key = new Route(POINTER, 5);
     DirectorySlot s = slot(5, 50, 2, 30);
     CompletableFuture<long[]> first = new CompletableFuture<>();
-    assertNull(ctx.joinIndexLoad(1, key, 50, first), "the first task reads the index");
-    CompletableFuture<long[]> shared = ctx.joinIndexLoad(1, key, 50, new CompletableFuture<>());
+    assertNull(cache.joinIndexLoad(1, key, 50, first), "the first task reads the index");
+    CompletableFuture<long[]> shared = cache.joinIndexLoad(1, key, 50, new CompletableFuture<>());
     assertSame(first, shared, "a second task waits for the first one's read");
-    assertNull(ctx.joinIndexLoad(1, key, 51, new CompletableFuture<>()), "another map id");
+    assertNull(cache.joinIndexLoad(1, key, 51, new CompletableFuture<>()), "another map id");
 
     long[] offsets = {0, 10, 30};
-    ctx.indexLoaded(1, key, s, first, offsets, null);
+    cache.indexLoaded(1, key, s, first, offsets, null);
     assertArrayEquals(offsets, shared.get());
-    assertArrayEquals(offsets, ctx.cached(1, key, 50).offsets());
+    assertArrayEquals(offsets, cache.cached(1, key, 50).offsets());
 
     // A failed load fails its waiters; ending it twice changes nothing, and never ends the load
     // a later task claimed.
-    ReadContext.SlotKey other = new ReadContext.SlotKey(POINTER, 6);
+    Route other = new Route(POINTER, 6);
     DirectorySlot t = slot(6, 60, 2, 30);
     CompletableFuture<long[]> failing = new CompletableFuture<>();
-    assertNull(ctx.joinIndexLoad(1, other, 60, failing));
-    CompletableFuture<long[]> waiter = ctx.joinIndexLoad(1, other, 60, new CompletableFuture<>());
+    assertNull(cache.joinIndexLoad(1, other, 60, failing));
+    CompletableFuture<long[]> waiter = cache.joinIndexLoad(1, other, 60, new CompletableFuture<>());
     IOException cause = new IOException("peer gone");
-    ctx.indexLoaded(1, other, t, failing, null, cause);
+    cache.indexLoaded(1, other, t, failing, null, cause);
     ExecutionException e = assertThrows(ExecutionException.class, waiter::get);
     assertSame(cause, e.getCause());
-    assertNull(ctx.cached(1, other, 60));
+    assertNull(cache.cached(1, other, 60));
     CompletableFuture<long[]> retry = new CompletableFuture<>();
-    assertNull(ctx.joinIndexLoad(1, other, 60, retry), "after a failure the next task reads again");
-    ctx.indexLoaded(1, other, t, failing, null, cause);
-    assertSame(retry, ctx.joinIndexLoad(1, other, 60, new CompletableFuture<>()));
-    ctx.indexLoaded(1, other, t, retry, new long[] {0, 1, 2}, null);
+    assertNull(
+        cache.joinIndexLoad(1, other, 60, retry), "after a failure the next task reads again");
+    cache.indexLoaded(1, other, t, failing, null, cause);
+    assertSame(retry, cache.joinIndexLoad(1, other, 60, new CompletableFuture<>()));
+    cache.indexLoaded(1, other, t, retry, new long[] {0, 1, 2}, null);
     assertTrue(retry.isDone());
   }
 }

@@ -50,12 +50,12 @@ class ReresolveTest {
   private final List<InetSocketAddress> askedAt = new CopyOnWriteArrayList<>();
   private final Map<DirectoryPointer, Object> answers = new ConcurrentHashMap<>();
   private final ShuffleCounters counters = new ShuffleCounters();
-  private ReadContext ctx;
+  private ReadServices services;
 
   @AfterEach
   void close() {
-    if (ctx != null) {
-      ctx.close();
+    if (services != null) {
+      services.close();
     }
   }
 
@@ -214,29 +214,20 @@ class ReresolveTest {
         public void close() {}
       };
 
-  private Reresolve reresolve(boolean fallbackAllowed) {
-    ctx = new ReadContext(null, 8, 1 << 20, fallbackAllowed, 0, counters);
-    ctx.resolveWith(resolution());
-    return new Reresolve(
-        ctx,
-        SHUFFLE,
-        new Peer("map-host", 7337, "exec-1"),
-        listener,
-        null,
-        new SparkFallback(ctx, spark));
+  /** A fetch request's run whose plan gives failed reads a second chance (service mode). */
+  private FetchRun reresolve(boolean fallbackAllowed) {
+    services = new ReadServices(null, 8, 1 << 20, fallbackAllowed, 0, counters);
+    services.resolveWith(resolution());
+    FetchPlan plan =
+        new FetchPlan(
+            new Peer("map-host", 7337, "exec-1"), FetchPlan.Mode.MEMORY, null, List.of(), true);
+    return new FetchRun(services, SHUFFLE, spark, plan, listener, null);
   }
 
   private static List<Wanted> blocks(DirectoryPointer p, int... reduceIds) {
     List<Wanted> ws = new ArrayList<>();
     for (int r : reduceIds) {
-      ws.add(
-          new Wanted(
-              "shuffle_" + SHUFFLE + "_5_" + r,
-              5,
-              new RdmaBlockStoreClient.Route(p, 0),
-              r,
-              r + 1,
-              false));
+      ws.add(new Wanted("shuffle_" + SHUFFLE + "_5_" + r, 5, new Route(p, 0), r, r + 1, false));
     }
     return ws;
   }
@@ -250,9 +241,9 @@ class ReresolveTest {
   void refusedPointersOfTwoTasksCostOneRequestAndTheirBlocksGoToSpark() throws Exception {
     DirectoryPointer old = pointer(0, 1);
     answers.put(old, new ServiceException(ServiceProtocol.E_DENIED, "not authenticated"));
-    Reresolve retry = reresolve(true);
-    retry.retry(blocks(old, 0, 1), FallbackCause.READ, "dead key");
-    retry.retry(blocks(old, 2, 3), FallbackCause.READ, "dead key");
+    FetchRun retry = reresolve(true);
+    retry.leave(blocks(old, 0, 1), FallbackCause.READ, "dead key", true);
+    retry.leave(blocks(old, 2, 3), FallbackCause.READ, "dead key", true);
     awaitEnds();
     assertEquals(1, asked.size(), "no retry storm: " + asked);
     assertEquals(4, handedOver.stream().mapToInt(List::size).sum(), handedOver.toString());
@@ -265,8 +256,8 @@ class ReresolveTest {
   @Test
   void withFallbackOffAnUnresolvedPointerFailsItsBlocksWithTheReason() throws Exception {
     DirectoryPointer old = pointer(0, 1); // no answer: nothing listens on the resolve port
-    Reresolve retry = reresolve(false);
-    retry.retry(blocks(old, 0, 1, 2, 3), FallbackCause.READ, "dead key");
+    FetchRun retry = reresolve(false);
+    retry.leave(blocks(old, 0, 1, 2, 3), FallbackCause.READ, "dead key", true);
     awaitEnds();
     assertEquals(List.of(), handedOver);
     assertEquals(4, failed.size());
@@ -282,8 +273,8 @@ class ReresolveTest {
   void aPointerResolvedToItselfIsNotReadAgain() throws Exception {
     DirectoryPointer old = pointer(0, 1);
     answers.put(old, old);
-    Reresolve retry = reresolve(true);
-    retry.retry(blocks(old, 0, 1, 2, 3), FallbackCause.CONNECT, "connect failed");
+    FetchRun retry = reresolve(true);
+    retry.leave(blocks(old, 0, 1, 2, 3), FallbackCause.CONNECT, "connect failed", true);
     awaitEnds();
     assertEquals(4, handedOver.stream().mapToInt(List::size).sum());
     assertEquals(1, counters.pointersReresolved.sum(), "the service did answer");
