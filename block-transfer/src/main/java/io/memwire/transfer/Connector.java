@@ -3,10 +3,14 @@ package io.memwire.transfer;
 import java.net.InetSocketAddress;
 
 /**
- * What a reader needs of a {@link TransferNode} to reach peers, and nothing else: the cached
- * connection to a peer. Readers (Flight's batch puller) take a {@code Connector}, not the node.
+ * What a reader needs of a {@link TransferNode} to reach peers, and nothing else: the provider it
+ * reads with and the cached connection to a peer. Readers (Flight's batch puller, the shuffle
+ * reader's {@code ReadServices}) take a {@code Connector}, not the node.
  */
 public interface Connector {
+  /** The provider this node's connections use: a peer's region must be of the same kind. */
+  ProviderKind provider();
+
   /**
    * The connection to {@code peer}, opened on first use and reused; a failed, closed or reaped one
    * is replaced. Blocks at most the connect timeout. After an attempt to open a connection failed,

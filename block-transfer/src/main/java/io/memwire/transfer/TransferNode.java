@@ -98,7 +98,7 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
     return config;
   }
 
-  /** The provider in use: tcp or verbs. */
+  @Override
   public ProviderKind provider() {
     return provider.kind();
   }

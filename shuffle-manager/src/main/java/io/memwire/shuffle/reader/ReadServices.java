@@ -3,7 +3,7 @@ package io.memwire.shuffle.reader;
 import io.memwire.shuffle.PeerReadLatencies;
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.compat.SparkCompat;
-import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.Connector;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,8 +20,10 @@ import org.apache.spark.network.util.TransportConf;
 public final class ReadServices implements AutoCloseable {
   private static final AtomicInteger THREAD_IDS = new AtomicInteger();
 
-  /** The transfer node, or null when every block goes to Spark ({@link #delegateAll}). */
-  final TransferNode node;
+  /**
+   * The transfer node's connections, or null when every block goes to Spark ({@link #delegateAll}).
+   */
+  final Connector node;
 
   /** When non-null, every block goes to Spark's own client for this cause; nothing is read here. */
   final ShuffleCounters.FallbackCause delegateAll;
@@ -49,7 +51,7 @@ public final class ReadServices implements AutoCloseable {
    * @param indexCacheBudget bytes of peers' index files kept (0: none; every fetch reads entries)
    */
   public ReadServices(
-      TransferNode node,
+      Connector node,
       int readBatchBlocks,
       long readBatchBytes,
       boolean fallbackAllowed,
@@ -67,7 +69,7 @@ public final class ReadServices implements AutoCloseable {
 
   /** As above, with latencies kept by these services alone. */
   public ReadServices(
-      TransferNode node,
+      Connector node,
       int readBatchBlocks,
       long readBatchBytes,
       boolean fallbackAllowed,
@@ -99,7 +101,7 @@ public final class ReadServices implements AutoCloseable {
   }
 
   private ReadServices(
-      TransferNode node,
+      Connector node,
       ShuffleCounters.FallbackCause delegateAll,
       ReadSettings settings,
       boolean fallbackAllowed,
