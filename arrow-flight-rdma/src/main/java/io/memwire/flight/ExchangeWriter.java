@@ -22,6 +22,7 @@ final class ExchangeWriter {
   private static final Logger LOG = LoggerFactory.getLogger(ExchangeWriter.class);
 
   private final FlightProducer.ServerStreamListener grpc;
+
   private final BufferAllocator allocator;
   private final BooleanSupplier sessionEnded;
 

@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.wire.ClientMessage;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -33,7 +34,8 @@ final class FreeSender {
 
   private final Object writerLock = new Object();
 
-  /** Guarded by {@link #writerLock}: the writer was half-closed or the stream closed. */
+  /** The writer was half-closed or the stream closed. */
+  @GuardedBy("writerLock")
   private boolean writerDone;
 
   FreeSender(

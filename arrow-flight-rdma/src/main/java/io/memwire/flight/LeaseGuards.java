@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
@@ -70,11 +71,20 @@ final class LeaseGuards implements AutoCloseable {
 
   private final Registrar node;
   private final MemoryAllocator allocator;
+
+  @GuardedBy("this")
   private final List<BufferUnit> pages = new ArrayList<>();
+
+  @GuardedBy("this")
   private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
+
+  @GuardedBy("this")
   private final Map<MemoryRegion, Guard> live = new LinkedHashMap<>();
+
   // Random start: a guard of a restarted producer at the same address never matches an old one.
   private final AtomicLong generations = new AtomicLong(new SecureRandom().nextLong());
+
+  @GuardedBy("this")
   private boolean closed;
 
   LeaseGuards(Registrar node) {

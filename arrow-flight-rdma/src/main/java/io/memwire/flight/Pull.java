@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.memory.ArenaMemory;
 import java.util.concurrent.CompletableFuture;
 import org.apache.arrow.flatbuf.RecordBatch;
@@ -16,6 +17,8 @@ final class Pull {
   final long bodyLength;
   final byte[] appMetadata;
   final CompletableFuture<Void> done = new CompletableFuture<>();
+
+  @GuardedBy("this")
   private ArenaMemory.Block block;
 
   Pull(long seq, RecordBatch header, long bodyLength, byte[] appMetadata) {

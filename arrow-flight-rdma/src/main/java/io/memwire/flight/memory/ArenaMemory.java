@@ -1,5 +1,6 @@
 package io.memwire.flight.memory;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.RegistrationException;
@@ -51,6 +52,8 @@ public final class ArenaMemory implements AutoCloseable {
   private final String name;
   private final MemoryAllocator allocator;
   private final Arenas arenas;
+
+  @GuardedBy("this")
   private boolean closed;
 
   /**
@@ -179,6 +182,7 @@ public final class ArenaMemory implements AutoCloseable {
     return take(a, a.alloc(bytes), bytes);
   }
 
+  @GuardedBy("this")
   private Block take(Arena a, long off, long bytes) {
     a.used += bytes;
     Block b = new Block(a, off, bytes);
@@ -197,6 +201,7 @@ public final class ArenaMemory implements AutoCloseable {
     notifyAll();
   }
 
+  @GuardedBy("this")
   private void giveBack(Block b) {
     arenas.giveBack(b.arena, b.offset, b.size, closed);
   }

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.writer;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.shuffle.conf.ShuffleSettings;
 import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.protocol.ServiceIdentityException;
@@ -26,9 +27,17 @@ public final class ServiceLink implements AutoCloseable {
   private final Duration timeout;
   private final Set<String> serviceUsers;
   private final long retryNanos;
+
+  @GuardedBy("this")
   private ServiceClient client;
+
+  @GuardedBy("this")
   private long nextAttemptNanos;
+
+  @GuardedBy("this")
   private boolean warned;
+
+  @GuardedBy("this")
   private boolean closed;
 
   /**

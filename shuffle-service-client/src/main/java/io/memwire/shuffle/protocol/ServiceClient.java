@@ -1,5 +1,6 @@
 package io.memwire.shuffle.protocol;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.transfer.RemoteRegion;
 import java.io.IOException;
@@ -49,7 +50,11 @@ public final class ServiceClient implements AutoCloseable {
   private final Duration timeout;
   private final Set<String> serviceUsers;
   private final ScheduledThreadPoolExecutor timer;
+
+  @GuardedBy("this")
   private SocketChannel channel;
+
+  @GuardedBy("this")
   private boolean closed;
 
   private ServiceClient(
@@ -125,6 +130,7 @@ public final class ServiceClient implements AutoCloseable {
     return socket;
   }
 
+  @GuardedBy("this")
   private void open() throws IOException {
     SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
     try {
@@ -262,6 +268,7 @@ public final class ServiceClient implements AutoCloseable {
     return m;
   }
 
+  @GuardedBy("this")
   private ServiceProtocol.In call(ServiceProtocol.Out request) throws IOException {
     if (closed) {
       throw new IOException("shuffle service client is closed");
@@ -285,6 +292,7 @@ public final class ServiceClient implements AutoCloseable {
     }
   }
 
+  @GuardedBy("this")
   private ServiceProtocol.In exchange(ServiceProtocol.Out request) throws IOException {
     SocketChannel ch = channel;
     AtomicBoolean expired = new AtomicBoolean();
@@ -345,6 +353,7 @@ public final class ServiceClient implements AutoCloseable {
     }
   }
 
+  @GuardedBy("this")
   private void dropChannel() {
     closeQuietly(channel);
     channel = null;

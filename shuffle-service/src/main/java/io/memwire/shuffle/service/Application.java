@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.Registrar;
@@ -52,8 +53,14 @@ final class Application {
   private volatile long lastAliveNanos;
   private volatile long refusedSinceNanos;
   private volatile long nextProbeNanos;
+
+  @GuardedBy("this")
   private final Map<String, ShuffleDirectory> directories = new HashMap<>();
+
+  @GuardedBy("this")
   private final Map<Slot, Held> outputs = new HashMap<>();
+
+  @GuardedBy("this")
   private boolean ended;
 
   /**

@@ -1,5 +1,6 @@
 package io.memwire.shuffle.service;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.nio.file.attribute.UserPrincipal;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -34,10 +35,19 @@ final class Quotas {
   private final ServiceConfig.Quota perUser;
   private final ServiceConfig.Quota perApplication;
   private final int applicationsPerUser;
+
+  @GuardedBy("this")
   private final Use total = new Use();
+
+  @GuardedBy("this")
   private final Map<UserPrincipal, Use> users = new HashMap<>();
+
+  @GuardedBy("this")
   private final Map<Object, Use> applications = new HashMap<>();
+
+  @GuardedBy("this")
   private final Set<String> warned = new HashSet<>();
+
   private final LongAdder refusals = new LongAdder();
   private final Map<String, LongAdder> byLimit = new java.util.concurrent.ConcurrentHashMap<>();
 
