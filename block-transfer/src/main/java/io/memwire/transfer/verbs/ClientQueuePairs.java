@@ -249,7 +249,12 @@ final class ClientQueuePairs {
       if (why.isEmpty()) {
         throw e;
       }
-      TransferTimeoutException explained = new TransferTimeoutException(e.getMessage() + why, peer);
+      String own = e.getMessage();
+      String suffix = " (peer " + peer + ")";
+      if (own.endsWith(suffix)) { // the exception names the peer again at the end
+        own = own.substring(0, own.length() - suffix.length());
+      }
+      TransferTimeoutException explained = new TransferTimeoutException(own + why, peer);
       explained.addSuppressed(e);
       throw explained;
     } catch (TransferException e) {

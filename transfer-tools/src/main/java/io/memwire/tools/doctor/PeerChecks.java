@@ -190,6 +190,25 @@ final class PeerChecks {
     }
   }
 
+  /**
+   * The fix for the fabric cause a failed peer check's {@code finding} names, else {@code usual}.
+   */
+  static String advice(String finding, String usual) {
+    if (finding.contains("MTU mismatch")) {
+      return "set the same MTU on both nodes' RDMA netdevs (run `doctor --serve` there and pass"
+          + " its --peer-mtu here to compare)";
+    }
+    if (finding.contains("UDP 4791 unreachable")) {
+      return "allow UDP port 4791 (RoCE v2) in both nodes' firewalls and on the path (nft list"
+          + " ruleset, iptables-save, security groups)";
+    }
+    if (finding.contains("retransmissions:")) {
+      return "RoCE needs a lossless fabric: enable PFC (or ECN) for the traffic class in use on"
+          + " every switch and NIC on the path";
+    }
+    return usual;
+  }
+
   /** Connects to {@code peer} and, when a region is given, reads it all and checks the bytes. */
   static Check peer(TransferConfig base, InetSocketAddress peer, RemoteRegion region) {
     return peer(base, peer, region, OptionalInt.empty());
@@ -225,20 +244,24 @@ final class PeerChecks {
       try {
         c = node.connection(peer);
       } catch (TransferException e) {
-        return Check.fail(
-            name,
+        String finding =
             "cannot connect to "
                 + peer
                 + " over "
                 + node.provider()
                 + ": "
                 + e.getMessage()
-                + fabricCause(nic, before, inventory, local, peerMtu, true, e.getMessage()),
-            "is `doctor --serve` (or a Memwire node) running there? open the "
-                + "port in the firewall"
-                + (node.provider().toString().equals("verbs")
-                    ? "; for RoCE also check that both ends are in the same subnet or routed"
-                    : ""));
+                + fabricCause(nic, before, inventory, local, peerMtu, true, e.getMessage());
+        return Check.fail(
+            name,
+            finding,
+            advice(
+                finding,
+                "is `doctor --serve` (or a Memwire node) running there? open the "
+                    + "port in the firewall"
+                    + (node.provider().toString().equals("verbs")
+                        ? "; for RoCE also check that both ends are in the same subnet or routed"
+                        : "")));
       }
       long connectMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
       if (region == null) {
@@ -261,8 +284,7 @@ final class PeerChecks {
             c.read(ReadRequest.of(region, 0, len))
                 .get(config.readTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
       } catch (ExecutionException e) {
-        return Check.fail(
-            name,
+        String finding =
             "connected to "
                 + peer
                 + " but the one-sided read of "
@@ -270,9 +292,15 @@ final class PeerChecks {
                 + " bytes failed: "
                 + e.getCause().getMessage()
                 + fabricCause(
-                    nic, before, inventory, local, peerMtu, true, e.getCause().getMessage()),
-            "the region may be gone (restart "
-                + "`doctor --serve` and use its new --region), or the path drops RDMA traffic");
+                    nic, before, inventory, local, peerMtu, true, e.getCause().getMessage());
+        return Check.fail(
+            name,
+            finding,
+            advice(
+                finding,
+                "the region may be gone (restart "
+                    + "`doctor --serve` and use its new --region), or the path drops RDMA"
+                    + " traffic"));
       } catch (TimeoutException e) {
         return Check.fail(
             name,
@@ -304,7 +332,8 @@ final class PeerChecks {
       } finally {
         b.release();
       }
-      String lossy = fabricCause(nic, before, inventory, local, peerMtu, false, null);
+      // Different MTUs are the peer-mtu check's to say; a read that worked can only be lossy.
+      String lossy = fabricCause(nic, before, inventory, local, OptionalInt.empty(), false, null);
       if (!lossy.isEmpty()) {
         return Check.warn(
             name,
@@ -318,8 +347,7 @@ final class PeerChecks {
                 + readUs
                 + " us, every byte correct, but"
                 + lossy.substring(1),
-            "RoCE needs a lossless fabric: enable PFC (or ECN) for the traffic class in use on"
-                + " every switch and NIC on the path");
+            advice(lossy, "compare the NIC counters of both nodes (`memwire doctor`)"));
       }
       return Check.ok(
           name,

@@ -113,4 +113,15 @@ class PeerFabricTest {
             false,
             null));
   }
+
+  @Test
+  void theAdviceFollowsTheCause() {
+    assertTrue(PeerChecks.advice("x; MTU mismatch: ...", "usual").startsWith("set the same MTU"));
+    assertTrue(
+        PeerChecks.advice("x; UDP 4791 unreachable: ...", "usual")
+            .startsWith("allow UDP port 4791"));
+    assertTrue(
+        PeerChecks.advice("retransmissions: the fabric drops", "usual").contains("enable PFC"));
+    assertEquals("usual", PeerChecks.advice("connection refused", "usual"));
+  }
 }
