@@ -11,13 +11,16 @@
 #                      jars in DIR/stage, logs in DIR/logs, results and verdict.txt in DIR
 #   --cache DIR        libdisni cache (default ${XDG_CACHE_HOME:-~/.cache}/memwire/libdisni)
 #   --softroce DIR     directory of run-in-vm.sh (default ../shared/softroce next to the checkout)
-#   --mem MB           guest memory (default 6144); --timeout SEC guest deadline (default 7200)
+#   --mem MB           guest memory (default 6144; 2048 each in a pair: --pair-mem MB);
+#                      --timeout SEC guest deadline (default 7200)
 #   --prefix 'CMD'     no VM: run the checks on this machine under a command prefix (e.g.
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
 #   --bind IP          address of the RDMA device (default: the guest's $SOFTROCE_IP)
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
 #   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx (default all but ucx,
-#                      in order); ucx: the ucx provider over UCX's rc_verbs on the device
+#                      in order); ucx: the ucx provider over UCX's rc_verbs on the device;
+#                      clean,loss,firewall,mtu: the fabric pitfalls between two guests
+#                      (run-in-vm.sh --pair, one boot for all four; not in the default; guest only)
 #   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
 #                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
@@ -30,9 +33,9 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 HERE="$ROOT/tools/verbs-check"
 DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
-SOFTROCE=""; MEM=6144; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
+SOFTROCE=""; MEM=6144; PAIR_MEM=2048; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
 STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
-usage() { sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --disni-src) DISNI_SRC="$2"; shift 2 ;;
@@ -41,6 +44,7 @@ while [ $# -gt 0 ]; do
     --cache) CACHE="$2"; shift 2 ;;
     --softroce) SOFTROCE="$2"; shift 2 ;;
     --mem) MEM="$2"; shift 2 ;;
+    --pair-mem) PAIR_MEM="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --prefix) PREFIX="$2"; HOSTMODE=1; shift 2 ;;
     --bind) BIND="$2"; shift 2 ;;
@@ -58,6 +62,15 @@ unavailable() { echo "verbs-check: guest unavailable: $*" >&2; exit 3; }
 [ -z "$DISNI_SRC" ] || [ -f "$DISNI_SRC/libdisni/configure.ac" ] || { echo "verbs-check: --disni-src $DISNI_SRC has no libdisni/configure.ac" >&2; exit 2; }
 [ -z "$LIBDISNI" ] || [ -f "$LIBDISNI" ] || { echo "verbs-check: --libdisni $LIBDISNI not found" >&2; exit 2; }
 [ "$HOSTMODE" = 0 ] || [ -n "$BIND" ] || { echo "verbs-check: --prefix needs --bind IP (an address of the RDMA device)" >&2; exit 2; }
+# The pitfall steps need two nodes joined by a wire: they run in a guest pair, the others in one guest.
+SINGLE_STEPS=""; PAIR_STEPS=""
+for s in ${STEPS//,/ }; do
+  case "$s" in
+    clean|loss|firewall|mtu) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
+    *) SINGLE_STEPS="${SINGLE_STEPS:+$SINGLE_STEPS,}$s" ;;
+  esac
+done
+[ -z "$PAIR_STEPS" ] || [ "$HOSTMODE" = 0 ] || { echo "verbs-check: the steps $PAIR_STEPS need the guest pair (no --prefix)" >&2; exit 2; }
 
 # ------------------------------------------------------------------ where the checks run
 if [ "$HOSTMODE" = 0 ]; then
@@ -108,7 +121,10 @@ LC="$ROOT/local-cluster/target/memwire-local-cluster-$V.jar"
 MJ="$ROOT/main-job/target/memwire-main-job-$V.jar"
 VC="$ROOT/verbs-check/target/memwire-verbs-check-$V.jar"
 SPARK_JARS="$ROOT/main-job/target/spark-home/jars"
-for f in "$BT" "$BT_TESTS" "$TT" "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$SPARK_JARS"; do need "$f"; done
+for f in "$BT" "$BT_TESTS" "$TT" "$VC"; do need "$f"; done
+if [ -n "$SINGLE_STEPS" ]; then
+  for f in "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$SPARK_JARS"; do need "$f"; done
+fi
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 M2="${MAVEN_REPO:-$HOME/.m2/repository}"
 
@@ -117,9 +133,8 @@ mkdir -p "$WORK/stage/memwire" "$WORK/stage/spark-jars" "$WORK/stage/m2" "$WORK/
 WORK="$(cd "$WORK" && pwd)"
 rm -f "$WORK"/results/*.txt "$WORK/verdict.txt"
 say "staging into $WORK"
-cp "$BT" "$BT_TESTS" "$TT" "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$VC" "$WORK/stage/memwire/"
-cp -u "$SPARK_JARS"/*.jar "$WORK/stage/spark-jars/"
-cp "$HERE/guest.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
+cp "$BT" "$BT_TESTS" "$TT" "$VC" "$WORK/stage/memwire/"
+cp "$HERE/guest.sh" "$HERE/pair-guest.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
 # The transport tests' classpath: block-transfer's test scope, from Maven, copied out of ~/.m2.
 if ! (cd "$ROOT" && mvn -B -q -o -pl block-transfer dependency:build-classpath \
       -Dmdep.includeScope=test -Dmdep.outputFile="$WORK/stage/bt-deps.txt" >"$WORK/logs/stage-mvn.log" 2>&1); then
@@ -128,6 +143,19 @@ fi
 ENGINE_VER="$(tr ':' '\n' <"$WORK/stage/bt-deps.txt" | sed -n 's|.*/junit-platform-engine/\([^/]*\)/.*|\1|p' | head -1)"
 LAUNCHER="$M2/org/junit/platform/junit-platform-launcher/$ENGINE_VER/junit-platform-launcher-$ENGINE_VER.jar"
 need "$LAUNCHER"
+# The pitfall steps' class path: the checks, the doctor (transfer-tools), block-transfer, its deps.
+CP_P="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$TT"):@W@/stage/memwire/$(basename "$BT")"
+for j in $(tr ':' '\n' <"$WORK/stage/bt-deps.txt"); do
+  rel="${j#"$M2"/}"
+  mkdir -p "$WORK/stage/m2/$(dirname "$rel")"
+  cp -u "$j" "$WORK/stage/m2/$rel"
+  CP_P="$CP_P:@W@/stage/m2/$rel"
+done
+echo "$CP_P" >"$WORK/stage/cp-pair.txt"
+# The one-guest steps' jars and class paths (the block below is not indented, to keep it as it was).
+if [ -n "$SINGLE_STEPS" ]; then
+cp "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$WORK/stage/memwire/"
+cp -u "$SPARK_JARS"/*.jar "$WORK/stage/spark-jars/"
 CP_T="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$BT_TESTS"):@W@/stage/memwire/$(basename "$BT")"
 # The bench step's transfer benchmark (transfer-tools: block-transfer's dependencies only).
 CP_T="$CP_T:@W@/stage/memwire/$(basename "$TT")"
@@ -185,6 +213,7 @@ echo "@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$MJ"):@W
 [ -z "${UCP:-}" ] || echo "$UCP:$(cat "$WORK/stage/cp-spark.txt")" >"$WORK/stage/cp-sparkucx.txt"
 "$JAVA" -cp "$VC:$LC:$SPARK_JARS/*" io.memwire.verbscheck.DriverOptions >"$WORK/stage/driver-opts.txt" \
   || { echo "verbs-check: cannot compute the driver JVM options" >&2; exit 2; }
+fi
 
 # ------------------------------------------------------------------ libdisni (build once, cache)
 T_LIB=$(date +%s); LIB_NOTE=""
@@ -217,15 +246,28 @@ T_LIB=$(( $(date +%s) - T_LIB ))
 say "libdisni: $LIB_NOTE"
 
 # ------------------------------------------------------------------ run
-say "running steps $STEPS on the target (logs in $WORK/logs)"
 T_RUN=$(date +%s)
-GARGS=(--steps "$STEPS" --modes "$MODES" --leak-rounds "$LEAK_ROUNDS")
+RC=0
+if [ -n "$SINGLE_STEPS" ]; then
+say "running steps $SINGLE_STEPS on the target (logs in $WORK/logs)"
+GARGS=(--steps "$SINGLE_STEPS" --modes "$MODES" --leak-rounds "$LEAK_ROUNDS")
 [ -n "$BIND" ] && GARGS+=(--bind "$BIND")
 [ -n "$DEVICE" ] && GARGS+=(--device "$DEVICE")
 run_target "$TIMEOUT" tools/guest.sh "${GARGS[@]}" >"$WORK/logs/guest.log" 2>&1
 RC=$?
-T_RUN=$(( $(date +%s) - T_RUN ))
 [ "$HOSTMODE" = 1 ] || guest_failed "$RC"
+fi
+if [ -n "$PAIR_STEPS" ]; then
+  # Two guests, A and B, joined by a wire (see shared/softroce README, "Two guests"); both run
+  # pair-guest.sh, which sets each pitfall up in one guest and reads across it from the other.
+  say "running steps $PAIR_STEPS on a guest pair (logs in $WORK/logs/pair.log)"
+  "$SOFTROCE/run-in-vm.sh" --pair -t "$TIMEOUT" -m "$PAIR_MEM" --grace 120 "$WORK" -- \
+    bash tools/pair-guest.sh --steps "$PAIR_STEPS" >"$WORK/logs/pair.log" 2>&1
+  PRC=$?
+  guest_failed "$PRC"
+  [ "$RC" != 0 ] || RC=$PRC
+fi
+T_RUN=$(( $(date +%s) - T_RUN ))
 
 # ------------------------------------------------------------------ verdict
 V_FILE="$WORK/verdict.txt"
@@ -236,11 +278,12 @@ V_FILE="$WORK/verdict.txt"
   echo "libdisni=$LIB_NOTE"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
+  cat "$WORK/results/pitfall-a.txt" "$WORK/results/pitfall-b.txt" 2>/dev/null
   cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" \
     "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...
   [ -f "$WORK/results/transfer-bench.csv" ] && awk -F, 'NR > 1 {print "bench.memwire." $2 ".depth" $3 ".MBps=" $4}' "$WORK/results/transfer-bench.csv"
-  echo "logs=$WORK/logs (guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
+  echo "logs=$WORK/logs (pair.log and pitfall-*.log for the pair steps, guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
 FAILS=$(grep -c '^check\..*=FAIL$' "$V_FILE")

@@ -277,7 +277,8 @@ final class ReadQueue {
                   + oldest.source()
                   + " did not complete within "
                   + readTimeoutNanos / 1_000_000
-                  + " ms",
+                  + " ms"
+                  + transport.stallDetail(),
               connection.peer()));
     }
   }

@@ -226,6 +226,27 @@ class ConnectionLifecycleTest {
   }
 
   @Test
+  void anOverdueReadCarriesTheProvidersExplanation() throws Exception {
+    ManualTime time = new ManualTime();
+    TransferNode client =
+        transport.start(TransferConfig.builder().readTimeout(Duration.ofSeconds(10)).build(), time);
+    nodes.add(client);
+    transport.script(r -> Action.hold());
+    transport.stallDetail("; UDP 4791 unreachable: rxe0 port 1 sent 5 RoCE v2 packets");
+    Connection c = client.connection(server.localAddress());
+    CompletableFuture<TransferBuffer> read = c.read(ReadRequest.of(region.remote(), 0, 4096));
+    transport.awaitHeld(1, WAIT);
+    time.advance(Duration.ofSeconds(10).plusMillis(1));
+    TransferException timeout = failureOf(read);
+    assertInstanceOf(TransferTimeoutException.class, timeout);
+    assertTrue(
+        timeout
+            .getMessage()
+            .contains("did not complete within 10000 ms; UDP 4791 unreachable: rxe0 port 1 sent 5"),
+        timeout.getMessage());
+  }
+
+  @Test
   void anOverdueReadFailsTheConnectionAndEverythingQueuedBehindIt() throws Exception {
     Duration readTimeout = Duration.ofSeconds(10);
     ManualTime time = new ManualTime();

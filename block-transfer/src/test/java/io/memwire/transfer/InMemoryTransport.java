@@ -61,6 +61,12 @@ public final class InMemoryTransport implements AutoCloseable {
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicInteger maxInFlight = new AtomicInteger();
   private final AtomicInteger connects = new AtomicInteger();
+  private volatile String stallDetail = "";
+
+  /** What every connection's {@code stallDetail} says from now on (a provider's explanation). */
+  public void stallDetail(String detail) {
+    stallDetail = detail;
+  }
 
   /** A transport with its own I/O thread. */
   public InMemoryTransport() {
@@ -424,6 +430,11 @@ public final class InMemoryTransport implements AutoCloseable {
       super(target.address);
       this.local = local;
       this.target = target;
+    }
+
+    @Override
+    public String stallDetail() {
+      return stallDetail;
     }
 
     @Override

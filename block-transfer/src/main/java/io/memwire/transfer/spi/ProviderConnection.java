@@ -45,4 +45,14 @@ public interface ProviderConnection {
 
   /** Closes the connection; outstanding reads fail with a connection error. */
   void close();
+
+  /**
+   * What the provider can tell about a read that did not complete in time, to append to the
+   * timeout's message ({@code "; "} and a sentence, e.g. the fabric cause its NIC counters show),
+   * or "" when it knows nothing more. Called once, on the timer's thread, before the connection
+   * fails; must not block on the network.
+   */
+  default String stallDetail() {
+    return "";
+  }
 }

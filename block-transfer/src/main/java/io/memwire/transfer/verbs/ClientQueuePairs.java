@@ -11,6 +11,8 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
+import io.memwire.transfer.fabric.CounterSample;
+import io.memwire.transfer.fabric.NicCounters;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -59,6 +61,9 @@ final class ClientQueuePairs {
 
   private final AtomicBoolean refusalLogged = new AtomicBoolean();
 
+  /** The bound port's counters, which explain a connect or read that stalls. */
+  private final FabricWatch fabric;
+
   ClientQueuePairs(
       TransferConfig config,
       VerbsProbe.Binding binding,
@@ -82,6 +87,12 @@ final class ClientQueuePairs {
     this.links = links;
     this.counters = counters;
     this.connector = connector;
+    this.fabric = new FabricWatch(NicCounters.system(), binding);
+  }
+
+  /** The bound port's counters, for the connections' stalled reads. */
+  FabricWatch fabric() {
+    return fabric;
   }
 
   /** Outgoing queue pairs this node may hold at once: its hard connection limit. */
@@ -198,6 +209,7 @@ final class ClientQueuePairs {
     }
     RdmaCmId cm = null;
     IbvQP qp = null;
+    CounterSample atStart = fabric.sample();
     try {
       cm = ch.createId(RdmaCm.RDMA_PS_TCP);
       // Bound to our address so the route leaves through our device (and our PD and CQ fit).
@@ -230,6 +242,21 @@ final class ClientQueuePairs {
       QpLink link = new QpLink(links.nextId(), ch, cm, qp, qpDepth, slot);
       links.added(link);
       return link;
+    } catch (TransferTimeoutException e) {
+      abandon(ch, cm, qp);
+      // A connect request no one answers: the counters tell a firewall from a slow peer.
+      String why = fabric.explain(atStart, true);
+      if (why.isEmpty()) {
+        throw e;
+      }
+      String own = e.getMessage();
+      String suffix = " (peer " + peer + ")";
+      if (own.endsWith(suffix)) { // the exception names the peer again at the end
+        own = own.substring(0, own.length() - suffix.length());
+      }
+      TransferTimeoutException explained = new TransferTimeoutException(own + why, peer);
+      explained.addSuppressed(e);
+      throw explained;
     } catch (TransferException e) {
       abandon(ch, cm, qp);
       throw e;

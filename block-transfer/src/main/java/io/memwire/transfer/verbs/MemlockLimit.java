@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -80,5 +81,27 @@ public final class MemlockLimit {
     }
     long b = softBytes.getAsLong();
     return b + " bytes (" + (b >> 10) + " KiB)";
+  }
+
+  /**
+   * The message of a failed {@code ibv_reg_mr}: the error, the process's memlock limit (from {@code
+   * limits}, or "unknown") and the setting it must cover, with both fixes.
+   */
+  public static String pinFailure(
+      int length, String device, String error, Optional<MemlockLimit> limits, long budget) {
+    return "ibv_reg_mr of "
+        + length
+        + " bytes failed on "
+        + device
+        + ": "
+        + error
+        + "; pinned memory counts against the memlock limit (ulimit -l), now "
+        + limits.map(MemlockLimit::describeSoft).orElse("unknown")
+        + ", which must cover "
+        + TransportSettings.REGISTRATION_BUDGET.name()
+        + "="
+        + budget
+        + " bytes; raise memlock (limits.conf, systemd LimitMEMLOCK) or lower "
+        + TransportSettings.REGISTRATION_BUDGET.name();
   }
 }

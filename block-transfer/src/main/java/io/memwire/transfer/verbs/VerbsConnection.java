@@ -5,6 +5,7 @@ import com.ibm.disni.verbs.IbvWC;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.fabric.CounterSample;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.io.IOException;
@@ -13,6 +14,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,12 +80,40 @@ final class VerbsConnection extends AbstractProviderConnection {
   /** Posts made by {@link #completer} while it completes reads; only that thread touches it. */
   private List<WireRead> deferred;
 
+  /** How old the counters a stalled read is compared with may get while reads complete. */
+  private static final long BASELINE_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+  /**
+   * The bound port's counters when this connection opened or, later, a read last completed (at most
+   * {@link #BASELINE_NANOS} old then): a stalled read is explained by what they did since.
+   */
+  private volatile CounterSample baseline;
+
+  private volatile long baselineAt;
+
   VerbsConnection(
       ClientQueuePairs queuePairs, VerbsCounters counters, InetSocketAddress peer, QpLink link) {
     super(peer);
     this.queuePairs = queuePairs;
     this.counters = counters;
     this.link = link;
+    this.baseline = queuePairs.fabric().sample();
+    this.baselineAt = System.nanoTime();
+  }
+
+  /** The fabric cause of a stalled read the bound port's counters show since {@link #baseline}. */
+  @Override
+  public String stallDetail() {
+    return queuePairs.fabric().explain(baseline, true);
+  }
+
+  /** Moves {@link #baseline} up after a read completed, at most every {@link #BASELINE_NANOS}. */
+  private void progressed() {
+    long now = System.nanoTime();
+    if (now - baselineAt > BASELINE_NANOS) {
+      baselineAt = now;
+      baseline = queuePairs.fabric().sample();
+    }
   }
 
   QpLink currentLink() {
@@ -261,6 +291,7 @@ final class VerbsConnection extends AbstractProviderConnection {
       }
     }
     if (ok != null) {
+      progressed();
       completer = Thread.currentThread();
       try {
         for (WireRead r : before) {

@@ -115,7 +115,9 @@ public final class VerbsProvider implements TransportProvider {
     this.queues = node.queues;
     this.connector = newConnector();
     this.auth = node.authSocket == null ? null : newAuth(secret, node);
-    this.registrar = new VerbsRegistrar(pd, iwarp, binding.device().name(), counters);
+    this.registrar =
+        new VerbsRegistrar(
+            pd, iwarp, binding.device().name(), counters, config.registrationBudget());
     this.clientQueuePairs =
         new ClientQueuePairs(
             config,

@@ -4,7 +4,6 @@ import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
 import com.ibm.disni.verbs.SVCRegMr;
 import io.memwire.transfer.RegistrationException;
-import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
@@ -65,7 +64,11 @@ final class VerbsRegistrar {
   /** Set once the kernel refused to pin a read-only file mapping; it will refuse every one. */
   private volatile boolean readOnlyPinRefused;
 
-  VerbsRegistrar(IbvPd pd, boolean iwarp, String deviceName, VerbsCounters counters) {
+  /** The node's registration budget, which the memlock limit must cover (named in errors). */
+  private final long budget;
+
+  VerbsRegistrar(IbvPd pd, boolean iwarp, String deviceName, VerbsCounters counters, long budget) {
+    this.budget = budget;
     this.pd = pd;
     this.iwarp = iwarp;
     this.deviceName = deviceName;
@@ -261,15 +264,12 @@ final class VerbsRegistrar {
 
   private RegistrationException registrationFailed(int length, IOException e) {
     return new RegistrationException(
-        "ibv_reg_mr of "
-            + length
-            + " bytes failed on "
-            + deviceName
-            + ": "
-            + e.getMessage()
-            + "; pinned memory counts against "
-            + "ulimit -l (memlock), which must cover "
-            + TransferConfig.REGISTRATION_BUDGET,
+        MemlockLimit.pinFailure(
+            length,
+            deviceName,
+            String.valueOf(e.getMessage()),
+            MemlockLimit.read(MemlockLimit.PROC_SELF_LIMITS),
+            budget),
         e);
   }
 

@@ -29,6 +29,7 @@ import java.util.Map;
  *   --firewall FILE   saved iptables-save or nft list ruleset output (default: run them)
  *   --serve [--serve-size BYTES] [--serve-seconds N]   start a node with a test region
  *   --peer HOST:PORT [--region DESCRIPTOR]             connect to it and read the region
+ *   --peer-mtu N      the peer's RDMA MTU (printed by --serve there): compared with this node's
  * </pre>
  *
  * Configuration also comes from system properties {@code memwire.transfer.<key>}.
@@ -39,7 +40,8 @@ public final class Doctor {
   static final String USAGE =
       "usage: memwire doctor [--provider auto|verbs|ucx|tcp] [--bind IP]"
           + " [--device NAME] [--port N] [--budget SIZE] [--set KEY=VALUE]... [--sysfs DIR]"
-          + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]]"
+          + " [--limits FILE] [--firewall FILE] [--peer HOST:PORT [--region DESCRIPTOR]"
+          + " [--peer-mtu N]]"
           + " | --serve [--serve-size BYTES] [--serve-seconds N]";
 
   public static void main(String[] args) {
@@ -56,6 +58,7 @@ public final class Doctor {
     Path sysfs = RdmaInventory.SYSFS;
     Path limits = MemlockLimit.PROC_SELF_LIMITS;
     String peer = null;
+    Integer peerMtu = null;
     String region = null;
     String firewall = null;
     boolean serve = false;
@@ -128,6 +131,9 @@ public final class Doctor {
           case "--region":
             region = v;
             break;
+          case "--peer-mtu":
+            peerMtu = Integer.parseInt(v);
+            break;
           case "--firewall":
             firewall = v;
             break;
@@ -186,6 +192,9 @@ public final class Doctor {
               "--peer host " + peer.substring(0, colon) + " does not resolve");
         }
       }
+      if (peerMtu != null && peer == null) {
+        throw new IllegalArgumentException("--peer-mtu needs --peer");
+      }
       if (region != null) {
         if (peer == null) {
           throw new IllegalArgumentException("--region needs --peer");
@@ -219,7 +228,18 @@ public final class Doctor {
                     rules)
                 .run());
     if (peerAddress != null) {
-      checks.add(checks.size() - 1, PeerChecks.peer(config, peerAddress, remote));
+      if (peerMtu != null) {
+        checks.add(
+            checks.size() - 1,
+            PeerChecks.mtu(inventory, peerBindAddress(config, peerAddress), peerMtu));
+      }
+      checks.add(
+          checks.size() - 1,
+          PeerChecks.peer(
+              config,
+              peerAddress,
+              remote,
+              peerMtu == null ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(peerMtu)));
     }
     int fails = 0;
     int warns = 0;
@@ -237,6 +257,27 @@ public final class Doctor {
             : warns > 0 ? "no failures, " + warns + " warning(s)" : "all checks OK");
     out.flush();
     return fails > 0 ? 1 : 0;
+  }
+
+  /**
+   * The local address the peer check connects from: the bind address, else the one the kernel
+   * routes to the peer through.
+   */
+  private static java.net.InetAddress peerBindAddress(
+      TransferConfig config, InetSocketAddress peer) {
+    if (config.bindAddress() != null && !config.bindAddress().isEmpty()) {
+      try {
+        return java.net.InetAddress.getByName(config.bindAddress());
+      } catch (java.io.IOException e) {
+        // fall through to the routed address
+      }
+    }
+    try (java.net.DatagramSocket s = new java.net.DatagramSocket()) {
+      s.connect(peer);
+      return s.getLocalAddress();
+    } catch (java.io.IOException e) {
+      return java.net.InetAddress.getLoopbackAddress();
+    }
   }
 
   /** The loaded libdisni's file, else the one java.library.path would load. */

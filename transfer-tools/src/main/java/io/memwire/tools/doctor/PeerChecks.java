@@ -9,11 +9,18 @@ import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.fabric.CounterSample;
+import io.memwire.transfer.fabric.FabricDiagnosis;
+import io.memwire.transfer.fabric.NicCounters;
+import io.memwire.transfer.verbs.RdmaInventory;
 import java.io.PrintStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -87,13 +94,18 @@ final class PeerChecks {
               + node.selectionReason()
               + ")");
       out.println("region " + d);
+      OptionalInt mtu = localMtu(RdmaInventory.system(), node.localAddress().getAddress());
+      if (mtu.isPresent()) {
+        out.println("RDMA MTU " + mtu.getAsInt() + " on this node's port");
+      }
       out.println(
           "on the other node run: memwire doctor --peer "
               + node.localAddress().getAddress().getHostAddress()
               + ":"
               + node.localAddress().getPort()
               + " --region "
-              + d);
+              + d
+              + (mtu.isPresent() ? " --peer-mtu " + mtu.getAsInt() : ""));
       out.flush();
       try {
         Thread.sleep(duration.toMillis());
@@ -103,8 +115,111 @@ final class PeerChecks {
     }
   }
 
+  /** The active RDMA MTU of the port carrying {@code address}, when known. */
+  static OptionalInt localMtu(RdmaInventory inventory, InetAddress address) {
+    return inventory.ownerOf(address).map(o -> o.port().activeMtu()).orElse(OptionalInt.empty());
+  }
+
+  /**
+   * Compares this node's RDMA MTU (of the port carrying {@code address}) with the peer's, as {@code
+   * doctor --serve} printed it there: different MTUs stall reads in one direction over rdma_cm.
+   */
+  static Check mtu(RdmaInventory inventory, InetAddress address, int peerMtu) {
+    String name = "peer-mtu";
+    Optional<RdmaInventory.Owner> o = inventory.ownerOf(address);
+    if (o.isEmpty() || o.get().port().activeMtu().isEmpty()) {
+      return Check.warn(
+          name,
+          "the peer's RDMA MTU is "
+              + peerMtu
+              + " but this node's is unknown ("
+              + address.getHostAddress()
+              + " is on no RDMA port with a known MTU)",
+          "compare `ibv_devinfo` (active_mtu) on both nodes");
+    }
+    RdmaInventory.Port port = o.get().port();
+    FabricDiagnosis.Finding f =
+        FabricDiagnosis.compareMtus(
+            port.device(), port.number(), port.activeMtu().getAsInt(), peerMtu);
+    if (f.found()) {
+      return Check.fail(
+          name,
+          f.message(),
+          "ip link set <netdev of "
+              + port.device()
+              + "> mtu N on one end, so both ends' active_mtu match");
+    }
+    return Check.ok(
+        name, port + " active MTU " + port.activeMtu().getAsInt() + ", the same as the peer's");
+  }
+
+  /**
+   * {@code "; "} and the fabric cause the counters of the port carrying {@code local} show since
+   * {@code before} ({@link FabricDiagnosis}), or "" when they show none or {@code already} (the
+   * error being explained) names it already.
+   */
+  static String fabricCause(
+      NicCounters nic,
+      CounterSample before,
+      RdmaInventory inventory,
+      InetAddress local,
+      OptionalInt peerMtu,
+      boolean stalled,
+      String already) {
+    try {
+      Optional<RdmaInventory.Owner> o = inventory.ownerOf(local);
+      if (o.isEmpty() || before == null) {
+        return "";
+      }
+      RdmaInventory.Port port = o.get().port();
+      FabricDiagnosis.Finding f =
+          FabricDiagnosis.diagnose(
+              nic.sample().since(before),
+              port.device(),
+              port.number(),
+              port.activeMtu(),
+              peerMtu,
+              stalled);
+      if (!f.found()) {
+        return "";
+      }
+      String head = f.message().substring(0, f.message().indexOf(':'));
+      return already != null && already.contains(head) ? "" : "; " + f.message();
+    } catch (RuntimeException e) { // an explanation never replaces the check's own result
+      return "";
+    }
+  }
+
+  /**
+   * The fix for the fabric cause a failed peer check's {@code finding} names, else {@code usual}.
+   */
+  static String advice(String finding, String usual) {
+    if (finding.contains("MTU mismatch")) {
+      return "set the same MTU on both nodes' RDMA netdevs (run `doctor --serve` there and pass"
+          + " its --peer-mtu here to compare)";
+    }
+    if (finding.contains("UDP 4791 unreachable")) {
+      return "allow UDP port 4791 (RoCE v2) in both nodes' firewalls and on the path (nft list"
+          + " ruleset, iptables-save, security groups)";
+    }
+    if (finding.contains("retransmissions:")) {
+      return "RoCE needs a lossless fabric: enable PFC (or ECN) for the traffic class in use on"
+          + " every switch and NIC on the path";
+    }
+    return usual;
+  }
+
   /** Connects to {@code peer} and, when a region is given, reads it all and checks the bytes. */
   static Check peer(TransferConfig base, InetSocketAddress peer, RemoteRegion region) {
+    return peer(base, peer, region, OptionalInt.empty());
+  }
+
+  /**
+   * As {@link #peer(TransferConfig, InetSocketAddress, RemoteRegion)}, explaining a failure or a
+   * lossy read by the NIC counters (and the peer's MTU, when given).
+   */
+  static Check peer(
+      TransferConfig base, InetSocketAddress peer, RemoteRegion region, OptionalInt peerMtu) {
     String name = "peer";
     TransferConfig config = base;
     if (region != null) {
@@ -119,20 +234,34 @@ final class PeerChecks {
     } else {
       config = base.toBuilder().port(0).build();
     }
+    NicCounters nic = NicCounters.system();
+    RdmaInventory inventory = RdmaInventory.system();
+    CounterSample before = nic.sample();
     try (TransferNode node = TransferNode.start(config)) {
+      InetAddress local = node.localAddress().getAddress();
       io.memwire.transfer.Connection c;
       long start = System.nanoTime();
       try {
         c = node.connection(peer);
       } catch (TransferException e) {
+        String finding =
+            "cannot connect to "
+                + peer
+                + " over "
+                + node.provider()
+                + ": "
+                + e.getMessage()
+                + fabricCause(nic, before, inventory, local, peerMtu, true, e.getMessage());
         return Check.fail(
             name,
-            "cannot connect to " + peer + " over " + node.provider() + ": " + e.getMessage(),
-            "is `doctor --serve` (or a Memwire node) running there? open the "
-                + "port in the firewall"
-                + (node.provider().toString().equals("verbs")
-                    ? "; for RoCE also check that both ends are in the same subnet or routed"
-                    : ""));
+            finding,
+            advice(
+                finding,
+                "is `doctor --serve` (or a Memwire node) running there? open the "
+                    + "port in the firewall"
+                    + (node.provider().toString().equals("verbs")
+                        ? "; for RoCE also check that both ends are in the same subnet or routed"
+                        : "")));
       }
       long connectMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
       if (region == null) {
@@ -155,20 +284,32 @@ final class PeerChecks {
             c.read(ReadRequest.of(region, 0, len))
                 .get(config.readTimeout().toMillis() + 5000, TimeUnit.MILLISECONDS);
       } catch (ExecutionException e) {
-        return Check.fail(
-            name,
+        String finding =
             "connected to "
                 + peer
                 + " but the one-sided read of "
                 + len
                 + " bytes failed: "
-                + e.getCause().getMessage(),
-            "the region may be gone (restart "
-                + "`doctor --serve` and use its new --region), or the path drops RDMA traffic");
+                + e.getCause().getMessage()
+                + fabricCause(
+                    nic, before, inventory, local, peerMtu, true, e.getCause().getMessage());
+        return Check.fail(
+            name,
+            finding,
+            advice(
+                finding,
+                "the region may be gone (restart "
+                    + "`doctor --serve` and use its new --region), or the path drops RDMA"
+                    + " traffic"));
       } catch (TimeoutException e) {
         return Check.fail(
             name,
-            "connected to " + peer + " but a read of " + len + " bytes did not complete in time",
+            "connected to "
+                + peer
+                + " but a read of "
+                + len
+                + " bytes did not complete in time"
+                + fabricCause(nic, before, inventory, local, peerMtu, true, null),
             "check the network path (PFC/ECN on RoCE)");
       }
       long readUs = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - readStart);
@@ -190,6 +331,23 @@ final class PeerChecks {
         }
       } finally {
         b.release();
+      }
+      // Different MTUs are the peer-mtu check's to say; a read that worked can only be lossy.
+      String lossy = fabricCause(nic, before, inventory, local, OptionalInt.empty(), false, null);
+      if (!lossy.isEmpty()) {
+        return Check.warn(
+            name,
+            "read the "
+                + len
+                + "-byte test region from "
+                + peer
+                + " over "
+                + node.provider()
+                + " in "
+                + readUs
+                + " us, every byte correct, but"
+                + lossy.substring(1),
+            advice(lossy, "compare the NIC counters of both nodes (`memwire doctor`)"));
       }
       return Check.ok(
           name,
