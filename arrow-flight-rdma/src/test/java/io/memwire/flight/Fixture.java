@@ -135,19 +135,17 @@ final class Fixture implements AutoCloseable {
    * Waits, with a deadline (30 s), until the server holds no lease and no session, no block and no
    * lease region on its books.
    */
-  void awaitServerIdle() throws InterruptedException {
-    long deadline = System.nanoTime() + AWAIT_NANOS;
-    while (System.nanoTime() < deadline) {
-      var s = rdma.stats();
-      if (s.get("activeSessions") == 0
-          && s.get("leasedBatches") == 0
-          && s.get("registeredBlocks") == 0
-          && s.get("leaseRegionBytes") == 0) {
-        return;
-      }
-      Thread.sleep(10);
-    }
-    throw new AssertionError("server not idle within 30 s: " + rdma.stats());
+  void awaitServerIdle() {
+    io.memwire.transfer.testing.Await.until(
+        () -> "server idle: " + rdma.stats(),
+        AWAIT,
+        () -> {
+          var s = rdma.stats();
+          return s.get("activeSessions") == 0
+              && s.get("leasedBatches") == 0
+              && s.get("registeredBlocks") == 0
+              && s.get("leaseRegionBytes") == 0;
+        });
   }
 
   @Override
@@ -197,17 +195,10 @@ final class Fixture implements AutoCloseable {
    * How long the waits below allow: long enough for a machine loaded many times over (they return
    * as soon as the condition holds, so a fast machine does not pay it).
    */
-  private static final long AWAIT_NANOS = 30_000_000_000L;
+  private static final java.time.Duration AWAIT = java.time.Duration.ofSeconds(30);
 
   /** Waits (at most 30 s) until {@code cond} holds. */
-  static void await(String what, java.util.function.BooleanSupplier cond)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + AWAIT_NANOS;
-    while (!cond.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within 30 s: " + what);
-      }
-      Thread.sleep(5);
-    }
+  static void await(String what, java.util.function.BooleanSupplier cond) {
+    io.memwire.transfer.testing.Await.until(what, AWAIT, cond);
   }
 }
