@@ -60,7 +60,11 @@ final class ManagerTransport {
    *     verbs requested, or fallback=false)
    */
   /** What the start line says of block verification: on with Spark's checksums, or why not. */
-  private static String integrity(SparkEnv env) {
+  private static String integrity(SparkEnv env, ShuffleConf conf) {
+    if (!conf.verifyBlocks()) {
+      return "block verification off: spark.shuffle.rdma.verifyBlocks=false (blocks are read"
+          + " unverified)";
+    }
     if (env == null) {
       return "blocks verified where their map output has a checksum file";
     }
@@ -127,6 +131,7 @@ final class ManagerTransport {
     MapOutputPublisher publisher =
         new MapOutputPublisher(node, directory, sortResolver, conf.fallback(), counters, service);
     if (env != null
+        && conf.verifyBlocks()
         && SparkCompat.<Boolean>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())) {
       publisher.checksums(
           SparkCompat.<String>get(env.conf(), package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()));
@@ -157,7 +162,7 @@ final class ManagerTransport {
             : service.client() != null
                 ? "the node's shuffle service (" + service.socket() + ")"
                 : "this JVM until a shuffle service answers on " + service.socket(),
-        integrity(env));
+        integrity(env, conf));
     return new ManagerTransport(
         node, directory, publisher, rc, service, new MigratedOutputs(publisher, counters));
   }

@@ -117,7 +117,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     LocalBlockCheck localCheck =
         new LocalBlockCheck(
             sort.shuffleBlockResolver(),
-            SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())
+            shuffleConf.verifyBlocks()
+                    && SparkCompat.<Boolean>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ENABLED())
                 ? ChecksumAlgorithm.ofName(
                     SparkCompat.<String>get(conf, package$.MODULE$.SHUFFLE_CHECKSUM_ALGORITHM()))
                 : null,

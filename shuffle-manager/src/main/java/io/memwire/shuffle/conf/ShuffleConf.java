@@ -24,6 +24,7 @@ public final class ShuffleConf {
   private final TransferConfig transfer;
   private final boolean bindAddressGiven;
   private final boolean fallback;
+  private final boolean verifyBlocks;
   private final int readBatchBlocks;
   private final long readBatchBytes;
   private final long indexCacheSize;
@@ -38,6 +39,7 @@ public final class ShuffleConf {
       TransferConfig transfer,
       boolean bindAddressGiven,
       boolean fallback,
+      boolean verifyBlocks,
       int readBatchBlocks,
       long readBatchBytes,
       long indexCacheSize,
@@ -56,6 +58,7 @@ public final class ShuffleConf {
     this.transfer = transfer;
     this.bindAddressGiven = bindAddressGiven;
     this.fallback = fallback;
+    this.verifyBlocks = verifyBlocks;
     this.readBatchBlocks = readBatchBlocks;
     this.readBatchBytes = readBatchBytes;
     this.indexCacheSize = indexCacheSize;
@@ -86,6 +89,7 @@ public final class ShuffleConf {
         transfer,
         sparkConf.containsKey(PREFIX + TransferConfig.BIND_ADDRESS),
         ShuffleSettings.FALLBACK_SETTING.valueIn(sparkConf, PREFIX),
+        ShuffleSettings.VERIFY_BLOCKS_SETTING.valueIn(sparkConf, PREFIX),
         ShuffleSettings.READ_BATCH_BLOCKS_SETTING.valueIn(sparkConf, PREFIX),
         ShuffleSettings.READ_BATCH_BYTES_SETTING.valueIn(sparkConf, PREFIX),
         ShuffleSettings.INDEX_CACHE_SIZE_SETTING.valueIn(sparkConf, PREFIX),
@@ -119,6 +123,11 @@ public final class ShuffleConf {
 
   public boolean fallback() {
     return fallback;
+  }
+
+  /** Whether blocks are checked against Spark's shuffle checksums (when Spark writes them). */
+  public boolean verifyBlocks() {
+    return verifyBlocks;
   }
 
   public int readBatchBlocks() {

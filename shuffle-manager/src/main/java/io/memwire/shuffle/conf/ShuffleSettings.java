@@ -27,6 +27,9 @@ public final class ShuffleSettings {
   /** Serve blocks through Spark's own transfer when one-sided reading is impossible. */
   public static final String FALLBACK = "fallback";
 
+  /** Whether blocks are checked against Spark's shuffle checksums. */
+  public static final String VERIFY_BLOCKS = "verifyBlocks";
+
   /** Most blocks whose reads are posted to one peer as one batch. */
   public static final String READ_BATCH_BLOCKS = "readBatchBlocks";
 
@@ -68,6 +71,19 @@ public final class ShuffleSettings {
                   + "(peer without an endpoint, provider mismatch or failure, registration budget "
                   + "exhausted, transport failed to start with provider auto). false: such cases fail the "
                   + "task.")
+          .bool()
+          .withDefault("true");
+
+  /** Declaration of {@link #VERIFY_BLOCKS}. */
+  public static final Setting<Boolean> VERIFY_BLOCKS_SETTING =
+      Setting.key(VERIFY_BLOCKS)
+          .since("0.6.0")
+          .doc(
+              "Check every block, read one-sided or by Spark from local files, against the "
+                  + "checksums Spark wrote (spark.shuffle.checksum.enabled) before Spark "
+                  + "deserializes it; a block that does not match twice is a fetch failure. "
+                  + "false: blocks are read unverified (counted), Spark's checksum files serve "
+                  + "only its own diagnosis.")
           .bool()
           .withDefault("true");
 
@@ -197,6 +213,7 @@ public final class ShuffleSettings {
   public static final List<Setting<?>> OWN =
       List.of(
           FALLBACK_SETTING,
+          VERIFY_BLOCKS_SETTING,
           READ_BATCH_BLOCKS_SETTING,
           READ_BATCH_BYTES_SETTING,
           INDEX_CACHE_SIZE_SETTING,

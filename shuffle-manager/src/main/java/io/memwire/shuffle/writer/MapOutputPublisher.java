@@ -51,6 +51,10 @@ public final class MapOutputPublisher {
 
   private final AtomicBoolean serviceWarned = new AtomicBoolean();
 
+  /** Shuffles already said to be read one-sided unverified (too wide for inline checksums). */
+  private final java.util.Set<Integer> saidUnverified =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /**
    * @param service the link to the node's shuffle service, or null when outputs are served by this
    *     executor
@@ -175,7 +179,20 @@ public final class MapOutputPublisher {
       return null;
     }
     File f = resolver.getChecksumFile(shuffleId, mapId, checksumAlgorithm, Option.empty());
-    return f.isFile() ? f.toPath() : null;
+    if (!f.isFile()) {
+      return null;
+    }
+    long partitions = f.length() / 8;
+    if (partitions >= DirectorySlot.MAX_INLINE_ENTRIES && saidUnverified.add(shuffleId)) {
+      LOG.info(
+          "shuffle {} has {} reduce partitions, more than the {} whose checksums travel in the"
+              + " shuffle directory: its blocks are read one-sided unverified (counted as"
+              + " checksumUnverifiedBlocks); Spark's local reads of them are still checked",
+          shuffleId,
+          partitions,
+          DirectorySlot.MAX_INLINE_ENTRIES - 1);
+    }
+    return f.toPath();
   }
 
   private static int partitions(File index) {

@@ -35,7 +35,9 @@ import scala.Tuple2;
  * the executors' CPU per GiB of remote bytes (serving threads, all transport threads, whole JVMs;
  * see {@link Result}), then RDMA/Netty ratios. Options: {@code -Dbench.rdmaConf="k=v;k=v"} (RDMA
  * cluster only), {@code -Dbench.conf="k=v;k=v"} (both, for example executor JVM options), {@code
- * -Dbench.perTask=true} (a line per task that waited).
+ * -Dbench.perTask=true} (a line per task that waited), {@code -Dbench.compare=verify} (Memwire with
+ * block verification against Memwire without it, instead of Memwire against Netty; per-round ratios
+ * printed).
  */
 public final class ShuffleBenchmark {
   private static final int RECORD_BYTES = 100;
@@ -143,21 +145,53 @@ public final class ShuffleBenchmark {
 
     // Rounds alternate which manager goes first, so drift in machine load hits both alike.
     String rdma = RdmaShuffleManager.class.getName();
+    // -Dbench.compare=verify: Memwire with block verification (verified) against Memwire without
+    // (unverified: spark.shuffle.rdma.verifyBlocks=false), Spark writing its checksums in both.
+    boolean verify = "verify".equals(System.getProperty("bench.compare"));
+    String base = verify ? "unverified" : "netty";
+    String test = verify ? "verified" : "rdma";
     Map<String, Map<String, List<Result>>> all = new LinkedHashMap<>();
-    all.put("netty", new LinkedHashMap<>());
-    all.put("rdma", new LinkedHashMap<>());
+    all.put(base, new LinkedHashMap<>());
+    all.put(test, new LinkedHashMap<>());
     for (int round = 0; round < reps; round++) {
-      List<String> order = round % 2 == 0 ? List.of("sort", rdma) : List.of(rdma, "sort");
-      for (String manager : order) {
-        String label = manager.equals("sort") ? "netty" : "rdma";
+      List<String> order = round % 2 == 0 ? List.of(base, test) : List.of(test, base);
+      for (String label : order) {
+        String manager = label.equals("netty") ? "sort" : rdma;
         Map<String, String> extra = new LinkedHashMap<>(bothConf);
-        if (label.equals("rdma")) {
+        if (!label.equals("netty")) {
           extra.putAll(rdmaConf);
         }
+        if (label.equals("unverified")) {
+          extra.put("spark.shuffle.rdma.verifyBlocks", "false");
+        }
+        System.out.printf("round %d: %s%n", round + 1, label);
         run(manager, extra, records, maps, reducers)
             .forEach(
                 (job, r) -> all.get(label).computeIfAbsent(job, j -> new ArrayList<>()).add(r));
       }
+    }
+    for (String job : List.of("groupByKey", "sort")) {
+      List<Result> b = all.get(base).get(job);
+      List<Result> t = all.get(test).get(job);
+      StringBuilder wall = new StringBuilder();
+      StringBuilder cpu = new StringBuilder();
+      StringBuilder transport = new StringBuilder();
+      for (int i = 0; i < b.size(); i++) {
+        wall.append(String.format(" %.3f", t.get(i).wallSeconds() / b.get(i).wallSeconds()));
+        cpu.append(
+            String.format(
+                " %.3f",
+                t.get(i).perGiB(t.get(i).executorCpuNanos())
+                    / b.get(i).perGiB(b.get(i).executorCpuNanos())));
+        transport.append(
+            String.format(
+                " %.3f",
+                t.get(i).perGiB(t.get(i).transportCpuNanos())
+                    / b.get(i).perGiB(b.get(i).transportCpuNanos())));
+      }
+      System.out.printf(
+          "%-8s per round %s/%s: wall%s; executor CPU/GiB%s; transport CPU/GiB%s%n",
+          job, test, base, wall, cpu, transport);
     }
     Map<String, Map<String, Result>> results = new LinkedHashMap<>();
     all.forEach(
@@ -200,10 +234,14 @@ public final class ShuffleBenchmark {
             r.perGiB(r.transportCpuNanos()),
             r.perGiB(r.executorCpuNanos()));
       }
-      Result n = results.get("netty").get(job);
-      Result d = results.get("rdma").get(job);
+      Result n = results.get(base).get(job);
+      Result d = results.get(test).get(job);
       System.out.printf(
-          "%-8s ratio rdma/netty: wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
+          "%-8s ratio "
+              + test
+              + "/"
+              + base
+              + ": wall %.2f, fetch wait %.2f, reduce tasks %.2f,"
               + " remote MiB/s %.2f, serving CPU/GiB %.2f, transport CPU/GiB %.2f,"
               + " executor CPU/GiB %.2f%n",
           job,
@@ -308,6 +346,10 @@ public final class ShuffleBenchmark {
               ShuffleMetrics.delta(before, after, ShuffleMetrics.INDEX_READS),
               ShuffleMetrics.delta(before, after, ShuffleMetrics.INDEX_CACHE_HITS),
               ShuffleMetrics.delta(before, after, ShuffleMetrics.SLOT_READS));
+          System.out.printf(
+              "      blocks verified %d, unverified %d%n",
+              ShuffleMetrics.delta(before, after, ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS),
+              ShuffleMetrics.delta(before, after, ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS));
           checkOneSided(job, metrics.remoteBytes.get(), before, after);
         }
       }
@@ -377,7 +419,9 @@ public final class ShuffleBenchmark {
             ShuffleMetrics.SLOT_READS,
             ShuffleMetrics.RDMA_BYTES,
             ShuffleMetrics.FALLBACK_BLOCKS,
-            ShuffleMetrics.FAILED_BLOCKS)) {
+            ShuffleMetrics.FAILED_BLOCKS,
+            ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS,
+            ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS)) {
       sum.put(
           k.name(), byExecutor.values().stream().mapToLong(m -> ShuffleMetrics.get(m, k)).sum());
     }

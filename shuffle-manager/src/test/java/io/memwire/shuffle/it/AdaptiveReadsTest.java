@@ -134,6 +134,9 @@ class AdaptiveReadsTest {
           run(s, localReadConf(true), AdaptiveReadsTest::broadcastAtRunTime).rows());
       r.put("coalesced", run(s, coalesceConf(), AdaptiveReadsTest::groupBy).rows());
       r.put("speculation", speculationJob(s, false));
+      if (rowChecksums()) {
+        r.put("nondeterministicRetry", nondeterministicRetry(sort));
+      }
     }
     expected = r;
   }
@@ -313,8 +316,203 @@ class AdaptiveReadsTest {
             .collect());
   }
 
+  // ---- 5. order-independent checksums of a nondeterministic stage (Spark 4.1+) ----
+
+  /** Whether the running Spark computes row-based, order-independent shuffle checksums. */
+  private static boolean rowChecksums() {
+    try {
+      Class.forName("org.apache.spark.shuffle.checksum.RowBasedChecksum");
+      return true;
+    } catch (ClassNotFoundException e) {
+      return false;
+    }
+  }
+
+  /**
+   * A nondeterministic SQL shuffle (stage A: a rerun of its maps moves every key by 100) read by an
+   * RDD stage B (keys mod 10, so the final sums do not depend on which maps reran), then summed.
+   * Run once; then again on the same A (its map stage reused), where B's partition 0 reports a
+   * fetch failure of A's map 0 on its first attempt: Spark reruns that executor's A maps, which now
+   * write other rows, and with order-independent checksums sees the mismatch and retries every task
+   * of B (Memwire must pass the maps' checksums through, as {@code MapStatus.checksumValue}).
+   *
+   * @return the sorted results, whether Spark recorded a checksum mismatch on A, and which of B's
+   *     partitions its retry ran
+   */
+  private static List<String> nondeterministicRetry(LocalSparkCluster c) {
+    SparkSession s = c.session();
+    Map<String, String> conf =
+        Map.of(
+            "spark.sql.adaptive.enabled", "false",
+            "spark.sql.shuffle.partitions", "8",
+            "spark.sql.shuffle.orderIndependentChecksum.enabled", "true",
+            "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch", "true");
+    Map<String, String> old = new LinkedHashMap<>();
+    conf.forEach((k, v) -> old.put(k, s.conf().get(k, null)));
+    conf.forEach((k, v) -> s.conf().set(k, v));
+    try {
+      java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("memwire-nd-retry");
+      String flag = dir.resolve("rerun").toString();
+      String fetchFailure = dir.resolve("fetch-failure").toString();
+      s.udf()
+          .register(
+              "memwire_rerun_shift",
+              (org.apache.spark.sql.api.java.UDF1<Long, Long>)
+                  k -> java.nio.file.Files.exists(java.nio.file.Path.of(flag)) ? k + 100 : k,
+              org.apache.spark.sql.types.DataTypes.LongType);
+      Dataset<Row> a =
+          s.range(0, 40_000, 1, 4)
+              .selectExpr("memwire_rerun_shift(id % 100) AS k", "id AS v")
+              .repartition(8, functions.col("k"));
+      org.apache.spark.api.java.JavaRDD<Row> rowsOfA = a.javaRDD(); // one plan: A is reused
+      List<String> first = consumerOf(rowsOfA, fetchFailure);
+      int shuffleA = shuffleIdUnder(rowsOfA.rdd());
+      org.apache.spark.MapOutputTrackerMaster tracker =
+          (org.apache.spark.MapOutputTrackerMaster)
+              org.apache.spark.SparkEnv.get().mapOutputTracker();
+      org.apache.spark.ShuffleStatus status = tracker.shuffleStatuses().get(shuffleA).get();
+      org.apache.spark.scheduler.MapStatus map0 = status.mapStatuses()[0];
+      org.apache.spark.storage.BlockManagerId at = map0.location();
+      java.nio.file.Files.writeString(
+          java.nio.file.Path.of(fetchFailure),
+          String.join(
+              "\n",
+              at.executorId(),
+              at.host(),
+              String.valueOf(at.port()),
+              at.topologyInfo().isDefined() ? at.topologyInfo().get() : "",
+              String.valueOf(shuffleA),
+              String.valueOf(map0.mapId())));
+      java.nio.file.Files.createFile(java.nio.file.Path.of(flag));
+      ConsumerRetries retries = new ConsumerRetries(shuffleA);
+      c.sparkContext().addSparkListener(retries);
+      List<String> second;
+      try {
+        second = consumerOf(rowsOfA, fetchFailure);
+        c.sparkContext().listenerBus().waitUntilEmpty(10_000);
+      } finally {
+        c.sparkContext().removeSparkListener(retries);
+      }
+      assertEquals(first, second, "the sums do not depend on which maps reran");
+      List<String> out = new ArrayList<>(second);
+      out.add("checksum mismatch recorded on A: " + !status.checksumMismatchIndices().isEmpty());
+      out.add("B partitions its retry ran: " + new java.util.TreeSet<>(retries.partitions));
+      return out;
+    } catch (java.io.IOException | java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException(e);
+    } finally {
+      old.forEach(
+          (k, v) -> {
+            if (v == null) {
+              s.conf().unset(k);
+            } else {
+              s.conf().set(k, v);
+            }
+          });
+    }
+  }
+
+  /**
+   * Stage B over A's rows and the final sums by key mod 10. With the fetch-failure file present,
+   * B's partition 0 fails its first attempt with a fetch failure of the map output it names.
+   */
+  private static List<String> consumerOf(
+      org.apache.spark.api.java.JavaRDD<Row> rowsOfA, String fetchFailure) {
+    return ShuffleJobs.sorted(
+        rowsOfA
+            .mapPartitions(
+                rows -> {
+                  TaskContext t = TaskContext.get();
+                  java.nio.file.Path f = java.nio.file.Path.of(fetchFailure);
+                  if (t.partitionId() == 0
+                      && t.stageAttemptNumber() == 0
+                      && java.nio.file.Files.exists(f)) {
+                    String[] w = java.nio.file.Files.readString(f).split("\n", -1);
+                    throw new org.apache.spark.shuffle.FetchFailedException(
+                        org.apache.spark.storage.BlockManagerId.apply(
+                            w[0],
+                            w[1],
+                            Integer.parseInt(w[2]),
+                            w[3].isEmpty() ? Option.empty() : Option.apply(w[3])),
+                        Integer.parseInt(w[4]),
+                        Long.parseLong(w[5]),
+                        0,
+                        0,
+                        "injected by the test",
+                        null);
+                  }
+                  List<Tuple2<Long, Long>> out = new ArrayList<>();
+                  rows.forEachRemaining(
+                      r -> out.add(new Tuple2<>(r.getLong(0) % 10, r.getLong(1))));
+                  return out.iterator();
+                })
+            .mapToPair(t -> t)
+            .reduceByKey(Long::sum, 2)
+            .collect());
+  }
+
+  /** The shuffle id of the first shuffle dependency below {@code rdd}. */
+  private static int shuffleIdUnder(org.apache.spark.rdd.RDD<?> rdd) {
+    List<org.apache.spark.rdd.RDD<?>> todo = new ArrayList<>(List.of(rdd));
+    while (!todo.isEmpty()) {
+      org.apache.spark.rdd.RDD<?> r = todo.remove(0);
+      for (org.apache.spark.Dependency<?> d :
+          ScalaCollections.<org.apache.spark.Dependency<?>>callSeq(r, "dependencies")) {
+        if (d instanceof org.apache.spark.ShuffleDependency<?, ?, ?> sd) {
+          return sd.shuffleId();
+        }
+        todo.add(d.rdd());
+      }
+    }
+    throw new AssertionError("no shuffle under " + rdd);
+  }
+
+  /** The partitions that retries (attempt > 0) of stage B ran to success. */
+  private static final class ConsumerRetries extends SparkListener {
+    final Set<Integer> partitions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<String> retries = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final int shuffleA;
+
+    ConsumerRetries(int shuffleA) {
+      this.shuffleA = shuffleA;
+    }
+
+    @Override
+    public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+      var i = e.stageInfo();
+      // B: the shuffle map stage that is not A's.
+      if (i.attemptNumber() > 0
+          && i.shuffleDepId().isDefined()
+          && (int) i.shuffleDepId().get() != shuffleA) {
+        retries.add(i.stageId() + "." + i.attemptNumber());
+      }
+    }
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd e) {
+      if (e.reason() == Success$.MODULE$
+          && retries.contains(e.stageId() + "." + e.stageAttemptId())) {
+        partitions.add(e.taskInfo().partitionId());
+      }
+    }
+  }
+
   @Test
   @Order(5)
+  void aNondeterministicStageRetriedAfterAFetchFailureBehavesAsUnderSortShuffle() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        rowChecksums(), "Spark before 4.1 has no order-independent checksums");
+    LocalSparkCluster c = aqeCluster();
+    List<String> actual = nondeterministicRetry(c);
+    List<String> sort = expected.get("nondeterministicRetry");
+    assertTrue(
+        sort.contains("checksum mismatch recorded on A: true"),
+        "sort shuffle: Spark saw the rerun maps' other output: " + sort);
+    assertEquals(sort, actual, "results and retries differ from SortShuffleManager's");
+  }
+
+  @Test
+  @Order(6)
   void speculativeReduceTasksReadOneSided() throws Exception {
     closeCluster();
     cluster = Clusters.start(Clusters.MANAGER, SPECULATION);

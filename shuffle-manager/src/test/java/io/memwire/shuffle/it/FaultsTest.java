@@ -23,6 +23,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
@@ -39,6 +40,7 @@ import scala.Tuple2;
 class FaultsTest {
   LocalSparkCluster cluster;
   TaskMetricsListener listener;
+  final IntegrityFaults.Listener integrity = new IntegrityFaults.Listener();
   JavaSparkContext jsc;
 
   @BeforeAll
@@ -53,6 +55,7 @@ class FaultsTest {
                 "spark.shuffle.rdma.connectTimeout", "3s"));
     listener = new TaskMetricsListener();
     cluster.sparkContext().addSparkListener(listener);
+    cluster.sparkContext().addSparkListener(integrity);
     jsc = cluster.javaSparkContext();
   }
 
@@ -126,8 +129,49 @@ class FaultsTest {
         after.toString());
   }
 
+  /**
+   * Issue 43 with compression on (Spark's default): a corrupt data file is caught by its checksum
+   * before the codec sees it, by one-sided and local reads alike; one map-stage rerun.
+   */
   @Test
   @Order(3)
+  @Tag(IntegrityFaults.EXTRA)
+  void aCorruptCompressedDataFileGivesTheRightAnswerAfterOneMapRerun() throws Exception {
+    List<Integer> data = ShuffleJobs.randomInts(60_000, 13, 1_000_000);
+    JavaPairRDD<Integer, Long> sums =
+        jsc.parallelize(data, 6)
+            .mapToPair(x -> new Tuple2<>(x % 500, (long) x))
+            .reduceByKey(Long::sum, 4);
+    IntegrityFaults.corruptBetweenRuns(
+        "compressed, plain fetch",
+        jsc,
+        integrity,
+        () -> new HashMap<>(sums.collectAsMap()),
+        expectedSums(data, 500),
+        id -> IntegrityFaults.corruptDataFile(jsc, id));
+  }
+
+  /** The same read in batches (SQL, AQE coalescing; LZ4 frames concatenate). */
+  @Test
+  @Order(4)
+  @Tag(IntegrityFaults.EXTRA)
+  void aCorruptCompressedDataFileReadInBatchesGivesTheRightAnswerAfterOneMapRerun()
+      throws Exception {
+    var before = Clusters.executorStats(jsc, 2);
+    var after =
+        IntegrityFaults.corruptBetweenRuns(
+            "compressed, batch fetch",
+            jsc,
+            integrity,
+            new IntegrityFaults.BatchJob(cluster.session(), 120_000, 1000, 16),
+            IntegrityFaults.BatchJob.expected(120_000, 1000),
+            id -> IntegrityFaults.corruptDataFile(jsc, id));
+    assertTrue(
+        IntegrityFaults.delta(before, after, ShuffleMetrics.RDMA_BATCH_BLOCKS) > 0, "" + after);
+  }
+
+  @Test
+  @Order(5)
   void executorKilledWhileReducersReadStillGivesCorrectResults(@TempDir Path dir) throws Exception {
     Map<String, String> pids =
         new HashMap<>(

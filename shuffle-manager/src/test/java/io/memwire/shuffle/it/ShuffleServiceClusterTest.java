@@ -30,6 +30,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
@@ -55,6 +56,7 @@ class ShuffleServiceClusterTest {
   JavaSparkContext jsc;
   TaskMetricsListener metrics;
   final StageCounter stages = new StageCounter();
+  final IntegrityFaults.Listener integrity = new IntegrityFaults.Listener();
 
   /** Counts stage submissions: first attempts and reruns. */
   static final class StageCounter extends SparkListener {
@@ -96,6 +98,7 @@ class ShuffleServiceClusterTest {
     metrics = new TaskMetricsListener();
     cluster.sparkContext().addSparkListener(metrics);
     cluster.sparkContext().addSparkListener(stages);
+    cluster.sparkContext().addSparkListener(integrity);
     jsc = cluster.javaSparkContext();
   }
 
@@ -223,8 +226,38 @@ class ShuffleServiceClusterTest {
         "read one-sided from the service: " + after);
   }
 
+  /**
+   * Issue 43 in service mode with compression on: a data file the service holds corrupted after the
+   * map stage (its link, the same inode as the executor's file) is caught by the reducers' checksum
+   * check before the codec; Spark reruns the map stage once and the answer is right.
+   */
   @Test
   @Order(3)
+  @Tag(IntegrityFaults.EXTRA)
+  void aCorruptCompressedDataFileInTheServiceGivesTheRightAnswerAfterOneMapRerun()
+      throws Exception {
+    JavaPairRDD<Integer, Long> sums = sums(5);
+    assertEquals(expected(5), new HashMap<>(sums.collectAsMap()));
+    awaitMapExecutorsReleased();
+    Path outputs = root.resolve("service/outputs");
+    String corrupted =
+        IntegrityFaults.corruptServiceDataFile(
+            outputs, IntegrityFaults.newestServiceShuffle(outputs));
+    Map<String, Long> before = appTotals();
+    integrity.reset();
+    assertEquals(expected(5), collectCounted(sums), corrupted);
+    Map<String, Long> after = appTotals();
+    String state = corrupted + "; " + integrity + "; " + after;
+    assertTrue(integrity.checksumFetchFailures.get() > 0, state);
+    assertEquals(1, integrity.mapStageReruns.get(), state);
+    assertTrue(
+        after.getOrDefault("checksum.mismatches.disk", 0L)
+            > before.getOrDefault("checksum.mismatches.disk", 0L),
+        state);
+  }
+
+  @Test
+  @Order(4)
   void anExecutorKilledAfterItsMapStageCostsNoRerun() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(2);
     assertEquals(expected(2), new HashMap<>(sums.collectAsMap()));
@@ -244,7 +277,7 @@ class ShuffleServiceClusterTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void aServiceThatDiesMakesSparkRerunTheMapStage() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(3);
     assertEquals(expected(3), new HashMap<>(sums.collectAsMap()));
@@ -262,7 +295,7 @@ class ShuffleServiceClusterTest {
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void aKilledServiceMakesSparkRerunTheMapStage() throws Exception {
     JavaPairRDD<Integer, Long> sums = sums(5, 24);
     assertEquals(expected(5), new HashMap<>(sums.collectAsMap()));
@@ -281,7 +314,7 @@ class ShuffleServiceClusterTest {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void whenTheApplicationEndsTheServiceHoldsNothingWithinItsTimeout() throws Exception {
     assertEquals(expected(6), new HashMap<>(sums(6).collectAsMap()));
     assertTrue(service.stats().get("outputsHeld") > 0, "the last job's outputs are held");
