@@ -87,7 +87,7 @@ kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
 cp -r /tmp/spark-work "logs/cross-spark-work-$ME" 2>/dev/null
 barrier cross-spark-done
 if [ "$ME" = a ]; then
-  cput seconds.cross.spark $(( $(now) - t0 ))
+  cput seconds.cross.spark.cluster $(( $(now) - t0 ))
   # Executors in two guests, both jobs' results, the per-executor counters.
   cross_verdict cross.spark cross.spark 4
   v=PASS; grep -q '^check.cross.flight=PASS' "$CR" && grep -q '^check.cross.spark=PASS' "$CR" || v=FAIL
