@@ -7,9 +7,14 @@
 #   loss      tc netem loss 2% on B's eth0 (B sends the read responses): A reads B
 #   firewall  nftables drops UDP 4791 in B: A reads B
 #   mtu       eth0 MTU 4200 in A (RoCE MTU 4096), 1500 in B: A reads B (A connects), then B reads A
-# Results: results/pitfall-a.txt, results/pitfall-b.txt (key=value); logs/pitfall-*.log.
+#   cross     Flight and Spark across the guests: B serves Flight over verbs (rdma:// endpoints), A
+#             pulls 1 MiB and 16 MiB batches and compares them with gRPC DoGet's; then a Spark
+#             standalone master in A, a worker in each guest (one executor each), the driver in A
+#             runs the jobs with Memwire over verbs, each executor reading the other's map outputs
+# Results: results/pitfall-a.txt, results/pitfall-b.txt (key=value); logs/pitfall-*.log; cross:
+# results/cross-a.txt, results/cross-b.txt, logs/cross-*.log, logs/cross-spark-work-*/.
 #
-#   pair-guest.sh --steps loss,firewall,mtu
+#   pair-guest.sh --steps loss,firewall,mtu,cross
 {
 set -uo pipefail
 STEPS="clean,loss,firewall,mtu"
@@ -70,6 +75,9 @@ read_check() {  # LABEL EXPECT [ARGS...]: read the peer's region over verbs, the
   done
 }
 
+PITFALLS=0
+for s in clean loss firewall mtu; do has "$s" && PITFALLS=1; done
+if [ "$PITFALLS" = 1 ]; then
 put "pitfall.$ME.kernel" "$(uname -r)"
 put "pitfall.$ME.mtu.start" "$(mtus)"
 rm -f "$X/done-$ME" "$X/node-$ME" "$X/mtu-$ME" "$X/region-$ME-verbs.b64" "$X/region-$ME-tcp.b64" "$X/region-$ME-doctor.b64"
@@ -149,5 +157,7 @@ touch "$X/done-$ME"
 wait "$SPID"
 put "pitfall.$ME.serve.rc" "$?"
 echo "[pitfall $ME] done"
+fi
+has cross && . "$W/tools/pair-cross.sh"
 exit
 }

@@ -11,7 +11,7 @@
 #                      jars in DIR/stage, logs in DIR/logs, results and verdict.txt in DIR
 #   --cache DIR        libdisni cache (default ${XDG_CACHE_HOME:-~/.cache}/memwire/libdisni)
 #   --softroce DIR     directory of run-in-vm.sh (default ../shared/softroce next to the checkout)
-#   --mem MB           guest memory (default 6144; 2048 each in a pair: --pair-mem MB);
+#   --mem MB           guest memory (default 6144; each of a pair: --pair-mem MB, default 2048, 3072 with cross);
 #                      --timeout SEC guest deadline (default 7200)
 #   --prefix 'CMD'     no VM: run the checks on this machine under a command prefix (e.g.
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
@@ -19,8 +19,9 @@
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
 #   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx (default all but ucx,
 #                      in order); ucx: the ucx provider over UCX's rc_verbs on the device;
-#                      clean,loss,firewall,mtu: the fabric pitfalls between two guests
-#                      (run-in-vm.sh --pair, one boot for all four; not in the default; guest only)
+#                      clean,loss,firewall,mtu: the fabric pitfalls between two guests; cross:
+#                      Flight and Spark across two guests (run-in-vm.sh --pair, one boot for all
+#                      named; not in the default; guest only)
 #   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
 #                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
@@ -33,9 +34,9 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 HERE="$ROOT/tools/verbs-check"
 DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
-SOFTROCE=""; MEM=6144; PAIR_MEM=2048; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
+SOFTROCE=""; MEM=6144; PAIR_MEM=""; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
 STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
-usage() { sed -n '5,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --disni-src) DISNI_SRC="$2"; shift 2 ;;
@@ -66,10 +67,13 @@ unavailable() { echo "verbs-check: guest unavailable: $*" >&2; exit 3; }
 SINGLE_STEPS=""; PAIR_STEPS=""
 for s in ${STEPS//,/ }; do
   case "$s" in
-    clean|loss|firewall|mtu) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
+    clean|loss|firewall|mtu|cross) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
     *) SINGLE_STEPS="${SINGLE_STEPS:+$SINGLE_STEPS,}$s" ;;
   esac
 done
+# cross runs Flight and Spark across the pair: it needs their staging and more memory per guest.
+CROSS=0; case ",$PAIR_STEPS," in *,cross,*) CROSS=1 ;; esac
+[ -n "$PAIR_MEM" ] || { [ "$CROSS" = 1 ] && PAIR_MEM=3072 || PAIR_MEM=2048; }
 [ -z "$PAIR_STEPS" ] || [ "$HOSTMODE" = 0 ] || { echo "verbs-check: the steps $PAIR_STEPS need the guest pair (no --prefix)" >&2; exit 2; }
 
 # ------------------------------------------------------------------ where the checks run
@@ -122,7 +126,7 @@ MJ="$ROOT/main-job/target/memwire-main-job-$V.jar"
 VC="$ROOT/verbs-check/target/memwire-verbs-check-$V.jar"
 SPARK_JARS="$ROOT/main-job/target/spark-home/jars"
 for f in "$BT" "$BT_TESTS" "$TT" "$VC"; do need "$f"; done
-if [ -n "$SINGLE_STEPS" ]; then
+if [ -n "$SINGLE_STEPS" ] || [ "$CROSS" = 1 ]; then
   for f in "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$SPARK_JARS"; do need "$f"; done
 fi
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
@@ -134,7 +138,7 @@ WORK="$(cd "$WORK" && pwd)"
 rm -f "$WORK"/results/*.txt "$WORK/verdict.txt"
 say "staging into $WORK"
 cp "$BT" "$BT_TESTS" "$TT" "$VC" "$WORK/stage/memwire/"
-cp "$HERE/guest.sh" "$HERE/pair-guest.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
+cp "$HERE/guest.sh" "$HERE/pair-guest.sh" "$HERE/pair-cross.sh" "$HERE/build-libdisni.sh" "$WORK/tools/"
 # The transport tests' classpath: block-transfer's test scope, from Maven, copied out of ~/.m2.
 if ! (cd "$ROOT" && mvn -B -q -o -pl block-transfer dependency:build-classpath \
       -Dmdep.includeScope=test -Dmdep.outputFile="$WORK/stage/bt-deps.txt" >"$WORK/logs/stage-mvn.log" 2>&1); then
@@ -152,8 +156,9 @@ for j in $(tr ':' '\n' <"$WORK/stage/bt-deps.txt"); do
   CP_P="$CP_P:@W@/stage/m2/$rel"
 done
 echo "$CP_P" >"$WORK/stage/cp-pair.txt"
-# The one-guest steps' jars and class paths (the block below is not indented, to keep it as it was).
-if [ -n "$SINGLE_STEPS" ]; then
+# The one-guest steps' jars and class paths (the block below is not indented, to keep it as it was);
+# the pair's cross step uses its Flight and Spark class paths.
+if [ -n "$SINGLE_STEPS" ] || [ "$CROSS" = 1 ]; then
 cp "$SS" "$SC" "$SS_TESTS" "$SM" "$LC" "$MJ" "$WORK/stage/memwire/"
 cp -u "$SPARK_JARS"/*.jar "$WORK/stage/spark-jars/"
 CP_T="@W@/stage/memwire/$(basename "$VC"):@W@/stage/memwire/$(basename "$BT_TESTS"):@W@/stage/memwire/$(basename "$BT")"
@@ -279,11 +284,12 @@ V_FILE="$WORK/verdict.txt"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
   cat "$WORK/results/pitfall-a.txt" "$WORK/results/pitfall-b.txt" 2>/dev/null
+  cat "$WORK/results/cross-a.txt" "$WORK/results/cross-b.txt" 2>/dev/null
   cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" \
     "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...
   [ -f "$WORK/results/transfer-bench.csv" ] && awk -F, 'NR > 1 {print "bench.memwire." $2 ".depth" $3 ".MBps=" $4}' "$WORK/results/transfer-bench.csv"
-  echo "logs=$WORK/logs (pair.log and pitfall-*.log for the pair steps, guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
+  echo "logs=$WORK/logs (pair.log, pitfall-*.log and cross-*.log for the pair steps, guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
 FAILS=$(grep -c '^check\..*=FAIL$' "$V_FILE")
