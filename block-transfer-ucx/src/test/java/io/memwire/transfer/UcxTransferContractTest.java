@@ -68,7 +68,7 @@ class UcxTransferContractTest {
               .device(System.getProperty("memwire.test.ucx.device"))
               .set(
                   "ucxTransports",
-                  System.getProperty("memwire.test.ucx.transports", "rc_verbs,ud_verbs"));
+                  System.getProperty("memwire.test.ucx.transports", "rc_verbs"));
       String gid = System.getProperty("memwire.test.ucx.gidIndex");
       return gid == null || gid.isBlank() ? b : b.set("gidIndex", gid);
     }
