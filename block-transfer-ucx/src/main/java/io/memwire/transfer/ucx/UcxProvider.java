@@ -5,6 +5,7 @@ import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.HandshakeEviction;
 import io.memwire.transfer.spi.ProviderConnection;
@@ -16,7 +17,12 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -335,7 +341,88 @@ public final class UcxProvider implements TransportProvider {
     if (isClosed()) {
       throw new RegistrationException("the ucx provider is closed");
     }
+    if (file != null && remoteReadable) {
+      return registerFile(buffer, address, null, file, fileOffset);
+    }
     return registrar.register(buffer, address, remoteReadable);
+  }
+
+  /** Set once UCX refused a read-only file mapping; later file regions skip that attempt. */
+  private volatile boolean readOnlyMappingRefused;
+
+  /**
+   * Registers a file region as its read-only mapping; where UCX cannot (its verbs transports
+   * register every region writable, and the kernel will not pin a read-only shared mapping for
+   * writing: EFAULT), through a read-write shared mapping of the same range, which nothing writes
+   * through; where the file is not writable, as a private copy in direct memory.
+   */
+  @Override
+  public ProviderRegistration registerFile(
+      ByteBuffer mapping, long address, Path file, FileChannel channel, long fileOffset) {
+    if (isClosed()) {
+      throw new RegistrationException("the ucx provider is closed");
+    }
+    RegistrationException readOnlyFailure = null;
+    if (!readOnlyMappingRefused) {
+      try {
+        return registrar.register(mapping, address, true);
+      } catch (RegistrationException e) {
+        readOnlyFailure = e;
+        readOnlyMappingRefused = true;
+        LOG.info(
+            "ucx: UCX cannot register read-only file mappings here ({}): file regions are"
+                + " registered through read-write shared mappings, or served from private copies"
+                + " when a file is not writable",
+            e.getMessage());
+      }
+    }
+    int length = mapping.capacity();
+    String why = "the file's path is unknown";
+    if (file != null) {
+      try {
+        return registerSharedMapping(file, fileOffset, length);
+      } catch (IOException | RegistrationException e) {
+        why = e.toString();
+      }
+    }
+    LOG.debug("ucx: file region of {} bytes registered as a private copy: {}", length, why);
+    ByteBuffer copy = ByteBuffer.allocateDirect(length);
+    copy.put(mapping.duplicate().clear()).clear();
+    try {
+      return registrar.register(copy, MemoryAccess.address(copy), true, () -> free(copy));
+    } catch (RegistrationException e) {
+      free(copy);
+      if (readOnlyFailure != null) {
+        e.addSuppressed(readOnlyFailure);
+      }
+      throw e;
+    }
+  }
+
+  private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length)
+      throws IOException {
+    FileTime modified = Files.getLastModifiedTime(file);
+    MappedByteBuffer shared;
+    try (FileChannel rw =
+        FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      shared = rw.map(FileChannel.MapMode.READ_WRITE, fileOffset, length);
+    }
+    try {
+      ProviderRegistration r =
+          registrar.register(shared, MemoryAccess.address(shared), true, () -> free(shared));
+      // Pinning takes write faults, which stamp the file's mtime though no byte changes.
+      if (!Files.getLastModifiedTime(file).equals(modified)) {
+        Files.setLastModifiedTime(file, modified);
+      }
+      return r;
+    } catch (RegistrationException e) {
+      free(shared);
+      throw e;
+    }
+  }
+
+  private static void free(ByteBuffer b) {
+    MemoryAccess.free(b);
   }
 
   @Override

@@ -48,15 +48,35 @@ final class UcxRegistrar {
     private final int length;
     private final UcpMemory memory;
     private final byte[] packedKey;
+    private final Runnable release;
     private final Set<UcxSession> holders = new HashSet<>();
     private boolean open = true;
 
-    Region(long handle, long address, int length, UcpMemory memory, byte[] packedKey) {
+    Region(
+        long handle,
+        long address,
+        int length,
+        UcpMemory memory,
+        byte[] packedKey,
+        Runnable release) {
       this.handle = handle;
       this.address = address;
       this.length = length;
       this.memory = memory;
       this.packedKey = packedKey;
+      this.release = release;
+    }
+
+    /** Unregisters, then frees what the registration served from (a mapping or copy of its own). */
+    private void free() {
+      try {
+        memory.deregister();
+        UcxResources.MEMORY.decrementAndGet();
+      } finally {
+        if (release != null) {
+          release.run();
+        }
+      }
     }
 
     @Override
@@ -136,8 +156,7 @@ final class UcxRegistrar {
     private void unmap(Runnable onQuiesced) {
       try {
         if (all.remove(this)) {
-          memory.deregister();
-          UcxResources.MEMORY.decrementAndGet();
+          free();
         }
       } finally {
         onQuiesced.run();
@@ -147,6 +166,14 @@ final class UcxRegistrar {
 
   /** Registers {@code buffer} (whole capacity) on the progress thread. */
   Region register(ByteBuffer buffer, long address, boolean remoteReadable) {
+    return register(buffer, address, remoteReadable, null);
+  }
+
+  /**
+   * Registers {@code buffer}; {@code release} (or null) runs after it is unregistered, to free
+   * memory the registration owns.
+   */
+  Region register(ByteBuffer buffer, long address, boolean remoteReadable, Runnable release) {
     ByteBuffer whole = buffer.duplicate().clear();
     Region r =
         progress.call(
@@ -170,7 +197,7 @@ final class UcxRegistrar {
                 k.get(packed);
               }
               long handle = remoteReadable ? newHandle() : 0;
-              Region reg = new Region(handle, address, whole.capacity(), m, packed);
+              Region reg = new Region(handle, address, whole.capacity(), m, packed, release);
               all.add(reg);
               return reg;
             });
@@ -200,8 +227,7 @@ final class UcxRegistrar {
       progress.call(
           () -> {
             if (all.remove(r)) {
-              r.memory.deregister();
-              UcxResources.MEMORY.decrementAndGet();
+              r.free();
             }
             return null;
           });
