@@ -315,10 +315,11 @@ final class UcxConnection extends AbstractProviderConnection {
   private void onKeys(List<long[]> meta, List<byte[]> packed) {
     for (int i = 0; i < meta.size(); i++) {
       long[] m = meta.get(i);
-      List<WireRead> rs = waiting.remove(m[0]);
       if (!isOpen() || endpoint == null) {
-        continue;
+        // Failed meanwhile: the reads stay in waiting, where the queued quiesce hands them back.
+        return;
       }
+      List<WireRead> rs = waiting.remove(m[0]);
       if (m[1] != UcxControl.KEY_LIVE) {
         for (WireRead r : rs != null ? rs : List.<WireRead>of()) {
           r.fail(

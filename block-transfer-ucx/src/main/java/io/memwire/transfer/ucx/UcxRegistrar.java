@@ -164,6 +164,9 @@ final class UcxRegistrar {
     }
   }
 
+  /** Longest wait for one registration on the progress thread (it pins every page). */
+  private static final long REGISTER_SECONDS = 600;
+
   /** Registers {@code buffer} (whole capacity) on the progress thread. */
   Region register(ByteBuffer buffer, long address, boolean remoteReadable) {
     return register(buffer, address, remoteReadable, null);
@@ -200,7 +203,8 @@ final class UcxRegistrar {
               Region reg = new Region(handle, address, whole.capacity(), m, packed, release);
               all.add(reg);
               return reg;
-            });
+            },
+            REGISTER_SECONDS);
     if (remoteReadable) {
       live.put(r.handle, r);
     }
