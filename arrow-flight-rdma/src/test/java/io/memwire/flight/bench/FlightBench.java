@@ -292,6 +292,8 @@ public final class FlightBench {
         RdmaFlightProducer rdmaProducer =
             RdmaFlightProducer.builder(producer, node, serverAlloc)
                 .registeredMemory(64L << 20, 1536L << 20)
+                // one process on loopback: the benchmark's own client is the only peer
+                .trustedFabric(PROVIDER == ProviderKind.UCX)
                 .build();
         // The table lives in the wrapper's registered memory, so it is leased in place; plain
         // DoGet serves the very same buffers.
