@@ -159,7 +159,13 @@ final class UcxRegistrar {
           free();
         }
       } finally {
-        onQuiesced.run();
+        // Not on the progress thread: what the caller chained on it may take a lock whose holder
+        // waits for this thread (Flight's lease guards register under their lock): a deadlock.
+        try {
+          released.execute(onQuiesced);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+          onQuiesced.run(); // the provider closed: nothing waits for this thread any more
+        }
       }
     }
   }
@@ -224,6 +230,15 @@ final class UcxRegistrar {
     return live.get(handle);
   }
 
+  /** Runs deregistration callbacks, off the progress thread, in order; a daemon thread. */
+  private final java.util.concurrent.ExecutorService released =
+      java.util.concurrent.Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "memwire-ucx-released");
+            t.setDaemon(true);
+            return t;
+          });
+
   /** Unmaps what is still registered (at provider close; the caller frees nothing after this). */
   void closeAll() {
     for (Region r : new ArrayList<>(all)) {
@@ -235,6 +250,15 @@ final class UcxRegistrar {
             }
             return null;
           });
+    }
+    // The callbacks of regions closed before: run, then the thread ends.
+    released.shutdown();
+    try {
+      if (!released.awaitTermination(10, TimeUnit.SECONDS)) {
+        LOG.warn("ucx: deregistration callbacks still running 10 s after close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
