@@ -3,7 +3,7 @@
 # work directory (cwd): uses stage/ (jars, classpaths, libdisni), writes results/*.txt (key=value)
 # and logs/*.log. Not meant to be run by hand; see tools/verbs-check/verbs-check.sh.
 #
-#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench,ucx] [--leak-rounds N] [--modes sort,verbs]
+#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench,ucx,ucxbench] [--leak-rounds N] [--modes sort,verbs]
 {
 set -uo pipefail
 BIND="${SOFTROCE_IP:-}"
@@ -148,12 +148,13 @@ if has bench; then
   leaks_after bench
 fi
 if has ucx; then
-  # The ucx provider over UCX's verbs transports on the same device: rc_verbs for the reads, with
-  # ud_verbs for the wire-up of endpoints made from worker addresses (needs GID index 0 on rxe).
+  # The ucx provider over UCX's verbs transport on the same device: rc_verbs for the reads, its
+  # endpoints wired up by rdma_cm (they connect to the peer's UCX listener by socket address).
+  # Worker-address endpoints would need ud_verbs, which times out on rxe and then aborts UCX 1.13.
   # UCX must not take the JVM's signals: UCX_ERROR_SIGNALS empty in every JVM's environment.
   t0=$(now)
   export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
-  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs,ud_verbs}"; UGID="${UCX_CHECK_GID:-0}"
+  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs}"; UGID="${UCX_CHECK_GID:-}"
   put ucx.settings "device=$UDEV ucxTransports=$UTLS gidIndex=$UGID"
   ucx_info -v >logs/ucx_info.txt 2>&1; ucx_info -d >>logs/ucx_info.txt 2>&1
   put ucx.version "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)"
@@ -186,6 +187,41 @@ if has ucx; then
   grep -q '^check.sparkucx=PASS' "$R" || ucxok=FAIL
   put seconds.ucx $(( $(now) - t0 ))
   put check.ucx "$ucxok"
+fi
+if has ucxbench; then
+  # The transfer benchmark over ucx (rc_verbs, endpoints by rdma_cm) and verbs (DiSNI) beside
+  # ib_read_bw, interleaved rounds in one guest run: rxe is RDMA in software, so only the ratios
+  # of one round mean anything, and their spread over rounds says how much.
+  t0=$(now)
+  ok=PASS
+  export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
+  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs}"
+  case "$UDEV" in *:*) ;; *) UDEV="$UDEV:1" ;; esac
+  for round in $(seq 1 "${UCX_BENCH_ROUNDS:-3}"); do
+    put "ucxbench.round$round.loadavg" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    for size in 65536 1048576; do
+      ib_read_bw ${DEV:+-d $DEV} -s "$size" -n 200 -o 8 -F >"logs/ucxbench-ibrb-$size-$round-server.log" 2>&1 &
+      spid=$!
+      sleep 3
+      if timeout 600 ib_read_bw ${DEV:+-d $DEV} -s "$size" -n 200 -o 8 -F "$BIND" >"logs/ucxbench-ibrb-$size-$round.log" 2>&1; then
+        put "ucxbench.round$round.ib_read_bw.$size.MBps" "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' "logs/ucxbench-ibrb-$size-$round.log" | tail -1)"
+      else ok=FAIL; fi
+      wait "$spid" 2>/dev/null
+    done
+    for p in verbs ucx; do
+      env $([ $p = ucx ] && echo "UCX_TLS=$UTLS UCX_NET_DEVICES=$UDEV") \
+        "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED -Djava.library.path="$LIB" \
+        -cp "$(cp_of ucx)" io.memwire.tools.bench.TransferBenchmark --provider $p \
+        --bind "$BIND" --sizes 64k,1m --depths 8 --seconds 5 --repeat 1 --no-raw \
+        --csv "results/ucxbench-$p-$round.csv" >"logs/ucxbench-$p-$round.log" 2>&1 || ok=FAIL
+      [ -f "results/ucxbench-$p-$round.csv" ] && awk -F, -v p=$p -v r=$round 'NR > 1 {
+          print "ucxbench.round" r "." p "." $2 ".MBps=" $4; print "ucxbench.round" r "." p "." $2 ".servingMsPerGiB=" $NF }' \
+        "results/ucxbench-$p-$round.csv" | while read -r kv; do put "${kv%%=*}" "${kv#*=}"; done
+    done
+  done
+  put seconds.ucxbench $(( $(now) - t0 ))
+  put check.ucxbench "$ok"
+  leaks_after ucxbench
 fi
 echo "[guest] done"
 exit

@@ -17,8 +17,9 @@
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
 #   --bind IP          address of the RDMA device (default: the guest's $SOFTROCE_IP)
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
-#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx (default all but ucx,
-#                      in order); ucx: the ucx provider over UCX's rc_verbs on the device;
+#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx,ucxbench (default all
+#                      but the ucx ones, in order); ucx: the ucx provider over UCX's rc_verbs on
+#                      the device; ucxbench: transfer benchmark ucx vs verbs vs ib_read_bw;
 #                      clean,loss,firewall,mtu: the fabric pitfalls between two guests; cross:
 #                      Flight and Spark across two guests (run-in-vm.sh --pair, one boot for all
 #                      named; not in the default; guest only)
@@ -36,7 +37,7 @@ DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
 SOFTROCE=""; MEM=6144; PAIR_MEM=""; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
 STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
-usage() { sed -n '5,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --disni-src) DISNI_SRC="$2"; shift 2 ;;
@@ -201,7 +202,7 @@ for j in $(tr ':' '\n' <"$WORK/stage/flight-deps.txt" | grep -v '/io/memwire/' |
 done
 echo "$CP_F" >"$WORK/stage/cp-flight.txt"
 # The ucx step: the ucx provider and JUCX beside each class path, plus its contract test classes.
-case ",$STEPS," in *,ucx,*)
+case ",$STEPS," in *,ucx,*|*,ucxbench,*)
   UCXJ="$ROOT/block-transfer-ucx/target/memwire-block-transfer-ucx-$V.jar"
   UCXT="$ROOT/block-transfer-ucx/target/test-classes"
   JUCX="$(ls "$M2"/org/openucx/jucx/*/jucx-*.jar 2>/dev/null | grep -v sources | sort -V | tail -1)"

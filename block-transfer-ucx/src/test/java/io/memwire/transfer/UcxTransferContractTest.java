@@ -66,9 +66,7 @@ class UcxTransferContractTest {
               .provider(ProviderKind.UCX)
               .bindAddress(System.getProperty("memwire.test.ucx.bind", "127.0.0.1"))
               .device(System.getProperty("memwire.test.ucx.device"))
-              .set(
-                  "ucxTransports",
-                  System.getProperty("memwire.test.ucx.transports", "rc_verbs,ud_verbs"));
+              .set("ucxTransports", System.getProperty("memwire.test.ucx.transports", "rc_verbs"));
       String gid = System.getProperty("memwire.test.ucx.gidIndex");
       return gid == null || gid.isBlank() ? b : b.set("gidIndex", gid);
     }

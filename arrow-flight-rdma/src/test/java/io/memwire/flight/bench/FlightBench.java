@@ -55,11 +55,46 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * each producer's first point, default 20), {@code --csv <path>} (default target/flight-bench.csv),
  * {@code --profile-rdma} (the RDMA path alone, for a profiler; prints GB/s only); {@code
  * --checksum-cost [args]} runs {@link ChecksumCost} instead.
+ *
+ * <p>{@code -Dmemwire.bench.provider=ucx} (with {@code -Dmemwire.bench.ucxTransports=...} and
+ * {@code UCX_ERROR_SIGNALS=} in the environment) runs the RDMA path over the ucx provider instead
+ * of tcp. Each point also prints the process's CPU (client and server together) per GiB of body for
+ * each path, medians over the repetitions.
  */
 public final class FlightBench {
   private static final Schema SCHEMA = SampleBatches.SCHEMA;
 
   private FlightBench() {}
+
+  private static final ProviderKind PROVIDER =
+      ProviderKind.parse(
+          "memwire.bench.provider", System.getProperty("memwire.bench.provider", "tcp"));
+
+  /** The benchmark's transfer settings: tcp, or ucx with the transports given. */
+  private static TransferConfig transferConfig() {
+    io.memwire.transfer.TransferConfigBuilder b =
+        TransferConfig.builder().provider(PROVIDER).registrationBudget(8L << 30);
+    String tls = System.getProperty("memwire.bench.ucxTransports");
+    if (PROVIDER == ProviderKind.UCX && tls != null) {
+      b.set("ucxTransports", tls);
+    }
+    return b.build();
+  }
+
+  private static final java.lang.management.ThreadMXBean THREADS =
+      java.lang.management.ManagementFactory.getThreadMXBean();
+
+  /** CPU of every live thread of this process, in ns. */
+  private static long processCpuNanos() {
+    long sum = 0;
+    for (long id : THREADS.getAllThreadIds()) {
+      long t = THREADS.getThreadCpuTime(id);
+      if (t > 0) {
+        sum += t;
+      }
+    }
+    return sum;
+  }
 
   /** Serves "rows:batches" tickets from one pre-filled root it reuses, as Arrow's perf server. */
   static final class Producer extends NoOpFlightProducer {
@@ -243,12 +278,7 @@ public final class FlightBench {
         "producer,batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
             + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
     try (RootAllocator root = new RootAllocator();
-        TransferNode node =
-            TransferNode.start(
-                TransferConfig.builder()
-                    .provider(ProviderKind.TCP)
-                    .registrationBudget(8L << 30)
-                    .build())) {
+        TransferNode node = TransferNode.start(transferConfig())) {
       for (String mode : producers) {
         BufferAllocator serverAlloc = root.newChildAllocator("server-" + mode, 0, Long.MAX_VALUE);
         BufferAllocator clientAlloc = root.newChildAllocator("client-" + mode, 0, Long.MAX_VALUE);
@@ -262,6 +292,8 @@ public final class FlightBench {
         RdmaFlightProducer rdmaProducer =
             RdmaFlightProducer.builder(producer, node, serverAlloc)
                 .registeredMemory(64L << 20, 1536L << 20)
+                // one process on loopback: the benchmark's own client is the only peer
+                .trustedFabric(PROVIDER == ProviderKind.UCX)
                 .build();
         // The table lives in the wrapper's registered memory, so it is leased in place; plain
         // DoGet serves the very same buffers.
@@ -311,12 +343,8 @@ public final class FlightBench {
           long batchBytes = bodyBytes(rows);
           RdmaFlightClient.Builder cb =
               RdmaFlightClient.builder(wrappedClient, clientAlloc)
-                  .dataPlane(DataPlane.TCP)
-                  .transferConfig(
-                      TransferConfig.builder()
-                          .provider(ProviderKind.TCP)
-                          .registrationBudget(8L << 30)
-                          .build())
+                  .dataPlane(PROVIDER == ProviderKind.UCX ? DataPlane.UCX : DataPlane.TCP)
+                  .transferConfig(transferConfig())
                   .registeredMemory(64L << 20, 1536L << 20);
           if (windowBatches > 0) {
             cb.window(windowBatches, windowBytes > 0 ? windowBytes : windowBatches * batchBytes);
@@ -362,17 +390,35 @@ public final class FlightBench {
               double[] gs = new double[reps];
               double[] rs = new double[reps];
               double[] ratios = new double[reps];
+              double[] gcpu = new double[reps];
+              double[] rcpu = new double[reps];
+              double gib = bytes / (double) (1L << 30);
               for (int rep = 0; rep < reps; rep++) {
                 // Alternate which path goes first, so a burst of noise does not favour one.
+                long c0;
                 if (rep % 2 == 0) {
+                  c0 = processCpuNanos();
                   gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                  gcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
+                  c0 = processCpuNanos();
                   rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  rcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                 } else {
+                  c0 = processCpuNanos();
                   rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  rcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
+                  c0 = processCpuNanos();
                   gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                  gcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                 }
                 ratios[rep] = rs[rep] / gs[rep];
               }
+              System.out.printf(
+                  Locale.ROOT,
+                  "  process CPU ms/GiB (median): gRPC %.0f, %s %.0f%n",
+                  median(gcpu),
+                  PROVIDER,
+                  median(rcpu));
               double g = median(gs);
               double r = median(rs);
               Arrays.sort(ratios);

@@ -22,7 +22,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.UcxException;
 import org.openucx.jucx.ucp.UcpEndpoint;
@@ -34,8 +36,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A connection to one peer: an authenticated control socket (read by its own daemon thread) and a
- * UCX endpoint on the node's worker. Everything UCX (the endpoint, the unpacked rkeys, the GETs in
- * flight, the reads waiting for a key) lives on the progress thread; other threads hand work to it.
+ * UCX endpoint on the node's worker, connected to the peer's UCX listener. Everything UCX (the
+ * endpoint, the unpacked rkeys, the GETs in flight, the reads waiting for a key) lives on the
+ * progress thread; other threads hand work to it.
  */
 final class UcxConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(UcxConnection.class);
@@ -93,15 +96,16 @@ final class UcxConnection extends AbstractProviderConnection {
       s.setSoTimeout(timeoutMillis);
       DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
       DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-      byte[] workerAddress = handshake(peer, in, out, secret);
+      Welcome w = handshake(peer, in, out, secret);
       s.setSoTimeout(0);
       UcxConnection c = new UcxConnection(provider, peer, s, in, out);
-      c.createEndpoint(workerAddress);
+      c.createEndpoint(
+          new InetSocketAddress(s.getInetAddress(), w.ucxPort), w.workerAddress, timeoutMillis);
       c.startReader();
       return c;
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException | TimeoutException e) {
       closeQuietly(s);
-      if (e instanceof java.net.SocketTimeoutException) {
+      if (e instanceof java.net.SocketTimeoutException || e instanceof TimeoutException) {
         throw new io.memwire.transfer.TransferTimeoutException(
             "ucx: " + peer + " did not complete the connection within " + timeoutMillis + " ms",
             peer);
@@ -111,7 +115,10 @@ final class UcxConnection extends AbstractProviderConnection {
     }
   }
 
-  private static byte[] handshake(
+  /** What an accepted peer sends: its UCX listener's port and its worker's address. */
+  private record Welcome(int ucxPort, byte[] workerAddress) {}
+
+  private static Welcome handshake(
       InetSocketAddress peer, DataInputStream in, DataOutputStream out, byte[] secret)
       throws IOException {
     byte[] clientNonce = UcxControl.nonce();
@@ -153,30 +160,73 @@ final class UcxConnection extends AbstractProviderConnection {
               ? "authentication failed (authSecret differs)"
               : "refused (status " + welcome + ")");
     }
-    return UcxControl.readBlob(in, in.readInt());
+    int port = in.readUnsignedShort();
+    return new Welcome(port, UcxControl.readBlob(in, in.readInt()));
   }
 
-  private void createEndpoint(byte[] workerAddress) {
+  /**
+   * Connects the endpoint to the peer's UCX listener by socket address, so UCX wires it up through
+   * its connection manager (rdma_cm on RDMA devices, its tcp one otherwise): worker-address
+   * endpoints need a UD wire-up, which fails on some RoCE setups (rxe at its default GID). Only
+   * where every transport is shared memory, which no connection manager wires up, does it connect
+   * to the peer's worker address instead. Waits for a flush, which completes once the endpoint is
+   * connected, so a peer UCX cannot reach fails here, within the connect timeout, rather than at
+   * the first GET.
+   */
+  private void createEndpoint(InetSocketAddress ucxAddress, byte[] workerAddress, int timeoutMillis)
+      throws IOException, TimeoutException {
     ByteBuffer addr = ByteBuffer.allocateDirect(workerAddress.length);
     addr.put(workerAddress).flip();
+    CompletableFuture<Void> connected = new CompletableFuture<>();
     progress.call(
         () -> {
-          UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(addr);
+          UcpEndpointParams params =
+              (provider.connectsBySocketAddress()
+                      ? new UcpEndpointParams().setSocketAddress(ucxAddress)
+                      : new UcpEndpointParams().setUcpAddress(addr))
+                  .setName("memwire-ucx-" + peer())
+                  .setErrorHandler(
+                      (ep, status, msg) -> {
+                        connected.completeExceptionally(
+                            new IOException("UCX could not reach " + ucxAddress + ": " + msg));
+                        fail(
+                            new TransferConnectionException(
+                                "ucx: UCX reports the peer failed: " + msg, peer(), null));
+                      });
           if (provider.peerErrorHandling()) {
             params.setPeerErrorHandlingMode();
           }
-          endpoint =
-              progress
-                  .worker()
-                  .newEndpoint(
-                      params.setErrorHandler(
-                          (ep, status, msg) ->
-                              fail(
-                                  new TransferConnectionException(
-                                      "ucx: UCX reports the peer failed: " + msg, peer(), null))));
+          endpoint = progress.worker().newEndpoint(params);
           UcxResources.ENDPOINTS.incrementAndGet();
+          UcpRequest unused =
+              endpoint.flushNonBlocking(
+                  new UcxCallback() {
+                    @Override
+                    public void onSuccess(UcpRequest request) {
+                      connected.complete(null);
+                    }
+
+                    @Override
+                    public void onError(int status, String message) {
+                      connected.completeExceptionally(
+                          new IOException("UCX could not reach " + ucxAddress + ": " + message));
+                    }
+                  });
           return null;
         });
+    try {
+      connected.get(timeoutMillis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      close();
+      throw new IOException("interrupted while connecting to " + ucxAddress, e);
+    } catch (ExecutionException e) {
+      close();
+      throw new IOException(e.getCause().getMessage(), e.getCause());
+    } catch (TimeoutException e) {
+      close();
+      throw new TimeoutException("UCX did not connect to " + ucxAddress);
+    }
   }
 
   private void startReader() {
@@ -265,10 +315,11 @@ final class UcxConnection extends AbstractProviderConnection {
   private void onKeys(List<long[]> meta, List<byte[]> packed) {
     for (int i = 0; i < meta.size(); i++) {
       long[] m = meta.get(i);
-      List<WireRead> rs = waiting.remove(m[0]);
       if (!isOpen() || endpoint == null) {
-        continue;
+        // Failed meanwhile: the reads stay in waiting, where the queued quiesce hands them back.
+        return;
       }
+      List<WireRead> rs = waiting.remove(m[0]);
       if (m[1] != UcxControl.KEY_LIVE) {
         for (WireRead r : rs != null ? rs : List.<WireRead>of()) {
           r.fail(

@@ -12,15 +12,19 @@ import javax.crypto.spec.SecretKeySpec;
 
 /**
  * The ucx provider's control connection (TCP, big-endian), which carries what must not cross before
- * the peer is authenticated: the worker address and the packed remote keys.
+ * the peer is authenticated: where to connect the UCX endpoint and the packed remote keys.
  *
  * <pre>
- * client HELLO      24 B: u32 "MWU1" | u16 version | u16 0 | 16B client nonce
+ * client HELLO      24 B: u32 "MWU1" | u16 version (2) | u16 0 | 16B client nonce
  * server CHALLENGE  56 B: u32 magic | u16 version | u8 status (0 ok, 2 bad version)
  *                         | u8 authRequired | 16B server nonce | 32B server proof
  * client AUTH       32 B: client proof (only when authRequired)
  * server WELCOME         u32 magic | u8 status (0 ok, 1 auth failed, 3 at limit) | 3B 0
- *                         | u32 n | n B UCX worker address (status 0 only)
+ *                         | u16 UCX listener port | u32 n | n B UCX worker address
+ *                         (status 0 only; the client connects its endpoint to the control
+ *                         connection's address at that port, or, when its transports are all
+ *                         shared memory, which UCX cannot wire up by socket address, to the
+ *                         worker address)
  * then frames:
  * client KEYS            u8 1 | u16 n | n x u64 handle
  * server KEYS_REPLY      u8 2 | u16 n | n x (u64 handle | u8 status (0 live, 1 unknown)
@@ -33,7 +37,14 @@ import javax.crypto.spec.SecretKeySpec;
  */
 final class UcxControl {
   static final int MAGIC = 0x4d575531; // "MWU1"
-  static final short VERSION = 1;
+
+  /**
+   * 2: WELCOME carries the UCX listener's port too, and endpoints connect by socket address (UCX's
+   * rdma_cm or tcp connection manager); 1 sent only a worker address, whose wire-up needs UD on
+   * RDMA.
+   */
+  static final short VERSION = 2;
+
   static final byte KEYS = 1;
   static final byte KEYS_REPLY = 2;
   static final byte GONE = 3;
@@ -87,12 +98,13 @@ final class UcxControl {
     return b;
   }
 
-  static void writeWelcome(DataOutputStream out, byte status, byte[] workerAddress)
+  static void writeWelcome(DataOutputStream out, byte status, int ucxPort, byte[] workerAddress)
       throws IOException {
     out.writeInt(MAGIC);
     out.writeByte(status);
     out.write(new byte[3]);
     if (status == STATUS_OK) {
+      out.writeShort(ucxPort);
       out.writeInt(workerAddress.length);
       out.write(workerAddress);
     }

@@ -79,6 +79,34 @@ final class UcxLibrary {
     return "?";
   }
 
+  private static final java.util.regex.Pattern VERSION_STRING =
+      java.util.regex.Pattern.compile("(?<![0-9.])(1\\.[0-9]{1,3}\\.[0-9]{1,3})\u0000");
+
+  /**
+   * The version of the libucp this process loaded, or "?". JUCX has no call for {@code
+   * ucp_get_version} and the library's file name carries none (libucp.so.0.0.0), so it is read from
+   * the library itself: the one NUL-terminated "1.x.y" string in it ({@code
+   * ucp_get_version_string}'s constant).
+   */
+  static String ucxVersion() {
+    String path = libucpPath();
+    if (path.equals("?")) {
+      return "?";
+    }
+    try {
+      byte[] b = Files.readAllBytes(Path.of(path));
+      java.util.regex.Matcher m =
+          VERSION_STRING.matcher(new String(b, StandardCharsets.ISO_8859_1));
+      java.util.Set<String> found = new java.util.LinkedHashSet<>();
+      while (m.find()) {
+        found.add(m.group(1));
+      }
+      return found.size() == 1 ? found.iterator().next() : "?";
+    } catch (IOException | RuntimeException | OutOfMemoryError e) {
+      return "?";
+    }
+  }
+
   /** The JUCX jar's version, from its Maven properties, or "?". */
   static String jucxVersion() {
     try (java.io.InputStream in =

@@ -86,6 +86,14 @@ final class UcxProgressThread {
 
   /** Runs {@code task} here (inline when already on this thread) and returns its result. */
   <T> T call(Callable<T> task) {
+    return call(task, START_SECONDS);
+  }
+
+  /**
+   * {@link #call(Callable)} waiting at most {@code seconds}: a registration pins every page, which
+   * under emulation (Soft-RoCE in a VM without KVM) took over 30 s for 32 MiB.
+   */
+  <T> T call(Callable<T> task, long seconds) {
     if (onThread()) {
       try {
         return task.call();
@@ -105,7 +113,7 @@ final class UcxProgressThread {
           }
         });
     try {
-      return f.get(START_SECONDS, TimeUnit.SECONDS);
+      return f.get(seconds, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted waiting for the UCX thread", e);
@@ -115,7 +123,8 @@ final class UcxProgressThread {
       }
       throw new IllegalStateException(e.getCause());
     } catch (TimeoutException e) {
-      throw new IllegalStateException("the UCX thread " + thread.getName() + " did not answer", e);
+      throw new IllegalStateException(
+          "the UCX thread " + thread.getName() + " did not answer within " + seconds + " s", e);
     }
   }
 

@@ -48,15 +48,35 @@ final class UcxRegistrar {
     private final int length;
     private final UcpMemory memory;
     private final byte[] packedKey;
+    private final Runnable release;
     private final Set<UcxSession> holders = new HashSet<>();
     private boolean open = true;
 
-    Region(long handle, long address, int length, UcpMemory memory, byte[] packedKey) {
+    Region(
+        long handle,
+        long address,
+        int length,
+        UcpMemory memory,
+        byte[] packedKey,
+        Runnable release) {
       this.handle = handle;
       this.address = address;
       this.length = length;
       this.memory = memory;
       this.packedKey = packedKey;
+      this.release = release;
+    }
+
+    /** Unregisters, then frees what the registration served from (a mapping or copy of its own). */
+    private void free() {
+      try {
+        memory.deregister();
+        UcxResources.MEMORY.decrementAndGet();
+      } finally {
+        if (release != null) {
+          release.run();
+        }
+      }
     }
 
     @Override
@@ -136,17 +156,33 @@ final class UcxRegistrar {
     private void unmap(Runnable onQuiesced) {
       try {
         if (all.remove(this)) {
-          memory.deregister();
-          UcxResources.MEMORY.decrementAndGet();
+          free();
         }
       } finally {
-        onQuiesced.run();
+        // Not on the progress thread: what the caller chained on it may take a lock whose holder
+        // waits for this thread (Flight's lease guards register under their lock): a deadlock.
+        try {
+          released.execute(onQuiesced);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+          onQuiesced.run(); // the provider closed: nothing waits for this thread any more
+        }
       }
     }
   }
 
+  /** Longest wait for one registration on the progress thread (it pins every page). */
+  private static final long REGISTER_SECONDS = 600;
+
   /** Registers {@code buffer} (whole capacity) on the progress thread. */
   Region register(ByteBuffer buffer, long address, boolean remoteReadable) {
+    return register(buffer, address, remoteReadable, null);
+  }
+
+  /**
+   * Registers {@code buffer}; {@code release} (or null) runs after it is unregistered, to free
+   * memory the registration owns.
+   */
+  Region register(ByteBuffer buffer, long address, boolean remoteReadable, Runnable release) {
     ByteBuffer whole = buffer.duplicate().clear();
     Region r =
         progress.call(
@@ -170,10 +206,11 @@ final class UcxRegistrar {
                 k.get(packed);
               }
               long handle = remoteReadable ? newHandle() : 0;
-              Region reg = new Region(handle, address, whole.capacity(), m, packed);
+              Region reg = new Region(handle, address, whole.capacity(), m, packed, release);
               all.add(reg);
               return reg;
-            });
+            },
+            REGISTER_SECONDS);
     if (remoteReadable) {
       live.put(r.handle, r);
     }
@@ -193,6 +230,15 @@ final class UcxRegistrar {
     return live.get(handle);
   }
 
+  /** Runs deregistration callbacks, off the progress thread, in order; a daemon thread. */
+  private final java.util.concurrent.ExecutorService released =
+      java.util.concurrent.Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "memwire-ucx-released");
+            t.setDaemon(true);
+            return t;
+          });
+
   /** Unmaps what is still registered (at provider close; the caller frees nothing after this). */
   void closeAll() {
     for (Region r : new ArrayList<>(all)) {
@@ -200,11 +246,19 @@ final class UcxRegistrar {
       progress.call(
           () -> {
             if (all.remove(r)) {
-              r.memory.deregister();
-              UcxResources.MEMORY.decrementAndGet();
+              r.free();
             }
             return null;
           });
+    }
+    // The callbacks of regions closed before: run, then the thread ends.
+    released.shutdown();
+    try {
+      if (!released.awaitTermination(10, TimeUnit.SECONDS)) {
+        LOG.warn("ucx: deregistration callbacks still running 10 s after close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

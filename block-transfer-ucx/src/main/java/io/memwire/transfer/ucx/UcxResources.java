@@ -12,6 +12,7 @@ final class UcxResources {
   static final AtomicLong MEMORY = new AtomicLong();
   static final AtomicLong REMOTE_KEYS = new AtomicLong();
   static final AtomicLong ENDPOINTS = new AtomicLong();
+  static final AtomicLong LISTENERS = new AtomicLong();
 
   private UcxResources() {}
 
@@ -26,7 +27,9 @@ final class UcxResources {
         + " remoteKeys="
         + REMOTE_KEYS.get()
         + " endpoints="
-        + ENDPOINTS.get();
+        + ENDPOINTS.get()
+        + " listeners="
+        + LISTENERS.get();
   }
 
   static boolean allReleased() {
@@ -34,6 +37,7 @@ final class UcxResources {
         && WORKERS.get() == 0
         && MEMORY.get() == 0
         && REMOTE_KEYS.get() == 0
-        && ENDPOINTS.get() == 0;
+        && ENDPOINTS.get() == 0
+        && LISTENERS.get() == 0;
   }
 }

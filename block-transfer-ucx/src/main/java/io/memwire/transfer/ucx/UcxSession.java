@@ -16,7 +16,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -24,15 +26,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One accepted control connection, on its own daemon thread: the handshake (the peer proves the
- * shared secret before anything else is sent), the worker address, then the peer's requests for
- * remote keys. Writes (replies on this thread, {@code GONE} from a thread closing a region) share
- * one lock, so a reply handing out a key always reaches the peer before that key's {@code GONE}.
+ * shared secret before anything else is sent), the UCX listener's port, then the peer's requests
+ * for remote keys. Writes (replies on this thread, {@code GONE} from a thread closing a region)
+ * share one lock, so a reply handing out a key always reaches the peer before that key's {@code
+ * GONE}.
  */
 final class UcxSession implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(UcxSession.class);
 
   private final Socket socket;
   private final byte[] secret;
+  private final int ucxPort;
   private final byte[] workerAddress;
   private final UcxRegistrar registrar;
   private final int handshakeMillis;
@@ -40,6 +44,8 @@ final class UcxSession implements Runnable {
   private final Map<Long, CompletableFuture<Void>> awaitingAck = new ConcurrentHashMap<>();
   private final Set<UcxRegistrar.Region> held = new HashSet<>();
   private DataOutputStream out;
+  private final ConcurrentLinkedQueue<Long> gones = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean goneWriter = new AtomicBoolean();
 
   /** In its handshake (evictable), serving (authenticated), or closed; moves forward only. */
   enum State {
@@ -59,12 +65,14 @@ final class UcxSession implements Runnable {
   UcxSession(
       Socket socket,
       byte[] secret,
+      int ucxPort,
       byte[] workerAddress,
       UcxRegistrar registrar,
       int handshakeMillis,
       Consumer<UcxSession> onEnd) {
     this.socket = socket;
     this.secret = secret;
+    this.ucxPort = ucxPort;
     this.workerAddress = workerAddress;
     this.registrar = registrar;
     this.handshakeMillis = handshakeMillis;
@@ -100,6 +108,11 @@ final class UcxSession implements Runnable {
 
   boolean inHandshake() {
     return state.get() == State.HANDSHAKE;
+  }
+
+  /** Authenticated and not closed: its peer may connect UCX endpoints to the listener. */
+  boolean serving() {
+    return state.get() == State.SERVING;
   }
 
   /**
@@ -180,7 +193,7 @@ final class UcxSession implements Runnable {
       if (!UcxControl.same(theirs, UcxControl.proof(secret, "client", clientNonce, serverNonce))) {
         LOG.warn("refused ucx control connection from {}: authentication failed", peer());
         synchronized (this) {
-          UcxControl.writeWelcome(out, UcxControl.STATUS_AUTH_FAILED, null);
+          UcxControl.writeWelcome(out, UcxControl.STATUS_AUTH_FAILED, 0, null);
         }
         return false;
       }
@@ -190,7 +203,7 @@ final class UcxSession implements Runnable {
     }
     cancelDeadline();
     synchronized (this) {
-      UcxControl.writeWelcome(out, UcxControl.STATUS_OK, workerAddress);
+      UcxControl.writeWelcome(out, UcxControl.STATUS_OK, ucxPort, workerAddress);
     }
     return true;
   }
@@ -239,19 +252,43 @@ final class UcxSession implements Runnable {
       return f;
     }
     awaitingAck.put(handle, f);
-    try {
-      synchronized (this) {
-        out.writeByte(UcxControl.GONE);
-        out.writeLong(handle);
-        out.flush();
-      }
-    } catch (IOException e) {
-      close();
+    // Written by a thread of this session, never by the closing one: a peer that stops reading
+    // fills the socket and would block it. The ack's timeout closes the session, which ends a
+    // blocked write.
+    gones.add(handle);
+    if (goneWriter.compareAndSet(false, true)) {
+      Thread t = new Thread(this::writeGones, "memwire-ucx-gone-" + socket.getLocalPort());
+      t.setDaemon(true);
+      t.start();
     }
     if (state.get() == State.CLOSED) {
       f.complete(null);
     }
     return f;
+  }
+
+  /** Writes queued GONEs, flushing once per batch; exits when the queue is empty. */
+  private void writeGones() {
+    do {
+      try {
+        Long h;
+        while ((h = gones.poll()) != null) {
+          synchronized (this) {
+            out.writeByte(UcxControl.GONE);
+            out.writeLong(h);
+            if (gones.isEmpty()) {
+              out.flush();
+            }
+          }
+        }
+      } catch (IOException e) {
+        gones.clear();
+        close();
+      } finally {
+        goneWriter.set(false);
+      }
+      // A GONE queued after the last poll but before the flag was cleared started no thread.
+    } while (!gones.isEmpty() && goneWriter.compareAndSet(false, true));
   }
 
   /** Ends the session: the peer's connection fails, and no key it holds is awaited any more. */
