@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ServerMessage;
 import io.memwire.flight.wire.WireException;
@@ -53,6 +54,7 @@ final class BatchPuller implements Runnable {
   private final Duration readTimeout;
 
   /** Batches whose reads have not ended; its monitor also signals their end. */
+  @GuardedBy("pending")
   private final List<Pull> pending = new ArrayList<>();
 
   BatchPuller(

@@ -8,7 +8,6 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.settings.TransportSettings;
-import io.memwire.transfer.spi.HandshakeEviction;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -16,7 +15,6 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -25,23 +23,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.openucx.jucx.UcxException;
-import org.openucx.jucx.ucp.UcpConnectionRequest;
-import org.openucx.jucx.ucp.UcpEndpoint;
-import org.openucx.jucx.ucp.UcpEndpointParams;
 import org.openucx.jucx.ucp.UcpListener;
 import org.openucx.jucx.ucp.UcpListenerParams;
-import org.openucx.jucx.ucp.UcpRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,28 +45,20 @@ public final class UcxProvider implements TransportProvider {
   private final TransferConfig config;
   private final UcxProgressThread progress;
   private final UcxRegistrar registrar;
-  private final ServerSocket listener;
-  private final byte[] secret;
   private final UcpListener ucxListener;
   private final int ucxPort;
-  private final byte[] workerAddress;
 
-  /**
-   * The endpoints UCX's listener created for peers' connections, and each one's source address.
-   * Progress thread only.
-   */
-  private final Map<UcpEndpoint, InetAddress> accepted = new IdentityHashMap<>();
+  /** Where peers authenticate and ask for remote keys. */
+  private final UcxControlPort control;
 
-  private final Thread acceptor;
+  /** The endpoints UCX's listener created for peers' connections. */
+  private final UcxAcceptedEndpoints endpoints;
+
   private final Set<UcxSession> sessions = ConcurrentHashMap.newKeySet();
   private final Set<UcxConnection> connections = ConcurrentHashMap.newKeySet();
-  private final List<Thread> sessionThreads = new ArrayList<>();
   private final boolean peerErrorHandling;
 
   private final Lifecycle lifecycle = new Lifecycle();
-
-  /** Closes a handshake that is not over by its deadline (a peer sending a byte at a time). */
-  private final ScheduledExecutorService handshakeTimer;
 
   private UcxProvider(
       TransferConfig config,
@@ -92,24 +71,20 @@ public final class UcxProvider implements TransportProvider {
     this.peerErrorHandling = peerErrorHandling;
     this.progress = progress;
     this.registrar = new UcxRegistrar(progress, config.readTimeout());
-    this.listener = listener;
-    this.secret = config.authSecret().orElse(null);
     this.ucxListener = ucxListener;
     this.ucxPort = ucxListener.getAddress().getPort();
-    this.workerAddress = workerAddress;
-    this.acceptor = new Thread(this::accept, "memwire-ucx-accept-" + listener.getLocalPort());
-    acceptor.setDaemon(true);
-    ScheduledThreadPoolExecutor timer =
-        new ScheduledThreadPoolExecutor(
-            1,
-            r -> {
-              Thread t = new Thread(r, "memwire-ucx-handshake-timer-" + listener.getLocalPort());
-              t.setDaemon(true);
-              return t;
-            });
-    timer.setRemoveOnCancelPolicy(true);
-    timer.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
-    this.handshakeTimer = timer;
+    this.endpoints =
+        new UcxAcceptedEndpoints(progress, peerErrorHandling, sessions, this::isClosed);
+    this.control =
+        new UcxControlPort(
+            config,
+            listener,
+            ucxPort,
+            workerAddress,
+            registrar,
+            sessions,
+            this::sessionEnded,
+            this::isClosed);
   }
 
   /** Loads UCX, starts the worker and the control listener; logs one line naming the choices. */
@@ -172,7 +147,7 @@ public final class UcxProvider implements TransportProvider {
                                       if (p == null) {
                                         req.reject();
                                       } else {
-                                        p.onConnectionRequest(req);
+                                        p.endpoints.onConnectionRequest(req);
                                       }
                                     }));
                 UcxResources.LISTENERS.incrementAndGet();
@@ -201,7 +176,7 @@ public final class UcxProvider implements TransportProvider {
         new UcxProvider(
             config, progress, listener, ucxListener, address, settings.peerErrorHandling());
     self.set(p);
-    p.acceptor.start();
+    p.control.start();
     LOG.info(
         "ucx provider on {} (UCX endpoints connect to port {}): JUCX {}, UCX {} ({}), {};"
             + " transports and devices: {} ({}); peer failures seen by {}",
@@ -222,83 +197,10 @@ public final class UcxProvider implements TransportProvider {
     return p;
   }
 
-  /**
-   * A peer connects an endpoint to the UCX listener (progress thread). Accepted only from an
-   * address with an authenticated control session, and no more endpoints from it than it has
-   * sessions: the endpoint itself opens nothing (remote keys travel only on authenticated control
-   * connections), but unauthenticated peers must not pile endpoints up.
-   */
-  private void onConnectionRequest(UcpConnectionRequest req) {
-    InetAddress from = req.getClientAddress().getAddress();
-    long sessionsFrom =
-        sessions.stream().filter(x -> x.serving() && from.equals(x.source())).count();
-    long endpointsFrom = accepted.values().stream().filter(from::equals).count();
-    if (isClosed() || endpointsFrom >= sessionsFrom) {
-      LOG.warn(
-          "ucx: rejected a UCX connection from {}: {} authenticated control sessions from it, {}"
-              + " endpoints",
-          req.getClientAddress(),
-          sessionsFrom,
-          endpointsFrom);
-      req.reject();
-      return;
-    }
-    UcpEndpoint[] ep = new UcpEndpoint[1];
-    UcpEndpointParams params =
-        new UcpEndpointParams()
-            .setConnectionRequest(req)
-            .setErrorHandler(
-                (e, status, msg) -> {
-                  // The peer closed or failed: free it after this callback returns.
-                  LOG.debug("ucx: the endpoint from {} ended: {}", from, msg);
-                  progress.execute(() -> closeAccepted(ep[0]));
-                });
-    if (peerErrorHandling) {
-      params.setPeerErrorHandlingMode();
-    }
-    try {
-      ep[0] = progress.worker().newEndpoint(params);
-    } catch (UcxException e) {
-      LOG.warn("ucx: cannot accept the UCX connection from {}", req.getClientAddress(), e);
-      return;
-    }
-    UcxResources.ENDPOINTS.incrementAndGet();
-    accepted.put(ep[0], from);
-  }
-
-  /** Progress thread: closes an accepted endpoint once (force: its peer is gone or going). */
-  private void closeAccepted(UcpEndpoint ep) {
-    if (ep == null || accepted.remove(ep) == null) {
-      return;
-    }
-    try {
-      UcpRequest unused = ep.closeNonBlockingForce();
-    } catch (UcxException e) {
-      LOG.debug("closing an accepted endpoint", e);
-    }
-    UcxResources.ENDPOINTS.decrementAndGet();
-  }
-
-  /**
-   * A control session ended: when none is left from its address, the endpoints accepted from it go
-   * too (a peer that vanished without UCX noticing).
-   */
+  /** A control session ended: the endpoints accepted from its address may go too. */
   private void sessionEnded(UcxSession s) {
     sessions.remove(s);
-    InetAddress from = s.source();
-    if (sessions.stream().noneMatch(x -> x.serving() && from.equals(x.source()))
-        && progress.isAlive()) {
-      progress.execute(
-          () -> {
-            if (sessions.stream().noneMatch(x -> x.serving() && from.equals(x.source()))) {
-              for (UcpEndpoint ep : new ArrayList<>(accepted.keySet())) {
-                if (from.equals(accepted.get(ep))) {
-                  closeAccepted(ep);
-                }
-              }
-            }
-          });
-    }
+    endpoints.sessionEnded(s.source());
   }
 
   /**
@@ -325,7 +227,7 @@ public final class UcxProvider implements TransportProvider {
 
   @Override
   public InetSocketAddress localAddress() {
-    return new InetSocketAddress(listener.getInetAddress(), listener.getLocalPort());
+    return control.localAddress();
   }
 
   @Override
@@ -425,7 +327,8 @@ public final class UcxProvider implements TransportProvider {
           "the ucx provider is closed", peer, null);
     }
     UcxConnection c =
-        UcxConnection.open(this, peer, (int) config.connectTimeout().toMillis(), secret);
+        UcxConnection.open(
+            this, peer, (int) config.connectTimeout().toMillis(), config.authSecret().orElse(null));
     connections.add(c);
     if (isClosed()) {
       c.close();
@@ -435,115 +338,6 @@ public final class UcxProvider implements TransportProvider {
 
   void forget(UcxConnection c) {
     connections.remove(c);
-  }
-
-  private void accept() {
-    AtomicInteger count = new AtomicInteger();
-    while (!isClosed()) {
-      Socket s;
-      try {
-        s = listener.accept();
-      } catch (IOException e) {
-        if (!isClosed()) {
-          LOG.warn("ucx control listener on {} failed", localAddress(), e);
-        }
-        return;
-      }
-      if (handshakes() >= maxHandshakes() && !makeRoomFor(s.getInetAddress())) {
-        refuse(s, "handshakes");
-        continue;
-      }
-      if (sessions.size() - handshakes() >= config.maxConnections()) {
-        LOG.warn(
-            "ucx: refusing {}: at maxConnections={}",
-            s.getRemoteSocketAddress(),
-            config.maxConnections());
-        try {
-          s.close();
-        } catch (IOException e) {
-          LOG.debug("closing a refused socket", e);
-        }
-        continue;
-      }
-      UcxSession session =
-          new UcxSession(
-              s,
-              secret,
-              ucxPort,
-              workerAddress,
-              registrar,
-              (int) config.connectTimeout().toMillis(),
-              this::sessionEnded);
-      sessions.add(session);
-      session.deadline(
-          handshakeTimer.schedule(
-              () -> {
-                if (session.evict()) {
-                  LOG.warn(
-                      "ucx: closed the control connection of {}: no authentication within {} ms",
-                      session.peer(),
-                      config.connectTimeout().toMillis());
-                }
-              },
-              config.connectTimeout().toMillis(),
-              TimeUnit.MILLISECONDS));
-      Thread t =
-          new Thread(
-              session,
-              "memwire-ucx-session-" + listener.getLocalPort() + "-" + count.incrementAndGet());
-      t.setDaemon(true);
-      synchronized (sessionThreads) {
-        sessionThreads.removeIf(x -> !x.isAlive());
-        sessionThreads.add(t);
-      }
-      t.start();
-    }
-  }
-
-  /**
-   * Handshakes in progress at most: apart from {@code maxConnections}, so peers that never
-   * authenticate cannot take authenticated peers' places (as over tcp).
-   */
-  int maxHandshakes() {
-    return Math.max(16, config.maxConnections() / 16);
-  }
-
-  private int handshakes() {
-    int n = 0;
-    for (UcxSession x : sessions) {
-      if (x.inHandshake()) {
-        n++;
-      }
-    }
-    return n;
-  }
-
-  /** At the handshake cap, closes the one {@link HandshakeEviction} picks; false if none left. */
-  private boolean makeRoomFor(InetAddress source) {
-    for (int attempt = 0; attempt < 8 && handshakes() >= maxHandshakes(); attempt++) {
-      List<UcxSession> open = new ArrayList<>();
-      for (UcxSession x : sessions) {
-        if (x.inHandshake()) {
-          open.add(x);
-        }
-      }
-      UcxSession victim =
-          HandshakeEviction.victim(open, source, UcxSession::source, UcxSession::startedNanos);
-      if (victim == null) {
-        return false;
-      }
-      victim.evict(); // false: it authenticated meanwhile and keeps its place
-    }
-    return handshakes() < maxHandshakes();
-  }
-
-  private static void refuse(Socket s, String what) {
-    LOG.warn("ucx: refusing {}: at the cap of {}", s.getRemoteSocketAddress(), what);
-    try {
-      s.close();
-    } catch (IOException e) {
-      LOG.debug("closing a refused socket", e);
-    }
   }
 
   private boolean isClosed() {
@@ -563,21 +357,7 @@ public final class UcxProvider implements TransportProvider {
   }
 
   private void closeBody() {
-    handshakeTimer.shutdownNow();
-    try {
-      listener.close();
-    } catch (IOException e) {
-      LOG.debug("closing the ucx listener", e);
-    }
-    join(acceptor);
-    for (UcxSession s : new ArrayList<>(sessions)) {
-      s.close();
-    }
-    List<Thread> threads;
-    synchronized (sessionThreads) {
-      threads = new ArrayList<>(sessionThreads);
-    }
-    threads.forEach(UcxProvider::join);
+    control.close();
     for (UcxConnection c : new ArrayList<>(connections)) {
       c.close();
     }
@@ -585,9 +365,7 @@ public final class UcxProvider implements TransportProvider {
     if (progress.isAlive()) {
       progress.call(
           () -> {
-            for (UcpEndpoint ep : new ArrayList<>(accepted.keySet())) {
-              closeAccepted(ep);
-            }
+            endpoints.closeAll();
             ucxListener.close();
             UcxResources.LISTENERS.decrementAndGet();
             return null;
@@ -603,14 +381,6 @@ public final class UcxProvider implements TransportProvider {
       s.close();
     } catch (IOException e) {
       LOG.debug("closing the ucx control listener", e);
-    }
-  }
-
-  private static void join(Thread t) {
-    try {
-      t.join(10_000);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.memwire.transfer.ucx;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.spi.ProviderRegistration;
 import java.nio.ByteBuffer;
@@ -49,7 +50,11 @@ final class UcxRegistrar {
     private final UcpMemory memory;
     private final byte[] packedKey;
     private final Runnable release;
+
+    @GuardedBy("this")
     private final Set<UcxSession> holders = new HashSet<>();
+
+    @GuardedBy("this")
     private boolean open = true;
 
     Region(

@@ -1,5 +1,6 @@
 package io.memwire.transfer.ucx;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -43,7 +44,10 @@ final class UcxSession implements Runnable {
   private final Consumer<UcxSession> onEnd;
   private final Map<Long, CompletableFuture<Void>> awaitingAck = new ConcurrentHashMap<>();
   private final Set<UcxRegistrar.Region> held = new HashSet<>();
+
+  @GuardedBy("this")
   private DataOutputStream out;
+
   private final ConcurrentLinkedQueue<Long> gones = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean goneWriter = new AtomicBoolean();
 
