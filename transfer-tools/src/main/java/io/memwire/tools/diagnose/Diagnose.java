@@ -12,14 +12,9 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -57,8 +52,6 @@ public final class Diagnose {
 
   private static final Pattern LOG_PROBLEM =
       Pattern.compile("\\b(ERROR|WARN|FATAL|SEVERE)\\b|Exception|Caused by");
-  private static final Pattern SERVICE_METRIC =
-      Pattern.compile("registered|connection|peer|client|memory|applications|refused");
 
   private final List<String> unread = new ArrayList<>();
 
@@ -70,63 +63,20 @@ public final class Diagnose {
 
   /** Writes the report; returns the exit code. */
   public static int run(String[] args, PrintStream console) {
-    Path out = null;
-    String service = null;
-    Path log = null;
-    double interval = 2;
-    Path sysfs = SysfsRoot.SYSTEM.path();
-    List<String> doctorArgs = new ArrayList<>();
+    DiagnoseOptions o;
     try {
-      for (int i = 0; i < args.length; i++) {
-        String a = args[i];
-        if (a.equals("--")) {
-          doctorArgs.addAll(List.of(args).subList(i + 1, args.length));
-          break;
-        }
-        if (a.equals("--help") || a.equals("-h")) {
-          console.println(USAGE);
-          return 0;
-        }
-        if (i + 1 >= args.length) {
-          console.println(a + " needs a value; " + USAGE);
-          return 2;
-        }
-        String v = args[++i];
-        switch (a) {
-          case "--out" -> out = Path.of(v);
-          case "--service" -> service = v;
-          case "--log" -> log = Path.of(v);
-          case "--interval" -> interval = Double.parseDouble(v);
-          case "--sysfs" -> sysfs = Path.of(v);
-          default -> {
-            console.println("unknown option " + a + "; " + USAGE);
-            return 2;
-          }
-        }
-      }
-      if (interval < 0 || interval > 600) {
-        throw new IllegalArgumentException("--interval must be 0 to 600 seconds, got " + interval);
-      }
+      o = DiagnoseOptions.parse(args);
+    } catch (DiagnoseOptions.Help h) {
+      console.println(USAGE);
+      return 0;
     } catch (IllegalArgumentException e) {
-      console.println("bad argument: " + e.getMessage());
+      console.println(e.getMessage());
       return 2;
     }
-    if (!sysfs.equals(SysfsRoot.SYSTEM.path()) && !doctorArgs.contains("--sysfs")) {
-      doctorArgs.add("--sysfs");
-      doctorArgs.add(sysfs.toString());
-    }
-    if (out == null) {
-      out =
-          Path.of(
-              "memwire-diagnose-"
-                  + host()
-                  + "-"
-                  + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")
-                      .withZone(ZoneOffset.UTC)
-                      .format(Instant.now())
-                  + ".txt");
-    }
-    String report = new Diagnose().report(new SysfsRoot(sysfs), interval, service, log, doctorArgs);
+    Path out = o.out() != null ? o.out() : defaultOut();
+    String report =
+        new Diagnose()
+            .report(new SysfsRoot(o.sysfs()), o.interval(), o.service(), o.log(), o.doctorArgs());
     try {
       Files.writeString(out, report);
     } catch (IOException e) {
@@ -135,6 +85,18 @@ public final class Diagnose {
     }
     console.println("memwire diagnose: wrote " + out.toAbsolutePath());
     return 0;
+  }
+
+  /** memwire-diagnose-HOST-yyyyMMdd-HHmmss.txt in the working directory. */
+  private static Path defaultOut() {
+    return Path.of(
+        "memwire-diagnose-"
+            + host()
+            + "-"
+            + DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")
+                .withZone(ZoneOffset.UTC)
+                .format(Instant.now())
+            + ".txt");
   }
 
   String report(
@@ -155,7 +117,7 @@ public final class Diagnose {
     section(r, "NIC counters");
     counters(r, sysfs, interval);
     section(r, "shuffle service");
-    service(r, service);
+    ServiceSection.append(r, service, unread);
     section(r, "last errors");
     lastErrors(r, log);
     section(r, "could not read");
@@ -334,56 +296,6 @@ public final class Diagnose {
     }
     for (String u : second.unreadable()) {
       unread.add("NIC counter " + u);
-    }
-  }
-
-  private void service(StringBuilder r, String service) {
-    if (service == null) {
-      r.append("no --service HOST:PORT given (the service's http.port): not asked\n");
-      unread.add("the shuffle service: no --service address given");
-      return;
-    }
-    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(3)).build();
-    for (String path : List.of("/health", "/health/ready")) {
-      String body = get(http, service, path);
-      if (body != null) {
-        r.append(path).append(": ").append(body.strip()).append('\n');
-      }
-    }
-    String metrics = get(http, service, "/metrics");
-    if (metrics == null) {
-      return;
-    }
-    r.append("\nregistered memory, connections and clients (from /metrics):\n");
-    int n = 0;
-    for (String line : metrics.split("\n")) {
-      if (!line.startsWith("#") && SERVICE_METRIC.matcher(line).find()) {
-        r.append(line).append('\n');
-        n++;
-      }
-    }
-    if (n == 0) {
-      r.append("(no such metric in the answer)\n");
-    }
-  }
-
-  /** The body with its status, or null (noted) when the service does not answer. */
-  private String get(HttpClient http, String service, String path) {
-    try {
-      HttpResponse<String> res =
-          http.send(
-              HttpRequest.newBuilder(URI.create("http://" + service + path))
-                  .timeout(Duration.ofSeconds(5))
-                  .build(),
-              HttpResponse.BodyHandlers.ofString());
-      return res.statusCode() == 200 ? res.body() : "HTTP " + res.statusCode() + " " + res.body();
-    } catch (IOException | IllegalArgumentException e) {
-      unread.add("the shuffle service's " + path + " at " + service + ": " + e);
-      return null;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      unread.add("the shuffle service's " + path + ": interrupted");
-      return null;
     }
   }
 
