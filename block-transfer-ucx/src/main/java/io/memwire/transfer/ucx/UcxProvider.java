@@ -57,6 +57,7 @@ public final class UcxProvider implements TransportProvider {
   private final Set<UcxSession> sessions = ConcurrentHashMap.newKeySet();
   private final Set<UcxConnection> connections = ConcurrentHashMap.newKeySet();
   private final boolean peerErrorHandling;
+  private final boolean bySocketAddress;
 
   private final Lifecycle lifecycle = new Lifecycle();
 
@@ -66,9 +67,11 @@ public final class UcxProvider implements TransportProvider {
       ServerSocket listener,
       UcpListener ucxListener,
       byte[] workerAddress,
-      boolean peerErrorHandling) {
+      boolean peerErrorHandling,
+      boolean bySocketAddress) {
     this.config = config;
     this.peerErrorHandling = peerErrorHandling;
+    this.bySocketAddress = bySocketAddress;
     this.progress = progress;
     this.registrar = new UcxRegistrar(progress, config.readTimeout());
     this.ucxListener = ucxListener;
@@ -174,7 +177,13 @@ public final class UcxProvider implements TransportProvider {
             });
     UcxProvider p =
         new UcxProvider(
-            config, progress, listener, ucxListener, address, settings.peerErrorHandling());
+            config,
+            progress,
+            listener,
+            ucxListener,
+            address,
+            settings.peerErrorHandling(),
+            settings.peerErrorHandling() && settings.whyNoRdma().isEmpty());
     self.set(p);
     p.control.start();
     LOG.info(
@@ -204,12 +213,13 @@ public final class UcxProvider implements TransportProvider {
   }
 
   /**
-   * Whether this node's endpoints connect by socket address: yes unless its transports are all
-   * shared memory (UCX 1.13 cannot wire those up through a connection manager: "Destination is
-   * unreachable"), the same condition as peer-failure handling.
+   * Whether this node's endpoints connect by socket address (UCX's rdma_cm): when UCX offers RDMA
+   * transports here, since endpoints made from a worker address need a UD wire-up that rxe serves
+   * only at some GID indexes. Over UCX's tcp and shared memory they are made from the peer's worker
+   * address, the path the host suites run.
    */
   boolean connectsBySocketAddress() {
-    return peerErrorHandling;
+    return bySocketAddress;
   }
 
   boolean peerErrorHandling() {
