@@ -23,16 +23,6 @@ public final class Lifecycle {
   private final CountDownLatch closed = new CountDownLatch(1);
   private volatile Thread closer;
 
-  /**
-   * Throws {@link IllegalStateException} saying {@code what} is closed unless nobody has begun
-   * closing it.
-   */
-  public void ensureOpen(String what) {
-    if (state.get() != State.OPEN) {
-      throw new IllegalStateException(what + " is closed");
-    }
-  }
-
   /** The state now. */
   public State state() {
     return state.get();

@@ -53,4 +53,9 @@ final class BatchDigests {
     }
     return h;
   }
+
+  /** {@code bytes} over {@code seconds} in MB/s, one decimal. */
+  static String megabytesPerSecond(long bytes, double seconds) {
+    return String.format(java.util.Locale.ROOT, "%.1f", bytes / seconds / 1e6);
+  }
 }

@@ -5,10 +5,26 @@ import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.RdmaShuffleManager;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Map;
 
 /** The local cluster each mode of the Spark check runs on. */
 final class CheckCluster {
   private static final String MANAGER = RdmaShuffleManager.class.getName();
+
+  /**
+   * Settings of every guest's Spark: emulated CPUs make everything slow, and nothing may time out
+   * for that reason alone; a failed fetch is retried once, soon.
+   */
+  static final Map<String, String> EMULATED =
+      Map.of(
+          SparkKeys.NETWORK_TIMEOUT, "900s",
+          SparkKeys.EXECUTOR_HEARTBEAT_INTERVAL, "60s",
+          SparkKeys.RPC_ASK_TIMEOUT, "900s",
+          SparkKeys.BLOCK_MANAGER_HEARTBEAT_TIMEOUT, "900000",
+          SparkKeys.SHUFFLE_IO_MAX_RETRIES, "1",
+          SparkKeys.SHUFFLE_IO_RETRY_WAIT, "1s",
+          SparkKeys.EXECUTOR_EXTRA_JAVA_OPTIONS,
+              "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1");
 
   private CheckCluster() {}
 
@@ -27,18 +43,9 @@ final class CheckCluster {
             .startupTimeout(startup)
             .conf(SparkKeys.READ_HOST_LOCAL_DISK, "false")
             .conf(SparkKeys.SQL_SHUFFLE_PARTITIONS, "8")
-            // Emulated CPUs: everything is slow, nothing may time out for that reason alone.
-            .conf(SparkKeys.NETWORK_TIMEOUT, "900s")
-            .conf(SparkKeys.EXECUTOR_HEARTBEAT_INTERVAL, "60s")
-            .conf(SparkKeys.RPC_ASK_TIMEOUT, "900s")
-            .conf(SparkKeys.BLOCK_MANAGER_HEARTBEAT_TIMEOUT, "900000")
             .conf(SparkKeys.LOCALITY_WAIT, "60s")
-            .conf(SparkKeys.SHUFFLE_IO_MAX_RETRIES, "1")
-            .conf(SparkKeys.SHUFFLE_IO_RETRY_WAIT, "1s")
-            .conf(
-                SparkKeys.EXECUTOR_EXTRA_JAVA_OPTIONS,
-                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1")
             .conf(SparkKeys.EXECUTOR_EXTRA_LIBRARY_PATH, libdisni);
+    EMULATED.forEach(b::conf);
     if (mode.equals("sort")) {
       b.conf(SparkKeys.SHUFFLE_MANAGER, "sort");
     } else {

@@ -15,7 +15,6 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.flight.FlightClient;
@@ -210,10 +209,10 @@ public final class CrossFlightCheck {
           long bytes = CheckProducer.bodyBytes(rows) * batches;
           put(
               "cross.flight." + name + ".grpcMBps",
-              String.format(Locale.ROOT, "%.1f", bytes / grpcSeconds / 1e6));
+              BatchDigests.megabytesPerSecond(bytes, grpcSeconds));
           put(
               "cross.flight." + name + ".rdmaMBps",
-              String.format(Locale.ROOT, "%.1f", bytes / rdmaSeconds / 1e6));
+              BatchDigests.megabytesPerSecond(bytes, rdmaSeconds));
           verdict(
               name,
               grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equalsIgnoreCase(plane[0]),

@@ -3,7 +3,6 @@ package io.memwire.verbscheck;
 import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
-import io.memwire.shuffle.metrics.EveryExecutor;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -98,25 +97,16 @@ public final class CrossSparkCheck {
       CheckLog log)
       throws Exception {
     long t0 = System.nanoTime();
+    SparkSession.Builder b = base(o.get("--bind"));
+    CheckCluster.EMULATED.forEach(b::config);
     SparkSession s =
-        base(o.get("--bind"))
-            .master(o.get("--master"))
+        b.master(o.get("--master"))
             .appName("memwire-cross-verbs")
             .config(SparkKeys.EXECUTOR_MEMORY, "640m")
             .config("spark.executor.cores", "1")
             .config("spark.cores.max", "2")
-            // Emulated CPUs: everything is slow, nothing may time out for that reason alone.
-            .config(SparkKeys.NETWORK_TIMEOUT, "900s")
-            .config(SparkKeys.EXECUTOR_HEARTBEAT_INTERVAL, "60s")
-            .config(SparkKeys.RPC_ASK_TIMEOUT, "900s")
-            .config(SparkKeys.BLOCK_MANAGER_HEARTBEAT_TIMEOUT, "900000")
             // No locality wait: tasks go to both executors, so each reads the other's outputs.
             .config(SparkKeys.LOCALITY_WAIT, "0s")
-            .config(SparkKeys.SHUFFLE_IO_MAX_RETRIES, "1")
-            .config(SparkKeys.SHUFFLE_IO_RETRY_WAIT, "1s")
-            .config(
-                SparkKeys.EXECUTOR_EXTRA_JAVA_OPTIONS,
-                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED -XX:TieredStopAtLevel=1")
             .config(SparkKeys.EXECUTOR_EXTRA_LIBRARY_PATH, o.get("--libdisni"))
             .config(SparkKeys.SHUFFLE_MANAGER, RdmaShuffleManager.class.getName())
             .config(SparkKeys.MEMWIRE_PROVIDER, "verbs")
@@ -134,20 +124,7 @@ public final class CrossSparkCheck {
       log.put(
           "cross.spark.startSeconds",
           String.format(Locale.ROOT, "%.1f", (System.nanoTime() - t0) / 1e9));
-      Map<String, String> where =
-          EveryExecutor.run(
-              jsc,
-              2,
-              ExecutorStats.EXECUTOR_WAIT,
-              id -> {
-                RdmaShuffleManager m = RdmaShuffleManager.current();
-                if (m == null) {
-                  return "no manager";
-                }
-                // On Spark 3.5 the transport starts at first use: start it here.
-                m.startForTesting();
-                return System.getenv("SPARK_LOCAL_IP") + " " + m.transportDescription();
-              });
+      Map<String, String> where = ExecutorStats.transports(jsc, true);
       log.put("cross.spark.executors", where);
       Set<String> hosts =
           where.values().stream()

@@ -1,6 +1,8 @@
 package io.memwire.verbscheck;
 
+import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
+import io.memwire.shuffle.metrics.EveryExecutor;
 import io.memwire.shuffle.metrics.ExecutorCounters;
 import io.memwire.transfer.metrics.Metric;
 import java.time.Duration;
@@ -41,5 +43,25 @@ final class ExecutorStats {
           }
         });
     return m;
+  }
+
+  /**
+   * Each executor's transport ({@code RdmaShuffleManager.transportDescription()}, started here: on
+   * Spark 3.5 it starts at first use), prefixed with {@code SPARK_LOCAL_IP} and a space when {@code
+   * withHost}; "no manager" where no Memwire manager runs.
+   */
+  static Map<String, String> transports(JavaSparkContext jsc, boolean withHost) {
+    return EveryExecutor.run(
+        jsc,
+        2,
+        EXECUTOR_WAIT,
+        id -> {
+          RdmaShuffleManager m = RdmaShuffleManager.current();
+          if (m == null) {
+            return "no manager";
+          }
+          m.startForTesting();
+          return (withHost ? System.getenv("SPARK_LOCAL_IP") + " " : "") + m.transportDescription();
+        });
   }
 }

@@ -198,12 +198,8 @@ public final class FlightCheck {
         double rdmaSeconds = (System.nanoTime() - t1) / 1e9;
         long bytes = CheckProducer.bodyBytes(rows) * batches;
         String name = mode + "." + (CheckProducer.bodyBytes(rows) >> 10) + "KiB";
-        put(
-            "flight." + name + ".grpcMBps",
-            String.format(Locale.ROOT, "%.1f", bytes / grpcSeconds / 1e6));
-        put(
-            "flight." + name + ".rdmaMBps",
-            String.format(Locale.ROOT, "%.1f", bytes / rdmaSeconds / 1e6));
+        put("flight." + name + ".grpcMBps", BatchDigests.megabytesPerSecond(bytes, grpcSeconds));
+        put("flight." + name + ".rdmaMBps", BatchDigests.megabytesPerSecond(bytes, rdmaSeconds));
         verdict(
             name,
             grpc.equals(viaRdma)

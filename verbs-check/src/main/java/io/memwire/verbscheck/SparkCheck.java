@@ -1,7 +1,6 @@
 package io.memwire.verbscheck;
 
 import io.memwire.localcluster.LocalSparkCluster;
-import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
 import io.memwire.shuffle.metrics.EveryExecutor;
 import java.nio.file.Files;
@@ -149,20 +148,7 @@ public final class SparkCheck {
         log.step(
             mode + ".transport",
             () -> {
-              Map<String, String> d =
-                  EveryExecutor.run(
-                      jsc,
-                      2,
-                      ExecutorStats.EXECUTOR_WAIT,
-                      id -> {
-                        RdmaShuffleManager m = RdmaShuffleManager.current();
-                        if (m == null) {
-                          return "no manager";
-                        }
-                        // On Spark 3.5 the transport starts at first use: start it here.
-                        m.startForTesting();
-                        return m.transportDescription();
-                      });
+              Map<String, String> d = ExecutorStats.transports(jsc, false);
               log.put(mode + ".transportDescription", d);
               boolean ok = d.values().stream().allMatch(s -> s.startsWith(mode + ":"));
               log.verdict(mode + ".transport", ok, ok ? null : "executors run " + d);

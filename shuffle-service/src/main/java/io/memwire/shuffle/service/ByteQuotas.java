@@ -82,11 +82,6 @@ final class ByteQuotas implements AutoCloseable {
     return null;
   }
 
-  /** Bytes registered for every application now: output files and directory chunks. */
-  long registeredBytes() {
-    return outputs.registeredBytes();
-  }
-
   /** Closes the tree's root node; applications are closed first. */
   @Override
   public void close() {
