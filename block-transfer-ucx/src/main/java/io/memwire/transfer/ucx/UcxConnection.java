@@ -96,11 +96,11 @@ final class UcxConnection extends AbstractProviderConnection {
       s.setSoTimeout(timeoutMillis);
       DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
       DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-      Welcome w = handshake(peer, in, out, secret);
+      UcxClientHandshake.Welcome w = UcxClientHandshake.run(in, out, secret);
       s.setSoTimeout(0);
       UcxConnection c = new UcxConnection(provider, peer, s, in, out);
       c.createEndpoint(
-          new InetSocketAddress(s.getInetAddress(), w.ucxPort), w.workerAddress, timeoutMillis);
+          new InetSocketAddress(s.getInetAddress(), w.ucxPort()), w.workerAddress(), timeoutMillis);
       c.startReader();
       return c;
     } catch (IOException | RuntimeException | TimeoutException e) {
@@ -115,61 +115,11 @@ final class UcxConnection extends AbstractProviderConnection {
     }
   }
 
-  /** What an accepted peer sends: its UCX listener's port and its worker's address. */
-  private record Welcome(int ucxPort, byte[] workerAddress) {}
-
-  private static Welcome handshake(
-      InetSocketAddress peer, DataInputStream in, DataOutputStream out, byte[] secret)
-      throws IOException {
-    byte[] clientNonce = UcxControl.nonce();
-    out.writeInt(UcxControl.MAGIC);
-    out.writeShort(UcxControl.VERSION);
-    out.writeShort(0);
-    out.write(clientNonce);
-    out.flush();
-    if (in.readInt() != UcxControl.MAGIC || in.readShort() != UcxControl.VERSION) {
-      throw new IOException("the peer is not a Memwire ucx node");
-    }
-    byte status = in.readByte();
-    boolean authRequired = in.readByte() != 0;
-    byte[] serverNonce = UcxControl.readBlob(in, 16);
-    byte[] serverProof = UcxControl.readBlob(in, 32);
-    if (status != UcxControl.STATUS_OK) {
-      throw new IOException("the peer refused the protocol version (status " + status + ")");
-    }
-    if (secret == null && authRequired) {
-      throw new IOException("the peer requires authSecret and this node has none");
-    }
-    if (secret != null) {
-      if (!authRequired
-          || !UcxControl.same(
-              serverProof, UcxControl.proof(secret, "server", clientNonce, serverNonce))) {
-        throw new IOException("the peer did not prove knowledge of authSecret");
-      }
-      out.write(UcxControl.proof(secret, "client", clientNonce, serverNonce));
-      out.flush();
-    }
-    if (in.readInt() != UcxControl.MAGIC) {
-      throw new IOException("malformed WELCOME");
-    }
-    byte welcome = in.readByte();
-    in.readFully(new byte[3]);
-    if (welcome != UcxControl.STATUS_OK) {
-      throw new IOException(
-          welcome == UcxControl.STATUS_AUTH_FAILED
-              ? "authentication failed (authSecret differs)"
-              : "refused (status " + welcome + ")");
-    }
-    int port = in.readUnsignedShort();
-    return new Welcome(port, UcxControl.readBlob(in, in.readInt()));
-  }
-
   /**
-   * Connects the endpoint to the peer's UCX listener by socket address, so UCX wires it up through
-   * its connection manager (rdma_cm on RDMA devices, its tcp one otherwise): worker-address
-   * endpoints need a UD wire-up, which fails on some RoCE setups (rxe at its default GID). Only
-   * where every transport is shared memory, which no connection manager wires up, does it connect
-   * to the peer's worker address instead. Waits for a flush, which completes once the endpoint is
+   * Connects the endpoint: by socket address to the peer's UCX listener where UCX offers RDMA, so
+   * UCX wires it up through rdma_cm (worker-address endpoints need a UD wire-up, which fails on
+   * some RoCE setups: rxe at its default GID), else to the peer's worker address ({@link
+   * UcxProvider#connectsBySocketAddress}). Waits for a flush, which completes once the endpoint is
    * connected, so a peer UCX cannot reach fails here, within the connect timeout, rather than at
    * the first GET.
    */
