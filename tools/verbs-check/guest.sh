@@ -3,7 +3,7 @@
 # work directory (cwd): uses stage/ (jars, classpaths, libdisni), writes results/*.txt (key=value)
 # and logs/*.log. Not meant to be run by hand; see tools/verbs-check/verbs-check.sh.
 #
-#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench,ucx,ucxbench] [--leak-rounds N] [--modes sort,verbs]
+#   guest.sh --bind IP [--steps transport,spark,flight,peerexit,sparktcp,bench,ucx,sparkucx,ucxbench] [--leak-rounds N] [--modes sort,verbs]
 {
 set -uo pipefail
 BIND="${SOFTROCE_IP:-}"
@@ -83,7 +83,7 @@ spark_check() {  # LABEL OUT ARGS...: one driver JVM running SparkCheck
   "$JAVA" $(cat stage/driver-opts.txt) --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
     -XX:TieredStopAtLevel=1 -Xmx1g -Djava.library.path="$LIB" ${SPARK_JOPTS:-} -cp "${SPARK_CP:-$(cp_of spark)}" \
     io.memwire.verbscheck.SparkCheck --out "$out" --bind "$BIND" --libdisni "$LIB" \
-    --leak-rounds "$LEAK_ROUNDS" "$@" >"logs/$label.log" 2>&1
+    --cluster-dir "logs/cluster-$label" --leak-rounds "$LEAK_ROUNDS" "$@" >"logs/$label.log" 2>&1
   rc=$?
   put "seconds.$label" $(( $(now) - t0 ))
   put "check.$label" "$([ $rc = 0 ] && echo PASS || echo FAIL)"
@@ -147,14 +147,18 @@ if has bench; then
   put check.bench "$ok"
   leaks_after bench
 fi
+ucx_env() {  # the ucx provider's settings for the ucx, sparkucx and ucxbench steps
+  # UCX must not take the JVM's signals: UCX_ERROR_SIGNALS empty in every JVM's environment.
+  export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
+  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs}"; UGID="${UCX_CHECK_GID:-}"
+  UPROPS="-Dmemwire.check.ucx.device=$UDEV -Dmemwire.check.ucx.ucxTransports=$UTLS -Dmemwire.check.ucx.gidIndex=$UGID"
+}
 if has ucx; then
   # The ucx provider over UCX's verbs transport on the same device: rc_verbs for the reads, its
   # endpoints wired up by rdma_cm (they connect to the peer's UCX listener by socket address).
   # Worker-address endpoints would need ud_verbs, which times out on rxe and then aborts UCX 1.13.
-  # UCX must not take the JVM's signals: UCX_ERROR_SIGNALS empty in every JVM's environment.
   t0=$(now)
-  export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
-  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs}"; UGID="${UCX_CHECK_GID:-}"
+  ucx_env
   put ucx.settings "device=$UDEV ucxTransports=$UTLS gidIndex=$UGID"
   ucx_info -v >logs/ucx_info.txt 2>&1; ucx_info -d >>logs/ucx_info.txt 2>&1
   put ucx.version "$(ucx_info -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)"
@@ -170,7 +174,6 @@ if has ucx; then
   put check.ucx.transport "$([ $rc = 0 ] && echo PASS || echo FAIL)"
   [ $rc = 0 ] || ucxok=FAIL
   leaks_after ucx-transport
-  UPROPS="-Dmemwire.check.ucx.device=$UDEV -Dmemwire.check.ucx.ucxTransports=$UTLS -Dmemwire.check.ucx.gidIndex=$UGID"
   "$JAVA" --add-exports=java.base/sun.nio.ch=ALL-UNNAMED \
     --add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED -Xmx1536m $UPROPS \
     -Djava.library.path="$LIB" -cp "$(cp_of flightucx)" io.memwire.verbscheck.FlightCheck \
@@ -179,14 +182,17 @@ if has ucx; then
   put check.flightucx "$([ $rc = 0 ] && echo PASS || echo FAIL)"
   [ $rc = 0 ] || ucxok=FAIL
   leaks_after flightucx
+  put seconds.ucx $(( $(now) - t0 ))
+  put check.ucx "$ucxok"
+fi
+if has sparkucx; then
+  # Spark over the ucx provider, compared with the sort reference (this run's, else run first).
+  ucx_env
   if [ -s results/spark.txt ] && grep -q '^sort\.job\.' results/spark.txt; then
     SPARK_JOPTS="$UPROPS" SPARK_CP="$(cp_of sparkucx)" spark_check sparkucx results/spark-ucx.txt --modes ucx --reference results/spark.txt
   else
     SPARK_JOPTS="$UPROPS" SPARK_CP="$(cp_of sparkucx)" spark_check sparkucx results/spark-ucx.txt --modes sort,ucx
   fi
-  grep -q '^check.sparkucx=PASS' "$R" || ucxok=FAIL
-  put seconds.ucx $(( $(now) - t0 ))
-  put check.ucx "$ucxok"
 fi
 if has ucxbench; then
   # The transfer benchmark over ucx (rc_verbs, endpoints by rdma_cm) and verbs (DiSNI) beside
@@ -194,8 +200,7 @@ if has ucxbench; then
   # of one round mean anything, and their spread over rounds says how much.
   t0=$(now)
   ok=PASS
-  export UCX_ERROR_SIGNALS= UCX_LOG_LEVEL=error
-  UDEV="${UCX_CHECK_DEVICE:-${DEV:-rxe0}}"; UTLS="${UCX_CHECK_TLS:-rc_verbs}"
+  ucx_env
   case "$UDEV" in *:*) ;; *) UDEV="$UDEV:1" ;; esac
   for round in $(seq 1 "${UCX_BENCH_ROUNDS:-3}"); do
     put "ucxbench.round$round.loadavg" "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -17,9 +17,10 @@
 #                      'sudo -E' or 'env'); needs an RDMA device; give --bind
 #   --bind IP          address of the RDMA device (default: the guest's $SOFTROCE_IP)
 #   --device NAME      RDMA device for ib_read_bw and the tests (default: the guest's rxe0)
-#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx,ucxbench (default all
-#                      but the ucx ones, in order); ucx: the ucx provider over UCX's rc_verbs on
-#                      the device; ucxbench: transfer benchmark ucx vs verbs vs ib_read_bw;
+#   --steps LIST       transport,spark,flight,peerexit,sparktcp,bench,ucx,sparkucx,ucxbench (default
+#                      all but the ucx ones, in order); ucx: the ucx provider over UCX's rc_verbs
+#                      on the device (contract suite, Flight); sparkucx: Spark over it;
+#                      ucxbench: transfer benchmark ucx vs verbs vs ib_read_bw;
 #                      clean,loss,firewall,mtu: the fabric pitfalls between two guests; cross:
 #                      Flight and Spark across two guests (run-in-vm.sh --pair, one boot for all
 #                      named; not in the default; guest only)
@@ -202,7 +203,7 @@ for j in $(tr ':' '\n' <"$WORK/stage/flight-deps.txt" | grep -v '/io/memwire/' |
 done
 echo "$CP_F" >"$WORK/stage/cp-flight.txt"
 # The ucx step: the ucx provider and JUCX beside each class path, plus its contract test classes.
-case ",$STEPS," in *,ucx,*|*,ucxbench,*)
+case ",$STEPS," in *,ucx,*|*,sparkucx,*|*,ucxbench,*)
   UCXJ="$ROOT/block-transfer-ucx/target/memwire-block-transfer-ucx-$V.jar"
   UCXT="$ROOT/block-transfer-ucx/target/test-classes"
   JUCX="$(ls "$M2"/org/openucx/jucx/*/jucx-*.jar 2>/dev/null | grep -v sources | sort -V | tail -1)"
@@ -290,7 +291,7 @@ V_FILE="$WORK/verdict.txt"
     "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...
   [ -f "$WORK/results/transfer-bench.csv" ] && awk -F, 'NR > 1 {print "bench.memwire." $2 ".depth" $3 ".MBps=" $4}' "$WORK/results/transfer-bench.csv"
-  echo "logs=$WORK/logs (pair.log, pitfall-*.log and cross-*.log for the pair steps, guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, rdma-after-*.txt)"
+  echo "logs=$WORK/logs (pair.log, pitfall-*.log and cross-*.log for the pair steps, guest.log, transport.log, spark.log, sparktcp.log, flight.log, peerexit-*.log, bench.log, ucx_info.txt, ucx-transport.log, sparkucx.log, flightucx.log, cluster-*/ (each Spark step's SPARK_HOME and executor work dirs), rdma-after-*.txt)"
 } >"$V_FILE"
 PASSES=$(grep -c '^check\..*=PASS$' "$V_FILE")
 FAILS=$(grep -c '^check\..*=FAIL$' "$V_FILE")

@@ -3,6 +3,7 @@ package io.memwire.verbscheck;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.RdmaShuffleManager;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
@@ -30,10 +31,11 @@ final class CheckCluster {
 
   /**
    * Starts a 2-executor cluster with the shuffle of {@code mode} (sort, verbs, ucx or tcp) and
-   * timeouts that emulated CPUs need.
+   * timeouts that emulated CPUs need; under {@code workDir} when given (kept after close), else in
+   * a temporary directory.
    */
   static LocalSparkCluster start(
-      String mode, String bind, String libdisni, Duration startup, CheckLog log) {
+      String mode, String bind, String libdisni, Duration startup, Path workDir, CheckLog log) {
     LocalSparkCluster.Builder b =
         LocalSparkCluster.builder()
             .executors(2)
@@ -46,6 +48,9 @@ final class CheckCluster {
             .conf(SparkKeys.LOCALITY_WAIT, "60s")
             .conf(SparkKeys.EXECUTOR_EXTRA_LIBRARY_PATH, libdisni);
     EMULATED.forEach(b::conf);
+    if (workDir != null) {
+      b.workDir(workDir);
+    }
     if (mode.equals("sort")) {
       b.conf(SparkKeys.SHUFFLE_MANAGER, "sort");
     } else {

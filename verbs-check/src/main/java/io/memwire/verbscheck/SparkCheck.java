@@ -26,11 +26,13 @@ import org.apache.spark.api.java.JavaSparkContext;
  *
  * <pre>
  * SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,ucx,tcp] [--startup-minutes N]
- *            [--leak-rounds N] [--no-faults] [--reference FILE]
+ *            [--leak-rounds N] [--no-faults] [--reference FILE] [--cluster-dir DIR]
  * </pre>
  *
  * <p>{@code --reference} takes the sort-shuffle digests from an earlier run's result file, so a
- * later run (e.g. {@code --modes tcp}) is compared without running the sort shuffle again.
+ * later run (e.g. {@code --modes tcp}) is compared without running the sort shuffle again. {@code
+ * --cluster-dir} keeps each mode's cluster (SPARK_HOME, the executors' work dirs with their stderr
+ * and any JVM crash log) under DIR/MODE instead of a temporary directory removed at close.
  *
  * <p>Writes {@code key=value} lines to FILE as it goes (a crash leaves what was measured); keys
  * {@code check.NAME=PASS|FAIL} are the verdicts, the others figures. Exit status 0 when every check
@@ -44,10 +46,18 @@ public final class SparkCheck {
   private final int leakRounds;
   private final boolean faults;
   private final Map<String, String> reference = new HashMap<>();
+  private final Path clusterDir;
 
   private SparkCheck(
-      Path out, String bind, String libdisni, Duration startup, int leakRounds, boolean faults) {
+      Path out,
+      String bind,
+      String libdisni,
+      Duration startup,
+      int leakRounds,
+      boolean faults,
+      Path clusterDir) {
     this.log = new CheckLog(out);
+    this.clusterDir = clusterDir;
     this.bind = bind;
     this.libdisni = libdisni;
     this.startup = startup;
@@ -64,6 +74,7 @@ public final class SparkCheck {
     int leakRounds = 50;
     boolean faults = true;
     Path reference = null;
+    Path clusterDir = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out" -> out = Paths.get(args[++i]);
@@ -74,13 +85,15 @@ public final class SparkCheck {
         case "--leak-rounds" -> leakRounds = Integer.parseInt(args[++i]);
         case "--no-faults" -> faults = false;
         case "--reference" -> reference = Paths.get(args[++i]);
+        case "--cluster-dir" -> clusterDir = Paths.get(args[++i]).toAbsolutePath();
         default ->
             throw new IllegalArgumentException(
                 "unknown argument "
                     + args[i]
                     + "; usage: "
                     + "SparkCheck --out FILE --bind IP --libdisni DIR [--modes sort,verbs,ucx,tcp] "
-                    + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE]");
+                    + "[--startup-minutes N] [--leak-rounds N] [--no-faults] [--reference FILE] "
+                    + "[--cluster-dir DIR]");
       }
     }
     if (out == null || bind == null || lib == null) {
@@ -93,7 +106,8 @@ public final class SparkCheck {
       }
     }
     SparkCheck check =
-        new SparkCheck(out, bind, lib, Duration.ofMinutes(startupMinutes), leakRounds, faults);
+        new SparkCheck(
+            out, bind, lib, Duration.ofMinutes(startupMinutes), leakRounds, faults, clusterDir);
     if (reference != null) {
       // Digests of an earlier sort-shuffle run of the same jobs ("sort.job.NAME.digest=...").
       for (String line : Files.readAllLines(reference)) {
@@ -117,7 +131,14 @@ public final class SparkCheck {
     log.step(
         mode + ".start",
         () -> {
-          holder[0] = CheckCluster.start(mode, bind, libdisni, startup, log);
+          holder[0] =
+              CheckCluster.start(
+                  mode,
+                  bind,
+                  libdisni,
+                  startup,
+                  clusterDir == null ? null : clusterDir.resolve(mode),
+                  log);
           log.verdict(mode + ".start", true, null);
         });
     LocalSparkCluster cluster = holder[0];
