@@ -100,6 +100,9 @@ public final class SparkKeys {
   /** Memwire's read timeout. */
   public static final String MEMWIRE_READ_TIMEOUT = "spark.shuffle.rdma.readTimeout";
 
+  /** Memwire's switch for checking blocks against the checksums Spark wrote. */
+  public static final String MEMWIRE_VERIFY_BLOCKS = "spark.shuffle.rdma.verifyBlocks";
+
   /** The address Memwire's transport binds. */
   public static final String MEMWIRE_BIND_ADDRESS = "spark.shuffle.rdma.bindAddress";
 

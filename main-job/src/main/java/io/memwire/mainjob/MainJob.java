@@ -22,14 +22,16 @@ import java.util.Map;
  * <pre>
  * MainJob --spark-home DIR --app-jar JAR --memwire-jar JAR [--records N] [--provider tcp]
  *         [--rounds 3] [--small-repeats 3] [--configs spark-sort,memwire] [--executors 2]
- *         [--work-dir DIR] [--timeout-minutes 20] [--rotate 0]
+ *         [--work-dir DIR] [--timeout-minutes 20] [--rotate 0] [--ucx-jars JAR:JAR]
  * </pre>
  *
- * Configurations: {@code spark-sort} and {@code memwire}, each optionally with {@code -hostlocal}
- * (Spark's default {@code spark.shuffle.readHostLocalDisk=true}); without it both read blocks of
- * the other executor on this host through their transport, which is what a single-host run must do
- * to measure a transport at all. Exit status 0 when every run succeeded with identical results and
- * Memwire read its remote blocks one-sided; 1 otherwise.
+ * Configurations: {@code spark-sort} and {@code memwire} (over {@code --provider}) or {@code
+ * memwire-tcp}, {@code memwire-ucx}, {@code memwire-verbs} (ucx needs {@code --ucx-jars}: the ucx
+ * provider's jar and JUCX's), each optionally with {@code -hostlocal} (Spark's default {@code
+ * spark.shuffle.readHostLocalDisk=true}); without it both read blocks of the other executor on this
+ * host through their transport, which is what a single-host run must do to measure a transport at
+ * all. Exit status 0 when every run succeeded with identical results and Memwire read its remote
+ * blocks one-sided; 1 otherwise.
  *
  * <p>The order alternates every round; {@code --rotate K} starts it K places on, so that round 1,
  * where each application is submitted and pays its first job, can start with another configuration:
@@ -56,6 +58,7 @@ public final class MainJob {
     Path workDir = Paths.get("target", "main-job");
     long timeoutMinutes = 20;
     int rotate = 0;
+    List<Path> ucxJars = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--spark-home" -> sparkHome = Paths.get(args[++i]);
@@ -70,6 +73,13 @@ public final class MainJob {
         case "--work-dir" -> workDir = Paths.get(args[++i]);
         case "--timeout-minutes" -> timeoutMinutes = Long.parseLong(args[++i]);
         case "--rotate" -> rotate = Integer.parseInt(args[++i]);
+        case "--ucx-jars" -> {
+          for (String j : args[++i].split(java.io.File.pathSeparator)) {
+            if (!j.isBlank()) {
+              ucxJars.add(Paths.get(j));
+            }
+          }
+        }
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -88,7 +98,7 @@ public final class MainJob {
             "missing " + p + ": build first with `mvn -B -DskipTests install`");
       }
     }
-    List<Configuration> configs = Configuration.parse(configNames, provider, memwireJar);
+    List<Configuration> configs = Configuration.parse(configNames, provider, memwireJar, ucxJars);
     Files.createDirectories(workDir);
     say(
         "Memwire main job: %,d records, %d executors (local-cluster), Memwire provider %s, %d"

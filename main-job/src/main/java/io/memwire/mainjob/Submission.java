@@ -28,6 +28,8 @@ final class Submission {
     pb.environment().put("SPARK_HOME", sparkHome.toAbsolutePath().toString());
     pb.environment().put("SPARK_SCALA_VERSION", SparkSubmitCommand.scalaVersion(sparkHome));
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    // Read by UCX when it loads (ucx configurations): it must leave the JVM's signals alone.
+    pb.environment().put("UCX_ERROR_SIGNALS", "");
     Process p = pb.start();
     Thread pump =
         ProcessLines.follow(
