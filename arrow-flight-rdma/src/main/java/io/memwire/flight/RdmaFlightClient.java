@@ -1,5 +1,6 @@
 package io.memwire.flight;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.memory.ArenaMemory;
 import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.Lifecycle;
@@ -69,7 +70,10 @@ public final class RdmaFlightClient implements AutoCloseable {
   private final ExecutorService executor;
   private final ClientNodes nodes;
   private final ClientStats stats = new ClientStats();
+
+  @GuardedBy("this")
   private boolean loggedRdma;
+
   private final Lifecycle lifecycle = new Lifecycle();
 
   /** How many times the close body ran (a test hook: never more than once). */

@@ -1,5 +1,6 @@
 package io.memwire.verbscheck;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +16,8 @@ import java.util.Locale;
  */
 final class CheckLog {
   private final Path out;
+
+  @GuardedBy("this")
   private int failures;
 
   CheckLog(Path out) {
@@ -22,7 +25,7 @@ final class CheckLog {
   }
 
   /** How many verdicts so far were FAIL. */
-  int failures() {
+  synchronized int failures() {
     return failures;
   }
 
@@ -38,7 +41,7 @@ final class CheckLog {
   }
 
   /** A check's verdict ({@code check.NAME=PASS|FAIL}) and what it saw ({@code detail.NAME}). */
-  void verdict(String name, boolean ok, String detail) {
+  synchronized void verdict(String name, boolean ok, String detail) {
     put("check." + name, ok ? "PASS" : "FAIL");
     if (detail != null && !detail.isEmpty()) {
       put("detail." + name, detail);

@@ -2,6 +2,7 @@ package io.memwire.flight.metrics;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.flight.FlightStatsMetrics;
 import io.memwire.flight.RdmaFlightClient;
 import io.memwire.flight.RdmaFlightProducer;
@@ -150,7 +151,11 @@ public final class FlightMetrics {
   private static final class Snapshots {
     private final Supplier<Map<String, Long>> source;
     private final long refreshNanos;
+
+    @GuardedBy("this")
     private Map<String, Long> last;
+
+    @GuardedBy("this")
     private long takenAt;
 
     Snapshots(Supplier<Map<String, Long>> source, long refreshNanos) {

@@ -1,5 +1,6 @@
 package io.memwire.transfer.ucx;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,6 +15,7 @@ import java.util.Optional;
 final class UcxLibrary {
   static final String ERROR_SIGNALS = "UCX_ERROR_SIGNALS";
 
+  @GuardedBy("UcxLibrary.class")
   private static Optional<String> loadProblem;
 
   private UcxLibrary() {}

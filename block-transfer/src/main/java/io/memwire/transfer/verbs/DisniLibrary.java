@@ -1,5 +1,6 @@
 package io.memwire.transfer.verbs;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import com.ibm.disni.verbs.RdmaProvider;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -11,9 +12,14 @@ import java.util.OptionalInt;
  * message, not a {@code NoClassDefFoundError}.
  */
 public final class DisniLibrary {
-  private static volatile String loadError;
-  private static volatile int version = -1;
-  private static volatile boolean tried;
+  @GuardedBy("DisniLibrary.class")
+  private static String loadError;
+
+  @GuardedBy("DisniLibrary.class")
+  private static int version = -1;
+
+  @GuardedBy("DisniLibrary.class")
+  private static boolean tried;
 
   private DisniLibrary() {}
 
@@ -37,7 +43,7 @@ public final class DisniLibrary {
   }
 
   /** The JNI interface version libdisni reports (DiSNI 2.1 needs 32), when loadable. */
-  public static OptionalInt version() {
+  public static synchronized OptionalInt version() {
     return loadError().isPresent() || version < 0 ? OptionalInt.empty() : OptionalInt.of(version);
   }
 }

@@ -1,5 +1,6 @@
 package io.memwire.tpcds.query;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -53,6 +54,8 @@ public final class QueryCatalog {
   }
 
   private final ClassLoader loader;
+
+  @GuardedBy("this")
   private List<String> allNames;
 
   /** A catalog reading from the context class loader (falls back to this class's loader). */
