@@ -162,6 +162,70 @@ public final class FabricDiagnosis {
         : mismatch(device + " port " + port, localMtu, peerMtu, "");
   }
 
+  /**
+   * Decides, before a connection is made, whether the peer can send at the path MTU it would take:
+   * over rdma_cm both queue pairs take the connecting side's, so a connecting node whose active MTU
+   * exceeds the serving peer's gets reads the peer cannot answer (they stall). {@link
+   * Cause#MTU_MISMATCH} names both ends' MTUs, this node's device, port and interface, and the fix;
+   * {@link Cause#NONE} when the peer can send (its MTU is at least this node's).
+   *
+   * @param device this node's device (e.g. {@code rxe0})
+   * @param port its port number
+   * @param localMtu this port's active RDMA MTU: the path MTU a connection from here takes
+   * @param localNetdev the interface carrying this node's address, or empty
+   * @param localNetdevMtu that interface's MTU, when known
+   * @param peerMtu the serving peer's active RDMA MTU
+   * @param peerNetdevMtu the MTU of the peer's interface, when known
+   */
+  public static Finding connectMtu(
+      String device,
+      int port,
+      int localMtu,
+      String localNetdev,
+      OptionalInt localNetdevMtu,
+      int peerMtu,
+      OptionalInt peerNetdevMtu) {
+    if (peerMtu >= localMtu) {
+      return new Finding(Cause.NONE, "");
+    }
+    String dev = localNetdev.isEmpty() ? "DEV" : localNetdev;
+    String fix =
+        peerNetdevMtu.isPresent()
+            ? "`ip link set dev "
+                + dev
+                + " mtu "
+                + peerNetdevMtu.getAsInt()
+                + "` here"
+                + (localNetdevMtu.isPresent()
+                    ? ", or the peer's interface to mtu " + localNetdevMtu.getAsInt()
+                    : "")
+            : "`ip link set dev " + dev + " mtu N` on one of them";
+    return new Finding(
+        Cause.MTU_MISMATCH,
+        "MTU mismatch: this node's "
+            + device
+            + " port "
+            + port
+            + " has active RDMA MTU "
+            + localMtu
+            + (localNetdevMtu.isPresent()
+                ? " (" + dev + " MTU " + localNetdevMtu.getAsInt() + ")"
+                : "")
+            + ", the peer's "
+            + peerMtu
+            + (peerNetdevMtu.isPresent()
+                ? " (its interface's MTU " + peerNetdevMtu.getAsInt() + ")"
+                : "")
+            + "; over rdma_cm a connection takes the connecting side's path MTU, "
+            + localMtu
+            + ", in which the peer cannot send its read responses, so every read would stall:"
+            + " set both ends' interface MTUs equal ("
+            + fix
+            + "), or lower this node's path MTU to "
+            + peerMtu
+            + " or less");
+  }
+
   private static Finding mismatch(String where, int local, int peer, String evidence) {
     return new Finding(
         Cause.MTU_MISMATCH,
