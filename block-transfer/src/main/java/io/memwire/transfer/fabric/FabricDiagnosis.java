@@ -46,10 +46,12 @@ public final class FabricDiagnosis {
    * @param d counter deltas over the exchange (or since its start, for one that stalled)
    * @param device the local device (e.g. {@code rxe0})
    * @param port the local port number
-   * @param localMtu this port's active RDMA MTU, when known
+   * @param localMtu this port's active RDMA MTU, when known; this node is the connecting side, so
+   *     it is the exchange's path MTU
    * @param peerMtu the peer's active RDMA MTU, when known
    * @param stalled true when the exchange did not complete (a timeout): the unreachable and MTU
-   *     causes are considered only then
+   *     causes are considered only then (MTUs known and different are named also when it did not,
+   *     but not for a stall when the peer's MTU is the larger: it can send in this node's)
    */
   public static Finding diagnose(
       CounterDeltas d,
@@ -97,14 +99,17 @@ public final class FabricDiagnosis {
     String over = String.format(Locale.ROOT, " over %.1f s", d.seconds());
     String where = device + " port " + port;
     boolean mtusKnown = localMtu.isPresent() && peerMtu.isPresent();
-    if (mtusKnown && localMtu.getAsInt() != peerMtu.getAsInt()) {
+    // This node connected, so the path MTU is its own: one the peer can send in is not why it
+    // stalled.
+    boolean mtuRuledOut = stalled && mtusKnown && localMtu.getAsInt() <= peerMtu.getAsInt();
+    if (mtusKnown && localMtu.getAsInt() != peerMtu.getAsInt() && !mtuRuledOut) {
       return mismatch(
           where,
           localMtu.getAsInt(),
           peerMtu.getAsInt(),
           rnr > 0 ? " (" + String.join(", ", rnrParts) + over + ")" : "");
     }
-    if (stalled && rnr > 0) {
+    if (stalled && rnr > 0 && !mtuRuledOut) {
       return new Finding(
           Cause.MTU_MISMATCH,
           "MTU mismatch: the peer answers this node's reads with RNR NAKs ("

@@ -120,6 +120,18 @@ class FabricDiagnosisTest {
   }
 
   /**
+   * A stall while the peer's MTU is the larger one is not the MTU's doing (this node connected, the
+   * path MTU is its own): the other causes are looked for.
+   */
+  @Test
+  void aLargerPeerMtuDoesNotExplainAStall() {
+    CounterDeltas d = grown(Map.of("sent_pkts", 12L, "rcvd_pkts", 0L, "rcvd_rnr_err", 3L));
+    Finding f = diagnose(d, 1024, 4096, true);
+    assertEquals(Cause.UDP_4791_UNREACHABLE, f.cause(), f.message());
+    assertEquals(Cause.MTU_MISMATCH, diagnose(d, 4096, 1024, true).cause());
+  }
+
+  /**
    * Before connecting: a connecting port with the larger MTU is refused with both ends' figures,
    * the device, port and interface, and the command that fixes it; the other way round works.
    */

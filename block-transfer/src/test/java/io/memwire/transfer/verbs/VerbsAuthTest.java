@@ -23,6 +23,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
@@ -276,7 +277,7 @@ class VerbsAuthTest {
       assertEquals(VerbsAuthWire.OPEN, both[7]);
       assertArrayEquals(
           new byte[] {0x4D, 0x57, 0x56, 0x31, 0, 3, 0x05, (byte) 0xDC},
-          java.util.Arrays.copyOfRange(both, VerbsAuthWire.CHALLENGE_SIZE, both.length),
+          Arrays.copyOfRange(both, VerbsAuthWire.CHALLENGE_SIZE, both.length),
           "WELCOME: magic, status ok, ibv_mtu 3 (1024), interface MTU 1500");
       assertEquals(-1, in.read());
     }
