@@ -231,6 +231,10 @@ public final class FabricPitfallCheck {
               error != null
                   && !error.startsWith("HANG")
                   && error.contains("MTU mismatch")
+                  // refused at connect from the peer's handshake: both MTUs, before any read stalls
+                  && peerMtu.isPresent()
+                  && error.contains("the peer's " + peerMtu.getAsInt())
+                  && seconds < readTimeout.toSeconds()
                   && f.cause() == FabricDiagnosis.Cause.MTU_MISMATCH
                   && fallbackOk;
           case "udp4791" ->

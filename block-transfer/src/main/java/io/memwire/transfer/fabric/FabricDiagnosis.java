@@ -46,10 +46,12 @@ public final class FabricDiagnosis {
    * @param d counter deltas over the exchange (or since its start, for one that stalled)
    * @param device the local device (e.g. {@code rxe0})
    * @param port the local port number
-   * @param localMtu this port's active RDMA MTU, when known
+   * @param localMtu this port's active RDMA MTU, when known; this node is the connecting side, so
+   *     it is the exchange's path MTU
    * @param peerMtu the peer's active RDMA MTU, when known
    * @param stalled true when the exchange did not complete (a timeout): the unreachable and MTU
-   *     causes are considered only then
+   *     causes are considered only then (MTUs known and different are named also when it did not,
+   *     but not for a stall when the peer's MTU is the larger: it can send in this node's)
    */
   public static Finding diagnose(
       CounterDeltas d,
@@ -97,14 +99,17 @@ public final class FabricDiagnosis {
     String over = String.format(Locale.ROOT, " over %.1f s", d.seconds());
     String where = device + " port " + port;
     boolean mtusKnown = localMtu.isPresent() && peerMtu.isPresent();
-    if (mtusKnown && localMtu.getAsInt() != peerMtu.getAsInt()) {
+    // This node connected, so the path MTU is its own: one the peer can send in is not why it
+    // stalled.
+    boolean mtuRuledOut = stalled && mtusKnown && localMtu.getAsInt() <= peerMtu.getAsInt();
+    if (mtusKnown && localMtu.getAsInt() != peerMtu.getAsInt() && !mtuRuledOut) {
       return mismatch(
           where,
           localMtu.getAsInt(),
           peerMtu.getAsInt(),
           rnr > 0 ? " (" + String.join(", ", rnrParts) + over + ")" : "");
     }
-    if (stalled && rnr > 0) {
+    if (stalled && rnr > 0 && !mtuRuledOut) {
       return new Finding(
           Cause.MTU_MISMATCH,
           "MTU mismatch: the peer answers this node's reads with RNR NAKs ("
@@ -160,6 +165,70 @@ public final class FabricDiagnosis {
     return localMtu == peerMtu
         ? new Finding(Cause.NONE, "")
         : mismatch(device + " port " + port, localMtu, peerMtu, "");
+  }
+
+  /**
+   * Decides, before a connection is made, whether the peer can send at the path MTU it would take:
+   * over rdma_cm both queue pairs take the connecting side's, so a connecting node whose active MTU
+   * exceeds the serving peer's gets reads the peer cannot answer (they stall). {@link
+   * Cause#MTU_MISMATCH} names both ends' MTUs, this node's device, port and interface, and the fix;
+   * {@link Cause#NONE} when the peer can send (its MTU is at least this node's).
+   *
+   * @param device this node's device (e.g. {@code rxe0})
+   * @param port its port number
+   * @param localMtu this port's active RDMA MTU: the path MTU a connection from here takes
+   * @param localNetdev the interface carrying this node's address, or empty
+   * @param localNetdevMtu that interface's MTU, when known
+   * @param peerMtu the serving peer's active RDMA MTU
+   * @param peerNetdevMtu the MTU of the peer's interface, when known
+   */
+  public static Finding connectMtu(
+      String device,
+      int port,
+      int localMtu,
+      String localNetdev,
+      OptionalInt localNetdevMtu,
+      int peerMtu,
+      OptionalInt peerNetdevMtu) {
+    if (peerMtu >= localMtu) {
+      return new Finding(Cause.NONE, "");
+    }
+    String dev = localNetdev.isEmpty() ? "DEV" : localNetdev;
+    String fix =
+        peerNetdevMtu.isPresent()
+            ? "`ip link set dev "
+                + dev
+                + " mtu "
+                + peerNetdevMtu.getAsInt()
+                + "` here"
+                + (localNetdevMtu.isPresent()
+                    ? ", or the peer's interface to mtu " + localNetdevMtu.getAsInt()
+                    : "")
+            : "`ip link set dev " + dev + " mtu N` on one of them";
+    return new Finding(
+        Cause.MTU_MISMATCH,
+        "MTU mismatch: this node's "
+            + device
+            + " port "
+            + port
+            + " has active RDMA MTU "
+            + localMtu
+            + (localNetdevMtu.isPresent()
+                ? " (" + dev + " MTU " + localNetdevMtu.getAsInt() + ")"
+                : "")
+            + ", the peer's "
+            + peerMtu
+            + (peerNetdevMtu.isPresent()
+                ? " (its interface's MTU " + peerNetdevMtu.getAsInt() + ")"
+                : "")
+            + "; over rdma_cm a connection takes the connecting side's path MTU, "
+            + localMtu
+            + ", in which the peer cannot send its read responses, so every read would stall:"
+            + " set both ends' interface MTUs equal ("
+            + fix
+            + "), or lower this node's path MTU to "
+            + peerMtu
+            + " or less");
   }
 
   private static Finding mismatch(String where, int local, int peer, String evidence) {

@@ -12,11 +12,14 @@ import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
 import io.memwire.transfer.fabric.CounterSample;
+import io.memwire.transfer.fabric.FabricDiagnosis;
 import io.memwire.transfer.fabric.NicCounters;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -26,10 +29,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The client side of queue pairs: opens a link to a peer (a place on a completion queue, then
- * resolve, route, authenticate and connect within the connect timeout, on the link's own CM event
- * channel driven by the calling thread, because DiSNI's own endpoint connect can wait forever on a
- * route or address error), and retires links again, now or on the connector thread, where it also
- * re-opens a connection's link after a remote access error.
+ * resolve, route, the TCP handshake (authentication, or only the peer's MTUs), a check that the
+ * peer can send in this node's path MTU, and connect within the connect timeout, on the link's own
+ * CM event channel driven by the calling thread, because DiSNI's own endpoint connect can wait
+ * forever on a route or address error), and retires links again, now or on the connector thread,
+ * where it also re-opens a connection's link after a remote access error.
  */
 final class ClientQueuePairs {
   // The provider's logger name, so these messages read as they did before the split.
@@ -60,6 +64,16 @@ final class ClientQueuePairs {
   private final Executor connector;
 
   private final AtomicBoolean refusalLogged = new AtomicBoolean();
+  private final AtomicBoolean mtuRefusalLogged = new AtomicBoolean();
+
+  /** Longest the open handshake may take before a connect goes ahead without the peer's MTU. */
+  static final long OPEN_HANDSHAKE_MS = 2000;
+
+  /** How long a peer whose port did not answer the open handshake is not asked again. */
+  private static final long SILENT_PEER_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+  /** Peers whose port did not answer the open handshake -> when to ask again (nanoTime). */
+  private final Map<InetSocketAddress, Long> silentPeers = new ConcurrentHashMap<>();
 
   /** The bound port's counters, which explain a connect or read that stalls. */
   private final FabricWatch fabric;
@@ -210,6 +224,7 @@ final class ClientQueuePairs {
     RdmaCmId cm = null;
     IbvQP qp = null;
     CounterSample atStart = fabric.sample();
+    PortMtu peerMtu = PortMtu.UNKNOWN;
     try {
       cm = ch.createId(RdmaCm.RDMA_PS_TCP);
       // Bound to our address so the route leaves through our device (and our PD and CQ fit).
@@ -223,29 +238,21 @@ final class ClientQueuePairs {
         throw new TransferConnectionException(
             "the route to the peer does not leave through " + binding.device().name(), peer, null);
       }
-      if (secret != null) {
-        SocketAddress own = cm.getSource();
-        if (!(own instanceof InetSocketAddress)) {
-          throw new TransferConnectionException(
-              "the RDMA CM id has no source address to " + "announce for authentication",
-              peer,
-              null);
-        }
-        VerbsAuthClient.authenticate(secret, (InetSocketAddress) own, peer, deadline);
-      }
+      peerMtu = handshake(cm.getSource(), peer, deadline);
+      refuseLargerPathMtu(peer, peerMtu);
       qp = cm.createQP(pd, CmSupport.qpAttributes(qpDepth, slot.queue()));
       if (qp == null) {
         throw new TransferConnectionException("rdma_create_qp failed", peer, null);
       }
       cm.connect(CmSupport.connParam());
       await(ch, EV_ESTABLISHED, deadline, timeoutMs, "connection establishment", peer);
-      QpLink link = new QpLink(links.nextId(), ch, cm, qp, qpDepth, slot);
+      QpLink link = new QpLink(links.nextId(), ch, cm, qp, qpDepth, slot, peerMtu);
       links.added(link);
       return link;
     } catch (TransferTimeoutException e) {
       abandon(ch, cm, qp);
       // A connect request no one answers: the counters tell a firewall from a slow peer.
-      String why = fabric.explain(atStart, true);
+      String why = fabric.explain(atStart, true, peerMtu.active());
       if (why.isEmpty()) {
         throw e;
       }
@@ -264,6 +271,62 @@ final class ClientQueuePairs {
       abandon(ch, cm, qp);
       throw new TransferConnectionException("cannot connect over RDMA: " + e.getMessage(), peer, e);
     }
+  }
+
+  /**
+   * The TCP handshake with the serving node before the connect request: authentication with a
+   * secret, else the open one (bounded by {@link #OPEN_HANDSHAKE_MS}; a peer that does not answer
+   * it is not asked again for {@link #SILENT_PEER_NANOS}). Either tells the peer's MTUs.
+   */
+  private PortMtu handshake(SocketAddress own, InetSocketAddress peer, long deadline)
+      throws TransferException {
+    if (secret != null) {
+      if (!(own instanceof InetSocketAddress)) {
+        throw new TransferConnectionException(
+            "the RDMA CM id has no source address to " + "announce for authentication", peer, null);
+      }
+      return VerbsAuthClient.authenticate(secret, (InetSocketAddress) own, peer, deadline);
+    }
+    Long quietUntil = silentPeers.get(peer);
+    if (binding.device().isIwarp() // the peer's TCP port is its RDMA CM's; TCP has no such MTU trap
+        || !(own instanceof InetSocketAddress)
+        || (quietUntil != null && System.nanoTime() - quietUntil < 0)) {
+      return PortMtu.UNKNOWN;
+    }
+    long bound = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(OPEN_HANDSHAKE_MS);
+    PortMtu m =
+        VerbsAuthClient.query(
+            (InetSocketAddress) own, peer, deadline - bound < 0 ? deadline : bound);
+    if (m == null) {
+      if (silentPeers.size() >= 1024) {
+        silentPeers.clear();
+      }
+      silentPeers.put(peer, System.nanoTime() + SILENT_PEER_NANOS);
+      LOG.debug("{} did not answer the open verbs handshake: its MTU is not known", peer);
+      return PortMtu.UNKNOWN;
+    }
+    silentPeers.remove(peer);
+    return m;
+  }
+
+  /**
+   * Refuses to connect when this node's path MTU (its port's active MTU: over rdma_cm both queue
+   * pairs take the connecting side's) exceeds the serving port's, in which it could not send its
+   * read responses: the reads would stall with no error.
+   */
+  private void refuseLargerPathMtu(InetSocketAddress peer, PortMtu peerMtu)
+      throws TransferConnectionException {
+    FabricDiagnosis.Finding f =
+        PortMtu.of(binding).refusal(binding.device().name(), binding.port().number(), peerMtu);
+    if (!f.found()) {
+      return;
+    }
+    if (mtuRefusalLogged.compareAndSet(false, true)) {
+      LOG.warn("refused to connect to {}: {}", peer, f.message());
+    } else {
+      LOG.debug("refused to connect to {}: {}", peer, f.message());
+    }
+    throw new TransferConnectionException(f.message(), peer, null);
   }
 
   private static long remainingMs(long deadline) {

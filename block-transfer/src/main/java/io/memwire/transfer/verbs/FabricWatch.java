@@ -20,13 +20,13 @@ final class FabricWatch {
   private final NicCounters counters;
   private final String device;
   private final int port;
-  private final OptionalInt mtu;
+  private final VerbsProbe.Binding binding;
 
   FabricWatch(NicCounters counters, VerbsProbe.Binding binding) {
     this.counters = counters;
     this.device = binding.device().name();
     this.port = binding.port().number();
-    this.mtu = binding.port().activeMtu();
+    this.binding = binding;
   }
 
   /** The bound device's counters now, or null when they cannot be read. */
@@ -41,9 +41,10 @@ final class FabricWatch {
 
   /**
    * {@code "; "} and the fabric cause the counters show since {@code since}, or "" when they show
-   * none (or {@code since} is null).
+   * none (or {@code since} is null). {@code peerMtu} is the serving peer's active MTU as its
+   * handshake told it, so an MTU mismatch names both ends'.
    */
-  String explain(CounterSample since, boolean stalled) {
+  String explain(CounterSample since, boolean stalled, OptionalInt peerMtu) {
     CounterSample now = since == null ? null : sample();
     if (now == null) {
       return "";
@@ -51,7 +52,7 @@ final class FabricWatch {
     try {
       FabricDiagnosis.Finding f =
           FabricDiagnosis.diagnose(
-              now.since(since), device, port, mtu, OptionalInt.empty(), stalled);
+              now.since(since), device, port, PortMtu.of(binding).active(), peerMtu, stalled);
       return f.found() ? "; " + f.message() : "";
     } catch (RuntimeException e) { // an explanation never replaces the error it explains
       LOG.debug("cannot diagnose the NIC counters of {}: {}", device, e.toString());

@@ -14,16 +14,25 @@ import java.net.ServerSocket;
 import java.net.SocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What a verbs node opens as it starts, in this order: the authentication socket (with a secret),
- * the RDMA CM event channel and the listening id on the node's address, the device context, the
- * protection domain, and the completion queues with the first one open. When a step fails,
- * everything opened before it is freed and the failure thrown; once open, the provider and its
- * parts own and free these.
+ * the RDMA CM event channel and the listening id on the node's address, the handshake socket
+ * without a secret (where it can be bound: it only tells peers this node's MTUs), the device
+ * context, the protection domain, and the completion queues with the first one open. When a step
+ * fails, everything opened before it is freed and the failure thrown; once open, the provider and
+ * its parts own and free these.
  */
 final class NodeResources {
-  /** The bound authentication socket, or null without a secret. */
+  // The provider's logger name, so these messages read as the provider's.
+  private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
+
+  /**
+   * The bound handshake socket: authentication with a secret; without one the open handshake (the
+   * port's MTUs only), or null when it could not be bound or the device is iWARP.
+   */
   final ServerSocket authSocket;
 
   /** The node's port: the same number in TCP (authentication) and in the RDMA CM port space. */
@@ -56,13 +65,15 @@ final class NodeResources {
   }
 
   /**
-   * Opens them all for {@code binding}; {@code withAuth} binds the authentication socket, and
-   * {@code newQueues} makes the completion queues for the device's context.
+   * Opens them all for {@code binding}; {@code withAuth} binds the authentication socket (else
+   * {@code openHandshake} tries to bind the open one on the same port), and {@code newQueues} makes
+   * the completion queues for the device's context.
    */
   static NodeResources open(
       TransferConfig config,
       VerbsProbe.Binding binding,
       boolean withAuth,
+      boolean openHandshake,
       Function<IbvContext, CompletionQueues<CompletionThread>> newQueues)
       throws IOException {
     // With a secret, peers authenticate over TCP on the node's port before their RDMA CM
@@ -123,6 +134,9 @@ final class NodeResources {
       pd = context.allocPd();
       cq = newQueues.apply(context);
       cq.openFirst();
+      if (authSocket == null && openHandshake) {
+        authSocket = bindOpenSocket(localAddress);
+      }
       return new NodeResources(authSocket, port, channel, listen, localAddress, context, pd, cq);
     } catch (IOException | RuntimeException e) {
       if (authSocket != null) {
@@ -139,6 +153,27 @@ final class NodeResources {
         // nothing more to free
       }
       throw e;
+    }
+  }
+
+  /**
+   * The open handshake's socket on the RDMA CM port's number in TCP, or null (logged) when it is
+   * taken: the node runs, and peers connecting to it cannot check its MTU before they connect.
+   */
+  private static ServerSocket bindOpenSocket(InetSocketAddress at) throws IOException {
+    ServerSocket s = ServerSocketChannel.open().socket();
+    try {
+      s.bind(at, 128);
+      return s;
+    } catch (IOException e) {
+      s.close();
+      LOG.warn(
+          "cannot listen on TCP {}:{} ({}): peers connecting to this verbs node cannot learn its"
+              + " MTU before they connect, so an MTU mismatch shows only as stalled reads",
+          at.getAddress().getHostAddress(),
+          at.getPort(),
+          e.getMessage());
+      return null;
     }
   }
 

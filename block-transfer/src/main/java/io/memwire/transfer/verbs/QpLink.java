@@ -60,6 +60,9 @@ final class QpLink {
 
   private final int maxChain;
 
+  /** The serving port's MTUs as its handshake told them ({@link PortMtu#UNKNOWN} if it did not). */
+  final PortMtu peerMtu;
+
   /** No more posts: the QP errored or the connection failed. */
   boolean dead;
 
@@ -72,8 +75,10 @@ final class QpLink {
       RdmaCmId cmId,
       IbvQP qp,
       int maxChain,
-      CompletionQueues<CompletionThread>.Slot slot) {
+      CompletionQueues<CompletionThread>.Slot slot,
+      PortMtu peerMtu) {
     this.id = id;
+    this.peerMtu = peerMtu;
     this.slot = slot;
     this.maxChain = Math.max(1, maxChain);
     this.calls = new SVCPostSend[this.maxChain + 1];

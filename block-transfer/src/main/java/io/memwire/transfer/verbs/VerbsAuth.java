@@ -4,11 +4,14 @@ import static io.memwire.transfer.verbs.VerbsAuthWire.AUTH_FAILED;
 import static io.memwire.transfer.verbs.VerbsAuthWire.AUTH_SIZE;
 import static io.memwire.transfer.verbs.VerbsAuthWire.BAD_ADDRESS;
 import static io.memwire.transfer.verbs.VerbsAuthWire.BAD_VERSION;
+import static io.memwire.transfer.verbs.VerbsAuthWire.CHALLENGE_SIZE;
 import static io.memwire.transfer.verbs.VerbsAuthWire.HELLO_SIZE;
 import static io.memwire.transfer.verbs.VerbsAuthWire.MAGIC;
 import static io.memwire.transfer.verbs.VerbsAuthWire.NONCE_SIZE;
 import static io.memwire.transfer.verbs.VerbsAuthWire.OK;
+import static io.memwire.transfer.verbs.VerbsAuthWire.OPEN;
 import static io.memwire.transfer.verbs.VerbsAuthWire.VERSION;
+import static io.memwire.transfer.verbs.VerbsAuthWire.WELCOME_SIZE;
 import static io.memwire.transfer.verbs.VerbsAuthWire.challenge;
 import static io.memwire.transfer.verbs.VerbsAuthWire.nonce;
 import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
@@ -35,6 +38,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,6 +56,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The HELLO carries both sides' identities (addresses) and both proofs cover it, so a proof for
  * one server or one client address is worthless for another.
+ *
+ * <p>The WELCOME names this node's port MTUs, read when it is sent. A node without a secret serves
+ * the same port "open": it answers a HELLO with a CHALLENGE flagged {@link VerbsAuthWire#OPEN} and
+ * the WELCOME at once, and admits nothing (its acceptor does not ask), so a connecting node learns
+ * the MTUs in every configuration and can refuse a path MTU this node cannot send in.
  */
 final class VerbsAuth implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsAuth.class);
@@ -67,7 +76,12 @@ final class VerbsAuth implements AutoCloseable {
 
   private static final long TICK_MS = 250;
 
+  /** The shared secret, or null: then the port only hands out {@link #mtu} (open). */
   private final byte[] secret;
+
+  /** This node's port MTUs now, for every WELCOME. */
+  private final Supplier<PortMtu> mtu;
+
   private final ServerSocket socket;
   private final InetSocketAddress self;
   private final long admitNanos;
@@ -87,12 +101,14 @@ final class VerbsAuth implements AutoCloseable {
   /**
    * Serves handshakes on {@code socket} (already bound; made by a {@link ServerSocketChannel}) for
    * the node at {@code self}; an admitted client address may connect once within {@code
-   * admitNanos}, and a handshake must finish within {@code ioTimeoutMs} of its accept.
+   * admitNanos}, and a handshake must finish within {@code ioTimeoutMs} of its accept. A null
+   * {@code secret} serves the port open: MTUs only, nothing admitted.
    *
    * @throws IOException when no selector can be opened
    */
   VerbsAuth(
       byte[] secret,
+      Supplier<PortMtu> mtu,
       ServerSocket socket,
       InetSocketAddress self,
       long admitNanos,
@@ -104,7 +120,8 @@ final class VerbsAuth implements AutoCloseable {
       throw new IllegalArgumentException("the authentication socket needs a channel");
     }
     this.selector = Selector.open();
-    this.secret = secret.clone();
+    this.secret = secret == null ? null : secret.clone();
+    this.mtu = mtu;
     this.socket = socket;
     this.self = self;
     this.admitNanos = admitNanos;
@@ -307,15 +324,26 @@ final class VerbsAuth implements AutoCloseable {
     }
   }
 
-  /** The CHALLENGE answering a HELLO; a bad version's is the last message. */
+  /**
+   * The CHALLENGE answering a HELLO; a bad version's is the last message, and so is an open one,
+   * sent with the WELCOME behind it.
+   */
   private byte[] onHello(Handshake h) {
     ByteBuffer b = ByteBuffer.wrap(h.hello);
     h.serverNonce = nonce();
     if (b.getInt() != MAGIC || b.getShort() != VERSION) {
       h.last = true;
-      return challenge(BAD_VERSION, h.serverNonce, new byte[32]);
+      return challenge(BAD_VERSION, (byte) 0, h.serverNonce, new byte[32]);
     }
-    return challenge(OK, h.serverNonce, proof("memwire-verbs-server", h.hello, h.serverNonce));
+    if (secret == null) {
+      h.last = true;
+      ByteBuffer both = ByteBuffer.allocate(CHALLENGE_SIZE + WELCOME_SIZE);
+      both.put(challenge(OK, OPEN, h.serverNonce, new byte[32]));
+      both.put(welcome(OK, mtu.get()));
+      return both.array();
+    }
+    return challenge(
+        OK, (byte) 0, h.serverNonce, proof("memwire-verbs-server", h.hello, h.serverNonce));
   }
 
   /** The WELCOME answering an AUTH: admits the announced address when the proof holds. */
@@ -355,7 +383,7 @@ final class VerbsAuth implements AutoCloseable {
       LOG.debug(
           "verbs peer {} authenticated; admitting its connect request from {}", tcpPeer, client);
     }
-    return welcome(status);
+    return welcome(status, status == OK ? mtu.get() : PortMtu.UNKNOWN);
   }
 
   private void purgeExpired() {
@@ -387,6 +415,8 @@ final class VerbsAuth implements AutoCloseable {
       // closing
     }
     admitted.clear();
-    Arrays.fill(secret, (byte) 0);
+    if (secret != null) {
+      Arrays.fill(secret, (byte) 0);
+    }
   }
 }

@@ -13,6 +13,7 @@ import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -91,6 +92,9 @@ final class VerbsConnection extends AbstractProviderConnection {
 
   private volatile long baselineAt;
 
+  /** The serving port's active MTU as its handshake told it, when it did. */
+  private volatile OptionalInt peerMtu;
+
   VerbsConnection(
       ClientQueuePairs queuePairs, VerbsCounters counters, InetSocketAddress peer, QpLink link) {
     super(peer);
@@ -99,12 +103,13 @@ final class VerbsConnection extends AbstractProviderConnection {
     this.link = link;
     this.baseline = queuePairs.fabric().sample();
     this.baselineAt = System.nanoTime();
+    this.peerMtu = link.peerMtu.active();
   }
 
   /** The fabric cause of a stalled read the bound port's counters show since {@link #baseline}. */
   @Override
   public String stallDetail() {
-    return queuePairs.fabric().explain(baseline, true);
+    return queuePairs.fabric().explain(baseline, true, peerMtu);
   }
 
   /** Moves {@link #baseline} up after a read completed, at most every {@link #BASELINE_NANOS}. */
@@ -347,6 +352,7 @@ final class VerbsConnection extends AbstractProviderConnection {
         repost = null;
       } else {
         link = fresh;
+        peerMtu = fresh.peerMtu.active();
         repost = new ArrayList<>(pending);
         pending.clear();
       }

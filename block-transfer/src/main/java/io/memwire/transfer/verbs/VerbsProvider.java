@@ -42,9 +42,10 @@ import org.slf4j.LoggerFactory;
  * and watches client links for disconnects), and one connector thread that re-establishes a queue
  * pair after a remote access error. Client connections are opened lazily by {@link #connect}, each
  * on its own event channel driven by the calling thread with a deadline, because DiSNI's own
- * endpoint connect can wait forever on a route or address error. With {@code authSecret} set, one
- * more thread answers authentication handshakes on the node's TCP port ({@link VerbsAuth}), and
- * only connect requests announced by a successful handshake get a queue pair.
+ * endpoint connect can wait forever on a route or address error. One more thread answers handshakes
+ * on the node's TCP port ({@link VerbsAuth}): with {@code authSecret} set they authenticate peers,
+ * and only connect requests announced by a successful one get a queue pair; without it they only
+ * tell a connecting peer this node's MTUs, so it refuses a path MTU this node cannot send in.
  *
  * <p>This class wires the parts and owns their lifecycle: {@link NodeResources} (what opens at
  * start), {@link VerbsRegistrar} (memory and file registration), {@link ClientQueuePairs} (opening
@@ -79,8 +80,14 @@ public final class VerbsProvider implements TransportProvider {
   private final VerbsAcceptor acceptor;
   private final boolean iwarp;
 
-  /** Checks peers before they may connect, when a secret is configured; else null. */
+  /**
+   * Serves the TCP handshake on the node's port: with a secret it checks peers before they may
+   * connect; without one it only tells them this node's MTUs. Null when its socket is not bound.
+   */
   private final VerbsAuth auth;
+
+  /** Whether {@link #auth} authenticates (a secret is set). */
+  private final boolean authenticating;
 
   /** The provider's lifecycle: it only moves forward, by compare-and-set. */
   /** True from the start of {@link #close}. */
@@ -109,12 +116,17 @@ public final class VerbsProvider implements TransportProvider {
     refuseAuthOnIwarp(binding, iwarp, secret);
     NodeResources node =
         NodeResources.open(
-            config, binding, secret != null, context -> newQueues(context, maxQueues));
+            config,
+            binding,
+            secret != null,
+            !iwarp, // an iWARP device's RDMA CM owns the TCP port
+            context -> newQueues(context, maxQueues));
     this.localAddress = node.localAddress;
     this.pd = node.pd;
     this.queues = node.queues;
     this.connector = newConnector();
     this.auth = node.authSocket == null ? null : newAuth(secret, node);
+    this.authenticating = secret != null;
     this.registrar =
         new VerbsRegistrar(
             pd, iwarp, binding.device().name(), counters, config.registrationBudget());
@@ -138,7 +150,7 @@ public final class VerbsProvider implements TransportProvider {
             localAddress,
             pd,
             queues,
-            auth,
+            authenticating ? auth : null,
             links,
             counters,
             this::isClosed,
@@ -178,6 +190,7 @@ public final class VerbsProvider implements TransportProvider {
     try {
       return new VerbsAuth(
           secret,
+          () -> PortMtu.of(binding),
           node.authSocket,
           localAddress,
           config.connectTimeout().toNanos(),
@@ -190,13 +203,20 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   private void logStarted(int port) {
-    if (auth != null) {
+    if (authenticating) {
       LOG.info(
           "verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
               + "connecting; unannounced RDMA connect requests are refused",
           localAddress,
           TransferConfig.AUTH_SECRET,
           port);
+    } else if (auth != null) {
+      LOG.info(
+          "verbs provider on {}: peers ask TCP port {} for this node's MTUs before connecting"
+              + " (no {}: nothing else is checked there)",
+          localAddress,
+          localAddress.getPort(),
+          TransferConfig.AUTH_SECRET);
     }
     LOG.info(
         "verbs provider on {} ({}, {}): {} reads in flight per queue pair; completion queues of "
@@ -337,7 +357,7 @@ public final class VerbsProvider implements TransportProvider {
     m.put(TransportMetrics.VERBS_REGISTRATIONS, (long) registrar.registrations());
     m.put(TransportMetrics.VERBS_REGISTERED_BYTES, registrar.registeredBytes());
     counters.putFileRegions(m);
-    if (auth != null) {
+    if (authenticating) {
       m.put(TransportMetrics.VERBS_AUTH_ACCEPTED, auth.proofsAccepted.sum());
       m.put(TransportMetrics.VERBS_AUTH_REJECTED, auth.proofsRejected.sum());
       m.put(TransportMetrics.VERBS_AUTH_REFUSED_REQUESTS, auth.requestsRefused.sum());

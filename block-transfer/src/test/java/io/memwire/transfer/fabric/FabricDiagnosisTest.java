@@ -118,4 +118,50 @@ class FabricDiagnosisTest {
         FabricDiagnosis.diagnose(d, "mlx5_0", 1, OptionalInt.empty(), OptionalInt.empty(), true)
             .found());
   }
+
+  /**
+   * A stall while the peer's MTU is the larger one is not the MTU's doing (this node connected, the
+   * path MTU is its own): the other causes are looked for.
+   */
+  @Test
+  void aLargerPeerMtuDoesNotExplainAStall() {
+    CounterDeltas d = grown(Map.of("sent_pkts", 12L, "rcvd_pkts", 0L, "rcvd_rnr_err", 3L));
+    Finding f = diagnose(d, 1024, 4096, true);
+    assertEquals(Cause.UDP_4791_UNREACHABLE, f.cause(), f.message());
+    assertEquals(Cause.MTU_MISMATCH, diagnose(d, 4096, 1024, true).cause());
+  }
+
+  /**
+   * Before connecting: a connecting port with the larger MTU is refused with both ends' figures,
+   * the device, port and interface, and the command that fixes it; the other way round works.
+   */
+  @Test
+  void aPathMtuThePeerCannotSendInIsRefusedBeforeConnecting() {
+    Finding f =
+        FabricDiagnosis.connectMtu(
+            "rxe0", 1, 4096, "eth0", OptionalInt.of(4200), 1024, OptionalInt.of(1500));
+    assertEquals(Cause.MTU_MISMATCH, f.cause());
+    String m = f.message();
+    assertTrue(m.startsWith("MTU mismatch: this node's rxe0 port 1 has active RDMA MTU 4096"), m);
+    assertTrue(m.contains("(eth0 MTU 4200), the peer's 1024 (its interface's MTU 1500)"), m);
+    assertTrue(m.contains("`ip link set dev eth0 mtu 1500` here"), m);
+    assertTrue(m.contains("or the peer's interface to mtu 4200"), m);
+    assertTrue(m.contains("or lower this node's path MTU to 1024 or less"), m);
+    // Unknown interface figures still give both RDMA MTUs and a command to adapt.
+    String bare =
+        FabricDiagnosis.connectMtu(
+                "mlx5_0", 2, 2048, "", OptionalInt.empty(), 1024, OptionalInt.empty())
+            .message();
+    assertTrue(bare.contains("mlx5_0 port 2 has active RDMA MTU 2048, the peer's 1024;"), bare);
+    assertTrue(bare.contains("`ip link set dev DEV mtu N` on one of them"), bare);
+    // The smaller side connecting takes its own MTU, which the peer can send in.
+    assertFalse(
+        FabricDiagnosis.connectMtu(
+                "rxe0", 1, 1024, "eth0", OptionalInt.of(1500), 4096, OptionalInt.of(4200))
+            .found());
+    assertFalse(
+        FabricDiagnosis.connectMtu(
+                "rxe0", 1, 4096, "eth0", OptionalInt.empty(), 4096, OptionalInt.empty())
+            .found());
+  }
 }

@@ -23,7 +23,9 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -32,6 +34,11 @@ import org.junit.jupiter.api.Test;
 /** The verbs authentication handshake over loopback TCP: no RDMA device needed. */
 class VerbsAuthTest {
   private static final byte[] SECRET = "correct horse".getBytes(StandardCharsets.UTF_8);
+
+  /** The serving port's MTUs every WELCOME names: rxe on a 1500-byte interface. */
+  private static final PortMtu SERVER_MTU =
+      new PortMtu(OptionalInt.of(1024), "eth0", OptionalInt.of(1500));
+
   private final List<VerbsAuth> servers = new ArrayList<>();
   private final AtomicLong clock = new AtomicLong(1_000_000_000L);
 
@@ -51,6 +58,7 @@ class VerbsAuthTest {
     VerbsAuth a =
         new VerbsAuth(
             secret,
+            () -> SERVER_MTU,
             ss,
             self,
             TimeUnit.SECONDS.toNanos(10),
@@ -232,6 +240,133 @@ class VerbsAuthTest {
               VerbsAuthClient.authenticate(
                   SECRET, cm(40009), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500)));
       assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(20));
+    }
+  }
+
+  @Test
+  void theWelcomeTellsTheServingPortsMtus() throws Exception {
+    VerbsAuth s = server(SECRET);
+    PortMtu m = VerbsAuthClient.authenticate(SECRET, cm(40031), addressOf(s), deadline());
+    assertEquals(OptionalInt.of(1024), m.active());
+    assertEquals(OptionalInt.of(1500), m.netdevMtu());
+    assertTrue(s.admit(cm(40031)));
+  }
+
+  /**
+   * Without a secret the port answers open: an open CHALLENGE and the WELCOME with the MTUs at
+   * once, no proof asked, nothing admitted.
+   */
+  @Test
+  void anOpenNodeTellsItsMtusAndAdmitsNothing() throws Exception {
+    VerbsAuth s = server(null);
+    PortMtu m = VerbsAuthClient.query(cm(40032), addressOf(s), deadline());
+    assertEquals(OptionalInt.of(1024), m.active());
+    assertEquals(OptionalInt.of(1500), m.netdevMtu());
+    assertFalse(s.admit(cm(40032)), "an open node admits nothing: its acceptor does not ask");
+    assertEquals(0, s.proofsAccepted.sum());
+    // On the wire: CHALLENGE flagged OPEN, the WELCOME behind it, then the server closes.
+    try (Socket c = new Socket()) {
+      c.connect(addressOf(s), 5000);
+      c.setSoTimeout(10_000);
+      c.getOutputStream()
+          .write(VerbsAuthWire.hello(VerbsAuthWire.nonce(), cm(40033), addressOf(s)));
+      DataInputStream in = new DataInputStream(c.getInputStream());
+      byte[] both = new byte[VerbsAuthWire.CHALLENGE_SIZE + VerbsAuthWire.WELCOME_SIZE];
+      in.readFully(both);
+      assertEquals(VerbsAuthWire.OK, both[6]);
+      assertEquals(VerbsAuthWire.OPEN, both[7]);
+      assertArrayEquals(
+          new byte[] {0x4D, 0x57, 0x56, 0x31, 0, 3, 0x05, (byte) 0xDC},
+          Arrays.copyOfRange(both, VerbsAuthWire.CHALLENGE_SIZE, both.length),
+          "WELCOME: magic, status ok, ibv_mtu 3 (1024), interface MTU 1500");
+      assertEquals(-1, in.read());
+    }
+  }
+
+  @Test
+  void aNodeWithoutTheSecretIsToldThePeerRequiresIt() throws Exception {
+    VerbsAuth s = server(SECRET);
+    TransferConnectionException e =
+        assertThrows(
+            TransferConnectionException.class,
+            () -> VerbsAuthClient.query(cm(40034), addressOf(s), deadline()));
+    assertTrue(
+        e.getMessage().contains("the peer requires verbs authentication (authSecret is set there"),
+        e.getMessage());
+    assertFalse(s.admit(cm(40034)));
+  }
+
+  @Test
+  void aNodeWithASecretRefusesAnOpenPeer() throws Exception {
+    VerbsAuth s = server(null);
+    TransferConnectionException e =
+        assertThrows(
+            TransferConnectionException.class,
+            () -> VerbsAuthClient.authenticate(SECRET, cm(40035), addressOf(s), deadline()));
+    assertTrue(e.getMessage().contains("the peer has no authSecret"), e.getMessage());
+  }
+
+  /** A peer from before the open handshake has no listener without a secret: the MTU is unknown. */
+  @Test
+  void theOpenQueryOfANodeWithoutAListenerGivesNothing() throws Exception {
+    ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+    InetSocketAddress gone =
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), closed.getLocalPort());
+    closed.close();
+    assertEquals(null, VerbsAuthClient.query(cm(40036), gone, deadline()));
+  }
+
+  @Test
+  void theOpenQueryOfASilentPortEndsAtItsDeadline() throws Exception {
+    try (ServerSocket mute = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      InetSocketAddress at =
+          new InetSocketAddress(InetAddress.getLoopbackAddress(), mute.getLocalPort());
+      long t0 = System.nanoTime();
+      assertEquals(
+          null,
+          VerbsAuthClient.query(
+              cm(40037), at, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300)));
+      assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(20));
+    }
+  }
+
+  /**
+   * A node from before the MTUs were sent: its WELCOME has zeros there, which read as unknown, and
+   * the handshake succeeds as before.
+   */
+  @Test
+  void anOlderServersWelcomeReadsAsUnknownMtus() throws Exception {
+    try (ServerSocket old = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      InetSocketAddress at =
+          new InetSocketAddress(InetAddress.getLoopbackAddress(), old.getLocalPort());
+      Thread t =
+          new Thread(
+              () -> {
+                try (Socket c = old.accept()) {
+                  DataInputStream in = new DataInputStream(c.getInputStream());
+                  byte[] hello = new byte[VerbsAuthWire.HELLO_SIZE];
+                  in.readFully(hello);
+                  byte[] nonce = VerbsAuthWire.nonce();
+                  // The old encoding: u8 zero after the status, and a WELCOME of 3 zero bytes.
+                  ByteBuffer ch = ByteBuffer.allocate(VerbsAuthWire.CHALLENGE_SIZE);
+                  ch.putInt(VerbsAuthWire.MAGIC).putShort((short) 1).put((byte) 0).put((byte) 0);
+                  ch.put(nonce)
+                      .put(VerbsAuthWire.proof(SECRET, "memwire-verbs-server", hello, nonce));
+                  c.getOutputStream().write(ch.array());
+                  in.readFully(new byte[VerbsAuthWire.AUTH_SIZE]);
+                  c.getOutputStream()
+                      .write(ByteBuffer.allocate(8).putInt(VerbsAuthWire.MAGIC).array());
+                } catch (Exception e) {
+                  throw new IllegalStateException(e);
+                }
+              },
+              "test-auth-old");
+      t.setDaemon(true);
+      t.start();
+      PortMtu m = VerbsAuthClient.authenticate(SECRET, cm(40038), at, deadline());
+      assertFalse(m.known());
+      assertEquals(PortMtu.UNKNOWN, m);
+      t.join(10_000);
     }
   }
 
