@@ -11,6 +11,7 @@ import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
+import io.memwire.transfer.verbs.MemlockLimit;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -23,6 +24,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -68,10 +70,14 @@ public final class UcxProvider implements TransportProvider {
       UcpListener ucxListener,
       byte[] workerAddress,
       boolean peerErrorHandling,
-      boolean bySocketAddress) {
+      boolean rdma) {
     this.config = config;
     this.peerErrorHandling = peerErrorHandling;
-    this.bySocketAddress = bySocketAddress;
+    this.bySocketAddress = peerErrorHandling && rdma;
+    // UCX's verbs transports register every region writable, and the kernel will not pin a
+    // read-only shared mapping for writing; a refused registration must not even be tried (see
+    // registerFile).
+    this.readOnlyMappings = !rdma;
     this.progress = progress;
     this.registrar = new UcxRegistrar(progress, config.readTimeout());
     this.ucxListener = ucxListener;
@@ -98,6 +104,13 @@ public final class UcxProvider implements TransportProvider {
               throw new TransferConfigException("provider=ucx cannot start: " + why);
             });
     UcxSettings settings = UcxSettings.of(config);
+    if (settings.whyNoRdma().isEmpty()) {
+      memlockProblem(MemlockLimit.read(MemlockLimit.PROC_SELF_LIMITS), config.registrationBudget())
+          .ifPresent(
+              why -> {
+                throw new TransferConfigException("provider=ucx cannot start: " + why);
+              });
+    }
     int n = NODES.incrementAndGet();
     UcxProgressThread progress;
     try {
@@ -183,7 +196,7 @@ public final class UcxProvider implements TransportProvider {
             ucxListener,
             address,
             settings.peerErrorHandling(),
-            settings.peerErrorHandling() && settings.whyNoRdma().isEmpty());
+            settings.whyNoRdma().isEmpty());
     self.set(p);
     p.control.start();
     LOG.info(
@@ -204,6 +217,27 @@ public final class UcxProvider implements TransportProvider {
             : "the control connection (UCX's shared-memory transports have no peer-failure"
                 + " handling)");
     return p;
+  }
+
+  /**
+   * Why registrations over RDMA could exceed the locked-memory limit: UCX pins what it registers
+   * there, and a registration UCX refuses crashes the JVM under JUCX 1.15 (see {@link
+   * #registerFile}) instead of failing it, so the budget must fit under the limit from the start.
+   */
+  static Optional<String> memlockProblem(Optional<MemlockLimit> memlock, long budget) {
+    if (memlock.isEmpty() || memlock.get().allows(budget)) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        "the locked-memory limit (ulimit -l) is "
+            + memlock.get().describeSoft()
+            + ", below "
+            + TransportSettings.REGISTRATION_BUDGET.name()
+            + "="
+            + budget
+            + " bytes, and UCX pins registered memory on RDMA devices; raise memlock"
+            + " (limits.conf, systemd LimitMEMLOCK, container ulimits) or lower "
+            + TransportSettings.REGISTRATION_BUDGET.name());
   }
 
   /** A control session ended: the endpoints accepted from its address may go too. */
@@ -252,14 +286,19 @@ public final class UcxProvider implements TransportProvider {
     return registrar.register(buffer, address, remoteReadable);
   }
 
-  /** Set once UCX refused a read-only file mapping; later file regions skip that attempt. */
-  private volatile boolean readOnlyMappingRefused;
+  /**
+   * Whether file regions are registered as the read-only mappings given: false where UCX offers
+   * RDMA, and from the first refusal on.
+   */
+  private volatile boolean readOnlyMappings;
 
   /**
    * Registers a file region as its read-only mapping; where UCX cannot (its verbs transports
    * register every region writable, and the kernel will not pin a read-only shared mapping for
    * writing: EFAULT), through a read-write shared mapping of the same range, which nothing writes
-   * through; where the file is not writable, as a private copy in direct memory.
+   * through; where the file is not writable, as a private copy in direct memory. With RDMA the
+   * read-only mapping is not even tried: JUCX 1.15 goes on to query the handle of a registration
+   * UCX refused, which crashes the JVM (SIGSEGV in {@code ucp_mem_query}) instead of throwing.
    */
   @Override
   public ProviderRegistration registerFile(
@@ -268,12 +307,12 @@ public final class UcxProvider implements TransportProvider {
       throw new RegistrationException("the ucx provider is closed");
     }
     RegistrationException readOnlyFailure = null;
-    if (!readOnlyMappingRefused) {
+    if (readOnlyMappings) {
       try {
         return registrar.register(mapping, address, true);
       } catch (RegistrationException e) {
         readOnlyFailure = e;
-        readOnlyMappingRefused = true;
+        readOnlyMappings = false;
         LOG.info(
             "ucx: UCX cannot register read-only file mappings here ({}): file regions are"
                 + " registered through read-write shared mappings, or served from private copies"

@@ -15,16 +15,21 @@ import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.verbs.MemlockLimit;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** What the contract suite does not cover: authentication, selection, idle cost, settings. */
 class UcxProviderTest {
@@ -184,5 +189,24 @@ class UcxProviderTest {
             TransferConfigException.class,
             () -> node(ucx().set("ucxTransports", "no_such_transport")));
     assertTrue(e.getMessage().contains("ucxTransports"), e.getMessage());
+  }
+
+  @Test
+  void overRdmaTheBudgetMustFitUnderTheMemlockLimit(@TempDir Path dir) throws Exception {
+    Path limits = dir.resolve("limits");
+    Files.writeString(
+        limits,
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+            + "Max locked memory         65536                65536                bytes     \n");
+    Optional<MemlockLimit> small = MemlockLimit.read(limits);
+    String why = UcxProvider.memlockProblem(small, 1L << 20).orElseThrow();
+    assertTrue(why.startsWith("the locked-memory limit (ulimit -l) is 65536 bytes (64 KiB)"), why);
+    assertTrue(why.contains("registrationBudget=1048576 bytes"), why);
+    assertTrue(why.contains("LimitMEMLOCK"), why);
+    assertEquals(Optional.empty(), UcxProvider.memlockProblem(small, 65536));
+    Files.writeString(
+        limits, "Max locked memory         unlimited            unlimited            bytes     \n");
+    assertEquals(Optional.empty(), UcxProvider.memlockProblem(MemlockLimit.read(limits), 1L << 40));
+    assertEquals(Optional.empty(), UcxProvider.memlockProblem(Optional.empty(), 1L << 40));
   }
 }
