@@ -328,7 +328,7 @@ final class ResponderSession implements EventLoop.Handler {
       LOG.debug("close", e);
     }
     out.releaseAll();
-    provider.sessionClosed(this, admitted);
+    provider.sessions().sessionClosed(this, admitted);
     admitted = false;
   }
 }

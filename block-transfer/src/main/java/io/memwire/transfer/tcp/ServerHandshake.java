@@ -79,7 +79,7 @@ final class ServerHandshake {
         return false;
       }
       if (state.compareAndSet(s, to)) {
-        provider.handshakeEnded(session);
+        provider.sessions().handshakeEnded(session);
         return true;
       }
     }
@@ -94,7 +94,7 @@ final class ServerHandshake {
   State close() {
     State was = state.getAndSet(State.CLOSED);
     if (was.inHandshake()) {
-      provider.handshakeEnded(session);
+      provider.sessions().handshakeEnded(session);
     }
     return was;
   }
@@ -162,10 +162,10 @@ final class ServerHandshake {
    * acceptor evicted the session first; sends {@code prefix} (if any) and the WELCOME.
    */
   private void endHandshake(ByteBuffer prefix, byte okStatus) {
-    boolean slot = provider.admitServing();
+    boolean slot = provider.sessions().admitServing();
     if (!leaveHandshake(slot ? State.SERVING : State.CLOSED)) {
       if (slot) {
-        provider.releaseServing(); // evicted just before: the loop closes it next
+        provider.sessions().releaseServing(); // evicted just before: the loop closes it next
       }
       return;
     }
