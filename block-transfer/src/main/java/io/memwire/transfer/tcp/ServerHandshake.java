@@ -11,12 +11,13 @@ import org.slf4j.LoggerFactory;
  * reads the client's HELLO and proof, answers with the CHALLENGE and WELCOME (handed to the session
  * to send), and takes a serving slot for an authenticated peer.
  *
- * <p>Threads: everything runs on the session's loop except {@link #evict}'s state change, a
- * compare-and-set from a handshake state to {@code CLOSED} on the acceptor's thread. The state is
- * changed only by compare-and-set, so the acceptor may evict a session only while it is still in
- * {@code HELLO} or {@code AUTH}, and a session that authenticates first keeps its place (the
- * acceptor's eviction then fails and it picks another). While in its handshake the session is on
- * the provider's books of handshakes, by source address. The nonces are touched on the loop only.
+ * <p>Threads: everything runs on the session's loop except {@link ResponderSession#evict}'s state
+ * change, a compare-and-set from a handshake state to {@code CLOSED} on the acceptor's thread. The
+ * state is changed only by compare-and-set, so the acceptor may evict a session only while it is
+ * still in {@code HELLO} or {@code AUTH}, and a session that authenticates first keeps its place
+ * (the acceptor's eviction then fails and it picks another). While in its handshake the session is
+ * on the provider's books of handshakes, by source address. The nonces are touched on the loop
+ * only.
  */
 final class ServerHandshake {
   // The session's logger, so its log lines keep their category.
