@@ -110,11 +110,12 @@ final class Acceptor implements EventLoop.Handler {
   }
 
   private void admit(SocketChannel ch) {
-    if (provider.servingCount() >= provider.config().maxConnections()) {
+    if (provider.sessions().servingCount() >= provider.config().maxConnections()) {
       refuse(ch, "connections");
       return;
     }
-    if (provider.handshakeCount() >= provider.maxHandshakes() && !makeRoomFor(sourceOf(ch))) {
+    if (provider.sessions().handshakeCount() >= provider.sessions().maxHandshakes()
+        && !makeRoomFor(sourceOf(ch))) {
       refuse(ch, "connections still in their handshake");
       return;
     }
@@ -132,7 +133,7 @@ final class Acceptor implements EventLoop.Handler {
       s = new ResponderSession(provider, ch);
       EventLoop loop = provider.pickServeLoop();
       s.runsOn(loop);
-      provider.addSession(s);
+      provider.sessions().addSession(s);
       ResponderSession session = s;
       loop.execute(
           () -> {
@@ -147,7 +148,7 @@ final class Acceptor implements EventLoop.Handler {
       provider.loopErrors.increment();
       LOG.debug("dropped an accepted connection on {}: {}", localAddress, e.toString());
       if (s != null) {
-        provider.removeSession(s);
+        provider.sessions().removeSession(s);
       }
       closeQuietly(ch);
     }
@@ -162,11 +163,11 @@ final class Acceptor implements EventLoop.Handler {
    */
   private boolean makeRoomFor(InetAddress source) {
     for (int attempt = 0; attempt < 8; attempt++) {
-      if (provider.handshakeCount() < provider.maxHandshakes()) {
+      if (provider.sessions().handshakeCount() < provider.sessions().maxHandshakes()) {
         return true;
       }
       List<ResponderSession> open = new ArrayList<>();
-      for (ResponderSession s : provider.handshakes()) {
+      for (ResponderSession s : provider.sessions().handshakes()) {
         if (s.inHandshake()) {
           open.add(s);
         }
@@ -180,7 +181,7 @@ final class Acceptor implements EventLoop.Handler {
       // False: it authenticated (or closed) meanwhile and keeps its place; look again.
       victim.evict();
     }
-    return provider.handshakeCount() < provider.maxHandshakes();
+    return provider.sessions().handshakeCount() < provider.sessions().maxHandshakes();
   }
 
   private static InetAddress sourceOf(SocketChannel ch) {
@@ -201,12 +202,12 @@ final class Acceptor implements EventLoop.Handler {
           "serving {} connections on {}, {} still in their handshake: at the limit of {} ({} "
               + "and at most {} handshakes); refusing further ones until fewer are open "
               + "(counted as connectionsRefused)",
-          provider.servingCount(),
+          provider.sessions().servingCount(),
           localAddress,
-          provider.handshakeCount(),
+          provider.sessions().handshakeCount(),
           what,
           TransferConfig.MAX_CONNECTIONS,
-          provider.maxHandshakes());
+          provider.sessions().maxHandshakes());
     }
     try {
       ch.configureBlocking(false);

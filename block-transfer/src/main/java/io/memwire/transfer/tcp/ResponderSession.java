@@ -1,6 +1,7 @@
 package io.memwire.transfer.tcp;
 
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.tcp.ServerHandshake.State;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -8,7 +9,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,33 +26,16 @@ import org.slf4j.LoggerFactory;
  * memory. A peer that takes no response bytes for {@code writeTimeout} is disconnected (freeing the
  * regions its queued responses pinned), and so is one idle for {@code idleTimeout}.
  *
- * <p>The handshake is part of the session's one state ({@code HELLO}, {@code AUTH}, then {@code
- * SERVING}; {@code CLOSED} from any of them), changed only by compare-and-set: the acceptor may
- * evict a session only while it is still in {@code HELLO} or {@code AUTH}, and a session that
- * authenticates first keeps its place (the acceptor's eviction then fails and it picks another).
- * While in its handshake the session is on the provider's books of handshakes, by source address.
- *
- * <p>This class keeps the handshake, flow control and timeouts; {@link ReadRequestHandler} checks
- * each read request and {@link ResponseQueue} holds and writes the responses.
+ * <p>{@link ServerHandshake} runs the handshake and keeps the session's one state ({@code HELLO},
+ * {@code AUTH}, {@code SERVING}, {@code CLOSED}); this class keeps the socket, flow control and
+ * timeouts; {@link ReadRequestHandler} checks each read request and {@link ResponseQueue} holds and
+ * writes the responses. Everything runs on the session's loop except {@link #evict}, the acceptor's
+ * compare-and-set on the handshake state.
  */
 final class ResponderSession implements EventLoop.Handler {
   private static final Logger LOG = LoggerFactory.getLogger(ResponderSession.class);
   static final int MAX_QUEUED = 1024;
   private static final int IN_BUFFER = Wire.REQUEST_SIZE * 512;
-
-  private enum State {
-    /** Accepted, waiting for the client's HELLO: in the handshake. */
-    HELLO,
-    /** CHALLENGE sent, waiting for the client's proof: in the handshake. */
-    AUTH,
-    SERVING,
-    /** Closed, evicted or refused (possibly still flushing the refusal). */
-    CLOSED;
-
-    boolean inHandshake() {
-      return this == HELLO || this == AUTH;
-    }
-  }
 
   private final TcpProvider provider;
   private final SocketChannel channel;
@@ -70,11 +53,8 @@ final class ResponderSession implements EventLoop.Handler {
   private boolean closeAfterFlush;
   private boolean paused;
 
-  /**
-   * The one state, written on the loop except for the acceptor's eviction (a compare-and-set from a
-   * handshake state to {@code CLOSED}).
-   */
-  private final AtomicReference<State> state = new AtomicReference<>(State.HELLO);
+  /** The handshake and the session's one state. */
+  private final ServerHandshake handshake;
 
   /** True once the session holds one of the provider's serving slots. */
   private boolean admitted;
@@ -83,8 +63,6 @@ final class ResponderSession implements EventLoop.Handler {
   private volatile EventLoop loop;
 
   private SelectionKey key;
-  private byte[] clientNonce;
-  private byte[] serverNonce;
 
   /** Last time bytes came in or went out. */
   private long lastActivity = startedNanos;
@@ -109,6 +87,7 @@ final class ResponderSession implements EventLoop.Handler {
     this.remote = r;
     this.source = a;
     this.requests = new ReadRequestHandler(provider, r, out);
+    this.handshake = new ServerHandshake(provider, this, r);
   }
 
   void attach(SelectionKey key) {
@@ -132,7 +111,7 @@ final class ResponderSession implements EventLoop.Handler {
 
   /** Whether the session is still in its handshake; readable from any thread. */
   boolean inHandshake() {
-    return state.get().inHandshake();
+    return handshake.inHandshake();
   }
 
   /**
@@ -143,37 +122,13 @@ final class ResponderSession implements EventLoop.Handler {
    *     closed): it keeps its place
    */
   boolean evict() {
-    if (!leaveHandshake(State.CLOSED)) {
+    if (!handshake.leaveHandshake(State.CLOSED)) {
       return false;
     }
     provider.handshakesEvicted.increment();
     LOG.debug("closing {}: handshake evicted for a new connection", remote);
     loop.execute(() -> closeOnLoop(null));
     return true;
-  }
-
-  /**
-   * Moves the session out of its handshake ({@code HELLO} or {@code AUTH}) to {@code to}, and off
-   * the provider's books of handshakes.
-   *
-   * @return false when it was not in its handshake (another thread evicted it, or it left before)
-   */
-  private boolean leaveHandshake(State to) {
-    while (true) {
-      State s = state.get();
-      if (!s.inHandshake()) {
-        return false;
-      }
-      if (state.compareAndSet(s, to)) {
-        provider.handshakeEnded(this);
-        return true;
-      }
-    }
-  }
-
-  /** Moves a session still in its handshake from {@code HELLO} to {@code AUTH}. */
-  private boolean awaitProof() {
-    return state.compareAndSet(State.HELLO, State.AUTH);
   }
 
   @Override
@@ -206,20 +161,14 @@ final class ResponderSession implements EventLoop.Handler {
     in.flip();
     try {
       while (true) {
-        State st = state.get();
+        State st = handshake.state();
         if (st == State.CLOSED) {
           break;
         }
-        if (st == State.HELLO) {
-          if (in.remaining() < Handshake.HELLO_SIZE) {
+        if (st.inHandshake()) {
+          if (!handshake.step(in, st)) {
             break;
           }
-          hello();
-        } else if (st == State.AUTH) {
-          if (in.remaining() < Handshake.AUTH_SIZE) {
-            break;
-          }
-          auth();
         } else {
           if (in.remaining() < Wire.REQUEST_SIZE || out.size() >= MAX_QUEUED) {
             break;
@@ -240,84 +189,6 @@ final class ResponderSession implements EventLoop.Handler {
     }
   }
 
-  private void hello() {
-    int magic = in.getInt();
-    short version = in.getShort();
-    in.getShort(); // client flags: whether it has a secret; the server's own setting decides
-    clientNonce = new byte[Handshake.NONCE_SIZE];
-    in.get(clientNonce);
-    if (magic != Handshake.MAGIC) {
-      protocolViolation("bad handshake magic 0x" + Integer.toHexString(magic));
-      return;
-    }
-    serverNonce = Handshake.nonce();
-    if (version != Handshake.VERSION) {
-      if (leaveHandshake(State.CLOSED)) {
-        send(Handshake.challenge(Handshake.STATUS_BAD_VERSION, false, serverNonce, null));
-        closeAfterFlush = true;
-      }
-      LOG.debug("refused {}: protocol version {}", remote, version);
-      return;
-    }
-    byte[] secret = provider.secret();
-    if (secret == null) {
-      endHandshake(
-          Handshake.challenge(Handshake.STATUS_OK, false, serverNonce, null), Handshake.STATUS_OK);
-    } else if (awaitProof()) {
-      send(
-          Handshake.challenge(
-              Handshake.STATUS_OK,
-              true,
-              serverNonce,
-              Handshake.serverProof(secret, clientNonce, serverNonce)));
-    }
-  }
-
-  /**
-   * Ends a successful handshake: takes a serving slot (or is refused at maxConnections) unless the
-   * acceptor evicted the session first; sends {@code prefix} (if any) and the WELCOME.
-   */
-  private void endHandshake(ByteBuffer prefix, byte okStatus) {
-    boolean slot = provider.admitServing();
-    if (!leaveHandshake(slot ? State.SERVING : State.CLOSED)) {
-      if (slot) {
-        provider.releaseServing(); // evicted just before: the loop closes it next
-      }
-      return;
-    }
-    admitted = slot;
-    ByteBuffer welcome = Handshake.welcome(slot ? okStatus : Handshake.STATUS_BUSY);
-    send(prefix == null ? welcome : concat(prefix, welcome));
-    if (!slot) {
-      closeAfterFlush = true;
-    }
-  }
-
-  private void auth() {
-    byte[] proof = new byte[Handshake.AUTH_SIZE];
-    in.get(proof);
-    byte[] expected = Handshake.clientProof(provider.secret(), serverNonce, clientNonce);
-    if (Handshake.same(proof, expected)) {
-      // Only an authenticated peer takes a serving slot; one still in its handshake counts
-      // against the provider's small handshake cap instead.
-      endHandshake(null, Handshake.STATUS_OK);
-    } else {
-      provider.authFailures.increment();
-      if (provider.authFailureLogged.compareAndSet(false, true)) {
-        LOG.warn(
-            "refused tcp transfer client {}: authentication failed (further ones are "
-                + "counted as authFailures and logged at DEBUG)",
-            remote);
-      } else {
-        LOG.debug("refused tcp transfer client {}: authentication failed", remote);
-      }
-      if (leaveHandshake(State.CLOSED)) {
-        send(Handshake.welcome(Handshake.STATUS_AUTH_FAILED));
-        closeAfterFlush = true;
-      }
-    }
-  }
-
   private void request() {
     String violation = requests.handle(in);
     if (violation != null) {
@@ -325,7 +196,7 @@ final class ResponderSession implements EventLoop.Handler {
     }
   }
 
-  private void protocolViolation(String what) {
+  void protocolViolation(String what) {
     provider.protocolViolations.increment();
     if (provider.violationLogged.compareAndSet(false, true)) {
       LOG.warn(
@@ -339,13 +210,19 @@ final class ResponderSession implements EventLoop.Handler {
     closeOnLoop(null);
   }
 
-  private void send(ByteBuffer b) {
-    control = control == null ? b : concat(control, b);
+  /** Queues handshake bytes to send (called by the handshake). */
+  void send(ByteBuffer b) {
+    control = control == null ? b : ServerHandshake.concat(control, b);
   }
 
-  private static ByteBuffer concat(ByteBuffer a, ByteBuffer b) {
-    ByteBuffer c = ByteBuffer.allocate(a.remaining() + b.remaining());
-    return c.put(a).put(b).flip();
+  /** Closes the session once the queued handshake bytes are sent (a refusal). */
+  void closeAfterFlush() {
+    closeAfterFlush = true;
+  }
+
+  /** Records whether the ended handshake took one of the provider's serving slots. */
+  void admitted(boolean slot) {
+    admitted = slot;
   }
 
   private void wrote(long n) {
@@ -393,7 +270,7 @@ final class ResponderSession implements EventLoop.Handler {
     if (!channel.isOpen()) {
       return;
     }
-    if (state.get() != State.SERVING) { // handshaking, or refused and flushing the answer
+    if (handshake.state() != State.SERVING) { // handshaking, or refused and flushing the answer
       if (nowNanos - startedNanos > provider.handshakeTimeoutNanos()) {
         LOG.debug("closing {}: handshake not completed in time", remote);
         closeOnLoop(null);
@@ -438,10 +315,7 @@ final class ResponderSession implements EventLoop.Handler {
 
   @Override
   public void closeOnLoop(Exception cause) {
-    State was = state.getAndSet(State.CLOSED);
-    if (was.inHandshake()) {
-      provider.handshakeEnded(this);
-    }
+    State was = handshake.close();
     if (cause != null && was != State.CLOSED) {
       LOG.debug("tcp transfer connection from {} ended: {}", remote, cause.toString());
     }
@@ -454,7 +328,7 @@ final class ResponderSession implements EventLoop.Handler {
       LOG.debug("close", e);
     }
     out.releaseAll();
-    provider.sessionClosed(this, admitted);
+    provider.sessions().sessionClosed(this, admitted);
     admitted = false;
   }
 }

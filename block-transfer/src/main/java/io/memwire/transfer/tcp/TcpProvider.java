@@ -40,13 +40,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Robustness: a failed {@code accept()} (out of file descriptors, say) pauses accepting with a
  * growing back-off and never closes the listener; at most {@code maxConnections} connections are
- * served and at most {@link #maxHandshakes} more may be in their handshake (so peers that never
- * authenticate cannot take authenticated peers' slots): a connection past the first limit is told
- * so and closed; one past the second evicts a handshake of the source address holding the most (so
- * peers that never authenticate push out only each other, never a handshake from an address with
- * fewer in progress: see {@link Acceptor}); served connections that stay idle past {@code
- * idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed. Each
- * condition is logged once when it starts and counted in {@link #counters()}.
+ * served and at most {@link SessionBooks#maxHandshakes} more may be in their handshake (so peers
+ * that never authenticate cannot take authenticated peers' slots): a connection past the first
+ * limit is told so and closed; one past the second evicts a handshake of the source address holding
+ * the most (so peers that never authenticate push out only each other, never a handshake from an
+ * address with fewer in progress: see {@link Acceptor}); served connections that stay idle past
+ * {@code idleTimeout}, or whose peer takes no response bytes for {@code writeTimeout}, are closed.
+ * Each condition is logged once when it starts and counted in {@link #counters()}.
  */
 public final class TcpProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(TcpProvider.class);
@@ -65,14 +65,6 @@ public final class TcpProvider implements TransportProvider {
   private final InetSocketAddress localAddress;
   private final AtomicInteger nextServeLoop = new AtomicInteger();
   private final AtomicInteger nextReadLoop = new AtomicInteger();
-  private final Set<ResponderSession> sessions = ConcurrentHashMap.newKeySet();
-
-  /** Sessions still in their handshake: a session leaves as its state leaves HELLO/AUTH. */
-  private final Set<ResponderSession> handshaking = ConcurrentHashMap.newKeySet();
-
-  /** Sessions past their handshake (authenticated when there is a secret). */
-  private final AtomicInteger serving = new AtomicInteger();
-
   private final Set<TcpConnection> connections = ConcurrentHashMap.newKeySet();
   final LongAdder servedReads = new LongAdder();
   final LongAdder servedBytes = new LongAdder();
@@ -86,6 +78,9 @@ public final class TcpProvider implements TransportProvider {
   final LongAdder idleClosed = new LongAdder();
   final LongAdder writeTimeouts = new LongAdder();
   final LongAdder loopErrors = new LongAdder();
+
+  /** The accepted sessions, those in their handshake, and the serving slots taken. */
+  private final SessionBooks sessions;
 
   /** Whether the first idle close / write timeout / violation / auth failure was logged. */
   final AtomicBoolean idleLogged = new AtomicBoolean();
@@ -102,6 +97,7 @@ public final class TcpProvider implements TransportProvider {
   private TcpProvider(TransferConfig config, LandedBytes landed) throws IOException {
     this.config = config;
     this.landed = landed;
+    this.sessions = new SessionBooks(config, connectionsRefused);
     this.secret = config.authSecret().orElse(null);
     this.sendfileMinBytes =
         TransportSettings.TCP_SENDFILE_MIN_BYTES
@@ -205,38 +201,9 @@ public final class TcpProvider implements TransportProvider {
     return !lifecycle.isOpen();
   }
 
-  int servingCount() {
-    return serving.get();
-  }
-
-  int sessionCount() {
-    return sessions.size();
-  }
-
-  /** Books a new session, in its handshake. */
-  void addSession(ResponderSession s) {
-    sessions.add(s);
-    handshaking.add(s);
-  }
-
-  /** Connections in their handshake now. */
-  int handshakeCount() {
-    return handshaking.size();
-  }
-
-  /** The sessions in their handshake now (a live view). */
-  Iterable<ResponderSession> handshakes() {
-    return handshaking;
-  }
-
-  /** The session's state left its handshake (served, refused, evicted or closed). */
-  void handshakeEnded(ResponderSession s) {
-    handshaking.remove(s);
-  }
-
-  void removeSession(ResponderSession s) {
-    sessions.remove(s);
-    handshaking.remove(s);
+  /** The books of accepted sessions: in their handshake, serving slots. */
+  SessionBooks sessions() {
+    return sessions;
   }
 
   /** The serving loop for the next accepted connection. */
@@ -275,42 +242,6 @@ public final class TcpProvider implements TransportProvider {
 
   long writeTimeoutNanos() {
     return config.writeTimeout().toNanos();
-  }
-
-  /**
-   * Connections at once in their handshake: a small share of {@code maxConnections}, so peers that
-   * never authenticate cannot take the slots of peers that do.
-   */
-  int maxHandshakes() {
-    int max = config.maxConnections();
-    return Math.min(max, Math.max(16, max / 16));
-  }
-
-  /** Takes a serving slot for a session whose handshake succeeded; false at the limit. */
-  boolean admitServing() {
-    while (true) {
-      int n = serving.get();
-      if (n >= config.maxConnections()) {
-        connectionsRefused.increment();
-        return false;
-      }
-      if (serving.compareAndSet(n, n + 1)) {
-        return true;
-      }
-    }
-  }
-
-  /** Gives back a slot {@link #admitServing} took for a session that was evicted meanwhile. */
-  void releaseServing() {
-    serving.decrementAndGet();
-  }
-
-  void sessionClosed(ResponderSession s, boolean admitted) {
-    if (admitted) {
-      serving.decrementAndGet();
-    }
-    sessions.remove(s);
-    handshaking.remove(s);
   }
 
   void connectionClosed(TcpConnection c) {
@@ -374,7 +305,7 @@ public final class TcpProvider implements TransportProvider {
     m.put(TransportMetrics.IDLE_CLOSED, idleClosed.sum());
     m.put(TransportMetrics.WRITE_TIMEOUTS, writeTimeouts.sum());
     m.put(TransportMetrics.LOOP_ERRORS, loopErrors.sum());
-    m.put(TransportMetrics.SERVING_SESSIONS, (long) sessions.size());
+    m.put(TransportMetrics.SERVING_SESSIONS, (long) sessions.sessionCount());
     m.put(TransportMetrics.LIVE_REMOTE_KEYS, (long) table.size());
     return m;
   }

@@ -41,7 +41,7 @@ record PortMtu(OptionalInt active, String netdev, OptionalInt netdevMtu) {
     if (active.isEmpty()
         && netMtu.isPresent()
         && read(p.resolve("link_layer")).equalsIgnoreCase("Ethernet")) {
-      active = OptionalInt.of(RdmaInventory.roceMtu(netMtu.getAsInt()));
+      active = OptionalInt.of(SysfsDevices.roceMtu(netMtu.getAsInt()));
     }
     return new PortMtu(active.isPresent() ? active : fallback, netdev, netMtu);
   }

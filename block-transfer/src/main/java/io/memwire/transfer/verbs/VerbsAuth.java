@@ -1,24 +1,10 @@
 package io.memwire.transfer.verbs;
 
-import static io.memwire.transfer.verbs.VerbsAuthWire.AUTH_FAILED;
 import static io.memwire.transfer.verbs.VerbsAuthWire.AUTH_SIZE;
-import static io.memwire.transfer.verbs.VerbsAuthWire.BAD_ADDRESS;
-import static io.memwire.transfer.verbs.VerbsAuthWire.BAD_VERSION;
-import static io.memwire.transfer.verbs.VerbsAuthWire.CHALLENGE_SIZE;
-import static io.memwire.transfer.verbs.VerbsAuthWire.HELLO_SIZE;
-import static io.memwire.transfer.verbs.VerbsAuthWire.MAGIC;
-import static io.memwire.transfer.verbs.VerbsAuthWire.NONCE_SIZE;
-import static io.memwire.transfer.verbs.VerbsAuthWire.OK;
-import static io.memwire.transfer.verbs.VerbsAuthWire.OPEN;
-import static io.memwire.transfer.verbs.VerbsAuthWire.VERSION;
-import static io.memwire.transfer.verbs.VerbsAuthWire.WELCOME_SIZE;
-import static io.memwire.transfer.verbs.VerbsAuthWire.challenge;
-import static io.memwire.transfer.verbs.VerbsAuthWire.nonce;
-import static io.memwire.transfer.verbs.VerbsAuthWire.welcome;
 
 import io.memwire.transfer.internal.NanoClock;
-import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.HandshakeEviction;
+import io.memwire.transfer.verbs.VerbsAuthExchange.Handshake;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -29,13 +15,9 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.security.MessageDigest;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
@@ -51,8 +33,10 @@ import org.slf4j.LoggerFactory;
  * destroys every other request before a queue pair exists for it. Challenge and response make each
  * proof fresh (the serving node's nonce), so a recorded exchange cannot be replayed.
  *
- * <p>This class is the serving side (one selector thread); {@link VerbsAuthClient} is the
- * connecting side and {@link VerbsAuthWire} has the messages.
+ * <p>This class is the serving side's TCP port (one selector thread: accepting, reading and writing
+ * every handshake, deadlines, eviction); {@link VerbsAuthExchange} answers each message and keeps
+ * the admissions; {@link VerbsAuthClient} is the connecting side and {@link VerbsAuthWire} has the
+ * messages.
  *
  * <p>The HELLO carries both sides' identities (addresses) and both proofs cover it, so a proof for
  * one server or one client address is worthless for another.
@@ -65,9 +49,6 @@ import org.slf4j.LoggerFactory;
 final class VerbsAuth implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsAuth.class);
 
-  /** Most admissions waiting for their connect request; beyond it new handshakes are refused. */
-  static final int MAX_PENDING = 4096;
-
   /**
    * Most handshakes in progress at once; one more closes the oldest of the source address holding
    * the most.
@@ -76,26 +57,20 @@ final class VerbsAuth implements AutoCloseable {
 
   private static final long TICK_MS = 250;
 
-  /** The shared secret, or null: then the port only hands out {@link #mtu} (open). */
-  private final byte[] secret;
-
-  /** This node's port MTUs now, for every WELCOME. */
-  private final Supplier<PortMtu> mtu;
+  /** The protocol's answers and the admissions they grant. */
+  private final VerbsAuthExchange exchange;
 
   private final ServerSocket socket;
   private final InetSocketAddress self;
-  private final long admitNanos;
   private final int ioTimeoutMs;
   private final NanoClock clock;
   private final Selector selector;
   private final Thread thread;
 
-  /** Client CM address -> deadline (clock nanos) of its one admitted connect request. */
-  private final Map<InetSocketAddress, Long> admitted = new ConcurrentHashMap<>();
-
-  final LongAdder proofsAccepted = new LongAdder();
-  final LongAdder proofsRejected = new LongAdder();
-  final LongAdder requestsRefused = new LongAdder();
+  // The exchange's counters, read by the provider's counters() and the tests.
+  final LongAdder proofsAccepted;
+  final LongAdder proofsRejected;
+  final LongAdder requestsRefused;
   private volatile boolean closed;
 
   /**
@@ -120,11 +95,12 @@ final class VerbsAuth implements AutoCloseable {
       throw new IllegalArgumentException("the authentication socket needs a channel");
     }
     this.selector = Selector.open();
-    this.secret = secret == null ? null : secret.clone();
-    this.mtu = mtu;
+    this.exchange = new VerbsAuthExchange(secret, mtu, self, admitNanos, clock);
+    this.proofsAccepted = exchange.proofsAccepted;
+    this.proofsRejected = exchange.proofsRejected;
+    this.requestsRefused = exchange.requestsRefused;
     this.socket = socket;
     this.self = self;
-    this.admitNanos = admitNanos;
     this.ioTimeoutMs = ioTimeoutMs;
     this.clock = clock;
     this.thread = new Thread(this::serve, threadName);
@@ -140,12 +116,7 @@ final class VerbsAuth implements AutoCloseable {
    * consumes the admission.
    */
   boolean admit(InetSocketAddress cmSource) {
-    Long deadline = cmSource == null ? null : admitted.remove(cmSource);
-    if (deadline != null && clock.nanoTime() - deadline <= 0) {
-      return true;
-    }
-    requestsRefused.increment();
-    return false;
+    return exchange.admit(cmSource);
   }
 
   /** The node address handshakes must name. */
@@ -154,27 +125,7 @@ final class VerbsAuth implements AutoCloseable {
   }
 
   int pending() {
-    return admitted.size();
-  }
-
-  /** One handshake in progress; confined to the serving thread. */
-  private static final class Handshake {
-    final SocketChannel channel;
-    final SelectionKey key;
-    final InetAddress peer;
-    final long deadlineNanos;
-    ByteBuffer in = ByteBuffer.allocate(HELLO_SIZE);
-    ByteBuffer out;
-    byte[] hello;
-    byte[] serverNonce;
-    boolean last;
-
-    Handshake(SocketChannel channel, SelectionKey key, InetAddress peer, long deadlineNanos) {
-      this.channel = channel;
-      this.key = key;
-      this.peer = peer;
-      this.deadlineNanos = deadlineNanos;
-    }
+    return exchange.pending();
   }
 
   /**
@@ -292,10 +243,10 @@ final class VerbsAuth implements AutoCloseable {
     }
     if (h.hello == null) {
       h.hello = h.in.array();
-      h.out = ByteBuffer.wrap(onHello(h));
+      h.out = ByteBuffer.wrap(exchange.onHello(h));
       h.in = ByteBuffer.allocate(AUTH_SIZE);
     } else {
-      h.out = ByteBuffer.wrap(onAuth(h, h.in.array()));
+      h.out = ByteBuffer.wrap(exchange.onAuth(h, h.in.array()));
       h.last = true;
     }
     h.key.interestOps(SelectionKey.OP_WRITE);
@@ -324,77 +275,6 @@ final class VerbsAuth implements AutoCloseable {
     }
   }
 
-  /**
-   * The CHALLENGE answering a HELLO; a bad version's is the last message, and so is an open one,
-   * sent with the WELCOME behind it.
-   */
-  private byte[] onHello(Handshake h) {
-    ByteBuffer b = ByteBuffer.wrap(h.hello);
-    h.serverNonce = nonce();
-    if (b.getInt() != MAGIC || b.getShort() != VERSION) {
-      h.last = true;
-      return challenge(BAD_VERSION, (byte) 0, h.serverNonce, new byte[32]);
-    }
-    if (secret == null) {
-      h.last = true;
-      ByteBuffer both = ByteBuffer.allocate(CHALLENGE_SIZE + WELCOME_SIZE);
-      both.put(challenge(OK, OPEN, h.serverNonce, new byte[32]));
-      both.put(welcome(OK, mtu.get()));
-      return both.array();
-    }
-    return challenge(
-        OK, (byte) 0, h.serverNonce, proof("memwire-verbs-server", h.hello, h.serverNonce));
-  }
-
-  /** The WELCOME answering an AUTH: admits the announced address when the proof holds. */
-  private byte[] onAuth(Handshake h, byte[] auth) {
-    ByteBuffer b = ByteBuffer.wrap(h.hello);
-    b.position(8 + NONCE_SIZE);
-    InetSocketAddress client = VerbsAuthWire.address(b);
-    InetSocketAddress server = VerbsAuthWire.address(b);
-    InetAddress tcpPeer = h.peer;
-    byte status;
-    purgeExpired();
-    if (!MessageDigest.isEqual(auth, proof("memwire-verbs-client", h.hello, h.serverNonce))) {
-      status = AUTH_FAILED;
-      proofsRejected.increment();
-      LOG.warn(
-          "verbs authentication from {} failed: wrong proof (a different {}?)",
-          tcpPeer.getHostAddress(),
-          TransportSettings.AUTH_SECRET.name());
-    } else if (!server.equals(self)
-        || client == null
-        || !client.getAddress().equals(tcpPeer)
-        || admitted.size() >= MAX_PENDING) {
-      status = BAD_ADDRESS;
-      proofsRejected.increment();
-      LOG.warn(
-          "verbs authentication from {} refused: it names server {} (this node is {}) and "
-              + "client {}, or {} admissions are pending",
-          tcpPeer.getHostAddress(),
-          server,
-          self,
-          client,
-          admitted.size());
-    } else {
-      admitted.put(client, clock.nanoTime() + admitNanos);
-      proofsAccepted.increment();
-      status = OK;
-      LOG.debug(
-          "verbs peer {} authenticated; admitting its connect request from {}", tcpPeer, client);
-    }
-    return welcome(status, status == OK ? mtu.get() : PortMtu.UNKNOWN);
-  }
-
-  private void purgeExpired() {
-    long now = clock.nanoTime();
-    admitted.entrySet().removeIf(e -> now - e.getValue() > 0);
-  }
-
-  private byte[] proof(String role, byte[] hello, byte[] serverNonce) {
-    return VerbsAuthWire.proof(secret, role, hello, serverNonce);
-  }
-
   @Override
   public void close() {
     closed = true;
@@ -414,9 +294,6 @@ final class VerbsAuth implements AutoCloseable {
     } catch (IOException ignored) {
       // closing
     }
-    admitted.clear();
-    if (secret != null) {
-      Arrays.fill(secret, (byte) 0);
-    }
+    exchange.wipe();
   }
 }

@@ -1,11 +1,9 @@
 package io.memwire.transfer.verbs;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import com.ibm.disni.verbs.IbvWC;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.fabric.CounterSample;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
 import java.io.IOException;
@@ -13,9 +11,7 @@ import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * behind it, opens a fresh queue pair in the background and posts them there, so it stays usable as
  * the tcp provider's does. Retry-exceeded, flush without cause and other errors fail the connection
  * through {@link AbstractProviderConnection#fail}: {@link #quiesce} destroys the queue pair and
- * hands back every outstanding read, which then fail once.
+ * hands back every outstanding read, which then fail once. {@link CompletionErrors} says what each
+ * status means and {@link StallBaseline} explains a stalled read.
  *
  * <p>Reads are completed or failed only outside {@link #lock}, because completing one may post the
  * next on the same thread; reads posted that way are gathered and go out as one chain.
@@ -39,10 +36,6 @@ import org.slf4j.LoggerFactory;
  */
 final class VerbsConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsConnection.class);
-  private static final int SUCCESS = IbvWC.IbvWcStatus.IBV_WC_SUCCESS.ordinal();
-  private static final int FLUSH = IbvWC.IbvWcStatus.IBV_WC_WR_FLUSH_ERR.ordinal();
-  private static final int REMOTE_ACCESS = IbvWC.IbvWcStatus.IBV_WC_REM_ACCESS_ERR.ordinal();
-  private static final int REMOTE_INVALID = IbvWC.IbvWcStatus.IBV_WC_REM_INV_REQ_ERR.ordinal();
 
   private final ClientQueuePairs queuePairs;
   private final VerbsCounters counters;
@@ -81,19 +74,8 @@ final class VerbsConnection extends AbstractProviderConnection {
   /** Posts made by {@link #completer} while it completes reads; only that thread touches it. */
   private List<WireRead> deferred;
 
-  /** How old the counters a stalled read is compared with may get while reads complete. */
-  private static final long BASELINE_NANOS = TimeUnit.SECONDS.toNanos(5);
-
-  /**
-   * The bound port's counters when this connection opened or, later, a read last completed (at most
-   * {@link #BASELINE_NANOS} old then): a stalled read is explained by what they did since.
-   */
-  private volatile CounterSample baseline;
-
-  private volatile long baselineAt;
-
-  /** The serving port's active MTU as its handshake told it, when it did. */
-  private volatile OptionalInt peerMtu;
+  /** What a stalled read is explained against: the port's counters since, the peer's MTU. */
+  private final StallBaseline stall;
 
   VerbsConnection(
       ClientQueuePairs queuePairs, VerbsCounters counters, InetSocketAddress peer, QpLink link) {
@@ -101,24 +83,13 @@ final class VerbsConnection extends AbstractProviderConnection {
     this.queuePairs = queuePairs;
     this.counters = counters;
     this.link = link;
-    this.baseline = queuePairs.fabric().sample();
-    this.baselineAt = System.nanoTime();
-    this.peerMtu = link.peerMtu.active();
+    this.stall = new StallBaseline(queuePairs.fabric(), link.peerMtu.active());
   }
 
-  /** The fabric cause of a stalled read the bound port's counters show since {@link #baseline}. */
+  /** The fabric cause of a stalled read the bound port's counters show ({@link StallBaseline}). */
   @Override
   public String stallDetail() {
-    return queuePairs.fabric().explain(baseline, true, peerMtu);
-  }
-
-  /** Moves {@link #baseline} up after a read completed, at most every {@link #BASELINE_NANOS}. */
-  private void progressed() {
-    long now = System.nanoTime();
-    if (now - baselineAt > BASELINE_NANOS) {
-      baselineAt = now;
-      baseline = queuePairs.fabric().sample();
-    }
+    return stall.explain();
   }
 
   QpLink currentLink() {
@@ -250,21 +221,11 @@ final class VerbsConnection extends AbstractProviderConnection {
       WireRead hit = l.completeThrough(seq, before);
       if (hit == null) {
         LOG.warn("completion for unknown read {} on link {} to {}", seq, l.id, peer());
-      } else if (status == SUCCESS) {
+      } else if (status == CompletionErrors.SUCCESS) {
         ok = hit;
-      } else if (status == REMOTE_ACCESS || status == REMOTE_INVALID) {
+      } else if (CompletionErrors.refused(status)) {
         refused = hit;
-        refusal =
-            new RemoteAccessException(
-                status == REMOTE_ACCESS
-                    ? RemoteAccessException.Reason.ACCESS_ERROR
-                    : RemoteAccessException.Reason.INVALID_REQUEST,
-                "the remote NIC refused the read with "
-                    + statusName(status)
-                    + " (the key is not a "
-                    + "live registration or the range lies outside it)",
-                hit.source(),
-                peer());
+        refusal = CompletionErrors.refusal(status, hit, peer());
         l.dead = true;
         // The rest were flushed, not refused: they go out again on a fresh queue pair.
         List<WireRead> rest = new ArrayList<>();
@@ -277,16 +238,7 @@ final class VerbsConnection extends AbstractProviderConnection {
           reconnect = isOpen();
         }
       } else {
-        fatal =
-            new TransferConnectionException(
-                "RDMA read failed with "
-                    + statusName(status)
-                    + (status == FLUSH ? " (the queue pair was moved to the error state)" : "")
-                    + (status == IbvWC.IbvWcStatus.IBV_WC_RETRY_EXC_ERR.ordinal()
-                        ? " (the peer stopped answering: node down or network path broken)"
-                        : ""),
-                peer(),
-                null);
+        fatal = CompletionErrors.fatal(status, peer());
         // The QP is in the error state: the NIC writes nothing more. Its reads wait for quiesce.
         l.dead = true;
         stranded.add(hit);
@@ -296,7 +248,7 @@ final class VerbsConnection extends AbstractProviderConnection {
       }
     }
     if (ok != null) {
-      progressed();
+      stall.progressed();
       completer = Thread.currentThread();
       try {
         for (WireRead r : before) {
@@ -352,7 +304,7 @@ final class VerbsConnection extends AbstractProviderConnection {
         repost = null;
       } else {
         link = fresh;
-        peerMtu = fresh.peerMtu.active();
+        stall.peerMtu(fresh.peerMtu.active());
         repost = new ArrayList<>(pending);
         pending.clear();
       }
@@ -409,11 +361,6 @@ final class VerbsConnection extends AbstractProviderConnection {
       }
     }
     queuePairs.connectionFailed(this);
-  }
-
-  static String statusName(int status) {
-    IbvWC.IbvWcStatus[] all = IbvWC.IbvWcStatus.values();
-    return status >= 0 && status < all.length ? all[status].name() : "status " + status;
   }
 
   @Override

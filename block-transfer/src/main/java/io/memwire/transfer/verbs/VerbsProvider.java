@@ -8,7 +8,6 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
 import io.memwire.transfer.settings.TransportSettings;
@@ -16,7 +15,6 @@ import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -43,14 +41,15 @@ import org.slf4j.LoggerFactory;
  * pair after a remote access error. Client connections are opened lazily by {@link #connect}, each
  * on its own event channel driven by the calling thread with a deadline, because DiSNI's own
  * endpoint connect can wait forever on a route or address error. One more thread answers handshakes
- * on the node's TCP port ({@link VerbsAuth}): with {@code authSecret} set they authenticate peers,
- * and only connect requests announced by a successful one get a queue pair; without it they only
- * tell a connecting peer this node's MTUs, so it refuses a path MTU this node cannot send in.
+ * on the node's TCP port ({@link HandshakePort}): with {@code authSecret} set they authenticate
+ * peers, and only connect requests announced by a successful one get a queue pair; without it they
+ * only tell a connecting peer this node's MTUs, so it refuses a path MTU this node cannot send in.
  *
  * <p>This class wires the parts and owns their lifecycle: {@link NodeResources} (what opens at
  * start), {@link VerbsRegistrar} (memory and file registration), {@link ClientQueuePairs} (opening
  * and retiring client queue pairs), {@link LinkTable} (which link belongs to which connection),
- * {@link VerbsAcceptor} (accepting and admitting peers) and {@link VerbsCounters}.
+ * {@link VerbsAcceptor} (accepting and admitting peers), {@link HandshakePort} (the TCP handshake)
+ * and {@link VerbsCounters}.
  */
 public final class VerbsProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(VerbsProvider.class);
@@ -82,12 +81,9 @@ public final class VerbsProvider implements TransportProvider {
 
   /**
    * Serves the TCP handshake on the node's port: with a secret it checks peers before they may
-   * connect; without one it only tells them this node's MTUs. Null when its socket is not bound.
+   * connect; without one it only tells them this node's MTUs.
    */
-  private final VerbsAuth auth;
-
-  /** Whether {@link #auth} authenticates (a secret is set). */
-  private final boolean authenticating;
+  private final HandshakePort handshakePort;
 
   /** The provider's lifecycle: it only moves forward, by compare-and-set. */
   /** True from the start of {@link #close}. */
@@ -113,7 +109,7 @@ public final class VerbsProvider implements TransportProvider {
             TransportSettings.VERBS_MAX_COMPLETION_QUEUES.fromSystemProperties().orElseThrow(),
             limits.maxCq);
     byte[] secret = config.authSecret().orElse(null);
-    refuseAuthOnIwarp(binding, iwarp, secret);
+    HandshakePort.refuseAuthOnIwarp(binding, iwarp, secret);
     NodeResources node =
         NodeResources.open(
             config,
@@ -125,8 +121,7 @@ public final class VerbsProvider implements TransportProvider {
     this.pd = node.pd;
     this.queues = node.queues;
     this.connector = newConnector();
-    this.auth = node.authSocket == null ? null : newAuth(secret, node);
-    this.authenticating = secret != null;
+    this.handshakePort = HandshakePort.open(config, binding, secret, node, localAddress, id);
     this.registrar =
         new VerbsRegistrar(
             pd, iwarp, binding.device().name(), counters, config.registrationBudget());
@@ -150,30 +145,16 @@ public final class VerbsProvider implements TransportProvider {
             localAddress,
             pd,
             queues,
-            authenticating ? auth : null,
+            handshakePort.admissions(),
             links,
             counters,
             this::isClosed,
             "memwire-verbs-" + id + "-cm");
     acceptor.start();
-    if (auth != null) {
-      auth.start();
-    }
+    handshakePort.start();
     logStarted(node.port);
     io.memwire.transfer.fabric.FabricPath.log(binding.device(), binding.port(), binding.address());
     VerbsFabricKeys.log(config, binding);
-  }
-
-  /** Verbs authentication needs the TCP port that an iWARP device's RDMA CM takes. */
-  private static void refuseAuthOnIwarp(VerbsProbe.Binding binding, boolean iwarp, byte[] secret) {
-    if (secret != null && iwarp) {
-      throw new TransferConfigException(
-          TransferConfig.AUTH_SECRET
-              + " is set, but "
-              + binding.device().name()
-              + " is an iWARP device, whose RDMA CM uses the TCP port "
-              + "verbs authentication needs; use provider=tcp with a secret, or RoCE/InfiniBand");
-    }
   }
 
   /** The connector thread: reconnects, retirements and closing emptied completion queues. */
@@ -186,38 +167,8 @@ public final class VerbsProvider implements TransportProvider {
         });
   }
 
-  private VerbsAuth newAuth(byte[] secret, NodeResources node) {
-    try {
-      return new VerbsAuth(
-          secret,
-          () -> PortMtu.of(binding),
-          node.authSocket,
-          localAddress,
-          config.connectTimeout().toNanos(),
-          (int) Math.min(5000, config.connectTimeout().toMillis()),
-          NanoClock.SYSTEM,
-          "memwire-verbs-" + id + "-auth");
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot open a selector for verbs authentication", e);
-    }
-  }
-
   private void logStarted(int port) {
-    if (authenticating) {
-      LOG.info(
-          "verbs provider on {}: {} is set, so peers authenticate over TCP port {} before "
-              + "connecting; unannounced RDMA connect requests are refused",
-          localAddress,
-          TransferConfig.AUTH_SECRET,
-          port);
-    } else if (auth != null) {
-      LOG.info(
-          "verbs provider on {}: peers ask TCP port {} for this node's MTUs before connecting"
-              + " (no {}: nothing else is checked there)",
-          localAddress,
-          localAddress.getPort(),
-          TransferConfig.AUTH_SECRET);
-    }
+    handshakePort.logStarted(localAddress, port);
     LOG.info(
         "verbs provider on {} ({}, {}): {} reads in flight per queue pair; completion queues of "
             + "{} entries for {} queue pairs each, added as connections grow, at most {} ({}) "
@@ -357,11 +308,7 @@ public final class VerbsProvider implements TransportProvider {
     m.put(TransportMetrics.VERBS_REGISTRATIONS, (long) registrar.registrations());
     m.put(TransportMetrics.VERBS_REGISTERED_BYTES, registrar.registeredBytes());
     counters.putFileRegions(m);
-    if (authenticating) {
-      m.put(TransportMetrics.VERBS_AUTH_ACCEPTED, auth.proofsAccepted.sum());
-      m.put(TransportMetrics.VERBS_AUTH_REJECTED, auth.proofsRejected.sum());
-      m.put(TransportMetrics.VERBS_AUTH_REFUSED_REQUESTS, auth.requestsRefused.sum());
-    }
+    handshakePort.putCounters(m);
     counters.putReads(m);
     counters.putCompletions(m, queues);
     m.put(TransportMetrics.VERBS_CONNECTION_LIMIT, (long) clientQueuePairs.connectionLimit());
@@ -391,9 +338,7 @@ public final class VerbsProvider implements TransportProvider {
   }
 
   private void closeBody() {
-    if (auth != null) {
-      auth.close();
-    }
+    handshakePort.close();
     acceptor.awaitStopped();
     for (VerbsConnection c : links.connections()) {
       c.fail(new TransferConnectionException("verbs provider closed", c.peer(), null));

@@ -3,18 +3,13 @@ package io.memwire.shuffle.service;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.metrics.TransportMetrics;
 import java.io.IOException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
-import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -89,14 +84,13 @@ public final class ShuffleService implements AutoCloseable {
   private final Applications applications;
   private final DriverLiveness drivers;
   private final OutputIntake intake;
-  private final CountDownLatch stopped = new CountDownLatch(1);
   private final long maxOutputs;
 
-  /** The one lifecycle state; read by health, the threads' stop checks and every request. */
-  private final AtomicReference<State> state = new AtomicReference<>(State.STARTING);
+  /** The one lifecycle state and who runs the close. */
+  private final ServiceLifecycle lifecycle = new ServiceLifecycle();
 
-  /** The thread doing the close (set once it won the move to CLOSING). */
-  private volatile Thread closer;
+  /** Builds {@link #stats()}. */
+  private final StatsSnapshot statsSnapshot;
 
   /** The HTTP endpoint ({@link ServiceHttp}), or null when {@code http.port} is unset. */
   private volatile AutoCloseable http;
@@ -147,6 +141,9 @@ public final class ShuffleService implements AutoCloseable {
     this.intake =
         new OutputIntake(node, bytes, quotas, counters, linkIds, this::isClosed, log, resolver);
     this.clients = new ClientAcceptor(this, server, config, quotas, counters, this::isClosed);
+    this.statsSnapshot =
+        new StatsSnapshot(
+            lifecycle, config, node, applications, clients, quotas, counters, maxOutputs);
   }
 
   /**
@@ -199,7 +196,7 @@ public final class ShuffleService implements AutoCloseable {
    */
   long serve() {
     // After recovery: /health/ready answers 200 from here. A close that came first wins.
-    if (!state.compareAndSet(State.STARTING, State.READY)) {
+    if (!lifecycle.move(State.STARTING, State.READY)) {
       throw new IllegalStateException("shuffle service closed while it started (" + state() + ")");
     }
     clients.start();
@@ -220,7 +217,7 @@ public final class ShuffleService implements AutoCloseable {
     if (store.store() == null) {
       return;
     }
-    if (!state.compareAndSet(State.STARTING, State.RECOVERING)) {
+    if (!lifecycle.move(State.STARTING, State.RECOVERING)) {
       throw new IllegalStateException(
           "shuffle service closed before it recovered (" + state() + ")");
     }
@@ -242,7 +239,7 @@ public final class ShuffleService implements AutoCloseable {
       close();
       throw e;
     } finally {
-      state.compareAndSet(State.RECOVERING, State.STARTING);
+      lifecycle.move(State.RECOVERING, State.STARTING);
     }
   }
 
@@ -266,17 +263,17 @@ public final class ShuffleService implements AutoCloseable {
 
   /** True once {@link #close} has begun (closing or closed). */
   boolean isClosed() {
-    return state.get().stopping();
+    return lifecycle.stopping();
   }
 
   /** Where the service is in its life now. */
   public State state() {
-    return state.get();
+    return lifecycle.get();
   }
 
   /** True while the service accepts outputs: started and not stopping (/health/ready). */
   public boolean isReady() {
-    return state.get() == State.READY;
+    return lifecycle.get() == State.READY;
   }
 
   /**
@@ -284,7 +281,7 @@ public final class ShuffleService implements AutoCloseable {
    * on purpose (/health); false only when the accept thread died while the service should serve.
    */
   public boolean isLive() {
-    return state.get() != State.READY || clients.isAlive() || !clients.started();
+    return lifecycle.get() != State.READY || clients.isAlive() || !clients.started();
   }
 
   /** The port of the HTTP endpoint, or -1 when it is off ({@code http.port} unset). */
@@ -334,39 +331,12 @@ public final class ShuffleService implements AutoCloseable {
    * {@link ServiceMetrics} exports them.
    */
   public Map<String, Long> stats() {
-    Map<String, Long> m = new LinkedHashMap<>();
-    long fileBytes = 0;
-    long directoryBytes = 0;
-    for (Application a : applications.all()) {
-      fileBytes += a.held()[1];
-      directoryBytes += a.directoryBytes();
-    }
-    long lag = applications.cleanupLagNanos(System.nanoTime());
-    Map<String, Long> transfer = node.stats().asMap();
-    m.put(ServiceStats.READY.name(), isReady() ? 1L : 0L);
-    m.put(ServiceStats.APPLICATIONS.name(), (long) applications.size());
-    m.put(ServiceStats.CLIENTS.name(), (long) clients.sessions());
-    m.put(ServiceStats.OUTPUTS_HELD.name(), quotas.outputsHeld());
-    m.put(ServiceStats.BYTES_HELD.name(), fileBytes);
-    counters.putCounts(m); // and recovery drops and refusals by reason
-    m.put(ServiceStats.QUOTA_REFUSALS.name(), quotas.refusals());
-    m.put(ServiceStats.DIRECTORY_BYTES.name(), directoryBytes);
-    m.put(ServiceStats.MAX_OUTPUTS.name(), maxOutputs);
-    m.put(ServiceStats.REGISTRATION_BUDGET.name(), config.transfer().registrationBudget());
-    m.put(
-        ServiceStats.TRANSFER_CONNECTIONS.name(),
-        transfer.getOrDefault(TransportMetrics.SERVING_SESSIONS.name(), 0L)
-            + transfer.getOrDefault(TransportMetrics.VERBS_CONNECTIONS.name(), 0L));
-    m.put(ServiceStats.CLEANUP_LAG.name(), TimeUnit.NANOSECONDS.toMicros(lag));
-    m.put(ServiceStats.RECOVERING.name(), state.get() == State.RECOVERING ? 1L : 0L);
-    quotas.refusalsByLimit().forEach((k, v) -> m.put(ServiceStats.REFUSALS.of(k).name(), v));
-    transfer.forEach((k, v) -> m.put(NODE_PREFIX + k, v));
-    return m;
+    return statsSnapshot.take();
   }
 
   /** Waits until {@link #close} ran. */
   public void awaitStop() throws InterruptedException {
-    stopped.await();
+    lifecycle.awaitStop();
   }
 
   /**
@@ -378,26 +348,10 @@ public final class ShuffleService implements AutoCloseable {
    */
   @Override
   public void close() {
-    State was = state.getAndUpdate(s -> s.stopping() ? s : State.CLOSING);
-    if (was.stopping()) {
-      if (closer == Thread.currentThread()) {
-        return; // called again from within the close (a hook, a failing step)
-      }
-      boolean interrupted = false;
-      while (true) {
-        try {
-          stopped.await();
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true; // the closing thread is bounded; keep the caller's interrupt
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-      return;
+    State was = lifecycle.beginClose();
+    if (was == null) {
+      return; // closed by another thread (waited for), or called again from within the close
     }
-    closer = Thread.currentThread();
     LOG.info("shuffle service closing (was {})", was);
     try {
       try {
@@ -425,8 +379,7 @@ public final class ShuffleService implements AutoCloseable {
         // the next start removes it
       }
     } finally {
-      state.set(State.CLOSED);
-      stopped.countDown();
+      lifecycle.closed();
     }
   }
 }
