@@ -8,6 +8,7 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -23,10 +24,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.openucx.jucx.UcxUtils;
 import org.openucx.jucx.ucp.UcpListener;
 import org.openucx.jucx.ucp.UcpListenerParams;
 import org.slf4j.Logger;
@@ -251,6 +254,49 @@ public final class UcxProvider implements TransportProvider {
     }
     return registrar.register(buffer, address, remoteReadable);
   }
+
+  /**
+   * Memory UCX allocates ({@code memoryMap} with {@code allocate}): over its shared-memory
+   * transports a peer reads it one-sided, with no CPU of this process, where memory the node
+   * allocated is read only while this node's worker progresses (UCX emulates the GET).
+   */
+  @Override
+  public Optional<ProviderAllocation> allocateServed(int length) {
+    if (isClosed()) {
+      throw new RegistrationException("the ucx provider is closed");
+    }
+    UcxRegistrar.Region r = registrar.allocate(length);
+    if (r.address() % PAGE != 0) {
+      // UCX maps whole pages; a heap fallback would not be aligned: give it back, use the node's.
+      r.deregister(() -> registrar.freeAllocation(r));
+      return Optional.empty();
+    }
+    ByteBuffer view = UcxUtils.getByteBufferView(r.address(), length);
+    return Optional.of(
+        new ProviderAllocation() {
+          @Override
+          public ByteBuffer memory() {
+            return view;
+          }
+
+          @Override
+          public long address() {
+            return r.address();
+          }
+
+          @Override
+          public ProviderRegistration registration() {
+            return r;
+          }
+
+          @Override
+          public void free() {
+            registrar.freeAllocation(r);
+          }
+        });
+  }
+
+  private static final int PAGE = 4096;
 
   /** Set once UCX refused a read-only file mapping; later file regions skip that attempt. */
   private volatile boolean readOnlyMappingRefused;

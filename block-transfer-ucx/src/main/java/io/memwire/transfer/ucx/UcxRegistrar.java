@@ -51,6 +51,9 @@ final class UcxRegistrar {
     private final byte[] packedKey;
     private final Runnable release;
 
+    /** Memory UCX allocated: deregistering stops serving it, {@link #freeAllocation} unmaps it. */
+    private final boolean allocated;
+
     @GuardedBy("this")
     private final Set<UcxSession> holders = new HashSet<>();
 
@@ -63,13 +66,15 @@ final class UcxRegistrar {
         int length,
         UcpMemory memory,
         byte[] packedKey,
-        Runnable release) {
+        Runnable release,
+        boolean allocated) {
       this.handle = handle;
       this.address = address;
       this.length = length;
       this.memory = memory;
       this.packedKey = packedKey;
       this.release = release;
+      this.allocated = allocated;
     }
 
     /** Unregisters, then frees what the registration served from (a mapping or copy of its own). */
@@ -160,7 +165,7 @@ final class UcxRegistrar {
 
     private void unmap(Runnable onQuiesced) {
       try {
-        if (all.remove(this)) {
+        if (!allocated && all.remove(this)) {
           free();
         }
       } finally {
@@ -173,6 +178,51 @@ final class UcxRegistrar {
         }
       }
     }
+  }
+
+  /**
+   * Unmaps memory UCX allocated ({@link #allocate}), on the progress thread, once its owner is done
+   * with it; a no-op when the provider's close unmapped it already.
+   */
+  void freeAllocation(Region r) {
+    progress.execute(
+        () -> {
+          if (all.remove(r)) {
+            r.free();
+          }
+        });
+  }
+
+  /**
+   * Has UCX allocate and register {@code length} bytes for remote reads ({@code memoryMap} with
+   * {@code allocate}): memory of UCX's own, which its shared-memory transports let a peer read
+   * without this process (memory registered by address is read only while this worker progresses).
+   */
+  Region allocate(int length) {
+    Region r =
+        progress.call(
+            () -> {
+              UcpMemory m;
+              try {
+                m =
+                    progress
+                        .context()
+                        .memoryMap(new UcpMemMapParams().allocate().setLength(length));
+              } catch (RuntimeException e) {
+                throw new RegistrationException(
+                    "UCX could not allocate " + length + " registered bytes: " + e.getMessage(), e);
+              }
+              UcxResources.MEMORY.incrementAndGet();
+              ByteBuffer k = m.getRemoteKeyBuffer();
+              byte[] packed = new byte[k.remaining()];
+              k.get(packed);
+              Region reg = new Region(newHandle(), m.getAddress(), length, m, packed, null, true);
+              all.add(reg);
+              return reg;
+            },
+            REGISTER_SECONDS);
+    live.put(r.handle, r);
+    return r;
   }
 
   /** Longest wait for one registration on the progress thread (it pins every page). */
@@ -211,7 +261,7 @@ final class UcxRegistrar {
                 k.get(packed);
               }
               long handle = remoteReadable ? newHandle() : 0;
-              Region reg = new Region(handle, address, whole.capacity(), m, packed, release);
+              Region reg = new Region(handle, address, whole.capacity(), m, packed, release, false);
               all.add(reg);
               return reg;
             },

@@ -46,6 +46,17 @@ public interface TransportProvider extends AutoCloseable {
     return register(mapping, address, true, channel, fileOffset);
   }
 
+  /**
+   * Allocates {@code length} bytes of page-aligned memory and registers them for remote reads, when
+   * this provider serves memory it allocates better than the node's direct memory; empty (the
+   * default, tcp and verbs) lets the node allocate direct memory and {@link #register} it. The node
+   * has reserved the bytes on its books before asking, and calls {@link ProviderAllocation#free()}
+   * once the region over them is released.
+   */
+  default java.util.Optional<ProviderAllocation> allocateServed(int length) {
+    return java.util.Optional.empty();
+  }
+
   /** Opens a connection; blocks at most the configured connect timeout. */
   ProviderConnection connect(InetSocketAddress peer) throws TransferException;
 
