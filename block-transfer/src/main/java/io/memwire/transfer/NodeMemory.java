@@ -238,16 +238,16 @@ final class NodeMemory {
     MemoryUnit.Kind kind = use == Use.DIRECT ? MemoryUnit.Kind.DIRECT : MemoryUnit.Kind.REGISTERED;
     Runnable[] onFree = {() -> {}};
     MemoryUnit unit = reserve(account, size, kind, what, () -> onFree[0].run());
-    if (use == Use.SERVED && size <= config.maxSegmentSize()) {
+    if (use == Use.DIRECT || (use == Use.SERVED && size <= config.maxSegmentSize())) {
       Optional<ProviderAllocation> own;
       try {
-        own = provider.allocateServed(size);
+        own = provider.allocate(size, use == Use.SERVED);
       } catch (RuntimeException | OutOfMemoryError e) {
         unit.release();
         throw e;
       }
       if (own.isPresent()) {
-        return served(own.get(), unit, onFree);
+        return providers(own.get(), unit, onFree);
       }
     }
     ByteBuffer allocation;
@@ -290,11 +290,16 @@ final class NodeMemory {
   }
 
   /**
-   * A buffer over memory the provider allocated and registered: one region of one segment, its
-   * memory freed by the provider once the region is released, as the node frees its own.
+   * A buffer over memory the provider allocated: registered, one region of one segment whose memory
+   * the provider frees once the region is released, as the node frees its own; or not, its memory
+   * freed at the last release.
    */
-  private BufferUnit served(ProviderAllocation own, MemoryUnit unit, Runnable[] onFree) {
+  private BufferUnit providers(ProviderAllocation own, MemoryUnit unit, Runnable[] onFree) {
     ByteBuffer memory = own.memory();
+    if (own.registration() == null) {
+      onFree[0] = own::free;
+      return new BufferUnit(memory, own.address(), unit, null, null);
+    }
     List<MemoryRegion.Segment> segments =
         List.of(new MemoryRegion.Segment(memory, own.address(), own.registration(), false));
     MemoryRegion region =

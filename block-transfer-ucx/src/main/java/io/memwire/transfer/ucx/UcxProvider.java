@@ -257,15 +257,17 @@ public final class UcxProvider implements TransportProvider {
 
   /**
    * Memory UCX allocates ({@code memoryMap} with {@code allocate}): over its shared-memory
-   * transports a peer reads it one-sided, with no CPU of this process, where memory the node
-   * allocated is read only while this node's worker progresses (UCX emulates the GET).
+   * transports a peer reads it, and regions registered inside it, one-sided, with no CPU of this
+   * process, where memory the node allocated is read only while this node's worker progresses (UCX
+   * emulates the GET). Unregistered memory ({@code allocateDirect}) is such an allocation too, its
+   * handle never served: its consumer registers slices of it.
    */
   @Override
-  public Optional<ProviderAllocation> allocateServed(int length) {
+  public Optional<ProviderAllocation> allocate(int length, boolean remoteReadable) {
     if (isClosed()) {
       throw new RegistrationException("the ucx provider is closed");
     }
-    UcxRegistrar.Region r = registrar.allocate(length);
+    UcxRegistrar.Region r = registrar.allocate(length, remoteReadable);
     if (r.address() % PAGE != 0) {
       // UCX maps whole pages; a heap fallback would not be aligned: give it back, use the node's.
       r.deregister(() -> registrar.freeAllocation(r));
@@ -286,7 +288,7 @@ public final class UcxProvider implements TransportProvider {
 
           @Override
           public ProviderRegistration registration() {
-            return r;
+            return remoteReadable ? r : null;
           }
 
           @Override

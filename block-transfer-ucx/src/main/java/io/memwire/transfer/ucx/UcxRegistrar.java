@@ -194,11 +194,12 @@ final class UcxRegistrar {
   }
 
   /**
-   * Has UCX allocate and register {@code length} bytes for remote reads ({@code memoryMap} with
-   * {@code allocate}): memory of UCX's own, which its shared-memory transports let a peer read
-   * without this process (memory registered by address is read only while this worker progresses).
+   * Has UCX allocate and register {@code length} bytes ({@code memoryMap} with {@code allocate}):
+   * memory of UCX's own, which its shared-memory transports let a peer read without this process,
+   * as they do regions registered inside it (memory registered by address elsewhere is read only
+   * while this worker progresses). Only a {@code remoteReadable} one gets a handle served to peers.
    */
-  Region allocate(int length) {
+  Region allocate(int length, boolean remoteReadable) {
     Region r =
         progress.call(
             () -> {
@@ -213,15 +214,21 @@ final class UcxRegistrar {
                     "UCX could not allocate " + length + " registered bytes: " + e.getMessage(), e);
               }
               UcxResources.MEMORY.incrementAndGet();
-              ByteBuffer k = m.getRemoteKeyBuffer();
-              byte[] packed = new byte[k.remaining()];
-              k.get(packed);
-              Region reg = new Region(newHandle(), m.getAddress(), length, m, packed, null, true);
+              byte[] packed = new byte[0];
+              if (remoteReadable) {
+                ByteBuffer k = m.getRemoteKeyBuffer();
+                packed = new byte[k.remaining()];
+                k.get(packed);
+              }
+              long handle = remoteReadable ? newHandle() : 0;
+              Region reg = new Region(handle, m.getAddress(), length, m, packed, null, true);
               all.add(reg);
               return reg;
             },
             REGISTER_SECONDS);
-    live.put(r.handle, r);
+    if (remoteReadable) {
+      live.put(r.handle, r);
+    }
     return r;
   }
 

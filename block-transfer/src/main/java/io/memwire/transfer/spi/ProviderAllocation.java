@@ -3,12 +3,12 @@ package io.memwire.transfer.spi;
 import java.nio.ByteBuffer;
 
 /**
- * Memory a provider allocated and registered for remote reads itself ({@link
- * TransportProvider#allocateServed}), because it serves memory of its own better than memory the
- * node allocated (UCX reads its own shared-memory allocations one-sided, without the serving
- * process). The node books its bytes as it books its own allocations and owns its life: it
- * deregisters {@link #registration()} when the region closes and calls {@link #free()} once that
- * deregistration has quiesced, exactly once.
+ * Memory a provider allocated itself ({@link TransportProvider#allocate}), because it serves memory
+ * of its own better than memory the node allocated (UCX reads its own shared-memory allocations,
+ * and registrations inside them, one-sided, without the serving process). The node books its bytes
+ * as it books its own allocations and owns its life: it deregisters {@link #registration()} (when
+ * there is one) when the region closes and calls {@link #free()} exactly once, after that
+ * deregistration has quiesced.
  */
 public interface ProviderAllocation {
 
@@ -19,8 +19,8 @@ public interface ProviderAllocation {
   long address();
 
   /**
-   * Its registration for remote reads, over all of {@link #memory()}. Deregistering it stops
-   * serving the memory but does not free it.
+   * Its registration for remote reads, over all of {@link #memory()}; null when it was not asked to
+   * be remotely readable. Deregistering it stops serving the memory but does not free it.
    */
   ProviderRegistration registration();
 
