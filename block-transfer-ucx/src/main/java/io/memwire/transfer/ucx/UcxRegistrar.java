@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
 import org.openucx.jucx.ucp.UcpMemMapParams;
 import org.openucx.jucx.ucp.UcpMemory;
@@ -80,8 +81,13 @@ final class UcxRegistrar {
     /** Unregisters, then frees what the registration served from (a mapping or copy of its own). */
     private void free() {
       try {
-        memory.deregister();
-        UcxResources.MEMORY.decrementAndGet();
+        if (memory != null) {
+          memory.deregister();
+          UcxResources.MEMORY.decrementAndGet();
+        }
+        if (allocated) {
+          allocations.remove(address, this);
+        }
       } finally {
         if (release != null) {
           release.run();
@@ -181,6 +187,24 @@ final class UcxRegistrar {
   }
 
   /**
+   * Memory UCX allocated ({@link #allocate}) by address. A region registered by address inside it
+   * is served with its key rather than mapped again: UCX 1.13 reads a mapping inside its own
+   * allocation one-sided only until the first such mapping is unmapped, and from then on emulates
+   * every GET of that memory on this worker.
+   */
+  private final ConcurrentSkipListMap<Long, Region> allocations = new ConcurrentSkipListMap<>();
+
+  /** The live allocation holding all of {@code [address, address + length)}, or null. */
+  private Region allocationHolding(long address, long length) {
+    Map.Entry<Long, Region> e = allocations.floorEntry(address);
+    if (e == null) {
+      return null;
+    }
+    Region a = e.getValue();
+    return address - a.address + length <= a.length && all.contains(a) ? a : null;
+  }
+
+  /**
    * Unmaps memory UCX allocated ({@link #allocate}), on the progress thread, once its owner is done
    * with it; a no-op when the provider's close unmapped it already.
    */
@@ -214,18 +238,17 @@ final class UcxRegistrar {
                     "UCX could not allocate " + length + " registered bytes: " + e.getMessage(), e);
               }
               UcxResources.MEMORY.incrementAndGet();
-              byte[] packed = new byte[0];
-              if (remoteReadable) {
-                ByteBuffer k = m.getRemoteKeyBuffer();
-                packed = new byte[k.remaining()];
-                k.get(packed);
-              }
+              // Packed also when not served as a whole: regions registered inside it use it.
+              ByteBuffer k = m.getRemoteKeyBuffer();
+              byte[] packed = new byte[k.remaining()];
+              k.get(packed);
               long handle = remoteReadable ? newHandle() : 0;
               Region reg = new Region(handle, m.getAddress(), length, m, packed, null, true);
               all.add(reg);
               return reg;
             },
             REGISTER_SECONDS);
+    allocations.put(r.address, r);
     if (remoteReadable) {
       live.put(r.handle, r);
     }
@@ -246,6 +269,16 @@ final class UcxRegistrar {
    */
   Region register(ByteBuffer buffer, long address, boolean remoteReadable, Runnable release) {
     ByteBuffer whole = buffer.duplicate().clear();
+    Region holder = remoteReadable ? allocationHolding(address, whole.capacity()) : null;
+    if (holder != null) {
+      // A handle of its own, bounds of its own, the allocation's key: nothing to map or unmap.
+      Region sub =
+          new Region(
+              newHandle(), address, whole.capacity(), null, holder.packedKey, release, false);
+      all.add(sub);
+      live.put(sub.handle, sub);
+      return sub;
+    }
     Region r =
         progress.call(
             () -> {
