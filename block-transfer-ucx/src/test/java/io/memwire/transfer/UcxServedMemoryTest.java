@@ -66,7 +66,8 @@ class UcxServedMemoryTest {
   /** Reads all of {@code region} in 1 MiB pieces while the server's worker is held. */
   private byte[] readHeld(MemoryRegion region, int size) throws Exception {
     byte[] got = new byte[size];
-    try (AutoCloseable held = UcxTestSupport.holdProgress(provider)) {
+    Runnable resume = UcxTestSupport.holdProgress(provider);
+    try {
       Connection c = client.connection(server.localAddress());
       List<ReadRequest> reads = new ArrayList<>();
       int piece = 1 << 20;
@@ -80,6 +81,8 @@ class UcxServedMemoryTest {
         bytes.get(got, i * piece, bytes.remaining());
         b.release();
       }
+    } finally {
+      resume.run();
     }
     return got;
   }

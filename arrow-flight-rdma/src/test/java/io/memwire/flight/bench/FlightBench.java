@@ -162,10 +162,12 @@ public final class FlightBench {
           t.setDaemon(true);
           return t;
         };
-    io.netty.channel.nio.NioEventLoopGroup boss =
-        new io.netty.channel.nio.NioEventLoopGroup(1, named);
-    io.netty.channel.nio.NioEventLoopGroup workers =
-        new io.netty.channel.nio.NioEventLoopGroup(2, named);
+    io.netty.channel.EventLoopGroup boss =
+        new io.netty.channel.MultiThreadIoEventLoopGroup(
+            1, named, io.netty.channel.nio.NioIoHandler.newFactory());
+    io.netty.channel.EventLoopGroup workers =
+        new io.netty.channel.MultiThreadIoEventLoopGroup(
+            2, named, io.netty.channel.nio.NioIoHandler.newFactory());
     ExecutorService executor = Executors.newCachedThreadPool(named);
     owned.add(boss);
     owned.add(workers);

@@ -22,10 +22,10 @@ public final class UcxTestSupport {
   }
 
   /**
-   * Holds {@code provider}'s progress thread in a task until the returned handle is closed: its
-   * worker does not progress meanwhile (nothing it would serve in software is served).
+   * Holds {@code provider}'s progress thread in a task until the returned action runs: its worker
+   * does not progress meanwhile (nothing it would serve in software is served).
    */
-  public static AutoCloseable holdProgress(TransportProvider provider) throws InterruptedException {
+  public static Runnable holdProgress(TransportProvider provider) throws InterruptedException {
     CountDownLatch held = new CountDownLatch(1);
     CountDownLatch resume = new CountDownLatch(1);
     ((UcxProvider) provider)
