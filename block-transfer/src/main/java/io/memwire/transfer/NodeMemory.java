@@ -5,6 +5,7 @@ import io.memwire.transfer.memory.LimitExceededException;
 import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
@@ -15,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -236,6 +238,18 @@ final class NodeMemory {
     MemoryUnit.Kind kind = use == Use.DIRECT ? MemoryUnit.Kind.DIRECT : MemoryUnit.Kind.REGISTERED;
     Runnable[] onFree = {() -> {}};
     MemoryUnit unit = reserve(account, size, kind, what, () -> onFree[0].run());
+    if (use == Use.DIRECT || (use == Use.SERVED && size <= config.maxSegmentSize())) {
+      Optional<ProviderAllocation> own;
+      try {
+        own = provider.allocate(size, use == Use.SERVED);
+      } catch (RuntimeException | OutOfMemoryError e) {
+        unit.release();
+        throw e;
+      }
+      if (own.isPresent()) {
+        return providers(own.get(), unit, onFree);
+      }
+    }
     ByteBuffer allocation;
     try {
       // Room for a page-aligned start and a whole number of pages after it.
@@ -273,6 +287,30 @@ final class NodeMemory {
           case DIRECT -> () -> MemoryAccess.free(allocation);
         };
     return new BufferUnit(memory, address, unit, region, destination);
+  }
+
+  /**
+   * A buffer over memory the provider allocated: registered, one region of one segment whose memory
+   * the provider frees once the region is released, as the node frees its own; or not, its memory
+   * freed at the last release.
+   */
+  private BufferUnit providers(ProviderAllocation own, MemoryUnit unit, Runnable[] onFree) {
+    ByteBuffer memory = own.memory();
+    if (own.registration() == null) {
+      onFree[0] = own::free;
+      return new BufferUnit(memory, own.address(), unit, null, null);
+    }
+    List<MemoryRegion.Segment> segments =
+        List.of(new MemoryRegion.Segment(memory, own.address(), own.registration(), false));
+    MemoryRegion region =
+        track(new MemoryRegion(this, segments, remoteOf(segments), null, null, null));
+    unit.ownedBy(region);
+    onFree[0] =
+        () -> {
+          region.close();
+          region.whenReleased(own::free);
+        };
+    return new BufferUnit(memory, own.address(), unit, region, null);
   }
 
   /**

@@ -59,7 +59,10 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <p>{@code -Dmemwire.bench.provider=ucx} (with {@code -Dmemwire.bench.ucxTransports=...} and
  * {@code UCX_ERROR_SIGNALS=} in the environment) runs the RDMA path over the ucx provider instead
  * of tcp. Each point also prints the process's CPU (client and server together) per GiB of body for
- * each path, medians over the repetitions.
+ * each path, medians over the repetitions, and the serving side's alone: the server node's threads
+ * (started in a thread group of their own, which every thread they start inherits), both Flight
+ * servers' gRPC executor and event loops (given to them, named {@code bench-server-}) and the
+ * wrapper's exchange threads; with the ratio of the two paths' serving CPU and its spread.
  */
 public final class FlightBench {
   private static final Schema SCHEMA = SampleBatches.SCHEMA;
@@ -94,6 +97,104 @@ public final class FlightBench {
       }
     }
     return sum;
+  }
+
+  /** The server node's threads and every thread they start. */
+  private static final ThreadGroup SERVER_GROUP = new ThreadGroup("bench-server");
+
+  /** Threads of the serving side that are not in {@link #SERVER_GROUP}. */
+  private static boolean servingThread(Thread t) {
+    String n = t.getName();
+    return t.getThreadGroup() == SERVER_GROUP
+        || n.startsWith("bench-server-")
+        || (n.startsWith("memwire-flight-") && !n.startsWith("memwire-flight-client-"));
+  }
+
+  /** CPU of the serving side's live threads, in ns. */
+  private static long servingCpuNanos() {
+    long sum = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (servingThread(t)) {
+        long c = THREADS.getThreadCpuTime(t.getId());
+        if (c > 0) {
+          sum += c;
+        }
+      }
+    }
+    return sum;
+  }
+
+  /** Starts the server's node on a thread of {@link #SERVER_GROUP}. */
+  private static TransferNode startServerNode() throws InterruptedException {
+    Object[] result = new Object[1];
+    Thread starter =
+        new Thread(
+            SERVER_GROUP,
+            () -> {
+              try {
+                result[0] = TransferNode.start(transferConfig());
+              } catch (RuntimeException | Error e) {
+                result[0] = e;
+              }
+            },
+            "bench-server-start");
+    starter.start();
+    starter.join();
+    if (result[0] instanceof RuntimeException e) {
+      throw e;
+    }
+    if (result[0] instanceof Error e) {
+      throw e;
+    }
+    return (TransferNode) result[0];
+  }
+
+  /** A Flight server whose gRPC threads are the serving side's own (named bench-server-). */
+  private static FlightServer server(
+      String label,
+      BufferAllocator alloc,
+      org.apache.arrow.flight.FlightProducer producer,
+      List<Object> owned) {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.ThreadFactory named =
+        r -> {
+          Thread t = new Thread(r, "bench-server-" + label + "-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        };
+    io.netty.channel.EventLoopGroup boss =
+        new io.netty.channel.MultiThreadIoEventLoopGroup(
+            1, named, io.netty.channel.nio.NioIoHandler.newFactory());
+    io.netty.channel.EventLoopGroup workers =
+        new io.netty.channel.MultiThreadIoEventLoopGroup(
+            2, named, io.netty.channel.nio.NioIoHandler.newFactory());
+    ExecutorService executor = Executors.newCachedThreadPool(named);
+    owned.add(boss);
+    owned.add(workers);
+    owned.add(executor);
+    try {
+      return FlightServer.builder(alloc, Location.forGrpcInsecure("127.0.0.1", 0), producer)
+          .executor(executor)
+          .transportHint(
+              "netty.channelType", io.netty.channel.socket.nio.NioServerSocketChannel.class)
+          .transportHint("netty.bossEventLoopGroup", boss)
+          .transportHint("netty.workerEventLoopGroup", workers)
+          .build()
+          .start();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /** Stops what {@link #server} made for a server once it is shut down. */
+  private static void stopOwned(List<Object> owned) {
+    for (Object o : owned) {
+      if (o instanceof io.netty.channel.EventLoopGroup g) {
+        g.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly();
+      } else if (o instanceof ExecutorService e) {
+        e.shutdownNow();
+      }
+    }
   }
 
   /** Serves "rows:batches" tickets from one pre-filled root it reuses, as Arrow's perf server. */
@@ -276,19 +377,19 @@ public final class FlightBench {
     List<String> lines = new ArrayList<>();
     lines.add(
         "producer,batch_rows,batch_bytes,streams,body_bytes,reps,grpc_gbps_median,"
-            + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max");
+            + "rdma_tcp_gbps_median,ratio_of_medians,ratio_min,ratio_max,"
+            + "grpc_serving_cpu_ms_per_gib,rdma_serving_cpu_ms_per_gib,serving_cpu_ratio_median,"
+            + "serving_cpu_ratio_min,serving_cpu_ratio_max");
     try (RootAllocator root = new RootAllocator();
-        TransferNode node = TransferNode.start(transferConfig())) {
+        TransferNode node = startServerNode()) {
       for (String mode : producers) {
         BufferAllocator serverAlloc = root.newChildAllocator("server-" + mode, 0, Long.MAX_VALUE);
         BufferAllocator clientAlloc = root.newChildAllocator("client-" + mode, 0, Long.MAX_VALUE);
         boolean inPlace = mode.equals("inplace");
         TableProducer table = inPlace ? new TableProducer() : null;
         NoOpFlightProducer producer = inPlace ? table : new Producer(serverAlloc);
-        FlightServer plain =
-            FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), producer)
-                .build()
-                .start();
+        List<Object> serverThreads = new ArrayList<>();
+        FlightServer plain = server("doget", serverAlloc, producer, serverThreads);
         RdmaFlightProducer rdmaProducer =
             RdmaFlightProducer.builder(producer, node, serverAlloc)
                 .registeredMemory(64L << 20, 1536L << 20)
@@ -302,11 +403,7 @@ public final class FlightBench {
         if (inPlace) {
           table.allocator(tableAlloc);
         }
-        FlightServer wrapped =
-            FlightServer.builder(
-                    serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), rdmaProducer)
-                .build()
-                .start();
+        FlightServer wrapped = server("wrapped", serverAlloc, rdmaProducer, serverThreads);
         FlightClient plainClient =
             FlightClient.builder(
                     clientAlloc, Location.forGrpcInsecure("127.0.0.1", plain.getPort()))
@@ -392,26 +489,49 @@ public final class FlightBench {
               double[] ratios = new double[reps];
               double[] gcpu = new double[reps];
               double[] rcpu = new double[reps];
+              double[] gserve = new double[reps];
+              double[] rserve = new double[reps];
+              double[] serveRatios = new double[reps];
               double gib = bytes / (double) (1L << 30);
               for (int rep = 0; rep < reps; rep++) {
                 // Alternate which path goes first, so a burst of noise does not favour one.
                 long c0;
+                long s0;
                 if (rep % 2 == 0) {
                   c0 = processCpuNanos();
+                  s0 = servingCpuNanos();
                   gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                  gserve[rep] = (servingCpuNanos() - s0) / 1e6 / gib;
                   gcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                   c0 = processCpuNanos();
+                  s0 = servingCpuNanos();
                   rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  rserve[rep] = (servingCpuNanos() - s0) / 1e6 / gib;
                   rcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                 } else {
                   c0 = processCpuNanos();
+                  s0 = servingCpuNanos();
                   rs[rep] = measure(pool, streams, () -> rdma(rdma, ticket), bytes);
+                  rserve[rep] = (servingCpuNanos() - s0) / 1e6 / gib;
                   rcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                   c0 = processCpuNanos();
+                  s0 = servingCpuNanos();
                   gs[rep] = measure(pool, streams, () -> grpc(plainClient, ticket), bytes);
+                  gserve[rep] = (servingCpuNanos() - s0) / 1e6 / gib;
                   gcpu[rep] = (processCpuNanos() - c0) / 1e6 / gib;
                 }
                 ratios[rep] = rs[rep] / gs[rep];
+                serveRatios[rep] = rserve[rep] / gserve[rep];
+                System.out.printf(
+                    Locale.ROOT,
+                    "  rep %d: GB/s gRPC %.2f, %s %.2f; serving CPU ms/GiB gRPC %.0f, %s %.0f%n",
+                    rep + 1,
+                    gs[rep],
+                    PROVIDER,
+                    rs[rep],
+                    gserve[rep],
+                    PROVIDER,
+                    rserve[rep]);
               }
               System.out.printf(
                   Locale.ROOT,
@@ -419,6 +539,17 @@ public final class FlightBench {
                   median(gcpu),
                   PROVIDER,
                   median(rcpu));
+              double serveRatio = median(serveRatios);
+              Arrays.sort(serveRatios);
+              System.out.printf(
+                  Locale.ROOT,
+                  "  serving CPU ms/GiB (median): gRPC %.0f, %s %.0f; ratio %.3f (%.3f-%.3f)%n",
+                  median(gserve),
+                  PROVIDER,
+                  median(rserve),
+                  serveRatio,
+                  serveRatios[0],
+                  serveRatios[reps - 1]);
               double g = median(gs);
               double r = median(rs);
               Arrays.sort(ratios);
@@ -436,7 +567,7 @@ public final class FlightBench {
               lines.add(
                   String.format(
                       Locale.ROOT,
-                      "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f",
+                      "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%.1f,%.4f,%.4f,%.4f",
                       mode,
                       rows,
                       batchBytes,
@@ -447,11 +578,29 @@ public final class FlightBench {
                       r,
                       r / g,
                       ratios[0],
-                      ratios[reps - 1]));
+                      ratios[reps - 1],
+                      median(gserve),
+                      median(rserve),
+                      serveRatio,
+                      serveRatios[0],
+                      serveRatios[reps - 1]));
             }
           }
         }
         System.out.println("server (" + mode + "): " + rdmaProducer.stats());
+        if (Boolean.getBoolean("memwire.bench.threadCpu")) {
+          // Where the serving CPU went, over the whole producer (warm-up and both paths).
+          java.util.Map<String, Long> byName = new java.util.TreeMap<>();
+          for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (servingThread(t)) {
+              byName.merge(
+                  t.getName().replaceAll("-[0-9]+$", "-N"),
+                  THREADS.getThreadCpuTime(t.getId()) / 1_000_000,
+                  Long::sum);
+            }
+          }
+          System.out.println("serving threads' CPU ms (" + mode + "): " + byName);
+        }
         pool.shutdownNow();
         plainClient.close();
         wrappedClient.close();
@@ -459,6 +608,7 @@ public final class FlightBench {
         plain.shutdown();
         wrapped.awaitTermination();
         plain.awaitTermination();
+        stopOwned(serverThreads);
         if (inPlace) {
           table.close();
           tableAlloc.close();

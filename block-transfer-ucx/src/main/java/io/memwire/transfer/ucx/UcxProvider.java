@@ -8,6 +8,7 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
@@ -29,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.openucx.jucx.UcxUtils;
 import org.openucx.jucx.ucp.UcpListener;
 import org.openucx.jucx.ucp.UcpListenerParams;
 import org.slf4j.Logger;
@@ -285,6 +287,51 @@ public final class UcxProvider implements TransportProvider {
     }
     return registrar.register(buffer, address, remoteReadable);
   }
+
+  /**
+   * Memory UCX allocates ({@code memoryMap} with {@code allocate}): over its shared-memory
+   * transports a peer reads it, and regions registered inside it, one-sided, with no CPU of this
+   * process, where memory the node allocated is read only while this node's worker progresses (UCX
+   * emulates the GET). Unregistered memory ({@code allocateDirect}) is such an allocation too, its
+   * handle never served: its consumer registers slices of it.
+   */
+  @Override
+  public Optional<ProviderAllocation> allocate(int length, boolean remoteReadable) {
+    if (isClosed()) {
+      throw new RegistrationException("the ucx provider is closed");
+    }
+    UcxRegistrar.Region r = registrar.allocate(length, remoteReadable);
+    if (r.address() % PAGE != 0) {
+      // UCX maps whole pages; a heap fallback would not be aligned: give it back, use the node's.
+      r.deregister(() -> registrar.freeAllocation(r));
+      return Optional.empty();
+    }
+    ByteBuffer view = UcxUtils.getByteBufferView(r.address(), length);
+    return Optional.of(
+        new ProviderAllocation() {
+          @Override
+          public ByteBuffer memory() {
+            return view;
+          }
+
+          @Override
+          public long address() {
+            return r.address();
+          }
+
+          @Override
+          public ProviderRegistration registration() {
+            return remoteReadable ? r : null;
+          }
+
+          @Override
+          public void free() {
+            registrar.freeAllocation(r);
+          }
+        });
+  }
+
+  private static final int PAGE = 4096;
 
   /**
    * Whether file regions are registered as the read-only mappings given: false where UCX offers

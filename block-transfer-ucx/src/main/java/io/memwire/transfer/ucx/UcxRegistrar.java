@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
 import org.openucx.jucx.ucp.UcpMemMapParams;
 import org.openucx.jucx.ucp.UcpMemory;
@@ -51,6 +52,9 @@ final class UcxRegistrar {
     private final byte[] packedKey;
     private final Runnable release;
 
+    /** Memory UCX allocated: deregistering stops serving it, {@link #freeAllocation} unmaps it. */
+    private final boolean allocated;
+
     @GuardedBy("this")
     private final Set<UcxSession> holders = new HashSet<>();
 
@@ -63,20 +67,27 @@ final class UcxRegistrar {
         int length,
         UcpMemory memory,
         byte[] packedKey,
-        Runnable release) {
+        Runnable release,
+        boolean allocated) {
       this.handle = handle;
       this.address = address;
       this.length = length;
       this.memory = memory;
       this.packedKey = packedKey;
       this.release = release;
+      this.allocated = allocated;
     }
 
     /** Unregisters, then frees what the registration served from (a mapping or copy of its own). */
     private void free() {
       try {
-        memory.deregister();
-        UcxResources.MEMORY.decrementAndGet();
+        if (memory != null) {
+          memory.deregister();
+          UcxResources.MEMORY.decrementAndGet();
+        }
+        if (allocated) {
+          allocations.remove(address, this);
+        }
       } finally {
         if (release != null) {
           release.run();
@@ -160,7 +171,7 @@ final class UcxRegistrar {
 
     private void unmap(Runnable onQuiesced) {
       try {
-        if (all.remove(this)) {
+        if (!allocated && all.remove(this)) {
           free();
         }
       } finally {
@@ -173,6 +184,75 @@ final class UcxRegistrar {
         }
       }
     }
+  }
+
+  /**
+   * Memory UCX allocated ({@link #allocate}) by address. A region registered by address inside it
+   * is served with its key rather than mapped again: UCX 1.13 reads a mapping inside its own
+   * allocation one-sided only until the first such mapping is unmapped, and from then on emulates
+   * every GET of that memory on this worker.
+   */
+  private final ConcurrentSkipListMap<Long, Region> allocations = new ConcurrentSkipListMap<>();
+
+  /** The live allocation holding all of {@code [address, address + length)}, or null. */
+  private Region allocationHolding(long address, long length) {
+    Map.Entry<Long, Region> e = allocations.floorEntry(address);
+    if (e == null) {
+      return null;
+    }
+    Region a = e.getValue();
+    return address - a.address + length <= a.length && all.contains(a) ? a : null;
+  }
+
+  /**
+   * Unmaps memory UCX allocated ({@link #allocate}), on the progress thread, once its owner is done
+   * with it; a no-op when the provider's close unmapped it already.
+   */
+  void freeAllocation(Region r) {
+    progress.execute(
+        () -> {
+          if (all.remove(r)) {
+            r.free();
+          }
+        });
+  }
+
+  /**
+   * Has UCX allocate and register {@code length} bytes ({@code memoryMap} with {@code allocate}):
+   * memory of UCX's own, which its shared-memory transports let a peer read without this process,
+   * as they do regions registered inside it (memory registered by address elsewhere is read only
+   * while this worker progresses). Only a {@code remoteReadable} one gets a handle served to peers.
+   */
+  Region allocate(int length, boolean remoteReadable) {
+    Region r =
+        progress.call(
+            () -> {
+              UcpMemory m;
+              try {
+                m =
+                    progress
+                        .context()
+                        .memoryMap(new UcpMemMapParams().allocate().setLength(length));
+              } catch (RuntimeException e) {
+                throw new RegistrationException(
+                    "UCX could not allocate " + length + " registered bytes: " + e.getMessage(), e);
+              }
+              UcxResources.MEMORY.incrementAndGet();
+              // Packed also when not served as a whole: regions registered inside it use it.
+              ByteBuffer k = m.getRemoteKeyBuffer();
+              byte[] packed = new byte[k.remaining()];
+              k.get(packed);
+              long handle = remoteReadable ? newHandle() : 0;
+              Region reg = new Region(handle, m.getAddress(), length, m, packed, null, true);
+              all.add(reg);
+              return reg;
+            },
+            REGISTER_SECONDS);
+    allocations.put(r.address, r);
+    if (remoteReadable) {
+      live.put(r.handle, r);
+    }
+    return r;
   }
 
   /** Longest wait for one registration on the progress thread (it pins every page). */
@@ -189,6 +269,16 @@ final class UcxRegistrar {
    */
   Region register(ByteBuffer buffer, long address, boolean remoteReadable, Runnable release) {
     ByteBuffer whole = buffer.duplicate().clear();
+    Region holder = remoteReadable ? allocationHolding(address, whole.capacity()) : null;
+    if (holder != null) {
+      // A handle of its own, bounds of its own, the allocation's key: nothing to map or unmap.
+      Region sub =
+          new Region(
+              newHandle(), address, whole.capacity(), null, holder.packedKey, release, false);
+      all.add(sub);
+      live.put(sub.handle, sub);
+      return sub;
+    }
     Region r =
         progress.call(
             () -> {
@@ -211,7 +301,7 @@ final class UcxRegistrar {
                 k.get(packed);
               }
               long handle = remoteReadable ? newHandle() : 0;
-              Region reg = new Region(handle, address, whole.capacity(), m, packed, release);
+              Region reg = new Region(handle, address, whole.capacity(), m, packed, release, false);
               all.add(reg);
               return reg;
             },

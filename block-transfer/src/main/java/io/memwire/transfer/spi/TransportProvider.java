@@ -46,6 +46,20 @@ public interface TransportProvider extends AutoCloseable {
     return register(mapping, address, true, channel, fileOffset);
   }
 
+  /**
+   * Allocates {@code length} bytes of page-aligned memory, when this provider serves memory it
+   * allocates better than the node's direct memory; empty (the default, tcp and verbs) lets the
+   * node allocate direct memory as usual. {@code remoteReadable}: the whole memory is one region
+   * for remote reads ({@code allocateRegistered}); otherwise its consumer registers slices of it
+   * itself ({@code allocateDirect}) and the allocation has no registration of its own to hand out.
+   * The node has reserved the bytes on its books before asking, and calls {@link
+   * ProviderAllocation#free()} once they are done with: after the region over them is released, or
+   * at the last release of unregistered memory (its slices' regions released before).
+   */
+  default java.util.Optional<ProviderAllocation> allocate(int length, boolean remoteReadable) {
+    return java.util.Optional.empty();
+  }
+
   /** Opens a connection; blocks at most the configured connect timeout. */
   ProviderConnection connect(InetSocketAddress peer) throws TransferException;
 
