@@ -6,7 +6,6 @@ import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.internal.MemoryAccess;
 import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderConnection;
@@ -18,12 +17,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Optional;
 import java.util.Set;
@@ -62,6 +57,7 @@ public final class UcxProvider implements TransportProvider {
   private final Set<UcxConnection> connections = ConcurrentHashMap.newKeySet();
   private final boolean peerErrorHandling;
   private final boolean bySocketAddress;
+  private final UcxFileRegions fileRegions;
 
   private final Lifecycle lifecycle = new Lifecycle();
 
@@ -76,12 +72,9 @@ public final class UcxProvider implements TransportProvider {
     this.config = config;
     this.peerErrorHandling = peerErrorHandling;
     this.bySocketAddress = peerErrorHandling && rdma;
-    // UCX's verbs transports register every region writable, and the kernel will not pin a
-    // read-only shared mapping for writing; a refused registration must not even be tried (see
-    // registerFile).
-    this.readOnlyMappings = !rdma;
     this.progress = progress;
     this.registrar = new UcxRegistrar(progress, config.readTimeout());
+    this.fileRegions = new UcxFileRegions(registrar, rdma);
     this.ucxListener = ucxListener;
     this.ucxPort = ucxListener.getAddress().getPort();
     this.endpoints =
@@ -334,18 +327,8 @@ public final class UcxProvider implements TransportProvider {
   private static final int PAGE = 4096;
 
   /**
-   * Whether file regions are registered as the read-only mappings given: false where UCX offers
-   * RDMA, and from the first refusal on.
-   */
-  private volatile boolean readOnlyMappings;
-
-  /**
-   * Registers a file region as its read-only mapping; where UCX cannot (its verbs transports
-   * register every region writable, and the kernel will not pin a read-only shared mapping for
-   * writing: EFAULT), through a read-write shared mapping of the same range, which nothing writes
-   * through; where the file is not writable, as a private copy in direct memory. With RDMA the
-   * read-only mapping is not even tried: JUCX 1.15 goes on to query the handle of a registration
-   * UCX refused, which crashes the JVM (SIGSEGV in {@code ucp_mem_query}) instead of throwing.
+   * Registers a file region through {@link UcxFileRegions}: the read-only mapping given where UCX
+   * can register it, else a read-write shared mapping of the same range or a private copy.
    */
   @Override
   public ProviderRegistration registerFile(
@@ -353,67 +336,7 @@ public final class UcxProvider implements TransportProvider {
     if (isClosed()) {
       throw new RegistrationException("the ucx provider is closed");
     }
-    RegistrationException readOnlyFailure = null;
-    if (readOnlyMappings) {
-      try {
-        return registrar.register(mapping, address, true);
-      } catch (RegistrationException e) {
-        readOnlyFailure = e;
-        readOnlyMappings = false;
-        LOG.info(
-            "ucx: UCX cannot register read-only file mappings here ({}): file regions are"
-                + " registered through read-write shared mappings, or served from private copies"
-                + " when a file is not writable",
-            e.getMessage());
-      }
-    }
-    int length = mapping.capacity();
-    String why = "the file's path is unknown";
-    if (file != null) {
-      try {
-        return registerSharedMapping(file, fileOffset, length);
-      } catch (IOException | RegistrationException e) {
-        why = e.toString();
-      }
-    }
-    LOG.debug("ucx: file region of {} bytes registered as a private copy: {}", length, why);
-    ByteBuffer copy = ByteBuffer.allocateDirect(length);
-    copy.put(mapping.duplicate().clear()).clear();
-    try {
-      return registrar.register(copy, MemoryAccess.address(copy), true, () -> free(copy));
-    } catch (RegistrationException e) {
-      free(copy);
-      if (readOnlyFailure != null) {
-        e.addSuppressed(readOnlyFailure);
-      }
-      throw e;
-    }
-  }
-
-  private ProviderRegistration registerSharedMapping(Path file, long fileOffset, int length)
-      throws IOException {
-    FileTime modified = Files.getLastModifiedTime(file);
-    MappedByteBuffer shared;
-    try (FileChannel rw =
-        FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-      shared = rw.map(FileChannel.MapMode.READ_WRITE, fileOffset, length);
-    }
-    try {
-      ProviderRegistration r =
-          registrar.register(shared, MemoryAccess.address(shared), true, () -> free(shared));
-      // Pinning takes write faults, which stamp the file's mtime though no byte changes.
-      if (!Files.getLastModifiedTime(file).equals(modified)) {
-        Files.setLastModifiedTime(file, modified);
-      }
-      return r;
-    } catch (RegistrationException e) {
-      free(shared);
-      throw e;
-    }
-  }
-
-  private static void free(ByteBuffer b) {
-    MemoryAccess.free(b);
+    return fileRegions.register(mapping, address, file, fileOffset);
   }
 
   @Override
