@@ -34,9 +34,9 @@ import org.slf4j.LoggerFactory;
  * such a shuffle's first output comes with Spark's checksums, each output with checksums gets a
  * metadata region instead (registered direct memory of {@link DirectorySlot#metadataLength} bytes,
  * a unit of the {@value #ALLOCATOR} allocator, filled once: its index entries, then its checksums)
- * that its MWS4 slot names in place of the index file, so reducers read a block's checksums in the
- * batch they read its entries in; the metadata is released with the output's regions (replaced,
- * unregistered or closed).
+ * that its MWS4 slot names in place of the index file (whose region the directory then closes), so
+ * reducers read a block's checksums in the batch they read its entries in; the metadata is released
+ * with the output's regions (replaced, unregistered or closed).
  *
  * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
  * {@link Registrar#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
@@ -238,10 +238,16 @@ public final class ShuffleDirectory implements AutoCloseable {
         }
         throw e;
       }
-      replaced =
-          entry.outputs.put(
-              mapIndex, new Held(data == null ? List.of(index) : List.of(index, data), metadata));
+      // With a metadata region in its place, the index file's region is not read: closed below.
+      List<MemoryRegion> files =
+          metadata != null
+              ? (data == null ? List.of() : List.of(data))
+              : (data == null ? List.of(index) : List.of(index, data));
+      replaced = entry.outputs.put(mapIndex, new Held(files, metadata));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
+    }
+    if (metadata != null) {
+      index.close();
     }
     try {
       int entries = entry.entries;
