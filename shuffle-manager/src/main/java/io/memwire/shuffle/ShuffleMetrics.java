@@ -166,7 +166,8 @@ public final class ShuffleMetrics {
           "checksumUnverifiedBlocks",
           COUNT,
           "Blocks read one-sided without a stored checksum to check (checksums off, no checksum"
-              + " file, more reduce partitions than a directory slot holds inline).");
+              + " file, an output's metadata region refused by a registration limit, more than"
+              + " 2^20 reduce partitions).");
   public static final Metric CHECKSUM_MISMATCHES_NETWORK =
       counter(
           "checksumMismatches.network",

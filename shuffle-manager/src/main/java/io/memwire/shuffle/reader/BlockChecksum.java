@@ -31,14 +31,33 @@ final class BlockChecksum {
     if (sums == null || end > sums.values().length) {
       return null;
     }
+    return of(sums.algorithm(), sums.values(), 0, start, end, entries, from);
+  }
+
+  /**
+   * As {@link #of(OutputChecksums, int, int, long[], int)}, from checksums of {@code algorithm}
+   * where partition p's value is {@code values[p - valuesFrom]} (the whole output's, or those read
+   * for this block alone).
+   */
+  static BlockChecksum of(
+      ChecksumAlgorithm algorithm,
+      long[] values,
+      int valuesFrom,
+      int start,
+      int end,
+      long[] entries,
+      int from) {
+    if (algorithm == null || start < valuesFrom || end - valuesFrom > values.length) {
+      return null;
+    }
     long[] exp = new long[end - start];
     long[] rel = new long[end - start];
     long base = entries[from];
     for (int i = 0; i < exp.length; i++) {
-      exp[i] = sums.values()[start + i];
+      exp[i] = values[start - valuesFrom + i];
       rel[i] = entries[from + i + 1] - base;
     }
-    return new BlockChecksum(sums.algorithm(), start, exp, rel);
+    return new BlockChecksum(algorithm, start, exp, rel);
   }
 
   ChecksumAlgorithm algorithm() {

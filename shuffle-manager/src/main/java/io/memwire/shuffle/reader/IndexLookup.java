@@ -1,7 +1,9 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.reader.IndexFile.InvalidIndexException;
 import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.ReadRequest;
@@ -83,21 +85,22 @@ final class IndexLookup {
         // Read with the slot in this request's slot batch: no index read.
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
-          locate(w, m, slot.entries(), located, misses, tooLarge);
+          locate(w, m, slot.entries(), slot.checksums(), located, misses, tooLarge);
         }
       } else if (cached != null && cached.offsets() != null) {
         metrics.indexCacheHits(blocks.size());
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
-          locate(w, m, cached.offsets(), located, misses, tooLarge);
+          locate(w, m, cached.offsets(), cached.slot().checksums(), located, misses, tooLarge);
         }
-      } else if (cache.wantsWholeIndex(slot.index().length())) {
-        CompletableFuture<long[]> mine = new CompletableFuture<>();
-        CompletableFuture<long[]> other =
+      } else if (cache.wantsWholeIndex(wholeLength(slot))) {
+        CompletableFuture<MapOutput> mine = new CompletableFuture<>();
+        CompletableFuture<MapOutput> other =
             cache.joinIndexLoad(shuffleId, m.map().route(), slot.mapId(), mine);
         if (other == null) {
-          reads.add(new IndexRead(m, blocks, mine));
-          reqs.add(ReadRequest.of(slot.index(), 0, (int) slot.index().length()));
+          // An MWS4 slot's metadata region: entries and checksums in this one read.
+          reads.add(new IndexRead(m, blocks, mine, reqs.size(), false));
+          reqs.add(ReadRequest.of(slot.index(), 0, (int) wholeLength(slot)));
         } else {
           // Another task of this executor is reading this index: use its result.
           metrics.indexCacheHits(blocks.size());
@@ -105,19 +108,28 @@ final class IndexLookup {
               new Located(
                   "continuing blocks after a shared index read",
                   blocks,
-                  other.handle((offsets, err) -> afterSharedLoad(m, offsets, err))));
+                  other.handle((loaded, err) -> afterSharedLoad(m, loaded, err))));
         }
       } else {
         for (Wanted w : blocks) {
           long from = (long) w.start() * 8;
           int len = (w.end() - w.start() + 1) * 8;
-          if (from + len > slot.index().length()) {
+          if (from + len > slot.indexLength()) {
             atOnce.add(w);
             misses.add(new Miss.Failure(List.of(w), outsideIndex(w, slot)));
             continue;
           }
-          reads.add(new IndexRead(m, List.of(w), null));
+          // From a metadata region, the block's checksums come in the same batch as its entries.
+          boolean sums = slot.metadataEntries() > 0 && w.end() > w.start();
+          reads.add(new IndexRead(m, List.of(w), null, reqs.size(), sums));
           reqs.add(ReadRequest.of(slot.index(), from, len));
+          if (sums) {
+            reqs.add(
+                ReadRequest.of(
+                    slot.index(),
+                    slot.indexLength() + (long) w.start() * 8,
+                    (w.end() - w.start()) * 8));
+          }
         }
       }
     }
@@ -178,12 +190,20 @@ final class IndexLookup {
     List<Wanted> unreadable = new ArrayList<>();
     String cause = null;
     Throwable error = null;
-    for (int i = 0; i < reads.size(); i++) {
-      IndexRead x = reads.get(i);
+    for (IndexRead x : reads) {
       DirectorySlot slot = x.map.slot();
       TransferBuffer buf;
+      TransferBuffer sumBuf = null;
       try {
-        buf = batch.result(i).join();
+        buf = batch.result(x.request).join();
+        if (x.sums) {
+          try {
+            sumBuf = batch.result(x.request + 1).join();
+          } catch (CompletionException e) {
+            buf.release();
+            throw e;
+          }
+        }
       } catch (CompletionException e) {
         unreadable.addAll(x.blocks);
         error = e.getCause();
@@ -202,10 +222,31 @@ final class IndexLookup {
           for (int k = 0; k < entries.length; k++) {
             entries[k] = b.getLong(k * 8);
           }
-          locate(w, x.map, entries, 0, data, misses, unreadable);
+          long[] values = null;
+          if (sumBuf != null) {
+            ByteBuffer v = sumBuf.nioBuffer().order(ByteOrder.BIG_ENDIAN);
+            values = new long[w.end() - w.start()];
+            for (int k = 0; k < values.length; k++) {
+              values[k] = v.getLong(v.position() + k * 8);
+            }
+          }
+          locate(
+              w,
+              x.map,
+              entries,
+              0,
+              values == null ? null : slot.metadataAlgorithm(),
+              values,
+              w.start(),
+              data,
+              misses,
+              unreadable);
         } else {
           metrics.wholeIndexRead();
-          long[] offsets = IndexFile.decode(b, slot.dataLength());
+          int n = slot.metadataEntries();
+          long[] offsets =
+              IndexFile.decode(
+                  n > 0 ? b.duplicate().limit(b.position() + n * 8) : b, slot.dataLength());
           if (offsets == null) {
             InvalidIndexException e =
                 new InvalidIndexException(
@@ -222,13 +263,25 @@ final class IndexLookup {
             misses.add(new Miss.Failure(x.blocks, e));
             continue;
           }
-          cache.indexLoaded(shuffleId, x.map.map().route(), slot, x.load, offsets, null);
+          DirectorySlot loaded = slot;
+          if (n > 0) {
+            long[] v = new long[n - 1];
+            for (int k = 0; k < v.length; k++) {
+              v[k] = b.getLong(b.position() + (n + k) * 8);
+            }
+            loaded = slot.withChecksums(new OutputChecksums(slot.metadataAlgorithm(), v));
+          }
+          cache.indexLoaded(
+              shuffleId, x.map.map().route(), slot, x.load, new MapOutput(loaded, offsets), null);
           for (Wanted w : x.blocks) {
-            locate(w, x.map, offsets, data, misses, unreadable);
+            locate(w, x.map, offsets, loaded.checksums(), data, misses, unreadable);
           }
         }
       } finally {
         buf.release();
+        if (sumBuf != null) {
+          sumBuf.release();
+        }
       }
     }
     if (!unreadable.isEmpty()) {
@@ -255,7 +308,7 @@ final class IndexLookup {
   }
 
   /** Locates blocks whose index another task loaded (or failed to). */
-  private Found<LocatedBlock> afterSharedLoad(SlottedBlocks m, long[] offsets, Throwable err) {
+  private Found<LocatedBlock> afterSharedLoad(SlottedBlocks m, MapOutput loaded, Throwable err) {
     List<Wanted> blocks = m.map().blocks();
     if (err instanceof InvalidIndexException) {
       return Found.none(new Miss.Failure(blocks, err));
@@ -269,7 +322,7 @@ final class IndexLookup {
     List<Miss> misses = new ArrayList<>();
     List<Wanted> tooLarge = new ArrayList<>();
     for (Wanted w : blocks) {
-      locate(w, m, offsets, data, misses, tooLarge);
+      locate(w, m, loaded.offsets(), loaded.slot().checksums(), data, misses, tooLarge);
     }
     if (!tooLarge.isEmpty()) {
       misses.add(tooLarge(tooLarge, null, null));
@@ -277,30 +330,48 @@ final class IndexLookup {
     return new Found<>(data, misses);
   }
 
-  /** Locates a block from its map output's whole index. */
+  /**
+   * Locates a block from its map output's whole index and the output's checksums ({@code sums},
+   * null for none).
+   */
   private void locate(
       Wanted w,
       SlottedBlocks m,
       long[] offsets,
+      OutputChecksums sums,
       List<LocatedBlock> data,
       List<Miss> misses,
       List<Wanted> tooLarge) {
     if (w.end() >= offsets.length) {
       misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
     } else {
-      locate(w, m, offsets, w.start(), data, misses, tooLarge);
+      locate(
+          w,
+          m,
+          offsets,
+          w.start(),
+          sums == null ? null : sums.algorithm(),
+          sums == null ? null : sums.values(),
+          0,
+          data,
+          misses,
+          tooLarge);
     }
   }
 
   /**
    * Checks a block's range against its data file: located, invalid, or too large. Its index entries
-   * are {@code entries} from {@code from} on ({@code end - start + 1} of them).
+   * are {@code entries} from {@code from} on ({@code end - start + 1} of them); partition p's
+   * checksum is {@code values[p - valuesFrom]} ({@code algorithm} null: none, read unverified).
    */
   private void locate(
       Wanted w,
       SlottedBlocks m,
       long[] entries,
       int from,
+      ChecksumAlgorithm algorithm,
+      long[] values,
+      int valuesFrom,
       List<LocatedBlock> data,
       List<Miss> misses,
       List<Wanted> tooLarge) {
@@ -336,7 +407,7 @@ final class IndexLookup {
               slot.data(),
               first,
               last - first,
-              BlockChecksum.of(slot.checksums(), w.start(), w.end(), entries, from)));
+              BlockChecksum.of(algorithm, values, valuesFrom, w.start(), w.end(), entries, from)));
     }
   }
 
@@ -347,14 +418,25 @@ final class IndexLookup {
             + " is outside map output "
             + w.mapId()
             + "'s index of "
-            + slot.index().length()
+            + slot.indexLength()
             + " bytes");
+  }
+
+  /** Bytes of a slot's whole index read: the index file, or the whole metadata region. */
+  private static long wholeLength(DirectorySlot slot) {
+    int n = slot.metadataEntries();
+    return n > 0 ? DirectorySlot.metadataLength(n) : slot.index().length();
   }
 
   /**
    * One index read: a map output's whole index ({@code load}, the claimed load, set) or one block's
-   * entries.
+   * entries, the batch's request {@code request}; with {@code sums}, the block's checksums from its
+   * metadata region are the request after it.
    */
   private record IndexRead(
-      SlottedBlocks map, List<Wanted> blocks, CompletableFuture<long[]> load) {}
+      SlottedBlocks map,
+      List<Wanted> blocks,
+      CompletableFuture<MapOutput> load,
+      int request,
+      boolean sums) {}
 }

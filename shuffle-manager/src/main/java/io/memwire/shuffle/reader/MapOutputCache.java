@@ -1,6 +1,7 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.directory.DirectorySlot;
+import io.memwire.shuffle.directory.OutputChecksums;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -30,7 +31,7 @@ final class MapOutputCache {
   private final Map<Integer, Map<Route, MapOutput>> outputs = new ConcurrentHashMap<>();
 
   /** Whole-index reads under way, so concurrent tasks of this executor share one. */
-  private final Map<LoadKey, CompletableFuture<long[]>> loading = new ConcurrentHashMap<>();
+  private final Map<LoadKey, CompletableFuture<MapOutput>> loading = new ConcurrentHashMap<>();
 
   /** One map output's whole-index read: which shuffle, slot and map id. */
   private record LoadKey(int shuffleId, Route key, long mapId) {}
@@ -66,9 +67,12 @@ final class MapOutputCache {
     return bytes <= MAX_CACHED_INDEX_BYTES && indexCacheBytes.get() + bytes <= indexCacheBudget;
   }
 
-  /** Keeps a map output's whole index, within the budget. */
+  /**
+   * Keeps a map output's whole index, within the budget, with {@code slot} (whose checksums, when
+   * read from its metadata region with the index, are kept and counted too).
+   */
   void cacheIndex(int shuffleId, Route key, DirectorySlot slot, long[] offsets) {
-    long bytes = offsets.length * 8L;
+    long bytes = bytes(new MapOutput(slot, offsets));
     Map<Route, MapOutput> m = outputs.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
     m.compute(
         key,
@@ -76,7 +80,7 @@ final class MapOutputCache {
           if (old != null && old.slot().mapId() == slot.mapId() && old.offsets() != null) {
             return old;
           }
-          long freed = old != null && old.offsets() != null ? old.offsets().length * 8L : 0;
+          long freed = old != null && old.offsets() != null ? bytes(old) : 0;
           if (indexCacheBytes.addAndGet(bytes - freed) > indexCacheBudget) {
             indexCacheBytes.addAndGet(freed - bytes);
             return old;
@@ -87,9 +91,15 @@ final class MapOutputCache {
 
   private MapOutput replaced(MapOutput old, MapOutput now) {
     if (old != null && old.offsets() != null) {
-      indexCacheBytes.addAndGet(-old.offsets().length * 8L);
+      indexCacheBytes.addAndGet(-bytes(old));
     }
     return now;
+  }
+
+  /** Bytes a cached index takes: its offsets and the checksums kept with it. */
+  private static long bytes(MapOutput o) {
+    OutputChecksums sums = o.slot().checksums();
+    return o.offsets().length * 8L + (sums == null ? 0 : sums.values().length * 8L);
   }
 
   /**
@@ -97,28 +107,29 @@ final class MapOutputCache {
    * once: returns null when {@code mine} was registered (the caller reads the index and then calls
    * {@link #indexLoaded}), else the future of the load already under way.
    */
-  CompletableFuture<long[]> joinIndexLoad(
-      int shuffleId, Route key, long mapId, CompletableFuture<long[]> mine) {
+  CompletableFuture<MapOutput> joinIndexLoad(
+      int shuffleId, Route key, long mapId, CompletableFuture<MapOutput> mine) {
     return loading.putIfAbsent(new LoadKey(shuffleId, key, mapId), mine);
   }
 
   /**
-   * Ends a load claimed with {@link #joinIndexLoad} (idempotent): caches the offsets (null when the
-   * load failed with {@code error}) and completes the future waiting tasks hold.
+   * Ends a load claimed with {@link #joinIndexLoad} (idempotent): caches what was loaded ({@code
+   * loaded}: the slot, with the checksums read with the index, and the offsets; null when the load
+   * failed with {@code error}) and completes the future waiting tasks hold.
    */
   void indexLoaded(
       int shuffleId,
       Route key,
       DirectorySlot slot,
-      CompletableFuture<long[]> mine,
-      long[] offsets,
+      CompletableFuture<MapOutput> mine,
+      MapOutput loaded,
       Throwable error) {
-    if (offsets != null) {
-      cacheIndex(shuffleId, key, slot, offsets);
+    if (loaded != null) {
+      cacheIndex(shuffleId, key, loaded.slot(), loaded.offsets());
     }
     loading.remove(new LoadKey(shuffleId, key, slot.mapId()), mine);
-    if (offsets != null) {
-      mine.complete(offsets);
+    if (loaded != null) {
+      mine.complete(loaded);
     } else {
       mine.completeExceptionally(error);
     }

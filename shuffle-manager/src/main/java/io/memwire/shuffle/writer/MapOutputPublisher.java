@@ -51,7 +51,7 @@ public final class MapOutputPublisher {
 
   private final AtomicBoolean serviceWarned = new AtomicBoolean();
 
-  /** Shuffles already said to be read one-sided unverified (too wide for inline checksums). */
+  /** Shuffles already said to be read one-sided unverified (too wide for a metadata region). */
   private final java.util.Set<Integer> saidUnverified =
       java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -183,14 +183,14 @@ public final class MapOutputPublisher {
       return null;
     }
     long partitions = f.length() / 8;
-    if (partitions >= DirectorySlot.MAX_INLINE_ENTRIES && saidUnverified.add(shuffleId)) {
+    if (partitions > DirectorySlot.MAX_METADATA_PARTITIONS && saidUnverified.add(shuffleId)) {
       LOG.info(
-          "shuffle {} has {} reduce partitions, more than the {} whose checksums travel in the"
-              + " shuffle directory: its blocks are read one-sided unverified (counted as"
+          "shuffle {} has {} reduce partitions, more than the {} whose checksums travel in a"
+              + " metadata region: its blocks are read one-sided unverified (counted as"
               + " checksumUnverifiedBlocks); Spark's local reads of them are still checked",
           shuffleId,
           partitions,
-          DirectorySlot.MAX_INLINE_ENTRIES - 1);
+          DirectorySlot.MAX_METADATA_PARTITIONS);
     }
     return f.toPath();
   }

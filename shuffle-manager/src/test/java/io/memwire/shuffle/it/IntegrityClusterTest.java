@@ -30,8 +30,9 @@ import scala.Tuple2;
  * after Spark reruns the map stage once, and the executors count the disk-cause mismatches. The
  * cases share one context: plain fetch (an RDD job), batch fetch (SQL with AQE coalescing: ranges
  * of partitions per map output), fetch to disk (blocks over {@link #TO_MEM}), a corrupt checksum
- * file, and a shuffle too wide for checksums in the directory. {@link IntegrityServiceClusterTest}
- * runs the same in service mode; the compressed cases are in {@link FaultsTest} and {@link
+ * file, and a corrupt data file of a shuffle too wide for inline entries (1100 partitions: its
+ * checksums travel in each output's metadata region). {@link IntegrityServiceClusterTest} runs the
+ * same in service mode; the compressed cases are in {@link FaultsTest} and {@link
  * ShuffleServiceClusterTest}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -160,19 +161,26 @@ class IntegrityClusterTest {
 
   @Test
   @Order(5)
-  void aShuffleOver1023PartitionsIsReadAndCountedUnverified() throws Exception {
-    // Checksums travel in directory slots only with inline index entries (up to 1023
-    // partitions): one-sided reads of a wider shuffle are counted unverified, never wrong.
+  void aShuffleOver1023PartitionsIsVerifiedAndACorruptDataFileGivesTheRightAnswer()
+      throws Exception {
+    // Too wide for inline entries: each output's slot names a metadata region holding its index
+    // entries and checksums (MWS4), so one-sided reads are verified as for a narrow shuffle.
     var before = Clusters.executorStats(jsc, 2);
-    var job = new IntegrityFaults.BatchJob(cluster.session(), 60_000, 2000, 1100);
-    assertEquals(IntegrityFaults.BatchJob.expected(60_000, 2000), job.call());
-    var after = Clusters.executorStats(jsc, 2);
+    var after =
+        IntegrityFaults.corruptBetweenRuns(
+            "wide shuffle",
+            jsc,
+            listener,
+            new IntegrityFaults.BatchJob(cluster.session(), 60_000, 2000, 1100),
+            IntegrityFaults.BatchJob.expected(60_000, 2000),
+            id -> IntegrityFaults.corruptDataFile(jsc, id));
     assertTrue(
-        IntegrityFaults.delta(before, after, ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS) > 0,
+        IntegrityFaults.delta(before, after, ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS) > 0,
         "" + after);
     assertEquals(
         0,
-        IntegrityFaults.delta(before, after, ShuffleMetrics.CHECKSUM_VERIFIED_BLOCKS),
+        IntegrityFaults.delta(before, after, ShuffleMetrics.CHECKSUM_UNVERIFIED_BLOCKS),
         "" + after);
+    checkAfterJob();
   }
 }

@@ -133,35 +133,37 @@ class IndexCacheTest {
   void concurrentTasksShareOneWholeIndexLoadAndAFailureReachesThemAll() throws Exception {
     Route key = new Route(POINTER, 5);
     DirectorySlot s = slot(5, 50, 2, 30);
-    CompletableFuture<long[]> first = new CompletableFuture<>();
+    CompletableFuture<MapOutput> first = new CompletableFuture<>();
     assertNull(cache.joinIndexLoad(1, key, 50, first), "the first task reads the index");
-    CompletableFuture<long[]> shared = cache.joinIndexLoad(1, key, 50, new CompletableFuture<>());
+    CompletableFuture<MapOutput> shared =
+        cache.joinIndexLoad(1, key, 50, new CompletableFuture<>());
     assertSame(first, shared, "a second task waits for the first one's read");
     assertNull(cache.joinIndexLoad(1, key, 51, new CompletableFuture<>()), "another map id");
 
     long[] offsets = {0, 10, 30};
-    cache.indexLoaded(1, key, s, first, offsets, null);
-    assertArrayEquals(offsets, shared.get());
+    cache.indexLoaded(1, key, s, first, new MapOutput(s, offsets), null);
+    assertArrayEquals(offsets, shared.get().offsets());
     assertArrayEquals(offsets, cache.cached(1, key, 50).offsets());
 
     // A failed load fails its waiters; ending it twice changes nothing, and never ends the load
     // a later task claimed.
     Route other = new Route(POINTER, 6);
     DirectorySlot t = slot(6, 60, 2, 30);
-    CompletableFuture<long[]> failing = new CompletableFuture<>();
+    CompletableFuture<MapOutput> failing = new CompletableFuture<>();
     assertNull(cache.joinIndexLoad(1, other, 60, failing));
-    CompletableFuture<long[]> waiter = cache.joinIndexLoad(1, other, 60, new CompletableFuture<>());
+    CompletableFuture<MapOutput> waiter =
+        cache.joinIndexLoad(1, other, 60, new CompletableFuture<>());
     IOException cause = new IOException("peer gone");
     cache.indexLoaded(1, other, t, failing, null, cause);
     ExecutionException e = assertThrows(ExecutionException.class, waiter::get);
     assertSame(cause, e.getCause());
     assertNull(cache.cached(1, other, 60));
-    CompletableFuture<long[]> retry = new CompletableFuture<>();
+    CompletableFuture<MapOutput> retry = new CompletableFuture<>();
     assertNull(
         cache.joinIndexLoad(1, other, 60, retry), "after a failure the next task reads again");
     cache.indexLoaded(1, other, t, failing, null, cause);
     assertSame(retry, cache.joinIndexLoad(1, other, 60, new CompletableFuture<>()));
-    cache.indexLoaded(1, other, t, retry, new long[] {0, 1, 2}, null);
+    cache.indexLoaded(1, other, t, retry, new MapOutput(t, new long[] {0, 1, 2}), null);
     assertTrue(retry.isDone());
   }
 }

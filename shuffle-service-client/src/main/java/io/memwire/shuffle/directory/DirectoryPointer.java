@@ -10,10 +10,12 @@ import java.util.Optional;
  * Spark had put there ({@code <original>|memwire...}), as {@code
  * memwire2:<chunk>:<entries>:<base64url region>} for a chunk whose slots carry {@code entries}
  * index entries inline, {@code memwire3:<chunk>:<entries>:<base64url region>} for one whose slots
- * also have room for Spark's checksums ({@link #checksums()}), or {@code
- * memwire1:<chunk>:<base64url region>} for one of headers only ({@link #entries()} 0). A reader
- * that does not know a tag finds no pointer and reads through Spark. From the pointer and a map
- * index alone a reducer computes where the slot and its entries lie, so it reads both in one read.
+ * also have room for Spark's checksums ({@link #checksums()}), {@code memwire1:<chunk>:<base64url
+ * region>} for one of headers only ({@link #entries()} 0), or {@code memwire4:<chunk>:<base64url
+ * region>} for one of headers only whose slots may name a metadata region holding the output's
+ * entries and checksums (MWS4 slots; {@link #checksums()} true). A reader that does not know a tag
+ * finds no pointer and reads through Spark. From the pointer and a map index alone a reducer
+ * computes where the slot and its entries lie, so it reads both in one read.
  *
  * <p>All map outputs of one executor, shuffle and chunk share the pointer, so Spark still groups
  * their blocks into one fetch request per executor.
@@ -22,6 +24,7 @@ public final class DirectoryPointer {
   static final String TAG = "memwire1:";
   static final String TAG_INLINE = "memwire2:";
   static final String TAG_CHECKSUMS = "memwire3:";
+  static final String TAG_METADATA = "memwire4:";
   private static final char SEPARATOR = '|';
 
   private final int chunk;
@@ -46,15 +49,13 @@ public final class DirectoryPointer {
 
   /**
    * A pointer to a chunk whose slots carry {@code entries} inline index entries and, with {@code
-   * checksums}, room for a checksum per reduce partition.
+   * checksums}, room for a checksum per reduce partition; with {@code entries} 0 and {@code
+   * checksums}, a chunk of headers only whose slots may name metadata regions (MWS4).
    *
    * @throws IllegalArgumentException when {@code entries} is not 0 or 2 to {@value
-   *     DirectorySlot#MAX_INLINE_ENTRIES}, or checksums come without entries
+   *     DirectorySlot#MAX_INLINE_ENTRIES}
    */
   public DirectoryPointer(int chunk, int entries, boolean checksums, RemoteRegion region) {
-    if (checksums && entries == 0) {
-      throw new IllegalArgumentException("checksums need inline entries");
-    }
     this.checksums = checksums;
     if (entries != 0 && (entries < 2 || entries > DirectorySlot.MAX_INLINE_ENTRIES)) {
       throw new IllegalArgumentException("inline entries per slot: " + entries);
@@ -74,7 +75,10 @@ public final class DirectoryPointer {
     return entries;
   }
 
-  /** Whether the chunk's slots have room for Spark's checksums after their entries. */
+  /**
+   * Whether the chunk's slots have room for Spark's checksums after their entries, or, in a chunk
+   * of headers only, may name metadata regions holding them.
+   */
   public boolean checksums() {
     return checksums;
   }
@@ -111,7 +115,7 @@ public final class DirectoryPointer {
   public String toTopologyInfo(String original) {
     String layout =
         entries == 0
-            ? TAG + chunk
+            ? (checksums ? TAG_METADATA : TAG) + chunk
             : (checksums ? TAG_CHECKSUMS : TAG_INLINE) + chunk + ":" + entries;
     String me =
         layout + ":" + Base64.getUrlEncoder().withoutPadding().encodeToString(region.toBytes());
@@ -125,14 +129,15 @@ public final class DirectoryPointer {
     }
     int at =
         Math.max(
-            topologyInfo.lastIndexOf(TAG),
+            Math.max(topologyInfo.lastIndexOf(TAG), topologyInfo.lastIndexOf(TAG_METADATA)),
             Math.max(
                 topologyInfo.lastIndexOf(TAG_INLINE), topologyInfo.lastIndexOf(TAG_CHECKSUMS)));
     if (at < 0 || (at > 0 && topologyInfo.charAt(at - 1) != SEPARATOR)) {
       return Optional.empty();
     }
-    boolean sums = topologyInfo.startsWith(TAG_CHECKSUMS, at);
-    boolean inline = sums || topologyInfo.startsWith(TAG_INLINE, at);
+    boolean metadata = topologyInfo.startsWith(TAG_METADATA, at);
+    boolean sums = metadata || topologyInfo.startsWith(TAG_CHECKSUMS, at);
+    boolean inline = !metadata && (sums || topologyInfo.startsWith(TAG_INLINE, at));
     String rest = topologyInfo.substring(at + TAG.length());
     try {
       int colon = rest.indexOf(':');
@@ -172,7 +177,7 @@ public final class DirectoryPointer {
     return "DirectoryPointer{chunk "
         + chunk
         + (entries == 0 ? "" : ", " + entries + " entries inline")
-        + (checksums ? ", checksums" : "")
+        + (checksums ? (entries == 0 ? ", metadata regions" : ", checksums") : "")
         + ", "
         + region
         + "}";

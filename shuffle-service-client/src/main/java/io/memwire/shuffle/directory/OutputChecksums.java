@@ -42,7 +42,7 @@ public record OutputChecksums(ChecksumAlgorithm algorithm, long[] values) {
    * writer, another plugin's files) or it cannot be read.
    */
   public static OutputChecksums readBeside(Path index, int partitions) {
-    if (partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+    if (partitions < 1 || partitions > DirectorySlot.MAX_METADATA_PARTITIONS) {
       return null;
     }
     for (ChecksumAlgorithm a : ChecksumAlgorithm.values()) {
@@ -93,7 +93,7 @@ public record OutputChecksums(ChecksumAlgorithm algorithm, long[] values) {
   }
 
   private static long[] values(Path file, int partitions) {
-    if (partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+    if (partitions < 1 || partitions > DirectorySlot.MAX_METADATA_PARTITIONS) {
       return null;
     }
     ByteBuffer b = ByteBuffer.allocate(partitions * 8);

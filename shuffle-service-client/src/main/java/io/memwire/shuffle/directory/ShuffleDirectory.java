@@ -30,7 +30,13 @@ import org.slf4j.LoggerFactory;
  * output's slot and entries in one read, at an offset it computes from the pointer. A shuffle with
  * more partitions, or whose first index is not a readable file, keeps headers only ({@value
  * #SLOTS_PER_CHUNK} per chunk) and reducers read the index file apart, as they do for an output
- * whose index has another length than the shuffle's first (never with Spark's partitioner).
+ * whose index has another length than the shuffle's first (never with Spark's partitioner). When
+ * such a shuffle's first output comes with Spark's checksums, each output with checksums gets a
+ * metadata region instead (registered direct memory of {@link DirectorySlot#metadataLength} bytes,
+ * a unit of the {@value #ALLOCATOR} allocator, filled once: its index entries, then its checksums)
+ * that its MWS4 slot names in place of the index file (whose region the directory then closes), so
+ * reducers read a block's checksums in the batch they read its entries in; the metadata is released
+ * with the output's regions (replaced, unregistered or closed).
  *
  * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
  * {@link Registrar#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
@@ -57,6 +63,8 @@ public final class ShuffleDirectory implements AutoCloseable {
   private final MemoryAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
+  private final java.util.concurrent.atomic.AtomicBoolean metadataWarned =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
   public ShuffleDirectory(Registrar node) {
@@ -99,8 +107,11 @@ public final class ShuffleDirectory implements AutoCloseable {
 
     final Map<Integer, Chunk> chunks = new ConcurrentHashMap<>();
 
-    /** The file regions of the output in each map index's slot: index, and data or none. */
-    final Map<Integer, List<MemoryRegion>> outputs = new ConcurrentHashMap<>();
+    /**
+     * What the output in each map index's slot holds: its file regions (index, and data or none)
+     * and its metadata region, if any.
+     */
+    final Map<Integer, Held> outputs = new ConcurrentHashMap<>();
 
     ShuffleEntry(int entries, boolean checksums) {
       this.entries = entries;
@@ -109,10 +120,28 @@ public final class ShuffleDirectory implements AutoCloseable {
 
     int fileRegions() {
       int n = 0;
-      for (List<MemoryRegion> l : outputs.values()) {
-        n += l.size();
+      for (Held h : outputs.values()) {
+        n += h.files.size();
       }
       return n;
+    }
+
+    int metadataRegions() {
+      int n = 0;
+      for (Held h : outputs.values()) {
+        n += h.metadata == null ? 0 : 1;
+      }
+      return n;
+    }
+  }
+
+  /** One output's registrations: its files' regions and its metadata (null: none). */
+  private record Held(List<MemoryRegion> files, BufferUnit metadata) {
+    void close() {
+      files.forEach(MemoryRegion::close);
+      if (metadata != null) {
+        metadata.release(); // closes its region; the memory goes once no read copies from it
+      }
     }
   }
 
@@ -155,24 +184,45 @@ public final class ShuffleDirectory implements AutoCloseable {
       MemoryRegion data,
       OutputChecksums checksums) {
     long[] inline = inlineEntries(index);
+    long indexEntries = index.length() % 8 == 0 ? index.length() / 8 : -1;
     OutputChecksums sums =
-        inline != null && checksums != null && checksums.values().length == inline.length - 1
+        checksums != null
+                && indexEntries >= 2
+                && checksums.values().length == indexEntries - 1
+                && checksums.values().length <= DirectorySlot.MAX_METADATA_PARTITIONS
             ? checksums
+            : null;
+    // A shuffle of headers only with room for checksums (or one whose first output this is) names
+    // a metadata region in each slot; built before the lock, released below if not used after all.
+    ShuffleEntry known = shuffles.get(shuffleId);
+    BufferUnit metadata =
+        sums != null
+                && inline == null
+                && (known == null ? !closed : known.entries == 0 && known.checksums)
+            ? metadata(shuffleId, mapId, index, sums)
             : null;
     ShuffleEntry entry;
     Chunk chunk;
-    List<MemoryRegion> replaced;
+    Held replaced;
     synchronized (this) {
       if (closed) {
         index.close();
         if (data != null) {
           data.close();
         }
+        if (metadata != null) {
+          metadata.release();
+        }
         throw new IllegalStateException("shuffle directory is closed");
       }
-      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline, sums != null));
+      boolean roomFirst = sums != null && (inline != null || metadata != null);
+      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline, roomFirst));
       int entries = entry.entries;
       boolean roomForSums = entry.checksums;
+      if (metadata != null && (entries != 0 || !roomForSums)) {
+        metadata.release();
+        metadata = null;
+      }
       try {
         chunk =
             entry.chunks.computeIfAbsent(
@@ -183,10 +233,21 @@ public final class ShuffleDirectory implements AutoCloseable {
         if (data != null) {
           data.close();
         }
+        if (metadata != null) {
+          metadata.release();
+        }
         throw e;
       }
-      replaced = entry.outputs.put(mapIndex, data == null ? List.of(index) : List.of(index, data));
+      // With a metadata region in its place, the index file's region is not read: closed below.
+      List<MemoryRegion> files =
+          metadata != null
+              ? (data == null ? List.of() : List.of(data))
+              : (data == null ? List.of(index) : List.of(index, data));
+      replaced = entry.outputs.put(mapIndex, new Held(files, metadata));
       chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
+    }
+    if (metadata != null) {
+      index.close();
     }
     try {
       int entries = entry.entries;
@@ -201,13 +262,21 @@ public final class ShuffleDirectory implements AutoCloseable {
       }
       boolean withSums = fits && entry.checksums && sums != null;
       DirectorySlot slot =
-          new DirectorySlot(
-              mapIndex,
-              mapId,
-              index.remote(),
-              data == null ? null : data.remote(),
-              fits ? inline : null,
-              withSums ? sums : null);
+          metadata != null
+              ? DirectorySlot.withMetadata(
+                  mapIndex,
+                  mapId,
+                  metadata.region().remote(),
+                  data == null ? null : data.remote(),
+                  (int) indexEntries,
+                  sums.algorithm())
+              : new DirectorySlot(
+                  mapIndex,
+                  mapId,
+                  index.remote(),
+                  data == null ? null : data.remote(),
+                  fits ? inline : null,
+                  withSums ? sums : null);
       int at =
           (mapIndex % DirectorySlot.slotsPerChunk(entries, entry.checksums))
               * DirectorySlot.stride(entries, entry.checksums);
@@ -217,8 +286,61 @@ public final class ShuffleDirectory implements AutoCloseable {
     } finally {
       chunk.unit.release();
       if (replaced != null) {
-        replaced.forEach(MemoryRegion::close);
+        replaced.close();
       }
+    }
+  }
+
+  /**
+   * A metadata region for an output of a shuffle of headers only: its index file's entries, then
+   * {@code sums}, in registered memory of this directory's allocator. Null (the output is read
+   * unverified, said once per directory) when the index cannot be read or no limit has room.
+   */
+  private BufferUnit metadata(int shuffleId, long mapId, MemoryRegion index, OutputChecksums sums) {
+    if (!index.isFileBacked()) {
+      return null;
+    }
+    int entries = sums.values().length + 1;
+    int size = DirectorySlot.metadataLength(entries);
+    BufferUnit unit;
+    try {
+      unit =
+          node.allocateRegistered(
+              allocator, size, "metadata of map output " + mapId + " of shuffle " + shuffleId);
+    } catch (RuntimeException e) {
+      metadataRefused(shuffleId, mapId, e.getMessage());
+      return null;
+    }
+    ByteBuffer b = unit.buffer().order(ByteOrder.BIG_ENDIAN);
+    ByteBuffer entryBytes = b.duplicate().position(0).limit(entries * 8);
+    try (FileChannel ch = FileChannel.open(index.file(), StandardOpenOption.READ)) {
+      while (entryBytes.hasRemaining()) {
+        if (ch.read(entryBytes, entryBytes.position()) < 0) {
+          throw new IOException("index file shorter than " + entries * 8 + " bytes");
+        }
+      }
+    } catch (IOException e) {
+      unit.release();
+      metadataRefused(shuffleId, mapId, e.toString());
+      return null;
+    }
+    long[] v = sums.values();
+    for (int i = 0; i < v.length; i++) {
+      b.putLong((entries + i) * 8, v[i]);
+    }
+    return unit;
+  }
+
+  private void metadataRefused(int shuffleId, long mapId, String why) {
+    if (metadataWarned.compareAndSet(false, true)) {
+      LOG.info(
+          "map output {} of shuffle {} gets no metadata region ({}): its blocks are read"
+              + " one-sided unverified; later such outputs are logged at debug",
+          mapId,
+          shuffleId,
+          why);
+    } else {
+      LOG.debug("map output {} of shuffle {}: no metadata region: {}", mapId, shuffleId, why);
     }
   }
 
@@ -228,7 +350,7 @@ public final class ShuffleDirectory implements AutoCloseable {
         "directory of shuffle {}: {}",
         shuffleId,
         entries == 0
-            ? "slot headers only"
+            ? checksums ? "slot headers naming metadata regions" : "slot headers only"
             : entries + " index entries inline per slot" + (checksums ? ", and checksums" : ""));
     return new ShuffleEntry(entries, checksums);
   }
@@ -298,9 +420,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   }
 
   private void release(ShuffleEntry entry) {
-    for (List<MemoryRegion> l : entry.outputs.values()) {
-      l.forEach(MemoryRegion::close);
-    }
+    entry.outputs.values().forEach(Held::close);
     for (Chunk c : entry.chunks.values()) {
       c.region.close(); // reads from now on fail; a publish still writing holds its own reference
       c.unit.release();
@@ -310,6 +430,12 @@ public final class ShuffleDirectory implements AutoCloseable {
   /** Number of shuffles with registered outputs here. */
   public int shuffles() {
     return shuffles.size();
+  }
+
+  /** Metadata regions of one shuffle's outputs (0 when none). */
+  public int metadataRegions(int shuffleId) {
+    ShuffleEntry e = shuffles.get(shuffleId);
+    return e == null ? 0 : e.metadataRegions();
   }
 
   /** Regions registered for one shuffle's files (0 when none). */
@@ -336,7 +462,8 @@ public final class ShuffleDirectory implements AutoCloseable {
         int magic = c.memory.getInt(at);
         if (magic == DirectorySlot.MAGIC
             || magic == DirectorySlot.MAGIC_INLINE
-            || magic == DirectorySlot.MAGIC_CHECKSUMS) {
+            || magic == DirectorySlot.MAGIC_CHECKSUMS
+            || magic == DirectorySlot.MAGIC_METADATA) {
           c.memory.putLong(at + 8, -1L);
           n++;
         }

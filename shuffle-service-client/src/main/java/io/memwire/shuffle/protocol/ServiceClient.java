@@ -211,12 +211,22 @@ public final class ServiceClient implements AutoCloseable {
   /** The pointer an OK answer names, or an IOException when its layout is not one we read. */
   static DirectoryPointer pointer(int chunk, int entries, int layout, RemoteRegion region)
       throws IOException {
-    if ((layout & ~ServiceProtocol.LAYOUT_CHECKSUMS) != 0) {
+    boolean metadata = layout == ServiceProtocol.LAYOUT_METADATA;
+    if ((layout & ~ServiceProtocol.LAYOUT_CHECKSUMS) != 0 && !metadata) {
       throw new IOException("unknown directory layout " + layout + " from the shuffle service");
+    }
+    if ((metadata && entries != 0)
+        || (layout == ServiceProtocol.LAYOUT_CHECKSUMS && entries == 0)) {
+      throw new IOException(
+          "bad directory pointer from the shuffle service: layout "
+              + layout
+              + ", "
+              + entries
+              + " entries");
     }
     try {
       return new DirectoryPointer(
-          chunk, entries, (layout & ServiceProtocol.LAYOUT_CHECKSUMS) != 0, region);
+          chunk, entries, metadata || (layout & ServiceProtocol.LAYOUT_CHECKSUMS) != 0, region);
     } catch (IllegalArgumentException e) {
       throw new IOException("bad directory pointer from the shuffle service: " + e.getMessage());
     }

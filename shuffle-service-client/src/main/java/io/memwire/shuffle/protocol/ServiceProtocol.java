@@ -36,7 +36,9 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>An OK naming a directory chunk carries its layout: {@code entries} inline index entries per
  * slot (0: headers only) and {@code layout} flags ({@link #LAYOUT_CHECKSUMS}: slots have room for
- * Spark's checksums after their entries; version 3).
+ * Spark's checksums after their entries; version 3; {@link #LAYOUT_METADATA}: with 0 entries,
+ * headers that may name metadata regions holding entries and checksums). A client that does not
+ * know a flag refuses the answer and serves the output itself.
  *
  * <p>REGISTER comes first on every connection and binds it to one application; the first REGISTER
  * of an application fixes its token, and a later one must present the same. A malformed frame
@@ -49,9 +51,15 @@ public final class ServiceProtocol {
   /** Layout flag of a directory chunk in an OK answer: its slots have room for checksums. */
   public static final int LAYOUT_CHECKSUMS = 1;
 
+  /**
+   * Layout flag of a directory chunk of headers only in an OK answer: its slots may name metadata
+   * regions (MWS4).
+   */
+  public static final int LAYOUT_METADATA = 2;
+
   /** The layout flags of {@code p} in an OK answer. */
   public static int layout(io.memwire.shuffle.directory.DirectoryPointer p) {
-    return p.checksums() ? LAYOUT_CHECKSUMS : 0;
+    return !p.checksums() ? 0 : p.entries() == 0 ? LAYOUT_METADATA : LAYOUT_CHECKSUMS;
   }
 
   /** Largest frame, type byte included. */

@@ -127,8 +127,9 @@ final class OutputFiles {
    * checksum file the executor named ({@code file}: {@code shuffle_S_M_0.checksum.<ALGO>}, null for
    * none) the way the output's files are taken: looked up without links, owned by {@code owner},
    * linked into {@code targetDir}, the link checked, read through it and deleted. Null when there
-   * is none (checksums off, an older writer), it does not fit inline, or a check fails: the output
-   * is then served unverified.
+   * is none (checksums off, an older writer), it is too wide ({@link
+   * DirectorySlot#MAX_METADATA_PARTITIONS}), or a check fails: the output is then served
+   * unverified.
    */
   static OutputChecksums checksums(
       Path file,
@@ -140,7 +141,7 @@ final class OutputFiles {
       long linkId) {
     long partitions = indexLength / 8 - 1;
     ChecksumAlgorithm algorithm = file == null ? null : OutputChecksums.algorithmOf(file);
-    if (algorithm == null || partitions < 1 || partitions >= DirectorySlot.MAX_INLINE_ENTRIES) {
+    if (algorithm == null || partitions < 1 || partitions > DirectorySlot.MAX_METADATA_PARTITIONS) {
       return null;
     }
     PosixFileAttributes seen;

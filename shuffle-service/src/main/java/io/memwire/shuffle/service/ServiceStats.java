@@ -96,8 +96,9 @@ public final class ServiceStats {
       counter(
           "outputsWithChecksums",
           COUNT,
-          "Of those, outputs published with Spark's checksums inline, so reducers verify their "
-              + "blocks (the others are read unverified).");
+          "Of those, outputs published with Spark's checksums (inline, or in a metadata region for"
+              + " more than 1023 reduce partitions), so reducers verify their blocks (the others"
+              + " are read unverified).");
   public static final Metric OUTPUTS_RECOVERED =
       counter(
           "outputsRecovered",

@@ -188,6 +188,50 @@ class RecoveryTest {
   }
 
   @Test
+  void aRecoveredWideOutputGetsANewMetadataRegionWithItsChecksums() throws Exception {
+    startService();
+    int partitions = 1100;
+    ServiceFixture.Output a = write(root.resolve("exec"), 4, 40, partitions, 6);
+    long[] sums = new long[partitions];
+    ByteBuffer file = ByteBuffer.allocate(partitions * 8);
+    for (int i = 0; i < partitions; i++) {
+      sums[i] = i * 1_000_003L - 17;
+      file.putLong(sums[i]);
+    }
+    Path aSums = root.resolve("exec/0d/shuffle_4_40_0.checksum.CRC32");
+    Files.createDirectories(aSums.getParent());
+    Files.write(aSums, file.array());
+    try (ServiceClient c = executor(8)) {
+      DirectoryPointer before = c.publish(4, 0, 40, a.index(), a.data(), aSums);
+      assertEquals(0, before.entries());
+      assertTrue(before.checksums(), "headers naming metadata regions (layout 2)");
+    }
+    service.close();
+    TrustedPaths.deleteTree(root.resolve("exec"));
+    startService();
+    assertEquals(1L, service.stats().get("outputsRecovered"));
+    try (ServiceFixture.Raw c = raw(8)) {
+      DirectoryPointer p = ServiceFixture.pointer(c.publish(4, 0, 40, a.index().toString(), ""));
+      assertTrue(p.checksums());
+      DirectorySlot slot =
+          DirectorySlot.read(
+              ByteBuffer.wrap(
+                  ServiceFixture.read(reader, p.region(), p.slotOffset(0), p.slotReadLength())),
+              p.entries(),
+              p.checksums());
+      assertEquals(partitions + 1, slot.metadataEntries(), "MWS4 after recovery");
+      assertEquals(ChecksumAlgorithm.CRC32, slot.metadataAlgorithm());
+      ByteBuffer stored =
+          ByteBuffer.wrap(
+              ServiceFixture.read(reader, slot.index(), (partitions + 1) * 8L, partitions * 8));
+      long[] got = new long[partitions];
+      stored.asLongBuffer().get(got);
+      assertArrayEquals(sums, got, "the recorded checksums, after the entries");
+      assertArrayEquals(a.partitions()[1000], readPartition(reader, p, 0, 1000));
+    }
+  }
+
+  @Test
   void aChangedFileIsDroppedAndNeverServed() throws Exception {
     Published p = publishTwoAndStop();
     Files.write(linkOf(".data"), new byte[] {1}, StandardOpenOption.APPEND);

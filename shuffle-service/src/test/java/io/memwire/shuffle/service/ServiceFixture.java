@@ -191,7 +191,9 @@ final class ServiceFixture {
     }
     int chunk = answer.i32();
     int entries = answer.i32();
-    boolean checksums = (answer.u8() & ServiceProtocol.LAYOUT_CHECKSUMS) != 0;
+    int layout = answer.u8();
+    boolean checksums =
+        (layout & (ServiceProtocol.LAYOUT_CHECKSUMS | ServiceProtocol.LAYOUT_METADATA)) != 0;
     return new DirectoryPointer(chunk, entries, checksums, RemoteRegion.decode(answer.rest()));
   }
 

@@ -744,4 +744,61 @@ class ShuffleServiceTest {
     assertEquals(1L, service.stats().get("outputsWithChecksums"));
     assertEquals(6, filesUnder(root.resolve("outputs/apps")), "no checksum link left behind");
   }
+
+  @Test
+  void aWideOutputsChecksumsArePublishedInAMetadataRegionAfterItsEntries() throws Exception {
+    startService();
+    Path execDir = root.resolve("exec-w");
+    int partitions = 1100;
+    ServiceFixture.Output a = write(execDir, 8, 301, partitions, 31);
+    ServiceFixture.Output b = write(execDir, 8, 302, partitions, 32);
+    long[] sums = new long[partitions];
+    ByteBuffer file = ByteBuffer.allocate(partitions * 8);
+    for (int i = 0; i < partitions; i++) {
+      sums[i] = 31L * i + 5;
+      file.putLong(sums[i]);
+    }
+    Path aSums = execDir.resolve("1f/shuffle_8_301_0.checksum.ADLER32");
+    Files.createDirectories(aSums.getParent());
+    Files.write(aSums, file.array());
+    DirectoryPointer p;
+    try (ServiceClient e = executor("app-w", "1", 22)) {
+      p = e.publish(8, 0, 301, a.index(), a.data(), aSums);
+      e.publish(8, 1, 302, b.index(), b.data(), null);
+    }
+    TrustedPaths.deleteTree(execDir);
+    assertEquals(0, p.entries(), "too wide for inline entries");
+    assertTrue(p.checksums(), "headers that name metadata regions");
+    assertTrue(p.toTopologyInfo(null).startsWith("memwire4:"), p.toString());
+    DirectorySlot sa =
+        DirectorySlot.read(
+            ByteBuffer.wrap(
+                ServiceFixture.read(reader, p.region(), p.slotOffset(0), p.slotReadLength())),
+            p.entries(),
+            p.checksums());
+    assertEquals(partitions + 1, sa.metadataEntries());
+    assertEquals(ChecksumAlgorithm.ADLER32, sa.metadataAlgorithm());
+    ByteBuffer meta =
+        ByteBuffer.wrap(
+            ServiceFixture.read(
+                reader, sa.index(), 0, DirectorySlot.metadataLength(partitions + 1)));
+    long offset = 0;
+    for (int i = 0; i <= partitions; i++) {
+      assertEquals(offset, meta.getLong(i * 8), "entry " + i + ", as in the index file");
+      offset += i < partitions ? a.partitions()[i].length : 0;
+    }
+    for (int i = 0; i < partitions; i++) {
+      assertEquals(sums[i], meta.getLong((partitions + 1 + i) * 8), "checksum " + i);
+    }
+    assertArrayEquals(a.partitions()[700], readPartition(reader, p, 0, 700));
+    DirectorySlot sb =
+        DirectorySlot.read(
+            ByteBuffer.wrap(
+                ServiceFixture.read(reader, p.region(), p.slotOffset(1), p.slotReadLength())),
+            p.entries(),
+            p.checksums());
+    assertEquals(0, sb.metadataEntries(), "no checksum file: header only, read unverified");
+    assertArrayEquals(b.partitions()[4], readPartition(reader, p, 1, 4));
+    assertEquals(1L, service.stats().get("outputsWithChecksums"));
+  }
 }
