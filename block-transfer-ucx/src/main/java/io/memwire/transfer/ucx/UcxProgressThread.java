@@ -29,6 +29,13 @@ final class UcxProgressThread {
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final CompletableFuture<Void> started = new CompletableFuture<>();
   private final Thread thread;
+
+  /** Whether the context outlives the thread (see {@link #stop(boolean)}). */
+  private volatile boolean keepContext;
+
+  /** Set when the loop has ended, before the worker closes. */
+  private volatile boolean ended;
+
   private volatile boolean stopping;
   private UcpContext context;
   private UcpWorker worker;
@@ -75,7 +82,7 @@ final class UcxProgressThread {
   void execute(Runnable task) {
     tasks.add(task);
     UcpWorker w = worker;
-    if (w != null && !onThread()) {
+    if (w != null && !ended && !onThread()) {
       try {
         w.signal();
       } catch (UcxException e) {
@@ -140,6 +147,16 @@ final class UcxProgressThread {
 
   /** Stops the loop after the queued tasks; frees the worker and the context; joins. */
   void stop() {
+    stop(false);
+  }
+
+  /**
+   * {@link #stop()}, but with {@code keepContext} the UCX context stays: memory UCX allocated is
+   * still mapped for an owner that holds it, and destroying the context under it aborts UCX (its
+   * registration cache asserts that nothing is still registered).
+   */
+  void stop(boolean keepContext) {
+    this.keepContext = keepContext;
     stopping = true;
     execute(() -> {});
     if (!onThread()) {
@@ -176,10 +193,16 @@ final class UcxProgressThread {
       loop();
     } finally {
       runTasks();
+      ended = true; // a task queued from now on never runs, and nothing signals the closed worker
       worker.close();
       UcxResources.WORKERS.decrementAndGet();
-      context.close();
-      UcxResources.CONTEXTS.decrementAndGet();
+      if (keepContext) {
+        UcxResources.CONTEXTS.decrementAndGet();
+        UcxResources.LEFT_MAPPED.incrementAndGet();
+      } else {
+        context.close();
+        UcxResources.CONTEXTS.decrementAndGet();
+      }
     }
   }
 

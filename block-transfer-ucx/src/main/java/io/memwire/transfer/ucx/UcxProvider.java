@@ -390,8 +390,8 @@ public final class UcxProvider implements TransportProvider {
             return null;
           });
     }
-    registrar.closeAll();
-    progress.stop();
+    int leftMapped = registrar.closeAll();
+    progress.stop(leftMapped > 0);
     LOG.debug("ucx provider closed; UCX objects live in this process: {}", UcxResources.describe());
   }
 

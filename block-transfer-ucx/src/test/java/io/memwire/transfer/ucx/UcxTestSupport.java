@@ -47,6 +47,11 @@ public final class UcxTestSupport {
     return resume::countDown;
   }
 
+  /** UCX contexts closing providers left alive because owners held memory UCX allocated. */
+  public static long leftMapped() {
+    return UcxResources.LEFT_MAPPED.get();
+  }
+
   public static boolean allReleased() {
     return UcxResources.allReleased();
   }
