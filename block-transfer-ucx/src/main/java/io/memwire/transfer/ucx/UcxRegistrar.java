@@ -227,21 +227,10 @@ final class UcxRegistrar {
     Region r =
         progress.call(
             () -> {
-              UcpMemory m;
-              try {
-                m =
-                    progress
-                        .context()
-                        .memoryMap(new UcpMemMapParams().allocate().setLength(length));
-              } catch (RuntimeException e) {
-                throw new RegistrationException(
-                    "UCX could not allocate " + length + " registered bytes: " + e.getMessage(), e);
-              }
-              UcxResources.MEMORY.incrementAndGet();
+              UcpMemory m =
+                  map(new UcpMemMapParams().allocate().setLength(length), "allocate", length);
               // Packed also when not served as a whole: regions registered inside it use it.
-              ByteBuffer k = m.getRemoteKeyBuffer();
-              byte[] packed = new byte[k.remaining()];
-              k.get(packed);
+              byte[] packed = packedKey(m);
               long handle = remoteReadable ? newHandle() : 0;
               Region reg = new Region(handle, m.getAddress(), length, m, packed, null, true);
               all.add(reg);
@@ -282,24 +271,12 @@ final class UcxRegistrar {
     Region r =
         progress.call(
             () -> {
-              UcpMemory m;
-              try {
-                m =
-                    progress
-                        .context()
-                        .memoryMap(
-                            new UcpMemMapParams().setAddress(address).setLength(whole.capacity()));
-              } catch (RuntimeException e) {
-                throw new RegistrationException(
-                    "UCX could not register " + whole.capacity() + " bytes: " + e.getMessage(), e);
-              }
-              UcxResources.MEMORY.incrementAndGet();
-              byte[] packed = new byte[0];
-              if (remoteReadable) {
-                ByteBuffer k = m.getRemoteKeyBuffer();
-                packed = new byte[k.remaining()];
-                k.get(packed);
-              }
+              UcpMemory m =
+                  map(
+                      new UcpMemMapParams().setAddress(address).setLength(whole.capacity()),
+                      "register",
+                      whole.capacity());
+              byte[] packed = remoteReadable ? packedKey(m) : new byte[0];
               long handle = remoteReadable ? newHandle() : 0;
               Region reg = new Region(handle, address, whole.capacity(), m, packed, release, false);
               all.add(reg);
@@ -310,6 +287,26 @@ final class UcxRegistrar {
       live.put(r.handle, r);
     }
     return r;
+  }
+
+  /** {@code memoryMap} on the progress thread, counted; a refusal as a RegistrationException. */
+  private UcpMemory map(UcpMemMapParams params, String what, long length) {
+    UcpMemory m;
+    try {
+      m = progress.context().memoryMap(params);
+    } catch (RuntimeException e) {
+      throw new RegistrationException(
+          "UCX could not " + what + " " + length + " bytes: " + e.getMessage(), e);
+    }
+    UcxResources.MEMORY.incrementAndGet();
+    return m;
+  }
+
+  private static byte[] packedKey(UcpMemory m) {
+    ByteBuffer k = m.getRemoteKeyBuffer();
+    byte[] packed = new byte[k.remaining()];
+    k.get(packed);
+    return packed;
   }
 
   private long newHandle() {
