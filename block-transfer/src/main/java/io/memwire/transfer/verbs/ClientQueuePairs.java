@@ -66,8 +66,12 @@ final class ClientQueuePairs {
   private final AtomicBoolean refusalLogged = new AtomicBoolean();
   private final AtomicBoolean mtuRefusalLogged = new AtomicBoolean();
 
-  /** Longest the open handshake may take before a connect goes ahead without the peer's MTU. */
-  static final long OPEN_HANDSHAKE_MS = 2000;
+  /**
+   * The open handshake may take half of what is left of the connect timeout, and at least this,
+   * before a connect goes ahead without the peer's MTU: a slow peer (an emulated guest took over 2
+   * s) must still be asked, a silent port must not eat the whole timeout.
+   */
+  static final long OPEN_HANDSHAKE_MIN_MS = 2000;
 
   /** How long a peer whose port did not answer the open handshake is not asked again. */
   private static final long SILENT_PEER_NANOS = TimeUnit.SECONDS.toNanos(60);
@@ -275,7 +279,7 @@ final class ClientQueuePairs {
 
   /**
    * The TCP handshake with the serving node before the connect request: authentication with a
-   * secret, else the open one (bounded by {@link #OPEN_HANDSHAKE_MS}; a peer that does not answer
+   * secret, else the open one (bounded by {@link #openHandshakeBound}; a peer that does not answer
    * it is not asked again for {@link #SILENT_PEER_NANOS}). Either tells the peer's MTUs.
    */
   private PortMtu handshake(SocketAddress own, InetSocketAddress peer, long deadline)
@@ -293,10 +297,9 @@ final class ClientQueuePairs {
         || (quietUntil != null && System.nanoTime() - quietUntil < 0)) {
       return PortMtu.UNKNOWN;
     }
-    long bound = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(OPEN_HANDSHAKE_MS);
     PortMtu m =
         VerbsAuthClient.query(
-            (InetSocketAddress) own, peer, deadline - bound < 0 ? deadline : bound);
+            (InetSocketAddress) own, peer, openHandshakeBound(System.nanoTime(), deadline));
     if (m == null) {
       if (silentPeers.size() >= 1024) {
         silentPeers.clear();
@@ -327,6 +330,13 @@ final class ClientQueuePairs {
       LOG.debug("refused to connect to {}: {}", peer, f.message());
     }
     throw new TransferConnectionException(f.message(), peer, null);
+  }
+
+  /** When the open handshake gives up, for a connect that must end by {@code deadline}. */
+  static long openHandshakeBound(long now, long deadline) {
+    long half =
+        Math.max(TimeUnit.MILLISECONDS.toNanos(OPEN_HANDSHAKE_MIN_MS), (deadline - now) / 2);
+    return deadline - (now + half) < 0 ? deadline : now + half;
   }
 
   private static long remainingMs(long deadline) {
