@@ -29,6 +29,7 @@ import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.apache.spark.network.shuffle.checksum.Cause;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -202,6 +203,30 @@ class WideChecksumReadPathTest {
     assertEquals(
         Set.of(16, 8, 40, 32), Set.copyOf(metaReads), "entries and checksums of each block");
     assertEquals(4, metaReads.size());
+  }
+
+  private Cause diagnose(int m, int r, long readerChecksum, String algorithm) {
+    return new RdmaBlockStoreClient(ctx, SHUFFLE, routes, spark)
+        .diagnoseCorruption(
+            "map-host", 7337, "exec-1", SHUFFLE, mapId(m), r, readerChecksum, algorithm);
+  }
+
+  @Test
+  void aBlockReadBlockByBlockIsDiagnosedWithoutTheWriter() {
+    setUp(0); // no index cache: checksums come with each block's entries, none kept
+    int r = 9;
+    while (offsets.get(0)[r + 1] == offsets.get(0)[r]) {
+      r++;
+    }
+    long stored = sums.get(0)[r];
+    assertEquals(Cause.CHECKSUM_VERIFY_PASS, diagnose(0, r, stored, "CRC32C"));
+    assertEquals(Cause.NETWORK_ISSUE, diagnose(0, r, stored ^ 1, "CRC32C"));
+    assertEquals(Cause.UNKNOWN_ISSUE, diagnose(0, r, stored, "ADLER32"), "not what was written");
+    ByteBuffer d = dataBuffers.get(0);
+    int at = (int) offsets.get(0)[r];
+    d.put(at, (byte) ~d.get(at));
+    assertEquals(Cause.DISK_ISSUE, diagnose(0, r, stored, "CRC32C"));
+    assertEquals(List.of(), spark.handedOver, "nothing asked of Spark's client");
   }
 
   @Test
