@@ -26,15 +26,17 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Service mode over the ucx provider (UCX's tcp transport on loopback): the shuffle service's node
+ * Service mode over the ucx provider (UCX's shared-memory transports): the shuffle service's node
  * and the executors all run ucx; once dynamic allocation has released the map stage's executors,
  * the reduce stage reads every remote block one-sided from the service, with the right answer and
  * no fallback. Skips (with the reason) without UCX.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class UcxServiceClusterTest {
+  // Shared memory (the executors and the service share this host); UcxDifferentialTest runs the
+  // executors' jobs over UCX's tcp.
   private static final Map<String, String> UCX =
-      Map.of("provider", "ucx", "ucxTransports", "tcp", "ucxConfig", "NET_DEVICES=lo");
+      Map.of("provider", "ucx", "ucxTransports", "posix,sysv,cma");
 
   @TempDir static Path root;
   ServiceProcess service;
