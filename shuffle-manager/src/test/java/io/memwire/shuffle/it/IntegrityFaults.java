@@ -125,6 +125,25 @@ final class IntegrityFaults {
       T expected,
       Corruption corruption)
       throws Exception {
+    return corruptBetweenRuns(what, jsc, listener, job, expected, corruption, 1);
+  }
+
+  /**
+   * {@link #corruptBetweenRuns(String, JavaSparkContext, Listener, Callable, Object, Corruption)}
+   * allowing up to {@code maxMapStageReruns} reruns of the map stage: when many reduce tasks read
+   * the corrupt output, a fetch failure that reaches the scheduler after it resubmitted the map
+   * stage (200 ms after the first) makes it resubmit the stage again, which a loaded machine's
+   * timing decides.
+   */
+  static <T> Map<String, Map<String, Long>> corruptBetweenRuns(
+      String what,
+      JavaSparkContext jsc,
+      Listener listener,
+      Callable<T> job,
+      T expected,
+      Corruption corruption,
+      int maxMapStageReruns)
+      throws Exception {
     assertEquals(expected, job.call(), what + ": the clean run");
     int shuffleId = newestShuffle(jsc);
     var before = Clusters.executorStats(jsc, 2);
@@ -137,7 +156,14 @@ final class IntegrityFaults {
     String state =
         what + ": " + corrupted + "; " + listener + "\nbefore " + before + "\nafter " + after;
     assertTrue(listener.checksumFetchFailures.get() > 0, state);
-    assertEquals(1, listener.mapStageReruns.get(), "the map stage reran once: " + state);
+    if (maxMapStageReruns == 1) {
+      assertEquals(1, listener.mapStageReruns.get(), "the map stage reran once: " + state);
+    } else {
+      int reruns = listener.mapStageReruns.get();
+      assertTrue(
+          reruns >= 1 && reruns <= maxMapStageReruns,
+          "the map stage reran 1 to " + maxMapStageReruns + " times: " + state);
+    }
     assertTrue(listener.mapTasksRerun.get() >= 1, state);
     assertTrue(
         delta(before, after, ShuffleMetrics.CHECKSUM_MISMATCHES_DISK) > 0,
