@@ -12,7 +12,7 @@ public final class TestSlots {
    */
   public static void write(DirectorySlot slot, ByteBuffer chunk, int at) {
     int length =
-        DirectorySlot.readLength(
+        ChunkLayout.readLength(
             slot.entries() == null ? 0 : slot.entries().length, slot.checksums() != null);
     slot.writeTo(chunk.duplicate().position(at).limit(at + length).slice());
   }

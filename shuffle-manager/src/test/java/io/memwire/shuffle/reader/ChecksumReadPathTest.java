@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.directory.ChecksumAlgorithm;
+import io.memwire.shuffle.directory.ChunkLayout;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
@@ -82,7 +83,7 @@ class ChecksumReadPathTest {
   /** Lays out both map outputs and a directory with their checksums ({@code algorithm}). */
   private void setUp(ChecksumAlgorithm algorithm, long readBatchBytes) {
     int entries = SIZES[0].length + 1;
-    chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.stride(entries, true));
+    chunk = ByteBuffer.allocateDirect(MAPS * ChunkLayout.stride(entries, true));
     pointer = new DirectoryPointer(0, entries, true, mapNode.register(chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       long[] off = new long[entries];
@@ -130,7 +131,7 @@ class ChecksumReadPathTest {
             offsets.get(m),
             sums),
         chunk,
-        m * DirectorySlot.stride(pointer.entries(), true));
+        m * ChunkLayout.stride(pointer.entries(), true));
   }
 
   @AfterEach
@@ -321,7 +322,7 @@ class ChecksumReadPathTest {
         new DirectorySlot(
             1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote(), offsets.get(1)),
         chunk,
-        DirectorySlot.stride(pointer.entries(), true));
+        ChunkLayout.stride(pointer.entries(), true));
     fetch(null, block(0, 0), block(1, 0), block(1, 2));
     spark.awaitEnded(3);
     assertArrayEquals(expected(1, 2, 3), spark.ok.get(block(1, 2)));
@@ -348,7 +349,7 @@ class ChecksumReadPathTest {
         new DirectorySlot(
             1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote(), offsets.get(1)),
         chunk,
-        DirectorySlot.stride(pointer.entries(), true));
+        ChunkLayout.stride(pointer.entries(), true));
     assertEquals(Cause.UNKNOWN_ISSUE, diagnose(1, 0, 42L, "CRC32"), "no checksum stored");
     assertEquals(List.of(), spark.handedOver, "nothing asked of Spark's client");
   }

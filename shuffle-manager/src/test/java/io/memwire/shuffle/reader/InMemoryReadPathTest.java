@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
+import io.memwire.shuffle.directory.ChunkLayout;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.TestSlots;
@@ -204,7 +205,7 @@ class InMemoryReadPathTest {
    */
   private void inlineDirectory() {
     int entries = SIZES[0].length + 1;
-    chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.stride(entries));
+    chunk = ByteBuffer.allocateDirect(MAPS * ChunkLayout.stride(entries));
     pointer = new DirectoryPointer(0, entries, mapNode.register(chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       writeInlineSlot(m, mapId(m));
@@ -217,7 +218,7 @@ class InMemoryReadPathTest {
         new DirectorySlot(
             m, mapId, indexRegions.get(m).remote(), dataRegions.get(m).remote(), offsets.get(m)),
         chunk,
-        m * DirectorySlot.stride(pointer.entries()));
+        m * ChunkLayout.stride(pointer.entries()));
   }
 
   private boolean isAnyIndexRead(PostedRead r) {
@@ -302,7 +303,7 @@ class InMemoryReadPathTest {
 
     // Torn: the right header, an entry of another output (the CRC does not match).
     writeInlineSlot(1, mapId(1));
-    int entryAt = DirectorySlot.stride(pointer.entries()) + DirectorySlot.SIZE + 2 * 8;
+    int entryAt = ChunkLayout.stride(pointer.entries()) + DirectorySlot.SIZE + 2 * 8;
     chunk.putLong(entryAt, chunk.getLong(entryAt) + 1);
     fetch(task(), null, block(1, 1));
     spark.awaitEnded(4);
@@ -315,7 +316,7 @@ class InMemoryReadPathTest {
     TestSlots.write(
         new DirectorySlot(1, mapId(1), indexRegions.get(1).remote(), dataRegions.get(1).remote()),
         chunk,
-        DirectorySlot.stride(pointer.entries()));
+        ChunkLayout.stride(pointer.entries()));
     long metadata = counters.metadataReads.sum();
     fetch(task(), null, block(1, 3));
     spark.awaitEnded(5);

@@ -85,14 +85,14 @@ public final class DirectoryPointer {
 
   /** Slots in this chunk: map indexes [chunk * this, (chunk + 1) * this). */
   public int slotsPerChunk() {
-    return DirectorySlot.slotsPerChunk(entries, checksums);
+    return ChunkLayout.slotsPerChunk(entries, checksums);
   }
 
   /**
    * Bytes a reducer reads for one slot: the header and, when inline, every entry (and checksum).
    */
   public int slotReadLength() {
-    return DirectorySlot.readLength(entries, checksums);
+    return ChunkLayout.readLength(entries, checksums);
   }
 
   /** The chunk's registered memory on the serving executor. */
@@ -107,7 +107,7 @@ public final class DirectoryPointer {
     if (mapIndex < first || mapIndex >= first + slots) {
       return -1;
     }
-    long off = (mapIndex - first) * DirectorySlot.stride(entries, checksums);
+    long off = (mapIndex - first) * ChunkLayout.stride(entries, checksums);
     return off + slotReadLength() <= region.length() ? off : -1;
   }
 

@@ -186,52 +186,6 @@ public final class DirectorySlot {
         && (data == null || DATA_AT + data.encodedSize() <= COUNT_AT);
   }
 
-  /**
-   * Bytes from one slot's start to the next in a directory whose slots carry {@code entries} inline
-   * entries (0: none): header and entries, rounded up to 64 bytes.
-   */
-  public static int stride(int entries) {
-    return stride(entries, false);
-  }
-
-  /**
-   * Bytes from one slot's start to the next in a directory whose slots carry {@code entries} inline
-   * entries (0: none) and, with {@code checksums}, room for one checksum per reduce partition.
-   */
-  public static int stride(int entries, boolean checksums) {
-    return entries == 0 ? SIZE : (readLength(entries, checksums) + 63) & ~63;
-  }
-
-  /**
-   * Slots per directory chunk of a shuffle whose slots carry {@code entries} inline entries (0:
-   * none): as many as fit in {@link ShuffleDirectory#CHUNK_BYTES}, at most {@link
-   * ShuffleDirectory#SLOTS_PER_CHUNK}.
-   */
-  public static int slotsPerChunk(int entries) {
-    return slotsPerChunk(entries, false);
-  }
-
-  /** Slots per directory chunk of a shuffle whose slots have room for checksums too. */
-  public static int slotsPerChunk(int entries, boolean checksums) {
-    return entries == 0
-        ? ShuffleDirectory.SLOTS_PER_CHUNK
-        : Math.max(
-            1,
-            Math.min(
-                ShuffleDirectory.SLOTS_PER_CHUNK,
-                ShuffleDirectory.CHUNK_BYTES / stride(entries, checksums)));
-  }
-
-  /** Bytes a reader reads for one slot with {@code entries} inline entries: header and entries. */
-  public static int readLength(int entries) {
-    return SIZE + entries * 8;
-  }
-
-  /** Bytes a reader reads for one slot with {@code entries} inline entries and checksums. */
-  public static int readLength(int entries, boolean checksums) {
-    return SIZE + entries * 8 + (checksums && entries > 0 ? (entries - 1) * 8 : 0);
-  }
-
   public int mapIndex() {
     return mapIndex;
   }
@@ -314,7 +268,9 @@ public final class DirectorySlot {
     this.metadataAlgorithm = s.metadataAlgorithm;
   }
 
-  /** Writes this slot into {@code slot} ({@link #readLength} bytes at its position 0). */
+  /**
+   * Writes this slot into {@code slot} ({@link ChunkLayout#readLength} bytes at its position 0).
+   */
   void writeTo(ByteBuffer slot) {
     ByteBuffer b = slot.duplicate().order(ByteOrder.BIG_ENDIAN);
     b.putInt(0, 0);
@@ -353,7 +309,10 @@ public final class DirectorySlot {
   private static int crc(ByteBuffer b, int base, int entries, boolean checksums) {
     CRC32C crc = new CRC32C();
     crc.update(b.duplicate().position(base + 4).limit(base + CRC_AT));
-    crc.update(b.duplicate().position(base + SIZE).limit(base + readLength(entries, checksums)));
+    crc.update(
+        b.duplicate()
+            .position(base + SIZE)
+            .limit(base + ChunkLayout.readLength(entries, checksums)));
     return (int) crc.getValue();
   }
 
@@ -417,7 +376,7 @@ public final class DirectorySlot {
     long[] offsets = null;
     OutputChecksums sums = null;
     if (inline && entries > 0) {
-      if (b.remaining() < readLength(entries, withChecksums)
+      if (b.remaining() < ChunkLayout.readLength(entries, withChecksums)
           || b.getInt(base + COUNT_AT) != entries
           || b.getInt(base + CRC_AT) != crc(b, base, entries, withChecksums)) {
         return null;

@@ -5,11 +5,8 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -25,18 +22,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Layout. A shuffle whose first published index file has at most {@value
  * DirectorySlot#MAX_INLINE_ENTRIES} entries (reduce partitions + 1) keeps every output's index
- * entries inline after its slot header: slots of {@link DirectorySlot#stride} bytes, as many per
- * chunk as fit in {@value #CHUNK_BYTES} bytes ({@link #slotsPerChunk}). A reducer then reads a map
- * output's slot and entries in one read, at an offset it computes from the pointer. A shuffle with
- * more partitions, or whose first index is not a readable file, keeps headers only ({@value
- * #SLOTS_PER_CHUNK} per chunk) and reducers read the index file apart, as they do for an output
- * whose index has another length than the shuffle's first (never with Spark's partitioner). When
- * such a shuffle's first output comes with Spark's checksums, each output with checksums gets a
- * metadata region instead (registered direct memory of {@link DirectorySlot#metadataLength} bytes,
- * a unit of the {@value #ALLOCATOR} allocator, filled once: its index entries, then its checksums)
- * that its MWS4 slot names in place of the index file (whose region the directory then closes), so
- * reducers read a block's checksums in the batch they read its entries in; the metadata is released
- * with the output's regions (replaced, unregistered or closed).
+ * entries inline after its slot header: slots of {@link ChunkLayout#stride} bytes, as many per
+ * chunk as fit in {@value #CHUNK_BYTES} bytes ({@link ChunkLayout#slotsPerChunk}). A reducer then
+ * reads a map output's slot and entries in one read, at an offset it computes from the pointer. A
+ * shuffle with more partitions, or whose first index is not a readable file, keeps headers only
+ * ({@value #SLOTS_PER_CHUNK} per chunk) and reducers read the index file apart, as they do for an
+ * output whose index has another length than the shuffle's first (never with Spark's partitioner).
+ * When such a shuffle's first output comes with Spark's checksums, each output with checksums gets
+ * a metadata region instead (registered direct memory of {@link DirectorySlot#metadataLength}
+ * bytes, a unit of the {@value #ALLOCATOR} allocator, filled once: its index entries, then its
+ * checksums) that its MWS4 slot names in place of the index file (whose region the directory then
+ * closes), so reducers read a block's checksums in the batch they read its entries in; the metadata
+ * is released with the output's regions (replaced, unregistered or closed).
  *
  * <p>Chunks are units of the node's {@value #ALLOCATOR} allocator, each over registered memory from
  * {@link Registrar#allocateRegistered} on the same allocator: {@link #unregister} (or {@link
@@ -63,8 +60,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   private final MemoryAllocator allocator;
   private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
   private volatile boolean closed;
-  private final java.util.concurrent.atomic.AtomicBoolean metadataWarned =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private final OutputMetadata outputMetadata;
 
   /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
   public ShuffleDirectory(Registrar node) {
@@ -80,6 +76,7 @@ public final class ShuffleDirectory implements AutoCloseable {
   public ShuffleDirectory(Registrar node, MemoryAllocator parent, String name) {
     this.node = node;
     this.allocator = parent.newChild(name);
+    this.outputMetadata = new OutputMetadata(node, allocator);
   }
 
   /** One registered chunk of slots. */
@@ -183,7 +180,7 @@ public final class ShuffleDirectory implements AutoCloseable {
       MemoryRegion index,
       MemoryRegion data,
       OutputChecksums checksums) {
-    long[] inline = inlineEntries(index);
+    long[] inline = OutputMetadata.inlineEntries(index);
     long indexEntries = index.length() % 8 == 0 ? index.length() / 8 : -1;
     OutputChecksums sums =
         checksums != null
@@ -199,7 +196,7 @@ public final class ShuffleDirectory implements AutoCloseable {
         sums != null
                 && inline == null
                 && (known == null ? !closed : known.entries == 0 && known.checksums)
-            ? metadata(shuffleId, mapId, index, sums)
+            ? outputMetadata.build(shuffleId, mapId, index, sums)
             : null;
     ShuffleEntry entry;
     Chunk chunk;
@@ -226,7 +223,7 @@ public final class ShuffleDirectory implements AutoCloseable {
       try {
         chunk =
             entry.chunks.computeIfAbsent(
-                mapIndex / DirectorySlot.slotsPerChunk(entries, roomForSums),
+                mapIndex / ChunkLayout.slotsPerChunk(entries, roomForSums),
                 c -> newChunk(shuffleId, c, entries, roomForSums));
       } catch (RuntimeException e) {
         index.close();
@@ -278,9 +275,9 @@ public final class ShuffleDirectory implements AutoCloseable {
                   fits ? inline : null,
                   withSums ? sums : null);
       int at =
-          (mapIndex % DirectorySlot.slotsPerChunk(entries, entry.checksums))
-              * DirectorySlot.stride(entries, entry.checksums);
-      int length = DirectorySlot.readLength(fits ? entries : 0, withSums);
+          (mapIndex % ChunkLayout.slotsPerChunk(entries, entry.checksums))
+              * ChunkLayout.stride(entries, entry.checksums);
+      int length = ChunkLayout.readLength(fits ? entries : 0, withSums);
       slot.writeTo(chunk.memory.duplicate().position(at).limit(at + length).slice());
       return chunk.pointer;
     } finally {
@@ -288,59 +285,6 @@ public final class ShuffleDirectory implements AutoCloseable {
       if (replaced != null) {
         replaced.close();
       }
-    }
-  }
-
-  /**
-   * A metadata region for an output of a shuffle of headers only: its index file's entries, then
-   * {@code sums}, in registered memory of this directory's allocator. Null (the output is read
-   * unverified, said once per directory) when the index cannot be read or no limit has room.
-   */
-  private BufferUnit metadata(int shuffleId, long mapId, MemoryRegion index, OutputChecksums sums) {
-    if (!index.isFileBacked()) {
-      return null;
-    }
-    int entries = sums.values().length + 1;
-    int size = DirectorySlot.metadataLength(entries);
-    BufferUnit unit;
-    try {
-      unit =
-          node.allocateRegistered(
-              allocator, size, "metadata of map output " + mapId + " of shuffle " + shuffleId);
-    } catch (RuntimeException e) {
-      metadataRefused(shuffleId, mapId, e.getMessage());
-      return null;
-    }
-    ByteBuffer b = unit.buffer().order(ByteOrder.BIG_ENDIAN);
-    ByteBuffer entryBytes = b.duplicate().position(0).limit(entries * 8);
-    try (FileChannel ch = FileChannel.open(index.file(), StandardOpenOption.READ)) {
-      while (entryBytes.hasRemaining()) {
-        if (ch.read(entryBytes, entryBytes.position()) < 0) {
-          throw new IOException("index file shorter than " + entries * 8 + " bytes");
-        }
-      }
-    } catch (IOException e) {
-      unit.release();
-      metadataRefused(shuffleId, mapId, e.toString());
-      return null;
-    }
-    long[] v = sums.values();
-    for (int i = 0; i < v.length; i++) {
-      b.putLong((entries + i) * 8, v[i]);
-    }
-    return unit;
-  }
-
-  private void metadataRefused(int shuffleId, long mapId, String why) {
-    if (metadataWarned.compareAndSet(false, true)) {
-      LOG.info(
-          "map output {} of shuffle {} gets no metadata region ({}): its blocks are read"
-              + " one-sided unverified; later such outputs are logged at debug",
-          mapId,
-          shuffleId,
-          why);
-    } else {
-      LOG.debug("map output {} of shuffle {}: no metadata region: {}", mapId, shuffleId, why);
     }
   }
 
@@ -359,33 +303,9 @@ public final class ShuffleDirectory implements AutoCloseable {
    * The index file's offsets when they may be kept inline: a file of 2 to {@value
    * DirectorySlot#MAX_INLINE_ENTRIES} entries that can be read; else null.
    */
-  private static long[] inlineEntries(MemoryRegion index) {
-    long bytes = index.length();
-    if (!index.isFileBacked()
-        || bytes % 8 != 0
-        || bytes < 16
-        || bytes > DirectorySlot.MAX_INLINE_ENTRIES * 8L) {
-      return null;
-    }
-    ByteBuffer b = ByteBuffer.allocate((int) bytes);
-    try (FileChannel ch = FileChannel.open(index.file(), StandardOpenOption.READ)) {
-      while (b.hasRemaining()) {
-        if (ch.read(b, b.position()) < 0) {
-          return null;
-        }
-      }
-    } catch (IOException e) {
-      LOG.debug("cannot read index file {}: {}", index.file(), e.toString());
-      return null;
-    }
-    long[] out = new long[(int) (bytes / 8)];
-    b.flip().asLongBuffer().get(out);
-    return out;
-  }
-
   private Chunk newChunk(int shuffleId, int chunkIndex, int entries, boolean checksums) {
     int size =
-        DirectorySlot.slotsPerChunk(entries, checksums) * DirectorySlot.stride(entries, checksums);
+        ChunkLayout.slotsPerChunk(entries, checksums) * ChunkLayout.stride(entries, checksums);
     String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
     BufferUnit registered = node.allocateRegistered(allocator, size, what);
     MemoryUnit unit;
@@ -457,8 +377,8 @@ public final class ShuffleDirectory implements AutoCloseable {
     }
     int n = 0;
     for (Chunk c : e.chunks.values()) {
-      for (int i = 0; i < DirectorySlot.slotsPerChunk(e.entries, e.checksums); i++) {
-        int at = i * DirectorySlot.stride(e.entries, e.checksums);
+      for (int i = 0; i < ChunkLayout.slotsPerChunk(e.entries, e.checksums); i++) {
+        int at = i * ChunkLayout.stride(e.entries, e.checksums);
         int magic = c.memory.getInt(at);
         if (magic == DirectorySlot.MAGIC
             || magic == DirectorySlot.MAGIC_INLINE

@@ -53,7 +53,7 @@ class ChecksumSlotsTest {
     OutputChecksums sums = new OutputChecksums(ChecksumAlgorithm.CRC32C, new long[] {7, 1, -3});
     DirectorySlot slot =
         new DirectorySlot(2, 99L, region(mapNode, 32), region(mapNode, 25), entries, sums);
-    ByteBuffer b = ByteBuffer.allocate(DirectorySlot.readLength(4, true));
+    ByteBuffer b = ByteBuffer.allocate(ChunkLayout.readLength(4, true));
     slot.writeTo(b);
 
     DirectorySlot read = DirectorySlot.read(b, 4, true);
@@ -71,7 +71,7 @@ class ChecksumSlotsTest {
     assertNull(DirectorySlot.read(torn, 4, true), "checksums are under the CRC");
 
     // An MWS2 slot in a directory with room for checksums: entries, no checksums (unverified).
-    ByteBuffer plain = ByteBuffer.allocate(DirectorySlot.readLength(4, true));
+    ByteBuffer plain = ByteBuffer.allocate(ChunkLayout.readLength(4, true));
     new DirectorySlot(2, 99L, slot.index(), slot.data(), entries).writeTo(plain);
     DirectorySlot p = DirectorySlot.read(plain, 4, true);
     assertArrayEquals(entries, p.entries());
@@ -99,9 +99,9 @@ class ChecksumSlotsTest {
     DirectoryPointer back = DirectoryPointer.fromTopologyInfo(info).orElseThrow();
     assertEquals(p, back);
     assertTrue(back.checksums());
-    assertEquals(DirectorySlot.readLength(201, true), back.slotReadLength());
+    assertEquals(ChunkLayout.readLength(201, true), back.slotReadLength());
     assertEquals(256 + 201 * 8 + 200 * 8, back.slotReadLength());
-    assertEquals(3520, DirectorySlot.stride(201, true), "256 + 401 * 8, rounded up to 64");
+    assertEquals(3520, ChunkLayout.stride(201, true), "256 + 401 * 8, rounded up to 64");
     assertEquals(74, back.slotsPerChunk());
     assertEquals(
         5L * 3520, new DirectoryPointer(0, 201, true, region(mapNode, 1 << 20)).slotOffset(5));

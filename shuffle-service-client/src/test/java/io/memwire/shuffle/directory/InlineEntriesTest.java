@@ -87,7 +87,7 @@ class InlineEntriesTest {
     RemoteRegion index = mapNode.register(ByteBuffer.allocateDirect(48)).remote();
     RemoteRegion data = mapNode.register(ByteBuffer.allocateDirect(4000)).remote();
     long[] entries = {0, 100, 100, 3000, 4000, 4000};
-    ByteBuffer b = ByteBuffer.allocate(DirectorySlot.readLength(entries.length));
+    ByteBuffer b = ByteBuffer.allocate(ChunkLayout.readLength(entries.length));
     new DirectorySlot(9, 1234L, index, data, entries).writeTo(b);
 
     DirectorySlot slot = DirectorySlot.read(b, entries.length);
@@ -126,7 +126,7 @@ class InlineEntriesTest {
     String info = inline.toTopologyInfo("rack1");
     assertTrue(info.startsWith("rack1|memwire2:2:201:"), info);
     assertEquals(inline, DirectoryPointer.fromTopologyInfo(info).orElseThrow());
-    assertEquals(1920, DirectorySlot.stride(201), "256 + 201 * 8, rounded up to 64");
+    assertEquals(1920, ChunkLayout.stride(201), "256 + 201 * 8, rounded up to 64");
     assertEquals(136, inline.slotsPerChunk());
     assertEquals((274 - 272) * 1920L, inline.slotOffset(274));
     assertEquals(-1, inline.slotOffset(271), "in chunk 1");
@@ -146,7 +146,7 @@ class InlineEntriesTest {
   @Test
   void publishedIndexFilesAreReadInlineWithTheirSlot() throws Exception {
     int partitions = 200;
-    int spc = DirectorySlot.slotsPerChunk(partitions + 1);
+    int spc = ChunkLayout.slotsPerChunk(partitions + 1);
     try (ShuffleDirectory dir = new ShuffleDirectory(mapNode)) {
       long[] first = offsets(partitions, 1);
       DirectoryPointer p0 =
@@ -156,8 +156,7 @@ class InlineEntriesTest {
           dir.publish(4, spc + 1, 71L, indexFile("b.index", second), dataFile("b.data", 5));
       assertEquals(partitions + 1, p0.entries());
       assertEquals(1, p1.chunk(), "map index " + (spc + 1) + " is in the second chunk");
-      assertEquals(
-          2L * spc * DirectorySlot.stride(partitions + 1), dir.allocator().allocatedBytes());
+      assertEquals(2L * spc * ChunkLayout.stride(partitions + 1), dir.allocator().allocatedBytes());
 
       DirectorySlot s0 =
           DirectorySlot.read(read(p0.region(), p0.slotOffset(3), p0.slotReadLength()), 201);

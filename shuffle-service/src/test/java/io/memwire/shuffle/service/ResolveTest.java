@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.shuffle.directory.ChunkLayout;
 import io.memwire.shuffle.directory.DirectoryPointer;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.protocol.ServiceClient;
@@ -126,7 +127,7 @@ class ResolveTest {
       old = c.publish(0, 900, 900, a.index(), a.data());
     }
     assertEquals(4, old.entries(), "3 partitions: 4 index entries inline");
-    assertEquals(900 / DirectorySlot.slotsPerChunk(4), old.chunk());
+    assertEquals(900 / ChunkLayout.slotsPerChunk(4), old.chunk());
     assertEquals(1, old.chunk());
     restart();
     DirectoryPointer now = resolve(APP, 7, 0, old);

@@ -1,5 +1,6 @@
 package io.memwire.tools.model;
 
+import io.memwire.shuffle.directory.ChunkLayout;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.ShuffleDirectory;
 import io.memwire.transfer.settings.Units;
@@ -130,8 +131,8 @@ public final class CostModel {
     // Slots carry the output's index entries inline up to MAX_INLINE_ENTRIES, so wider slots
     // mean fewer per chunk.
     int entries = s.reducers() + 1 <= DirectorySlot.MAX_INLINE_ENTRIES ? (int) s.reducers() + 1 : 0;
-    int slotsPerChunk = DirectorySlot.slotsPerChunk(entries);
-    long chunkBytes = (long) slotsPerChunk * DirectorySlot.stride(entries);
+    int slotsPerChunk = ChunkLayout.slotsPerChunk(entries);
+    long chunkBytes = (long) slotsPerChunk * ChunkLayout.stride(entries);
     long perDirectoryPerShuffle = Math.max(1, ceil(s.maps(), executors));
     double chunks =
         (double) s.liveShuffles()
