@@ -26,18 +26,12 @@ import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.Checksum;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.SimpleDownloadFile;
@@ -58,7 +52,6 @@ import org.junit.jupiter.params.provider.EnumSource;
  * memory and disk, plain and batch blocks alike; each algorithm Spark offers.
  */
 class ChecksumReadPathTest {
-  private static final Duration WAIT = Duration.ofSeconds(30);
   private static final int SHUFFLE = 7;
   private static final int MAPS = 2;
   private static final int[][] SIZES = {{1000, 3000, 20000, 700}, {4096, 1, 5000, 12345}};
@@ -75,7 +68,7 @@ class ChecksumReadPathTest {
   private final List<byte[]> data = new ArrayList<>();
   private final Map<Long, Route> routes = new HashMap<>();
   private final ShuffleCounters counters = new ShuffleCounters();
-  private final Spark spark = new Spark();
+  private final RecordingSpark spark = new RecordingSpark();
   private ByteBuffer chunk;
   private DirectoryPointer pointer;
   private ReadServices ctx;
@@ -352,71 +345,6 @@ class ChecksumReadPathTest {
         ChunkLayout.stride(pointer.entries(), true));
     assertEquals(Cause.UNKNOWN_ISSUE, diagnose(1, 0, 42L, "CRC32"), "no checksum stored");
     assertEquals(List.of(), spark.handedOver, "nothing asked of Spark's client");
-  }
-
-  /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
-  private static final class Spark extends BlockStoreClient {
-    final Map<String, byte[]> ok = new ConcurrentHashMap<>();
-    final Map<String, Throwable> failed = new ConcurrentHashMap<>();
-    final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
-    final List<List<String>> handedOver = new java.util.concurrent.CopyOnWriteArrayList<>();
-
-    final BlockFetchingListener listener =
-        new BlockFetchingListener() {
-          @Override
-          public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
-            try {
-              ByteBuffer b = buf.nioByteBuffer();
-              byte[] bytes = new byte[b.remaining()];
-              b.get(bytes);
-              ok.put(blockId, bytes);
-            } catch (IOException e) {
-              throw new AssertionError(e);
-            }
-          }
-
-          @Override
-          public void onBlockFetchFailure(String blockId, Throwable exception) {
-            failed.put(blockId, exception);
-          }
-        };
-
-    @Override
-    public void fetchBlocks(
-        String host,
-        int port,
-        String execId,
-        String[] blockIds,
-        BlockFetchingListener l,
-        DownloadFileManager dfm) {
-      handedOver.add(List.of(blockIds));
-      viaSpark.addAll(List.of(blockIds));
-    }
-
-    void awaitEnded(int n) {
-      InMemoryTransport.awaitCondition(
-          () -> ok.size() + failed.size() + viaSpark.size() >= n,
-          WAIT,
-          () ->
-              "blocks ended: ok " + ok.keySet() + ", failed " + failed + ", via Spark " + viaSpark);
-      assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
-    }
-
-    @Override
-    public Cause diagnoseCorruption(
-        String host,
-        int port,
-        String execId,
-        int shuffleId,
-        long mapId,
-        int reduceId,
-        long checksum,
-        String algorithm) {
-      throw new AssertionError("the writer's block manager is gone: Spark's client asked");
-    }
-
-    @Override
-    public void close() {}
   }
 
   /** Spark's temp-file manager for blocks fetched to disk. */

@@ -31,12 +31,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFile;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.SimpleDownloadFile;
@@ -75,7 +71,7 @@ class InMemoryReadPathTest {
   private DirectoryPointer pointer;
   private final ShuffleCounters counters = new ShuffleCounters();
   private ReadServices ctx;
-  private final Spark spark = new Spark();
+  private final RecordingSpark spark = new RecordingSpark();
 
   @BeforeEach
   void setUp() {
@@ -610,65 +606,6 @@ class InMemoryReadPathTest {
     assertEquals(List.of(), spark.handedOver);
     assertEquals(1, counters.failedBlocks.sum());
     assertEquals(0, counters.fallbackBlocks.sum());
-  }
-
-  /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
-  private static final class Spark extends BlockStoreClient {
-    final Map<String, byte[]> ok = new ConcurrentHashMap<>();
-    final Map<String, Throwable> failed = new ConcurrentHashMap<>();
-    final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
-
-    /** The blocks of each call to Spark's client, in call order. */
-    final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
-
-    final BlockFetchingListener listener =
-        new BlockFetchingListener() {
-          @Override
-          public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
-            try {
-              ByteBuffer b = buf.nioByteBuffer();
-              byte[] bytes = new byte[b.remaining()];
-              b.get(bytes);
-              ok.put(blockId, bytes);
-            } catch (IOException e) {
-              throw new AssertionError(e);
-            }
-          }
-
-          @Override
-          public void onBlockFetchFailure(String blockId, Throwable exception) {
-            failed.put(blockId, exception);
-          }
-        };
-
-    @Override
-    public void fetchBlocks(
-        String host,
-        int port,
-        String execId,
-        String[] blockIds,
-        BlockFetchingListener l,
-        DownloadFileManager dfm) {
-      handedOver.add(List.of(blockIds)); // first: awaitEnded watches viaSpark
-      viaSpark.addAll(List.of(blockIds));
-    }
-
-    void awaitEnded(int n) {
-      InMemoryTransport.awaitCondition(
-          () -> ok.size() + failed.size() + viaSpark.size() >= n,
-          WAIT,
-          () ->
-              "blocks ended: ok "
-                  + ok.keySet()
-                  + ", failed "
-                  + failed.keySet()
-                  + ", via Spark "
-                  + viaSpark);
-      assertEquals(n, ok.size() + failed.size() + viaSpark.size(), "a block ended twice");
-    }
-
-    @Override
-    public void close() {}
   }
 
   /** Spark's temp-file manager for blocks fetched to disk. */

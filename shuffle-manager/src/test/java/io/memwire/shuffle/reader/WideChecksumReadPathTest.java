@@ -16,18 +16,13 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.zip.Checksum;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.checksum.Cause;
 import org.junit.jupiter.api.AfterEach;
@@ -42,7 +37,6 @@ import org.junit.jupiter.api.Test;
  * transfer fault cleared by the re-read, and an MWS1 slot beside them read unverified and counted.
  */
 class WideChecksumReadPathTest {
-  private static final Duration WAIT = Duration.ofSeconds(30);
   private static final int SHUFFLE = 3;
   private static final int MAPS = 2;
   private static final int PARTITIONS = 1100;
@@ -60,7 +54,7 @@ class WideChecksumReadPathTest {
   private final List<byte[]> data = new ArrayList<>();
   private final Map<Long, Route> routes = new HashMap<>();
   private final ShuffleCounters counters = new ShuffleCounters();
-  private final Spark spark = new Spark();
+  private final RecordingSpark spark = new RecordingSpark();
   private ByteBuffer chunk;
   private ReadServices ctx;
 
@@ -168,7 +162,7 @@ class WideChecksumReadPathTest {
     setUp(1 << 20);
     List<Integer> metaReads = recordMetadataReads();
     fetch(block(0, 0), block(0, 1099), block(1, 501), batch(1, 10, 30), block(1, 4));
-    spark.awaitEnded(5);
+    spark.awaitEndedOneSided(5);
     assertArrayEquals(expected(0, 0, 1), spark.ok.get(block(0, 0)));
     assertArrayEquals(expected(0, 1099, 1100), spark.ok.get(block(0, 1099)));
     assertArrayEquals(expected(1, 501, 502), spark.ok.get(block(1, 501)));
@@ -184,7 +178,7 @@ class WideChecksumReadPathTest {
 
     // Later reads of the same outputs: data only, still verified (checksums cached with entries).
     fetch(block(0, 7), block(1, 8));
-    spark.awaitEnded(7);
+    spark.awaitEndedOneSided(7);
     assertEquals(2, counters.metadataReads.sum());
     assertEquals(7, counters.checksumVerifiedBlocks.sum());
     assertArrayEquals(expected(1, 8, 9), spark.ok.get(block(1, 8)));
@@ -195,7 +189,7 @@ class WideChecksumReadPathTest {
     setUp(0);
     List<Integer> metaReads = recordMetadataReads();
     fetch(block(0, 5), batch(1, 100, 104));
-    spark.awaitEnded(2);
+    spark.awaitEndedOneSided(2);
     assertArrayEquals(expected(0, 5, 6), spark.ok.get(block(0, 5)));
     assertArrayEquals(expected(1, 100, 104), spark.ok.get(batch(1, 100, 104)));
     assertEquals(2, counters.checksumVerifiedBlocks.sum());
@@ -240,7 +234,7 @@ class WideChecksumReadPathTest {
     ByteBuffer d = dataBuffers.get(0);
     d.put(at, (byte) ~d.get(at));
     fetch(block(0, r), block(0, 1));
-    spark.awaitEnded(2);
+    spark.awaitEndedOneSided(2);
     Throwable e = spark.failed.get(block(0, r));
     assertInstanceOf(ChecksumMismatchException.class, e);
     assertTrue(
@@ -262,7 +256,7 @@ class WideChecksumReadPathTest {
       long wrong = sums.get(1)[r] ^ 0x10;
       metadata.get(1).putLong((ENTRIES + r) * 8, wrong);
       fetch(block(1, r), block(1, 2));
-      spark.awaitEnded(2);
+      spark.awaitEndedOneSided(2);
       Throwable e = spark.failed.get(block(1, r));
       assertInstanceOf(ChecksumMismatchException.class, e, "cache " + cache);
       assertTrue(e.getMessage().contains("expected CRC32C " + wrong), e.getMessage());
@@ -298,7 +292,7 @@ class WideChecksumReadPathTest {
     setUp(1 << 20);
     ctx.injectTransportFaults(1);
     fetch(block(0, 1), batch(1, 0, 40));
-    spark.awaitEnded(2);
+    spark.awaitEndedOneSided(2);
     assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));
     assertArrayEquals(expected(1, 0, 40), spark.ok.get(batch(1, 0, 40)));
     assertEquals(1, counters.checksumMismatchesNetwork.sum());
@@ -319,60 +313,11 @@ class WideChecksumReadPathTest {
         chunk,
         DirectorySlot.SIZE);
     fetch(block(0, 9), block(1, 9), block(1, 11));
-    spark.awaitEnded(3);
+    spark.awaitEndedOneSided(3);
     assertArrayEquals(expected(1, 9, 10), spark.ok.get(block(1, 9)));
     assertArrayEquals(expected(1, 11, 12), spark.ok.get(block(1, 11)));
     assertEquals(1, counters.checksumVerifiedBlocks.sum());
     assertEquals(2, counters.checksumUnverifiedBlocks.sum());
     index.close();
-  }
-
-  /** Spark's side: the fetch listener and Spark's own client (fallback), both recording. */
-  private static final class Spark extends BlockStoreClient {
-    final Map<String, byte[]> ok = new ConcurrentHashMap<>();
-    final Map<String, Throwable> failed = new ConcurrentHashMap<>();
-    final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
-
-    final BlockFetchingListener listener =
-        new BlockFetchingListener() {
-          @Override
-          public void onBlockFetchSuccess(String blockId, ManagedBuffer buf) {
-            try {
-              ByteBuffer b = buf.nioByteBuffer();
-              byte[] bytes = new byte[b.remaining()];
-              b.get(bytes);
-              ok.put(blockId, bytes);
-            } catch (IOException e) {
-              throw new AssertionError(e);
-            }
-          }
-
-          @Override
-          public void onBlockFetchFailure(String blockId, Throwable exception) {
-            failed.put(blockId, exception);
-          }
-        };
-
-    @Override
-    public void fetchBlocks(
-        String host,
-        int port,
-        String execId,
-        String[] blockIds,
-        BlockFetchingListener l,
-        DownloadFileManager dfm) {
-      handedOver.add(List.of(blockIds));
-    }
-
-    void awaitEnded(int n) {
-      InMemoryTransport.awaitCondition(
-          () -> ok.size() + failed.size() + handedOver.size() >= n,
-          WAIT,
-          () -> "blocks ended: ok " + ok.keySet() + ", failed " + failed + ", via " + handedOver);
-      assertEquals(n, ok.size() + failed.size(), "a block ended twice or went to Spark");
-    }
-
-    @Override
-    public void close() {}
   }
 }
