@@ -10,15 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
-import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
-import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -68,18 +65,7 @@ class InlineEntriesTest {
   }
 
   private ByteBuffer read(RemoteRegion region, long offset, int length) throws Exception {
-    TransferBuffer b =
-        reader
-            .connection(mapNode.localAddress())
-            .read(ReadRequest.of(region, offset, length))
-            .get(30, TimeUnit.SECONDS);
-    try {
-      ByteBuffer copy = ByteBuffer.allocate(length);
-      copy.put(b.nioBuffer()).flip();
-      return copy;
-    } finally {
-      b.release();
-    }
+    return RegionReads.read(reader, mapNode, region, offset, length);
   }
 
   @Test

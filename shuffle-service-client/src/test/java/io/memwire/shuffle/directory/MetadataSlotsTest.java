@@ -12,7 +12,6 @@ import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
-import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
@@ -149,18 +148,7 @@ class MetadataSlotsTest {
   }
 
   private ByteBuffer read(RemoteRegion region, long offset, int length) throws Exception {
-    TransferBuffer b =
-        reader
-            .connection(mapNode.localAddress())
-            .read(ReadRequest.of(region, offset, length))
-            .get(30, TimeUnit.SECONDS);
-    try {
-      ByteBuffer copy = ByteBuffer.allocate(length);
-      copy.put(b.nioBuffer()).flip();
-      return copy;
-    } finally {
-      b.release();
-    }
+    return RegionReads.read(reader, mapNode, region, offset, length);
   }
 
   /** Publishes one output of real files (checksums {@code sums}, null: none) and reads its slot. */
