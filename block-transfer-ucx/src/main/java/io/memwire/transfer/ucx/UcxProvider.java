@@ -100,7 +100,10 @@ public final class UcxProvider implements TransportProvider {
             });
     UcxSettings settings = UcxSettings.of(config);
     if (settings.whyNoRdma().isEmpty()) {
-      memlockProblem(MemlockLimit.read(MemlockLimit.PROC_SELF_LIMITS), config.registrationBudget())
+      // UCX pins what it registers over RDMA, and a pin it refuses kills the JVM under JUCX 1.15
+      // (see UcxFileRegions), so the budget must fit under the limit from the start.
+      MemlockLimit.budgetProblem(
+              MemlockLimit.read(MemlockLimit.PROC_SELF_LIMITS), config.registrationBudget())
           .ifPresent(
               why -> {
                 throw new TransferConfigException("provider=ucx cannot start: " + why);
@@ -212,27 +215,6 @@ public final class UcxProvider implements TransportProvider {
             : "the control connection (UCX's shared-memory transports have no peer-failure"
                 + " handling)");
     return p;
-  }
-
-  /**
-   * Why registrations over RDMA could exceed the locked-memory limit: UCX pins what it registers
-   * there, and a registration UCX refuses crashes the JVM under JUCX 1.15 (see {@link
-   * #registerFile}) instead of failing it, so the budget must fit under the limit from the start.
-   */
-  static Optional<String> memlockProblem(Optional<MemlockLimit> memlock, long budget) {
-    if (memlock.isEmpty() || memlock.get().allows(budget)) {
-      return Optional.empty();
-    }
-    return Optional.of(
-        "the locked-memory limit (ulimit -l) is "
-            + memlock.get().describeSoft()
-            + ", below "
-            + TransportSettings.REGISTRATION_BUDGET.name()
-            + "="
-            + budget
-            + " bytes, and UCX pins registered memory on RDMA devices; raise memlock"
-            + " (limits.conf, systemd LimitMEMLOCK, container ulimits) or lower "
-            + TransportSettings.REGISTRATION_BUDGET.name());
   }
 
   /** A control session ended: the endpoints accepted from its address may go too. */

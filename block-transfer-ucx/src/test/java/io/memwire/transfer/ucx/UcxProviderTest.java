@@ -199,14 +199,14 @@ class UcxProviderTest {
         "Limit                     Soft Limit           Hard Limit           Units     \n"
             + "Max locked memory         65536                65536                bytes     \n");
     Optional<MemlockLimit> small = MemlockLimit.read(limits);
-    String why = UcxProvider.memlockProblem(small, 1L << 20).orElseThrow();
+    String why = MemlockLimit.budgetProblem(small, 1L << 20).orElseThrow();
     assertTrue(why.startsWith("the locked-memory limit (ulimit -l) is 65536 bytes (64 KiB)"), why);
     assertTrue(why.contains("registrationBudget=1048576 bytes"), why);
     assertTrue(why.contains("LimitMEMLOCK"), why);
-    assertEquals(Optional.empty(), UcxProvider.memlockProblem(small, 65536));
+    assertEquals(Optional.empty(), MemlockLimit.budgetProblem(small, 65536));
     Files.writeString(
         limits, "Max locked memory         unlimited            unlimited            bytes     \n");
-    assertEquals(Optional.empty(), UcxProvider.memlockProblem(MemlockLimit.read(limits), 1L << 40));
-    assertEquals(Optional.empty(), UcxProvider.memlockProblem(Optional.empty(), 1L << 40));
+    assertEquals(Optional.empty(), MemlockLimit.budgetProblem(MemlockLimit.read(limits), 1L << 40));
+    assertEquals(Optional.empty(), MemlockLimit.budgetProblem(Optional.empty(), 1L << 40));
   }
 }

@@ -84,6 +84,26 @@ public final class MemlockLimit {
   }
 
   /**
+   * Why a provider that pins what it registers cannot start: the soft limit in {@code memlock} is
+   * below the registration {@code budget} (empty when it is not, or the limit is unknown).
+   */
+  public static Optional<String> budgetProblem(Optional<MemlockLimit> memlock, long budget) {
+    if (memlock.isEmpty() || memlock.get().allows(budget)) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        "the locked-memory limit (ulimit -l) is "
+            + memlock.get().describeSoft()
+            + ", below "
+            + TransportSettings.REGISTRATION_BUDGET.name()
+            + "="
+            + budget
+            + " bytes; raise memlock (limits.conf, systemd LimitMEMLOCK, container ulimits) or"
+            + " lower "
+            + TransportSettings.REGISTRATION_BUDGET.name());
+  }
+
+  /**
    * The message of a failed {@code ibv_reg_mr}: the error, the process's memlock limit (from {@code
    * limits}, or "unknown") and the setting it must cover, with both fixes.
    */

@@ -107,20 +107,7 @@ public final class VerbsProbe {
               + b.port().physState()
               + "); check the cable, switch port or link");
     }
-    Optional<MemlockLimit> memlock = MemlockLimit.read(limitsFile);
-    if (memlock.isPresent() && !memlock.get().allows(config.registrationBudget())) {
-      return Optional.of(
-          "the locked-memory limit (ulimit -l) is "
-              + memlock.get().describeSoft()
-              + ", below "
-              + TransferConfig.REGISTRATION_BUDGET
-              + "="
-              + config.registrationBudget()
-              + " bytes; raise memlock (limits.conf, systemd "
-              + "LimitMEMLOCK, container ulimits) or lower "
-              + TransferConfig.REGISTRATION_BUDGET);
-    }
-    return Optional.empty();
+    return MemlockLimit.budgetProblem(MemlockLimit.read(limitsFile), config.registrationBudget());
   }
 
   /**
