@@ -126,26 +126,6 @@ final class IntegrityFaults {
       T expected,
       Corruption corruption)
       throws Exception {
-    return corruptBetweenRuns(what, jsc, listener, job, expected, corruption, 2);
-  }
-
-  /**
-   * {@link #corruptBetweenRuns(String, JavaSparkContext, Listener, Callable, Object, Corruption)}
-   * allowing up to {@code maxMapStageReruns} reruns of the map stage: when several reduce tasks
-   * read the corrupt output, a fetch failure that reaches Spark's scheduler after it resubmitted
-   * the map stage (200 ms after the first) makes it resubmit the stage again, which a loaded
-   * machine's timing decides (seen with 2 fetch failures on Spark 3.5); what must hold is a rerun
-   * and the right answer, never a wrong one.
-   */
-  static <T> Map<String, Map<String, Long>> corruptBetweenRuns(
-      String what,
-      JavaSparkContext jsc,
-      Listener listener,
-      Callable<T> job,
-      T expected,
-      Corruption corruption,
-      int maxMapStageReruns)
-      throws Exception {
     assertEquals(expected, job.call(), what + ": the clean run");
     int shuffleId = newestShuffle(jsc);
     var before = Clusters.executorStats(jsc, 2);
@@ -158,14 +138,10 @@ final class IntegrityFaults {
     String state =
         what + ": " + corrupted + "; " + listener + "\nbefore " + before + "\nafter " + after;
     assertTrue(listener.checksumFetchFailures.get() > 0, state);
-    if (maxMapStageReruns == 1) {
-      assertEquals(1, listener.mapStageReruns.get(), "the map stage reran once: " + state);
-    } else {
-      int reruns = listener.mapStageReruns.get();
-      assertTrue(
-          reruns >= 1 && reruns <= maxMapStageReruns,
-          "the map stage reran 1 to " + maxMapStageReruns + " times: " + state);
-    }
+    // Once; twice when a fetch failure reaches Spark's scheduler after its 200 ms resubmit of the
+    // map stage, which the machine's timing decides. Never a wrong answer.
+    int reruns = listener.mapStageReruns.get();
+    assertTrue(reruns == 1 || reruns == 2, "the map stage reran once or twice: " + state);
     assertTrue(listener.mapTasksRerun.get() >= 1, state);
     assertTrue(
         delta(before, after, ShuffleMetrics.CHECKSUM_MISMATCHES_DISK) > 0,
