@@ -230,6 +230,11 @@ public final class TransferConfig {
     return get(TransportSettings.WRITE_TIMEOUT);
   }
 
+  /** verbs without a secret: whether the node tells and asks MTUs in an open TCP handshake. */
+  public boolean mtuHandshake() {
+    return get(TransportSettings.MTU_HANDSHAKE);
+  }
+
   /** The shared secret, if any (a copy). */
   public Optional<byte[]> authSecret() {
     return Optional.ofNullable(authSecret).map(byte[]::clone);

@@ -2,12 +2,18 @@ package io.memwire.transfer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.testing.Await;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -331,6 +337,44 @@ class VerbsProviderTest {
     assertEquals(1L, s.get("verbsAcceptedTotal"), "only the authenticated peer got a QP: " + s);
     assertEquals(0L, s.get("verbsAuthRefusedRequests"), s.toString());
     region.close();
+  }
+
+  /**
+   * Without a secret a verbs node answers the open MTU handshake on TCP at its port's number; with
+   * {@code mtuHandshake=false} it opens no TCP port, and readers that ask (no answer: MTU unknown)
+   * and that do not ask both still read.
+   */
+  @Test
+  void withoutASecretTheMtuHandshakePortListensUnlessTurnedOff() throws Exception {
+    byte[] data = TransferContractTest.random(new Random(11), 64 << 10);
+    TransferNode open = node();
+    TransferNode closed =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig()
+                .set(TransportSettings.MTU_HANDSHAKE, false)
+                .build());
+    nodes.add(closed);
+    assertTrue(listensInTcp(open.localAddress()), "the open handshake's port");
+    assertFalse(listensInTcp(closed.localAddress()), "mtuHandshake=false opens no TCP port");
+    MemoryRegion region = closed.register(TransferContractTest.direct(data));
+    TransferNode quiet =
+        TransferNode.start(
+            VerbsTransferContractTest.verbsConfig()
+                .set(TransportSettings.MTU_HANDSHAKE, false)
+                .build());
+    nodes.add(quiet);
+    readAndCheck(quiet, region.remote(), data);
+    readAndCheck(node(), region.remote(), data);
+    region.close();
+  }
+
+  private static boolean listensInTcp(InetSocketAddress at) throws IOException {
+    try (Socket s = new Socket()) {
+      s.connect(at, 5000);
+      return true;
+    } catch (ConnectException refused) {
+      return false;
+    }
   }
 
   /** Runs {@code body} with the JVM system property {@code name} set, then restores it. */

@@ -292,7 +292,8 @@ final class ClientQueuePairs {
       return VerbsAuthClient.authenticate(secret, (InetSocketAddress) own, peer, deadline);
     }
     Long quietUntil = silentPeers.get(peer);
-    if (binding.device().isIwarp() // the peer's TCP port is its RDMA CM's; TCP has no such MTU trap
+    if (!config.mtuHandshake()
+        || binding.device().isIwarp() // the peer's TCP port is its RDMA CM's; no such MTU trap
         || !(own instanceof InetSocketAddress)
         || (quietUntil != null && System.nanoTime() - quietUntil < 0)) {
       return PortMtu.UNKNOWN;

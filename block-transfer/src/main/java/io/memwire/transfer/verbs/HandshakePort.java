@@ -5,6 +5,7 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
+import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -32,9 +33,13 @@ final class HandshakePort {
   /** Whether {@link #auth} authenticates (a secret is set). */
   private final boolean authenticating;
 
-  private HandshakePort(VerbsAuth auth, boolean authenticating) {
+  /** Whether MTUs are told and asked without a secret ({@code mtuHandshake}). */
+  private final boolean mtuHandshake;
+
+  private HandshakePort(VerbsAuth auth, boolean authenticating, boolean mtuHandshake) {
     this.auth = auth;
     this.authenticating = authenticating;
+    this.mtuHandshake = mtuHandshake;
   }
 
   /** Verbs authentication needs the TCP port that an iWARP device's RDMA CM takes. */
@@ -62,7 +67,7 @@ final class HandshakePort {
       int id) {
     VerbsAuth auth =
         node.authSocket == null ? null : newAuth(config, binding, secret, node, localAddress, id);
-    return new HandshakePort(auth, secret != null);
+    return new HandshakePort(auth, secret != null, config.mtuHandshake());
   }
 
   private static VerbsAuth newAuth(
@@ -114,6 +119,12 @@ final class HandshakePort {
           localAddress,
           localAddress.getPort(),
           TransferConfig.AUTH_SECRET);
+    } else if (!mtuHandshake) {
+      LOG.info(
+          "verbs provider on {}: {}=false, so no TCP port tells peers this node's MTUs and peers'"
+              + " are not asked: an MTU mismatch shows as stalled reads",
+          localAddress,
+          TransportSettings.MTU_HANDSHAKE.name());
     }
   }
 

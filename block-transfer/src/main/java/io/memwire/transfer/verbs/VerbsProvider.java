@@ -115,7 +115,7 @@ public final class VerbsProvider implements TransportProvider {
             config,
             binding,
             secret != null,
-            !iwarp, // an iWARP device's RDMA CM owns the TCP port
+            !iwarp && config.mtuHandshake(), // an iWARP device's RDMA CM owns the TCP port
             context -> newQueues(context, maxQueues));
     this.localAddress = node.localAddress;
     this.pd = node.pd;
