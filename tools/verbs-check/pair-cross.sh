@@ -4,14 +4,17 @@
 # Then Spark: a standalone master in A, a worker (1 core, one executor) in each guest; the driver
 # in A runs the jobs with Spark's sort shuffle (local[2], the reference), then on the two workers
 # with Memwire over verbs (fallback=false; each executor binds its own host), so each executor reads
-# the other's map outputs over the wire. Results: results/cross-a.txt, results/cross-b.txt.
-CR="$W/results/cross-$ME.txt"; : >"$CR"
-cput() { echo "$1=$2" >>"$CR"; echo "[cross $ME] $1=$2"; }
+# the other's map outputs over the wire. Results: results/CN-a.txt, results/CN-b.txt.
+# CN names the run (cross; crossmtu with CROSS_PITFALL=mtu: A's MTU set larger by pair-guest.sh,
+# Flight in auto and Spark with fallback=true, expecting DoGet and Spark's fetch for A's reads).
+CN="${CN:-cross}"; PF="${CROSS_PITFALL:+--pitfall $CROSS_PITFALL}"
+CR="$W/results/$CN-$ME.txt"; : >"$CR"
+cput() { echo "$1=$2" >>"$CR"; echo "[$CN $ME] $1=$2"; }
 # check.NAME=PASS when both guests' results hold at least MIN check.PREFIX.* lines, all PASS.
 cross_verdict() {  # NAME PREFIX MIN
   local n f
-  n=$(cat results/cross-a.txt results/cross-b.txt | grep -c "^check\\.$2\\.")
-  f=$(cat results/cross-a.txt results/cross-b.txt | grep "^check\\.$2\\." | grep -vc '=PASS$')
+  n=$(cat "results/$CN-a.txt" "results/$CN-b.txt" | grep -c "^check\\.$2\\.")
+  f=$(cat "results/$CN-a.txt" "results/$CN-b.txt" | grep "^check\\.$2\\." | grep -vc '=PASS$')
   if [ "$n" -ge "$3" ] && [ "$f" = 0 ]; then cput "check.$1" PASS; else cput "check.$1" FAIL; cput "detail.$1" "$n checks, $f not PASS"; fi
 }
 T_CROSS=$(now)
@@ -22,24 +25,24 @@ CPF="$(sed "s|@W@|$W|g" "$W/stage/cp-flight.txt")"
 FOPTS=(--add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED
   -Xmx1g -XX:TieredStopAtLevel=1 -Djava.library.path="$LIB" -cp "$CPF")
 rm -f "$X/flight-ports" "$X/flight-ports.tmp" "$X/flight-done"
-barrier cross-flight-start
+barrier "$CN-flight-start"
 t0=$(now)
 if [ "$ME" = b ]; then
   timeout 2400 "$JAVA" "${FOPTS[@]}" io.memwire.verbscheck.CrossFlightCheck serve "$X" --bind "$IP" \
-    --out "$CR" >logs/cross-flight-serve.log 2>&1
+    --name "$CN" --out "$CR" >"logs/$CN-flight-serve.log" 2>&1
   rc=$?
 else
   timeout 2400 "$JAVA" "${FOPTS[@]}" io.memwire.verbscheck.CrossFlightCheck read "$X" --bind "$IP" \
-    --peer "$PEER_IP" --out "$CR" >logs/cross-flight-read.log 2>&1
+    --peer "$PEER_IP" --name "$CN" $PF --out "$CR" >"logs/$CN-flight-read.log" 2>&1
   rc=$?
   touch "$X/flight-done"   # in case the reader died before saying so
 fi
-cput "cross.flight.$ME.rc" "$rc"
-barrier cross-flight-done
+cput "$CN.flight.$ME.rc" "$rc"
+barrier "$CN-flight-done"
 if [ "$ME" = a ]; then
-  cput seconds.cross.flight $(( $(now) - t0 ))
+  cput "seconds.$CN.flight" $(( $(now) - t0 ))
   # 1 MiB, 16 MiB, the client's allocators (A), the server's allocators and registrations (B).
-  cross_verdict cross.flight cross.flight 4
+  cross_verdict "$CN.flight" "$CN.flight" 4
 fi
 
 # ---------------------------------------------------------------- Spark
@@ -55,27 +58,28 @@ t0=$(now)
 MPID=""
 if [ "$ME" = a ]; then
   "$JAVA" "${SOPTS[@]}" org.apache.spark.deploy.master.Master --host "$IP" --port 7077 --webui-port 8080 \
-    >logs/cross-spark-master.log 2>&1 &
+    >"logs/$CN-spark-master.log" 2>&1 &
   MPID=$!
   deadline=$(( $(now) + 900 ))
-  until grep -q "I have been elected leader" logs/cross-spark-master.log 2>/dev/null || [ "$(now)" -ge "$deadline" ] \
+  until grep -q "I have been elected leader" "logs/$CN-spark-master.log" 2>/dev/null || [ "$(now)" -ge "$deadline" ] \
     || ! kill -0 "$MPID" 2>/dev/null; do sleep 2; done
-  cput cross.spark.master "$(grep -m1 'Starting Spark master at' logs/cross-spark-master.log)"
+  cput "$CN.spark.master" "$(grep -m1 'Starting Spark master at' "logs/$CN-spark-master.log")"
 fi
-barrier cross-spark-master
+barrier "$CN-spark-master"
 "$JAVA" "${SOPTS[@]}" org.apache.spark.deploy.worker.Worker --host "$IP" --cores 1 --memory 800m \
-  --work-dir /tmp/spark-work "spark://198.18.0.1:7077" >"logs/cross-spark-worker-$ME.log" 2>&1 &
+  --work-dir /tmp/spark-work "spark://198.18.0.1:7077" >"logs/$CN-spark-worker-$ME.log" 2>&1 &
 WPID=$!
 deadline=$(( $(now) + 900 ))
-until grep -q "Successfully registered with master" "logs/cross-spark-worker-$ME.log" 2>/dev/null \
+until grep -q "Successfully registered with master" "logs/$CN-spark-worker-$ME.log" 2>/dev/null \
   || [ "$(now)" -ge "$deadline" ] || ! kill -0 "$WPID" 2>/dev/null; do sleep 2; done
-cput "cross.spark.worker.$ME" "$(grep -m1 'Successfully registered with master' "logs/cross-spark-worker-$ME.log" || echo "not registered")"
-barrier cross-spark-workers
+cput "$CN.spark.worker.$ME" "$(grep -m1 'Successfully registered with master' "logs/$CN-spark-worker-$ME.log" || echo "not registered")"
+barrier "$CN-spark-workers"
 if [ "$ME" = a ]; then
   timeout 3600 "$JAVA" $DOPTS -Xmx1g -XX:TieredStopAtLevel=1 -Djava.library.path="$LIB" -cp "$CPS" \
     io.memwire.verbscheck.CrossSparkCheck --out "$CR" --master "spark://$IP:7077" --bind "$IP" \
-    --libdisni "$LIB" >logs/cross-spark-driver.log 2>&1
-  cput cross.spark.driver.rc "$?"
+    --libdisni "$LIB" --name "$CN" $PF --spark-work /tmp/spark-work --reference "$W/results/cross-a.txt" \
+    >"logs/$CN-spark-driver.log" 2>&1
+  cput "$CN.spark.driver.rc" "$?"
   touch "$X/spark-done"
 else
   # The driver runs longer than a barrier waits.
@@ -84,14 +88,15 @@ else
 fi
 kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
 [ -z "$MPID" ] || { kill "$MPID" 2>/dev/null; wait "$MPID" 2>/dev/null; }
-cp -r /tmp/spark-work "logs/cross-spark-work-$ME" 2>/dev/null
-barrier cross-spark-done
+rm -rf "logs/$CN-spark-work-$ME"; cp -r /tmp/spark-work "logs/$CN-spark-work-$ME" 2>/dev/null
+barrier "$CN-spark-done"
 if [ "$ME" = a ]; then
-  cput seconds.cross.spark.cluster $(( $(now) - t0 ))
-  # Executors in two guests, both jobs' results, the per-executor counters.
-  cross_verdict cross.spark cross.spark 4
-  v=PASS; grep -q '^check.cross.flight=PASS' "$CR" && grep -q '^check.cross.spark=PASS' "$CR" || v=FAIL
-  cput check.cross "$v"
-  cput seconds.cross $(( $(now) - T_CROSS ))
+  cput "seconds.$CN.spark.cluster" $(( $(now) - t0 ))
+  # Executors in two guests, both jobs' results, the per-executor counters (and, under the
+  # pitfall, the executor log naming the cause).
+  cross_verdict "$CN.spark" "$CN.spark" $([ -n "$PF" ] && echo 5 || echo 4)
+  v=PASS; grep -q "^check.$CN.flight=PASS" "$CR" && grep -q "^check.$CN.spark=PASS" "$CR" || v=FAIL
+  cput "check.$CN" "$v"
+  cput "seconds.$CN" $(( $(now) - T_CROSS ))
 fi
-echo "[cross $ME] done"
+echo "[$CN $ME] done"

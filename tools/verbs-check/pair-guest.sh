@@ -11,10 +11,14 @@
 #             pulls 1 MiB and 16 MiB batches and compares them with gRPC DoGet's; then a Spark
 #             standalone master in A, a worker in each guest (one executor each), the driver in A
 #             runs the jobs with Memwire over verbs, each executor reading the other's map outputs
+#   crossmtu  cross under the MTU pitfall (eth0 MTU 4200 in A, 1500 in B): A's Flight pulls and its
+#             executor's reads are refused at connect, naming the MTUs, and go to DoGet and to
+#             Spark's own fetch (fallback=true); B's executor reads A one-sided; same results
 # Results: results/pitfall-a.txt, results/pitfall-b.txt (key=value); logs/pitfall-*.log; cross:
-# results/cross-a.txt, results/cross-b.txt, logs/cross-*.log, logs/cross-spark-work-*/.
+# results/cross-a.txt, results/cross-b.txt, logs/cross-*.log, logs/cross-spark-work-*/ (crossmtu:
+# the same with crossmtu).
 #
-#   pair-guest.sh --steps loss,firewall,mtu,cross
+#   pair-guest.sh --steps loss,firewall,mtu,cross,crossmtu
 {
 set -uo pipefail
 STEPS="clean,loss,firewall,mtu"
@@ -158,7 +162,13 @@ wait "$SPID"
 put "pitfall.$ME.serve.rc" "$?"
 echo "[pitfall $ME] done"
 fi
-# Without the cross step the guest's status is 0 (a bare `has cross && ...` would end it with 1).
-if has cross; then . "$W/tools/pair-cross.sh"; fi
+# Without the cross steps the guest's status is 0 (a bare `has cross && ...` would end it with 1).
+if has cross; then CN=cross CROSS_PITFALL="" . "$W/tools/pair-cross.sh"; fi
+if has crossmtu; then
+  [ "$ME" = a ] && { ip link set "$NET" mtu 4200; sleep 1; }
+  echo "[crossmtu $ME] $(mtus)"
+  CN=crossmtu CROSS_PITFALL=mtu . "$W/tools/pair-cross.sh"
+  [ "$ME" = a ] && ip link set "$NET" mtu 1500
+fi
 exit
 }

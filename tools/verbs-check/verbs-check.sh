@@ -22,8 +22,9 @@
 #                      on the device (contract suite, Flight); sparkucx: Spark over it;
 #                      ucxbench: transfer benchmark ucx vs verbs vs ib_read_bw;
 #                      clean,loss,firewall,mtu: the fabric pitfalls between two guests; cross:
-#                      Flight and Spark across two guests (run-in-vm.sh --pair, one boot for all
-#                      named; not in the default; guest only)
+#                      Flight and Spark across two guests; crossmtu: the same under the MTU
+#                      pitfall (run-in-vm.sh --pair, one boot for all named; not in the default;
+#                      guest only)
 #   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
 #                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
@@ -38,7 +39,7 @@ DISNI_SRC=""; LIBDISNI=""; WORK="$ROOT/target/verbs-check"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/memwire/libdisni"
 SOFTROCE=""; MEM=6144; PAIR_MEM=""; TIMEOUT=7200; PREFIX=""; HOSTMODE=0; BIND=""; DEVICE=""
 STEPS="transport,spark,flight,peerexit,sparktcp,bench"; MODES="sort,verbs"; LEAK_ROUNDS=50
-usage() { sed -n '5,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --disni-src) DISNI_SRC="$2"; shift 2 ;;
@@ -69,12 +70,12 @@ unavailable() { echo "verbs-check: guest unavailable: $*" >&2; exit 3; }
 SINGLE_STEPS=""; PAIR_STEPS=""
 for s in ${STEPS//,/ }; do
   case "$s" in
-    clean|loss|firewall|mtu|cross) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
+    clean|loss|firewall|mtu|cross|crossmtu) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
     *) SINGLE_STEPS="${SINGLE_STEPS:+$SINGLE_STEPS,}$s" ;;
   esac
 done
 # cross runs Flight and Spark across the pair: it needs their staging and more memory per guest.
-CROSS=0; case ",$PAIR_STEPS," in *,cross,*) CROSS=1 ;; esac
+CROSS=0; case ",$PAIR_STEPS," in *,cross,*|*,crossmtu,*) CROSS=1 ;; esac
 [ -n "$PAIR_MEM" ] || { [ "$CROSS" = 1 ] && PAIR_MEM=3072 || PAIR_MEM=2048; }
 [ -z "$PAIR_STEPS" ] || [ "$HOSTMODE" = 0 ] || { echo "verbs-check: the steps $PAIR_STEPS need the guest pair (no --prefix)" >&2; exit 2; }
 
@@ -286,7 +287,8 @@ V_FILE="$WORK/verdict.txt"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
   cat "$WORK/results/pitfall-a.txt" "$WORK/results/pitfall-b.txt" 2>/dev/null
-  cat "$WORK/results/cross-a.txt" "$WORK/results/cross-b.txt" 2>/dev/null
+  cat "$WORK/results/cross-a.txt" "$WORK/results/cross-b.txt" "$WORK/results/crossmtu-a.txt" \
+    "$WORK/results/crossmtu-b.txt" 2>/dev/null
   cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" \
     "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...

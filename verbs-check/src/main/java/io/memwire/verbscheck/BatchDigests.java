@@ -28,7 +28,7 @@ final class BatchDigests {
 
   /**
    * The digest of every batch the RDMA client pulls for {@code ticket}; {@code plane[0]} is set to
-   * the data plane it used.
+   * the data plane it used, {@code plane[1]} (when there) to why it fell back to DoGet, or null.
    */
   static List<Long> rdma(RdmaFlightClient c, String ticket, String[] plane) {
     List<Long> d = new ArrayList<>();
@@ -37,6 +37,9 @@ final class BatchDigests {
         d.add(digest(s.getRoot()));
       }
       plane[0] = s.dataPlane().toString();
+      if (plane.length > 1) {
+        plane[1] = s.fallbackReason();
+      }
     }
     return d;
   }

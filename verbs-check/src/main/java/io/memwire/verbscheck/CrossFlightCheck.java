@@ -32,21 +32,30 @@ import org.apache.arrow.memory.RootAllocator;
  * <pre>
  * CrossFlightCheck serve DIR --bind IP --out FILE   writes DIR/flight-ports ("plain wrapped"),
  *                                                   ends when DIR/flight-done appears
- * CrossFlightCheck read DIR --bind IP --peer IP --out FILE
+ * CrossFlightCheck read DIR --bind IP --peer IP --out FILE [--pitfall mtu]
+ * (both: [--name cross])
  * </pre>
  *
- * <p>Appends {@code cross.flight.*} lines and {@code check.cross.flight.*=PASS|FAIL} to FILE; exit
- * 0 when every check of that side passed.
+ * <p>With {@code --pitfall mtu} (the reader's guest has the larger MTU) the reader asks for data
+ * plane {@code auto}: its verbs connect is refused, naming the MTUs, and each stream falls back to
+ * DoGet with the same bodies.
+ *
+ * <p>Appends {@code NAME.flight.*} lines and {@code check.NAME.flight.*=PASS|FAIL} to FILE; exit 0
+ * when every check of that side passed.
  */
 public final class CrossFlightCheck {
   /** Rows per batch for 1 MiB and 16 MiB bodies (4 BIGINT columns, 32 bytes a row). */
   private static final int[] ROWS = {32768, 524288};
 
   private final Path out;
+  private final String name;
+  private final String pitfall;
   private int failures;
 
-  private CrossFlightCheck(Path out) {
+  private CrossFlightCheck(Path out, String name, String pitfall) {
     this.out = out;
+    this.name = name;
+    this.pitfall = pitfall;
   }
 
   public static void main(String[] args) throws Exception {
@@ -57,18 +66,22 @@ public final class CrossFlightCheck {
     String bind = null;
     String peer = null;
     Path out = null;
+    String name = "cross";
+    String pitfall = null;
     for (int i = 2; i + 1 < args.length; i += 2) {
       switch (args[i]) {
         case "--bind" -> bind = args[i + 1];
         case "--peer" -> peer = args[i + 1];
         case "--out" -> out = Paths.get(args[i + 1]);
+        case "--name" -> name = args[i + 1];
+        case "--pitfall" -> pitfall = args[i + 1];
         default -> usage();
       }
     }
-    if (bind == null || out == null) {
+    if (bind == null || out == null || (pitfall != null && !pitfall.equals("mtu"))) {
       usage();
     }
-    CrossFlightCheck c = new CrossFlightCheck(out);
+    CrossFlightCheck c = new CrossFlightCheck(out, name, pitfall);
     switch (args[0]) {
       case "serve" -> c.serve(dir, bind);
       case "read" -> {
@@ -85,7 +98,7 @@ public final class CrossFlightCheck {
   private static void usage() {
     System.err.println(
         "usage: CrossFlightCheck serve DIR --bind IP --out FILE"
-            + " | read DIR --bind IP --peer IP --out FILE");
+            + " | read DIR --bind IP --peer IP --out FILE [--pitfall mtu]; both [--name NAME]");
     System.exit(2);
   }
 
@@ -97,9 +110,9 @@ public final class CrossFlightCheck {
   }
 
   private void verdict(String name, boolean ok, String detail) throws IOException {
-    put("check.cross.flight." + name, ok ? "PASS" : "FAIL");
+    put("check." + this.name + ".flight." + name, ok ? "PASS" : "FAIL");
     if (detail != null) {
-      put("detail.cross.flight." + name, detail);
+      put("detail." + this.name + ".flight." + name, detail);
     }
     if (!ok) {
       failures++;
@@ -120,7 +133,7 @@ public final class CrossFlightCheck {
     RootAllocator root = new RootAllocator();
     BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
     TransferNode node = TransferNode.start(verbs(bind));
-    put("cross.flight.serverNode", node.provider() + " " + node.localAddress());
+    put(name + ".flight.serverNode", node.provider() + " " + node.localAddress());
     CheckProducer producer = new CheckProducer(serverAlloc, false);
     FlightServer plain =
         FlightServer.builder(serverAlloc, Location.forGrpcInsecure(bind, 0), producer)
@@ -144,7 +157,7 @@ public final class CrossFlightCheck {
       Thread.sleep(200);
     }
     Map<String, Long> stats = rdma.stats();
-    put("cross.flight.serverStats", stats);
+    put(name + ".flight.serverStats", stats);
     wrapped.shutdown();
     plain.shutdown();
     wrapped.awaitTermination(60, TimeUnit.SECONDS);
@@ -187,17 +200,17 @@ public final class CrossFlightCheck {
       for (int rows : ROWS) {
         int batches = rows >= 524288 ? 3 : 8;
         String ticket = rows + ":" + batches;
-        String name = (CheckProducer.bodyBytes(rows) >> 10) + "KiB";
+        String size = (CheckProducer.bodyBytes(rows) >> 10) + "KiB";
         try {
           long t0 = System.nanoTime();
           List<Long> grpc = BatchDigests.grpc(plainClient, ticket);
           double grpcSeconds = (System.nanoTime() - t0) / 1e9;
-          String[] plane = new String[1];
+          String[] plane = new String[2];
           long t1 = System.nanoTime();
           List<Long> viaRdma;
           try (RdmaFlightClient c =
               RdmaFlightClient.builder(wrappedClient, clientAlloc)
-                  .dataPlane(DataPlane.VERBS)
+                  .dataPlane(pitfall == null ? DataPlane.VERBS : DataPlane.AUTO)
                   .transferConfig(verbs)
                   .registeredMemory(32L << 20, 256L << 20)
                   .window(4, 64L << 20)
@@ -208,29 +221,41 @@ public final class CrossFlightCheck {
           double rdmaSeconds = (System.nanoTime() - t1) / 1e9;
           long bytes = CheckProducer.bodyBytes(rows) * batches;
           put(
-              "cross.flight." + name + ".grpcMBps",
+              name + ".flight." + size + ".grpcMBps",
               BatchDigests.megabytesPerSecond(bytes, grpcSeconds));
           put(
-              "cross.flight." + name + ".rdmaMBps",
+              name + ".flight." + size + ".rdmaMBps",
               BatchDigests.megabytesPerSecond(bytes, rdmaSeconds));
+          boolean equal = grpc.equals(viaRdma) && grpc.size() == batches;
+          // Under the MTU pitfall: DoGet, because the verbs connect was refused naming the MTUs.
+          boolean planeOk =
+              pitfall == null
+                  ? "verbs".equalsIgnoreCase(plane[0])
+                  : "grpc".equalsIgnoreCase(plane[0])
+                      && plane[1] != null
+                      && plane[1].contains("MTU mismatch");
           verdict(
-              name,
-              grpc.equals(viaRdma) && grpc.size() == batches && "verbs".equalsIgnoreCase(plane[0]),
+              size,
+              equal && planeOk,
               "batches "
                   + viaRdma.size()
                   + "/"
                   + grpc.size()
                   + ", data plane "
                   + plane[0]
+                  + (plane[1] == null ? "" : " (" + plane[1] + ")")
                   + ", bodies equal "
                   + grpc.equals(viaRdma)
                   + ", "
                   + bind
                   + " reads "
-                  + peer);
+                  + peer
+                  + ", "
+                  + String.format(java.util.Locale.ROOT, "%.1f", rdmaSeconds)
+                  + " s");
         } catch (Exception e) {
           e.printStackTrace();
-          verdict(name, false, e.toString());
+          verdict(size, false, e.toString());
         }
       }
     } finally {
