@@ -14,11 +14,13 @@
 #   crossmtu  cross under the MTU pitfall (eth0 MTU 4200 in A, 1500 in B): A's Flight pulls and its
 #             executor's reads are refused at connect, naming the MTUs, and go to DoGet and to
 #             Spark's own fetch (fallback=true); B's executor reads A one-sided; same results
+#   crossfw   cross with UDP 4791 dropped in B: no verbs connect completes; Flight goes to DoGet,
+#             both executors to Spark's fetch within their connect timeout, naming the firewall
 # Results: results/pitfall-a.txt, results/pitfall-b.txt (key=value); logs/pitfall-*.log; cross:
 # results/cross-a.txt, results/cross-b.txt, logs/cross-*.log, logs/cross-spark-work-*/ (crossmtu:
 # the same with crossmtu).
 #
-#   pair-guest.sh --steps loss,firewall,mtu,cross,crossmtu
+#   pair-guest.sh --steps loss,firewall,mtu,cross,crossmtu,crossfw
 {
 set -uo pipefail
 STEPS="clean,loss,firewall,mtu"
@@ -169,6 +171,18 @@ if has crossmtu; then
   echo "[crossmtu $ME] $(mtus)"
   CN=crossmtu CROSS_PITFALL=mtu . "$W/tools/pair-cross.sh"
   [ "$ME" = a ] && ip link set "$NET" mtu 1500
+fi
+if has crossfw; then
+  if [ "$ME" = b ]; then
+    nft add table inet memwire_crossfw
+    nft add chain inet memwire_crossfw input '{ type filter hook input priority 0; policy accept; }'
+    nft add rule inet memwire_crossfw input udp dport 4791 counter drop
+  fi
+  CN=crossfw CROSS_PITFALL=udp4791 . "$W/tools/pair-cross.sh"
+  if [ "$ME" = b ]; then
+    echo "[crossfw b] dropped $(nft list table inet memwire_crossfw | grep -o 'counter packets [0-9]*')"
+    nft delete table inet memwire_crossfw
+  fi
 fi
 exit
 }

@@ -22,9 +22,9 @@
 #                      on the device (contract suite, Flight); sparkucx: Spark over it;
 #                      ucxbench: transfer benchmark ucx vs verbs vs ib_read_bw;
 #                      clean,loss,firewall,mtu: the fabric pitfalls between two guests; cross:
-#                      Flight and Spark across two guests; crossmtu: the same under the MTU
-#                      pitfall (run-in-vm.sh --pair, one boot for all named; not in the default;
-#                      guest only)
+#                      Flight and Spark across two guests; crossmtu, crossfw: the same under the
+#                      MTU and firewall pitfalls (run-in-vm.sh --pair, one boot for all named; not
+#                      in the default; guest only)
 #   --modes LIST       runs of the spark step: sort,verbs (default; sort is the reference);
 #                      sparktcp runs Memwire over tcp against that reference
 #   --leak-rounds N    shuffles in the leak loop (default 50)
@@ -70,12 +70,12 @@ unavailable() { echo "verbs-check: guest unavailable: $*" >&2; exit 3; }
 SINGLE_STEPS=""; PAIR_STEPS=""
 for s in ${STEPS//,/ }; do
   case "$s" in
-    clean|loss|firewall|mtu|cross|crossmtu) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
+    clean|loss|firewall|mtu|cross|crossmtu|crossfw) PAIR_STEPS="${PAIR_STEPS:+$PAIR_STEPS,}$s" ;;
     *) SINGLE_STEPS="${SINGLE_STEPS:+$SINGLE_STEPS,}$s" ;;
   esac
 done
 # cross runs Flight and Spark across the pair: it needs their staging and more memory per guest.
-CROSS=0; case ",$PAIR_STEPS," in *,cross,*|*,crossmtu,*) CROSS=1 ;; esac
+CROSS=0; case ",$PAIR_STEPS," in *,cross,*|*,crossmtu,*|*,crossfw,*) CROSS=1 ;; esac
 [ -n "$PAIR_MEM" ] || { [ "$CROSS" = 1 ] && PAIR_MEM=3072 || PAIR_MEM=2048; }
 [ -z "$PAIR_STEPS" ] || [ "$HOSTMODE" = 0 ] || { echo "verbs-check: the steps $PAIR_STEPS need the guest pair (no --prefix)" >&2; exit 2; }
 
@@ -287,8 +287,7 @@ V_FILE="$WORK/verdict.txt"
   echo "seconds.libdisni=$T_LIB"
   echo "seconds.target=$T_RUN"
   cat "$WORK/results/pitfall-a.txt" "$WORK/results/pitfall-b.txt" 2>/dev/null
-  cat "$WORK/results/cross-a.txt" "$WORK/results/cross-b.txt" "$WORK/results/crossmtu-a.txt" \
-    "$WORK/results/crossmtu-b.txt" 2>/dev/null
+  for c in cross crossmtu crossfw; do cat "$WORK/results/$c-a.txt" "$WORK/results/$c-b.txt" 2>/dev/null; done
   cat "$WORK/results/guest.txt" "$WORK/results/spark.txt" "$WORK/results/spark-tcp.txt" "$WORK/results/flight.txt" \
     "$WORK/results/spark-ucx.txt" "$WORK/results/flight-ucx.txt" 2>/dev/null
   # transfer benchmark rows: provider,size_bytes,queue_depth,memwire_mb_s,...

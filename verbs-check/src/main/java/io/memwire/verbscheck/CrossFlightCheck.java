@@ -32,13 +32,14 @@ import org.apache.arrow.memory.RootAllocator;
  * <pre>
  * CrossFlightCheck serve DIR --bind IP --out FILE   writes DIR/flight-ports ("plain wrapped"),
  *                                                   ends when DIR/flight-done appears
- * CrossFlightCheck read DIR --bind IP --peer IP --out FILE [--pitfall mtu]
+ * CrossFlightCheck read DIR --bind IP --peer IP --out FILE [--pitfall mtu|udp4791]
  * (both: [--name cross])
  * </pre>
  *
- * <p>With {@code --pitfall mtu} (the reader's guest has the larger MTU) the reader asks for data
- * plane {@code auto}: its verbs connect is refused, naming the MTUs, and each stream falls back to
- * DoGet with the same bodies.
+ * <p>Under a pitfall the reader asks for data plane {@code auto}, and each stream falls back to
+ * DoGet with the same bodies: with {@code --pitfall mtu} (the reader's guest has the larger MTU)
+ * its verbs connect is refused naming the MTUs; with {@code udp4791} (the server's guest drops
+ * RoCE's port) it times out naming the firewall.
  *
  * <p>Appends {@code NAME.flight.*} lines and {@code check.NAME.flight.*=PASS|FAIL} to FILE; exit 0
  * when every check of that side passed.
@@ -78,7 +79,9 @@ public final class CrossFlightCheck {
         default -> usage();
       }
     }
-    if (bind == null || out == null || (pitfall != null && !pitfall.equals("mtu"))) {
+    if (bind == null
+        || out == null
+        || (pitfall != null && !pitfall.equals("mtu") && !pitfall.equals("udp4791"))) {
       usage();
     }
     CrossFlightCheck c = new CrossFlightCheck(out, name, pitfall);
@@ -98,7 +101,7 @@ public final class CrossFlightCheck {
   private static void usage() {
     System.err.println(
         "usage: CrossFlightCheck serve DIR --bind IP --out FILE"
-            + " | read DIR --bind IP --peer IP --out FILE [--pitfall mtu]; both [--name NAME]");
+            + " | read DIR --bind IP --peer IP --out FILE [--pitfall mtu|udp4791]; both [--name NAME]");
     System.exit(2);
   }
 
@@ -119,11 +122,11 @@ public final class CrossFlightCheck {
     }
   }
 
-  private static TransferConfig verbs(String bind) {
+  private static TransferConfig verbs(String bind, boolean pitfall) {
     return TransferConfig.builder()
         .provider(ProviderKind.VERBS)
         .bindAddress(bind)
-        .connectTimeout(Duration.ofMinutes(5))
+        .connectTimeout(pitfall ? Duration.ofSeconds(60) : Duration.ofMinutes(5))
         .readTimeout(Duration.ofMinutes(10))
         .registrationBudget(1L << 30)
         .build();
@@ -132,7 +135,7 @@ public final class CrossFlightCheck {
   private void serve(Path dir, String bind) throws Exception {
     RootAllocator root = new RootAllocator();
     BufferAllocator serverAlloc = root.newChildAllocator("server", 0, Long.MAX_VALUE);
-    TransferNode node = TransferNode.start(verbs(bind));
+    TransferNode node = TransferNode.start(verbs(bind, false));
     put(name + ".flight.serverNode", node.provider() + " " + node.localAddress());
     CheckProducer producer = new CheckProducer(serverAlloc, false);
     FlightServer plain =
@@ -187,7 +190,7 @@ public final class CrossFlightCheck {
       Thread.sleep(200);
     }
     String[] p = Files.readString(ports).trim().split(" ");
-    TransferConfig verbs = verbs(bind);
+    TransferConfig verbs = verbs(bind, pitfall != null);
     RootAllocator root = new RootAllocator();
     BufferAllocator clientAlloc = root.newChildAllocator("client", 0, Long.MAX_VALUE);
     FlightClient plainClient =
@@ -227,13 +230,14 @@ public final class CrossFlightCheck {
               name + ".flight." + size + ".rdmaMBps",
               BatchDigests.megabytesPerSecond(bytes, rdmaSeconds));
           boolean equal = grpc.equals(viaRdma) && grpc.size() == batches;
-          // Under the MTU pitfall: DoGet, because the verbs connect was refused naming the MTUs.
+          // Under a pitfall: DoGet, because the verbs connect failed naming the cause.
+          String cause = "mtu".equals(pitfall) ? "MTU mismatch" : "UDP 4791 unreachable";
           boolean planeOk =
               pitfall == null
                   ? "verbs".equalsIgnoreCase(plane[0])
                   : "grpc".equalsIgnoreCase(plane[0])
                       && plane[1] != null
-                      && plane[1].contains("MTU mismatch");
+                      && plane[1].contains(cause);
           verdict(
               size,
               equal && planeOk,

@@ -36,7 +36,7 @@ import org.apache.spark.sql.SparkSession;
  *
  * <pre>
  * CrossSparkCheck --out FILE --master spark://IP:7077 --bind IP --libdisni DIR
- *     [--name cross] [--pitfall mtu --spark-work DIR] [--reference FILE]
+ *     [--name cross] [--pitfall mtu|udp4791 --spark-work DIR] [--reference FILE]
  * </pre>
  *
  * <p>Appends {@code NAME.spark.*} lines and {@code check.NAME.spark.*=PASS|FAIL} to FILE; exit 0
@@ -67,8 +67,8 @@ public final class CrossSparkCheck {
     }
     String name = o.getOrDefault("--name", "cross");
     String pitfall = o.get("--pitfall");
-    if (pitfall != null && !pitfall.equals("mtu")) {
-      System.err.println("CrossSparkCheck: --pitfall " + pitfall + " (known: mtu)");
+    if (pitfall != null && !pitfall.equals("mtu") && !pitfall.equals("udp4791")) {
+      System.err.println("CrossSparkCheck: --pitfall " + pitfall + " (known: mtu, udp4791)");
       System.exit(2);
     }
     CheckLog log = new CheckLog(out);
@@ -162,7 +162,7 @@ public final class CrossSparkCheck {
             .config(SparkKeys.MEMWIRE_PROVIDER, "verbs")
             // Under a pitfall the refused reads must go to Spark's own fetch, not fail the job.
             .config(SparkKeys.MEMWIRE_FALLBACK, pitfall == null ? "false" : "true")
-            .config(SparkKeys.MEMWIRE_CONNECT_TIMEOUT, pitfall == null ? "300s" : "120s")
+            .config(SparkKeys.MEMWIRE_CONNECT_TIMEOUT, pitfall == null ? "300s" : "60s")
             .config(SparkKeys.MEMWIRE_READ_TIMEOUT, "600s")
             .getOrCreate();
     try {
@@ -218,8 +218,9 @@ public final class CrossSparkCheck {
         String host = where.getOrDefault(id, "?").split(" ", 2)[0];
         if (pitfall == null) {
           ok &= rdma > 0 && fallback == 0 && failed == 0;
-        } else if (host.equals(bind)) {
-          // The larger MTU's side: refused at connect, every remote block through Spark.
+        } else if (pitfall.equals("udp4791") || host.equals(bind)) {
+          // No connect completes (RoCE's port dropped), or this is the larger MTU's side (refused
+          // at connect): every remote block through Spark.
           ok &= rdma == 0 && fallback > 0 && refused == fallback && failed == 0;
         } else {
           ok &= rdma > 0 && fallback == 0 && failed == 0;
@@ -241,11 +242,12 @@ public final class CrossSparkCheck {
       }
       log.verdict(p + ".counters", ok, detail.toString());
       if (pitfall != null) {
-        String said = causeInExecutorLogs(o.get("--spark-work"), jsc.sc().applicationId());
+        String cause = pitfall.equals("mtu") ? "MTU mismatch" : "UDP 4791 unreachable";
+        String said = causeInExecutorLogs(o.get("--spark-work"), jsc.sc().applicationId(), cause);
         log.verdict(
             p + ".errorNamesCause",
-            said != null && said.contains("MTU mismatch") && said.contains("ip link set"),
-            said == null ? "no executor log says \"MTU mismatch\"" : said);
+            said != null && (!pitfall.equals("mtu") || said.contains("ip link set")),
+            said == null ? "no executor log in this guest says \"" + cause + "\"" : said);
       }
     } finally {
       s.stop();
@@ -255,8 +257,9 @@ public final class CrossSparkCheck {
   private static final String CONNECT_FALLBACKS =
       "fallbackBlocks." + ShuffleCounters.FallbackCause.CONNECT.metricName();
 
-  /** The first executor log line of application {@code appId} that names an MTU mismatch. */
-  private static String causeInExecutorLogs(String workDir, String appId) throws IOException {
+  /** The first line of an executor log of application {@code appId} that contains {@code cause}. */
+  private static String causeInExecutorLogs(String workDir, String appId, String cause)
+      throws IOException {
     if (workDir == null) {
       return null;
     }
@@ -267,7 +270,7 @@ public final class CrossSparkCheck {
     try (Stream<Path> files = Files.walk(app)) {
       for (Path f : files.filter(f -> f.getFileName().toString().equals("stderr")).toList()) {
         for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
-          if (line.contains("MTU mismatch")) {
+          if (line.contains(cause)) {
             return line.trim();
           }
         }
