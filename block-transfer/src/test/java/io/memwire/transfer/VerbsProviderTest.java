@@ -348,24 +348,24 @@ class VerbsProviderTest {
   void withoutASecretTheMtuHandshakePortListensUnlessTurnedOff() throws Exception {
     byte[] data = TransferContractTest.random(new Random(11), 64 << 10);
     TransferNode open = node();
-    TransferNode closed =
-        TransferNode.start(
-            VerbsTransferContractTest.verbsConfig()
-                .set(TransportSettings.MTU_HANDSHAKE, false)
-                .build());
-    nodes.add(closed);
+    TransferNode closed = nodeWithoutMtuHandshake();
     assertTrue(listensInTcp(open.localAddress()), "the open handshake's port");
     assertFalse(listensInTcp(closed.localAddress()), "mtuHandshake=false opens no TCP port");
     MemoryRegion region = closed.register(TransferContractTest.direct(data));
-    TransferNode quiet =
+    TransferNode quiet = nodeWithoutMtuHandshake();
+    readAndCheck(quiet, region.remote(), data);
+    readAndCheck(node(), region.remote(), data);
+    region.close();
+  }
+
+  private TransferNode nodeWithoutMtuHandshake() {
+    TransferNode n =
         TransferNode.start(
             VerbsTransferContractTest.verbsConfig()
                 .set(TransportSettings.MTU_HANDSHAKE, false)
                 .build());
-    nodes.add(quiet);
-    readAndCheck(quiet, region.remote(), data);
-    readAndCheck(node(), region.remote(), data);
-    region.close();
+    nodes.add(n);
+    return n;
   }
 
   private static boolean listensInTcp(InetSocketAddress at) throws IOException {
