@@ -79,8 +79,8 @@ public final class RdmaFlightClient implements AutoCloseable {
   /** Runs once, at the end of the close body (a construction parameter tests count with). */
   private final Runnable onClosed;
 
-  /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */
-  volatile BeforeReads beforeReads;
+  /** Runs on a stream's pump thread before a batch's reads are posted (null: nothing). */
+  final BeforeReads beforeReads;
 
   /** Called with each batch descriptor before its reads go out (tests delay reads with it). */
   interface BeforeReads {
@@ -91,6 +91,7 @@ public final class RdmaFlightClient implements AutoCloseable {
     this.flight = b.flight;
     this.allocator = b.allocator;
     this.onClosed = b.onClosed;
+    this.beforeReads = b.beforeReads;
     Map<String, String> sys = FlightSettings.clientSystemProperties();
     FlightSettings.refuseUnknownClientKeys(sys);
     this.dataPlane =
@@ -304,6 +305,9 @@ public final class RdmaFlightClient implements AutoCloseable {
 
     /** Test seam: runs once, at the end of the close body (tests count closes with it). */
     Runnable onClosed = () -> {};
+
+    /** Test seam: runs before each batch's reads are posted (tests hold reads back with it). */
+    BeforeReads beforeReads;
 
     private Builder(FlightClient flight, BufferAllocator allocator) {
       this.flight = Objects.requireNonNull(flight, "flight client");
