@@ -76,11 +76,11 @@ public final class RdmaFlightClient implements AutoCloseable {
 
   private final Lifecycle lifecycle = new Lifecycle();
 
-  /** How many times the close body ran (a test hook: never more than once). */
-  private final AtomicInteger closeRuns = new AtomicInteger();
+  /** Runs once, at the end of the close body (a construction parameter tests count with). */
+  private final Runnable onClosed;
 
-  /** Test seam: runs on a stream's pump thread before a batch's reads are posted. */
-  volatile BeforeReads beforeReads;
+  /** Runs on a stream's pump thread before a batch's reads are posted (null: nothing). */
+  final BeforeReads beforeReads;
 
   /** Called with each batch descriptor before its reads go out (tests delay reads with it). */
   interface BeforeReads {
@@ -90,6 +90,8 @@ public final class RdmaFlightClient implements AutoCloseable {
   private RdmaFlightClient(Builder b) {
     this.flight = b.flight;
     this.allocator = b.allocator;
+    this.onClosed = b.onClosed;
+    this.beforeReads = b.beforeReads;
     Map<String, String> sys = FlightSettings.clientSystemProperties();
     FlightSettings.refuseUnknownClientKeys(sys);
     this.dataPlane =
@@ -271,7 +273,6 @@ public final class RdmaFlightClient implements AutoCloseable {
       return;
     }
     try {
-      closeRuns.incrementAndGet();
       executor.shutdown();
       try {
         if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
@@ -281,14 +282,10 @@ public final class RdmaFlightClient implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       nodes.close();
+      onClosed.run();
     } finally {
       lifecycle.closed();
     }
-  }
-
-  /** How many times the close body ran (a test hook). */
-  int closeRuns() {
-    return closeRuns.get();
   }
 
   /** Prefix of the client's transfer-node keys in a properties file. */
@@ -305,6 +302,12 @@ public final class RdmaFlightClient implements AutoCloseable {
     private long arenaSize = 64L << 20;
     private long maxRegisteredBytes = 1L << 30;
     private Duration readTimeout;
+
+    /** Test seam: runs once, at the end of the close body (tests count closes with it). */
+    Runnable onClosed = () -> {};
+
+    /** Test seam: runs before each batch's reads are posted (tests hold reads back with it). */
+    BeforeReads beforeReads;
 
     private Builder(FlightClient flight, BufferAllocator allocator) {
       this.flight = Objects.requireNonNull(flight, "flight client");

@@ -5,12 +5,10 @@ import io.memwire.flight.wire.ExchangeRequest;
 import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TransferNode;
-import io.memwire.transfer.memory.MemoryAllocator;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.Criteria;
@@ -25,9 +23,7 @@ import org.apache.arrow.flight.Result;
 import org.apache.arrow.flight.SchemaResult;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.compression.CompressionCodec;
 import org.apache.arrow.vector.compression.CompressionUtil;
-import org.apache.arrow.vector.compression.NoCompressionCodec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,18 +42,18 @@ import org.slf4j.LoggerFactory;
  * with {@code memory().allocationManagerFactory()} is leased in place, without a copy.
  *
  * <p>The transfer node is the caller's and stays open on {@link #close()}.
+ *
+ * <p>Parts: {@code ServerResources} (what the exchanges share, taken from the options and released
+ * once), {@code RdmaExchanges} (admits and runs the exchanges), {@code DecoratedInfos} (FlightInfo
+ * answers with the data-plane location) and {@code FabricTrust} (whether the data plane may serve
+ * over the node's provider).
  */
 public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaFlightProducer.class);
   private static final AtomicInteger IDS = new AtomicInteger();
 
   private final FlightProducer delegate;
-  private final BufferAllocator allocator;
   private final Location rdmaLocation;
-  private final ArenaMemory memory;
-  private final MemoryAllocator leaseRegions;
-  private final LeaseGuards guards;
-  private final ServerStats stats = new ServerStats();
   private final ServerResources resources;
   private final RdmaExchanges exchanges;
 
@@ -66,50 +62,22 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
   private final Lifecycle lifecycle = new Lifecycle();
 
-  /** How many times the close body ran (a test hook: never more than once). */
-  private final AtomicInteger closeRuns = new AtomicInteger();
+  /** Runs once, at the end of the close body (a construction parameter tests count with). */
+  private final Runnable onClosed;
 
   private RdmaFlightProducer(Builder b) {
     this.delegate = b.delegate;
     TransferNode node = b.node;
-    this.allocator = b.allocator.newChildAllocator("memwire-flight-producer", 0, Long.MAX_VALUE);
     this.rdmaLocation = RdmaLocations.of(node.provider(), node.localAddress());
-    CompressionCodec codec =
-        b.compression == CompressionUtil.CodecType.NO_COMPRESSION
-            ? NoCompressionCodec.INSTANCE
-            : CommonsCompressionFactory.INSTANCE.createCodec(b.compression);
-    // Arenas are not remotely readable: each lease registers only its own bytes.
-    this.memory =
-        new ArenaMemory(
-            node,
-            b.arenaSize,
-            b.maxRegisteredBytes,
-            "flight producer memory on " + node.localAddress(),
-            false);
-    // Apart, same limit: a zero-copy producer may lease the same buffers to many clients at once.
-    this.leaseRegions = node.memory().newChild(LeaseBodies.ALLOCATOR, b.maxRegisteredBytes);
-    this.guards = new LeaseGuards(node);
+    this.resources = ServerResources.open(b);
     String refusal =
-        refusal(b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
+        FabricTrust.refusal(
+            b.policyProvider != null ? b.policyProvider : node.provider(), b.trustedFabric);
     this.infos =
         new DecoratedInfos(
             refusal != null ? null : new FlightInfoDecorator(rdmaLocation, b.grpcLocation));
-    this.resources =
-        new ServerResources(
-            delegate,
-            node,
-            allocator,
-            memory,
-            leaseRegions,
-            guards,
-            stats,
-            codec,
-            b.leaseTimeout,
-            b.maxWindowBatches,
-            b.maxWindowBytes,
-            b.bodyChecksum,
-            b.bodyTap);
     this.exchanges = new RdmaExchanges(resources, b.maxExchanges, refusal, IDS.incrementAndGet());
+    this.onClosed = b.onClosed;
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
@@ -122,25 +90,6 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
           b.leaseTimeout.toMillis(),
           b.maxExchanges);
     }
-  }
-
-  /**
-   * Why the data plane must not serve with this provider, or null. The tcp responder enforces every
-   * lease's key and bounds itself; verbs regions share the node's protection domain and real
-   * devices hand out guessable rkeys, so any connected peer could read a live lease: verbs serves
-   * only where the fabric's peers are trusted. So does ucx: its RDMA keys are the device's, and
-   * UCX's software GET (tcp, shared memory) checks no key at all.
-   */
-  static String refusal(ProviderKind provider, boolean trustedFabric) {
-    if ((provider == ProviderKind.VERBS || provider == ProviderKind.UCX) && !trustedFabric) {
-      return "provider "
-          + provider
-          + " cannot keep one client from reading another's leased batches "
-          + "(set "
-          + FlightSettings.TRUSTED_FABRIC.name(FlightSettings.SERVER_PREFIX)
-          + "=true if every peer on the fabric is trusted)";
-    }
-    return null;
   }
 
   /**
@@ -166,7 +115,7 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * memory().allocationManagerFactory()}.
    */
   public ArenaMemory memory() {
-    return memory;
+    return resources.memory();
   }
 
   /**
@@ -175,11 +124,11 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
    * credit waits, leased and registered bytes; docs/FLIGHT.md lists them).
    */
   public Map<String, Long> stats() {
-    Map<String, Long> m = stats.snapshot();
+    Map<String, Long> m = resources.stats().snapshot();
     exchanges.putCurrent(m);
-    m.put(FlightStatsMetrics.REGISTERED_BLOCKS.name(), memory.outstandingBlocks());
-    m.put(FlightStatsMetrics.REGISTERED_BLOCK_BYTES.name(), memory.allocatedBytesNow());
-    m.put(FlightStatsMetrics.LEASE_REGION_BYTES.name(), leaseRegions.registeredBytes());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCKS.name(), resources.memory().outstandingBlocks());
+    m.put(FlightStatsMetrics.REGISTERED_BLOCK_BYTES.name(), resources.memory().allocatedBytesNow());
+    m.put(FlightStatsMetrics.LEASE_REGION_BYTES.name(), resources.leaseRegions().registeredBytes());
     return m;
   }
 
@@ -262,44 +211,40 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
       return;
     }
     try {
-      closeRuns.incrementAndGet();
       exchanges.close();
-      guards.close();
-      leaseRegions.close();
-      memory.close();
-      allocator.close();
+      resources.close();
+      onClosed.run();
     } finally {
       lifecycle.closed();
     }
   }
 
-  /** How many times the close body ran (a test hook). */
-  int closeRuns() {
-    return closeRuns.get();
-  }
-
   /** Options of an {@link RdmaFlightProducer}. */
   public static final class Builder {
-    private final FlightProducer delegate;
-    private final TransferNode node;
-    private final BufferAllocator allocator;
-    private Location grpcLocation;
+    // Package-private: ServerResources.open reads them.
+    final FlightProducer delegate;
+    final TransferNode node;
+    final BufferAllocator allocator;
+    Location grpcLocation;
     // Defaults as declared in FlightSettings.
-    private CompressionUtil.CodecType compression = FlightSettings.COMPRESSION.defaultValue();
-    private Duration leaseTimeout = FlightSettings.LEASE_TIMEOUT.defaultValue();
-    private int maxWindowBatches = FlightSettings.MAX_WINDOW_BATCHES.defaultValue();
-    private long maxWindowBytes = FlightSettings.MAX_WINDOW_BYTES.defaultValue();
-    private long arenaSize = FlightSettings.ARENA_SIZE.defaultValue();
-    private long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
-    private int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
-    private boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
-    private boolean bodyChecksum = FlightSettings.BODY_CHECKSUM.defaultValue();
+    CompressionUtil.CodecType compression = FlightSettings.COMPRESSION.defaultValue();
+    Duration leaseTimeout = FlightSettings.LEASE_TIMEOUT.defaultValue();
+    int maxWindowBatches = FlightSettings.MAX_WINDOW_BATCHES.defaultValue();
+    long maxWindowBytes = FlightSettings.MAX_WINDOW_BYTES.defaultValue();
+    long arenaSize = FlightSettings.ARENA_SIZE.defaultValue();
+    long maxRegisteredBytes = FlightSettings.MAX_REGISTERED_BYTES.defaultValue();
+    int maxExchanges = FlightSettings.MAX_EXCHANGES.defaultValue();
+    boolean trustedFabric = FlightSettings.TRUSTED_FABRIC.defaultValue();
+    boolean bodyChecksum = FlightSettings.BODY_CHECKSUM.defaultValue();
 
     /** Test seam: sees each leased body once its checksum was taken (tests corrupt it). */
     LeaseBodies.Tap bodyTap;
 
     /** Test seam: the provider the trust policy is decided for (default: the node's). */
     ProviderKind policyProvider;
+
+    /** Test seam: runs once, at the end of the close body (tests count closes with it). */
+    Runnable onClosed = () -> {};
 
     private Builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
       this.delegate = Objects.requireNonNull(delegate, "delegate");

@@ -187,11 +187,11 @@ class ExchangeLimitTest {
 
   @Test
   void verbsServesOnlyOnATrustedFabric() {
-    String why = RdmaFlightProducer.refusal(ProviderKind.VERBS, false);
+    String why = FabricTrust.refusal(ProviderKind.VERBS, false);
     assertNotNull(why);
     assertTrue(why.contains("memwire.flight.server.trustedFabric=true"), why);
-    assertNull(RdmaFlightProducer.refusal(ProviderKind.VERBS, true));
-    assertNull(RdmaFlightProducer.refusal(ProviderKind.TCP, false));
+    assertNull(FabricTrust.refusal(ProviderKind.VERBS, true));
+    assertNull(FabricTrust.refusal(ProviderKind.TCP, false));
   }
 
   @Test

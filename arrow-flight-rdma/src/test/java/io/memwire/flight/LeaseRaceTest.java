@@ -54,21 +54,25 @@ class LeaseRaceTest {
 
   @Test
   void readRacingLeaseExpiryNeverHandsOutAnotherBatchesBytes() throws Exception {
-    RdmaFlightClient client =
-        f.rdmaClient(f.wrappedClient(), b -> b.dataPlane(DataPlane.TCP).window(1, 1L << 30));
     AtomicReference<ServerMessage> held = new AtomicReference<>();
     CountDownLatch heldBack = new CountDownLatch(1);
     CountDownLatch go = new CountDownLatch(1);
-    client.beforeReads =
-        m -> {
-          if (m.sequence() == 1) {
-            held.set(m);
-            heldBack.countDown();
-            if (!go.await(20, TimeUnit.SECONDS)) {
-              throw new IllegalStateException("test never released the reads");
-            }
-          }
-        };
+    RdmaFlightClient client =
+        f.rdmaClient(
+            f.wrappedClient(),
+            b -> {
+              b.dataPlane(DataPlane.TCP).window(1, 1L << 30);
+              b.beforeReads =
+                  m -> {
+                    if (m.sequence() == 1) {
+                      held.set(m);
+                      heldBack.countDown();
+                      if (!go.await(20, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("test never released the reads");
+                      }
+                    }
+                  };
+            });
     FlightEndpoint e =
         f.wrappedClient().getInfo(FlightDescriptor.path("many:3:20000")).getEndpoints().get(0);
     try (RdmaFlightStream s = client.getStream(e)) {

@@ -94,8 +94,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
    */
   private final boolean deferredStart;
 
-  /** Delegating, starting, started or stopped, with the transport once it started. */
-  private final ManagerLifecycle lifecycle;
+  /**
+   * Delegating, starting, started or stopped, with the transport once it started (package-private:
+   * the package's tests reach a running executor's parts through it).
+   */
+  final ManagerLifecycle lifecycle;
 
   /**
    * Called by Spark on the driver and on every executor.
@@ -333,20 +336,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
   }
 
   /**
-   * Test hook: what the first writer, reader or migrated output does before its work, start the
-   * transport if it does not run yet; returns whether it runs.
+   * Starts the transport now if it has not started yet, as the first writer, reader or migrated
+   * output would; returns whether it runs. For tools and checks that want an executor's provider
+   * before its first shuffle task (on Spark 3.5 the transport starts at first use). Does nothing
+   * once the manager stopped or delegates to Spark.
    */
-  public boolean startForTesting() {
+  public boolean startTransport() {
     return ensureStarted() != null;
-  }
-
-  /** Test hook: invalidates this executor's directory slots of a shuffle; returns slots changed. */
-  public int invalidateDirectoryForTesting(int shuffleId) {
-    ManagerTransport s = lifecycle.running();
-    if (s == null) {
-      return 0;
-    }
-    s.readContext.forget(shuffleId);
-    return s.directory.invalidateForTesting(shuffleId);
   }
 }

@@ -72,7 +72,7 @@ class LocalModeLifecycleTest {
     assertNull(RdmaShuffleManager.current());
     // A stopped manager starts nothing again: a late task of this application gets Spark's own
     // writer and reader, not the closed transport's.
-    assertFalse(manager.startForTesting());
+    assertFalse(manager.startTransport());
     assertEquals("none (stopped)", manager.transportDescription());
     TransferStats s = manager.transferStats();
     assertEquals(0, s.registeredRegions(), s.toString());

@@ -53,7 +53,7 @@ class StartupOrderTest {
                   .set("spark.authenticate", "true"));
       String secret = SparkEnv.get().securityManager().getSecretKey();
 
-      assertTrue(manager.startForTesting(), manager.transportDescription());
+      assertTrue(manager.startTransport(), manager.transportDescription());
       assertTrue(manager.isTransportActive());
       assertArrayEquals(
           secret.getBytes(StandardCharsets.UTF_8),

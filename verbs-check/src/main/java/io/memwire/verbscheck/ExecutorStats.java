@@ -60,7 +60,7 @@ final class ExecutorStats {
           if (m == null) {
             return "no manager";
           }
-          m.startForTesting();
+          m.startTransport();
           return (withHost ? System.getenv("SPARK_LOCAL_IP") + " " : "") + m.transportDescription();
         });
   }

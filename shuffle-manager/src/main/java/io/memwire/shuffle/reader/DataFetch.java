@@ -32,7 +32,7 @@ final class DataFetch implements BlockSource {
   private final int shuffleId;
   private final ReadMetrics metrics;
   private final ReadSettings settings;
-  private final TransportFaults faults;
+  private final ArrivalTap tap;
   private final PeerLink link;
   private final BlockEnds ends;
 
@@ -41,14 +41,14 @@ final class DataFetch implements BlockSource {
       int shuffleId,
       ReadMetrics metrics,
       ReadSettings settings,
-      TransportFaults faults,
+      ArrivalTap tap,
       PeerLink link,
       BlockEnds ends) {
     this.cache = cache;
     this.shuffleId = shuffleId;
     this.metrics = metrics;
     this.settings = settings;
-    this.faults = faults;
+    this.tap = tap;
     this.link = link;
     this.ends = ends;
   }
@@ -129,7 +129,7 @@ final class DataFetch implements BlockSource {
     BlockChecksum.Mismatch m;
     try {
       ByteBuffer bytes = buf.nioBuffer();
-      faults.apply(bytes);
+      tap.arrived(bytes);
       BlockChecksum.Verifier v = b.checksum().verifier();
       v.update(bytes);
       m = v.finish();

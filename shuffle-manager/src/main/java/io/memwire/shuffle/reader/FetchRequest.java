@@ -85,14 +85,13 @@ final class FetchRequest {
                 shuffleId,
                 metrics,
                 services.settings,
-                services.faults,
+                services.tap,
                 services.threads,
                 services::transportConf,
                 link,
                 ends,
                 toDisk)
-            : new DataFetch(
-                cache, shuffleId, metrics, services.settings, services.faults, link, ends);
+            : new DataFetch(cache, shuffleId, metrics, services.settings, services.tap, link, ends);
     var unused =
         findSlots(slots)
             .thenAccept(slotted -> locateAndRead(indexes, slotted, data))

@@ -35,7 +35,9 @@ public final class ReadServices implements AutoCloseable {
 
   final MapOutputCache cache;
   final SparkFallback fallback;
-  final TransportFaults faults = new TransportFaults();
+
+  /** Sees verified data reads' bytes before their check ({@link ArrivalTap#NONE} but in tests). */
+  final ArrivalTap tap;
 
   /**
    * Spark's client calls, re-resolutions and to-disk writes: {@code memwire-shuffle-fallback-N}.
@@ -64,7 +66,8 @@ public final class ReadServices implements AutoCloseable {
         new ReadSettings(readBatchBlocks, readBatchBytes),
         fallbackAllowed,
         indexCacheBudget,
-        new ReadMetrics(counters, latencies));
+        new ReadMetrics(counters, latencies),
+        ArrivalTap.NONE);
   }
 
   /** As above, with latencies kept by these services alone. */
@@ -82,7 +85,26 @@ public final class ReadServices implements AutoCloseable {
         fallbackAllowed,
         indexCacheBudget,
         counters,
-        new PeerReadLatencies());
+        ArrivalTap.NONE);
+  }
+
+  /** As above, with {@code tap} seeing verified data reads' bytes before their check. */
+  ReadServices(
+      Connector node,
+      int readBatchBlocks,
+      long readBatchBytes,
+      boolean fallbackAllowed,
+      long indexCacheBudget,
+      ShuffleCounters counters,
+      ArrivalTap tap) {
+    this(
+        node,
+        null,
+        new ReadSettings(readBatchBlocks, readBatchBytes),
+        fallbackAllowed,
+        indexCacheBudget,
+        new ReadMetrics(counters, new PeerReadLatencies()),
+        tap);
   }
 
   /**
@@ -97,7 +119,8 @@ public final class ReadServices implements AutoCloseable {
         new ReadSettings(1, 1),
         true,
         0,
-        new ReadMetrics(counters, new PeerReadLatencies()));
+        new ReadMetrics(counters, new PeerReadLatencies()),
+        ArrivalTap.NONE);
   }
 
   private ReadServices(
@@ -106,8 +129,10 @@ public final class ReadServices implements AutoCloseable {
       ReadSettings settings,
       boolean fallbackAllowed,
       long indexCacheBudget,
-      ReadMetrics metrics) {
+      ReadMetrics metrics,
+      ArrivalTap tap) {
     this.node = node;
+    this.tap = tap;
     this.delegateAll = delegateAll;
     this.settings = settings;
     this.metrics = metrics;
@@ -130,14 +155,6 @@ public final class ReadServices implements AutoCloseable {
   /** Bytes of index entries cached now (for tests and stats). */
   public long indexCacheBytes() {
     return cache.indexCacheBytes();
-  }
-
-  /**
-   * Test seam: flips one byte of each of the next {@code reads} data reads of verified blocks as
-   * they arrive, before the check, as a fault on the transfer would (the stored bytes stay right).
-   */
-  public void injectTransportFaults(int reads) {
-    faults.inject(reads);
   }
 
   /** Re-resolves dead service pointers from now on ({@link PointerResolution}). */

@@ -41,7 +41,7 @@ final class ToDiskFetch implements BlockSource {
   private final int shuffleId;
   private final ReadMetrics metrics;
   private final ReadSettings settings;
-  private final TransportFaults faults;
+  private final ArrivalTap tap;
   private final Executor threads;
   private final Supplier<TransportConf> transportConf;
   private final PeerLink link;
@@ -57,7 +57,7 @@ final class ToDiskFetch implements BlockSource {
       int shuffleId,
       ReadMetrics metrics,
       ReadSettings settings,
-      TransportFaults faults,
+      ArrivalTap tap,
       Executor threads,
       Supplier<TransportConf> transportConf,
       PeerLink link,
@@ -67,7 +67,7 @@ final class ToDiskFetch implements BlockSource {
     this.shuffleId = shuffleId;
     this.metrics = metrics;
     this.settings = settings;
-    this.faults = faults;
+    this.tap = tap;
     this.threads = threads;
     this.transportConf = transportConf;
     this.link = link;
@@ -147,7 +147,7 @@ final class ToDiskFetch implements BlockSource {
               try {
                 ByteBuffer bytes = buf.nioBuffer();
                 if (a.verifier() != null) {
-                  faults.apply(bytes);
+                  tap.arrived(bytes);
                   a.verifier().update(bytes);
                 }
                 while (bytes.hasRemaining()) {

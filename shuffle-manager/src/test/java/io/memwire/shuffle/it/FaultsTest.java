@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.localcluster.LocalSparkCluster;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleMetrics;
+import io.memwire.shuffle.StaleSlots;
 import io.memwire.shuffle.compat.ScalaCollections;
 import java.io.File;
 import java.nio.file.Path;
@@ -77,14 +78,14 @@ class FaultsTest {
   @Test
   @Order(1)
   void providerAutoFallsBackToTcpOnEveryExecutor() {
-    // startForTesting: what the first shuffle task does (on Spark 3.5 the transport starts there).
+    // startTransport: what the first shuffle task does (on Spark 3.5 the transport starts there).
     Map<String, String> desc =
         Clusters.onEveryExecutor(
             jsc,
             2,
             id -> {
               RdmaShuffleManager m = RdmaShuffleManager.current();
-              m.startForTesting();
+              m.startTransport();
               return m.transportDescription();
             });
     for (String d : desc.values()) {
@@ -108,17 +109,13 @@ class FaultsTest {
             .shuffleId();
     Map<String, String> changed =
         Clusters.onEveryExecutor(
-            jsc,
-            2,
-            id ->
-                String.valueOf(
-                    RdmaShuffleManager.current().invalidateDirectoryForTesting(shuffleId)));
+            jsc, 2, id -> String.valueOf(StaleSlots.onThisExecutor(shuffleId)));
     assertEquals(
         6, changed.values().stream().mapToInt(Integer::parseInt).sum(), changed.toString());
     var before = Clusters.executorStats(jsc, 2);
 
     listener.reset();
-    // The map stage is reused; reducers find slots naming other map ids.
+    // The map stage is reused; reducers find slots naming another map id (-1) than Spark's.
     assertEquals(expected, new HashMap<>(sums.collectAsMap()));
     cluster.sparkContext().listenerBus().waitUntilEmpty(10_000);
     var after = Clusters.executorStats(jsc, 2);

@@ -73,6 +73,9 @@ class ChecksumReadPathTest {
   private DirectoryPointer pointer;
   private ReadServices ctx;
 
+  /** Flips bytes of the data reads it is told to, as they arrive (before the check). */
+  private final TransportFaults arrivalFaults = new TransportFaults();
+
   /** Lays out both map outputs and a directory with their checksums ({@code algorithm}). */
   private void setUp(ChecksumAlgorithm algorithm, long readBatchBytes) {
     int entries = SIZES[0].length + 1;
@@ -100,7 +103,7 @@ class ChecksumReadPathTest {
       writeSlot(m, sums(algorithm, bytes, off));
       routes.put(mapId(m), new Route(pointer, m));
     }
-    ctx = new ReadServices(reduceNode, 8, readBatchBytes, true, 1 << 20, counters);
+    ctx = new ReadServices(reduceNode, 8, readBatchBytes, true, 1 << 20, counters, arrivalFaults);
   }
 
   /** Spark's checksum file of one output, computed as Spark's writer does (JDK checksums). */
@@ -247,7 +250,7 @@ class ChecksumReadPathTest {
   @Test
   void aFaultOnTheTransferIsReadOnceMoreAndDeliveredRight() {
     setUp(ChecksumAlgorithm.CRC32C, 1 << 20);
-    ctx.injectTransportFaults(1);
+    arrivalFaults.inject(1);
     fetch(null, block(0, 1), batch(1, 0, 4));
     spark.awaitEnded(2);
     assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));
@@ -287,7 +290,7 @@ class ChecksumReadPathTest {
     setUp(ChecksumAlgorithm.ADLER32, 4096); // 20000 bytes: five pieces
     onDisk();
     TempFiles files = new TempFiles(tmp);
-    ctx.injectTransportFaults(1);
+    arrivalFaults.inject(1);
     fetch(files, block(0, 2), batch(1, 0, 4));
     spark.awaitEnded(2);
     assertArrayEquals(expected(0, 2, 3), spark.ok.get(block(0, 2)));

@@ -58,6 +58,9 @@ class WideChecksumReadPathTest {
   private ByteBuffer chunk;
   private ReadServices ctx;
 
+  /** Flips bytes of the data reads it is told to, as they arrive (before the check). */
+  private final TransportFaults arrivalFaults = new TransportFaults();
+
   /** Both outputs, MWS4 slots, and a reader whose index cache holds {@code indexCache} bytes. */
   private void setUp(long indexCache) {
     chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.SIZE);
@@ -105,7 +108,7 @@ class WideChecksumReadPathTest {
           m * DirectorySlot.SIZE);
       routes.put(mapId(m), new Route(pointer, m));
     }
-    ctx = new ReadServices(reduceNode, 8, 1 << 20, true, indexCache, counters);
+    ctx = new ReadServices(reduceNode, 8, 1 << 20, true, indexCache, counters, arrivalFaults);
   }
 
   @AfterEach
@@ -290,7 +293,7 @@ class WideChecksumReadPathTest {
   @Test
   void aFaultOnTheTransferIsReadOnceMoreAndDeliveredRight() {
     setUp(1 << 20);
-    ctx.injectTransportFaults(1);
+    arrivalFaults.inject(1);
     fetch(block(0, 1), batch(1, 0, 40));
     spark.awaitEndedOneSided(2);
     assertArrayEquals(expected(0, 1, 2), spark.ok.get(block(0, 1)));

@@ -2,44 +2,19 @@ package io.memwire.shuffle.directory;
 
 import io.memwire.transfer.RemoteRegion;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.util.zip.CRC32C;
 
 /**
- * One map output's entry in a shuffle directory: a {@value #SIZE}-byte header, big-endian, followed
- * in a directory with inline entries by the output's index entries.
- *
- * <pre>
- *   0  u32  magic: 'MWS1' (header only), 'MWS2' (entries follow), 'MWS3' (entries and
- *            checksums follow) or 'MWS4' (header only, naming a metadata region); 0 = empty slot
- *   4  u32  map index
- *   8  u64  map id (the map task attempt id)
- *  16  u64  data file length (0 = no data file: every partition empty)
- *  24  u64  index file length; MWS4: metadata region length (16n - 8)
- *  32  ..   index file RemoteRegion encoding (1 segment: 50 bytes); MWS4: the metadata region's
- *  88  ..   data file RemoteRegion encoding, when the data length is positive (up to 3 segments)
- * 240  u32  MWS3/4: checksum algorithm ({@link ChecksumAlgorithm#code()})
- * 248  u32  MWS2/3/4: number of entries n (reduce partitions + 1)
- * 252  u32  MWS2/3: CRC32C of bytes [4, 252), of the entries and of the checksums; MWS4: of
- *            bytes [4, 252)
- * 256  n x u64  MWS2/3: the index file's offsets (Spark's index, as in the file)
- * 256 + 8n  (n - 1) x u64  MWS3: Spark's checksum of each reduce partition, as in its file
- * </pre>
- *
- * <p>An MWS4 slot's metadata region (registered memory the publisher fills once, never changed
- * while registered) holds the n index entries, then the n - 1 checksums, big-endian: a reader reads
- * a block's entries and checksums from it in the batch it would read the index file in ({@link
- * #metadataEntries()}).
+ * One map output's entry in a shuffle directory: its map index and map id, the regions of its index
+ * and data files (or, MWS4, of its metadata region), and in a directory with inline entries the
+ * output's index entries and Spark's checksums. A value; its bytes (a {@value #SIZE}-byte header,
+ * big-endian, then the entries) are written and checked by {@link SlotCodec}, whose javadoc holds
+ * the layout.
  *
  * <p>A directory whose slots have room for checksums ({@link DirectoryPointer#checksums()}) holds
  * MWS3 slots, and MWS2 or MWS1 slots for outputs without a checksum file or with another index
  * length; a directory of headers only with room for checksums (a shuffle of more than {@value
  * #MAX_INLINE_ENTRIES} - 1 reduce partitions) holds MWS4 slots, and MWS1 slots for outputs without
  * checksums. Readers verify only blocks of MWS3 and MWS4 slots.
- *
- * <p>The magic is written last, so a slot is either empty, stale (another map id) or complete. A
- * read that raced a republish of the same map index (torn: old header, new entries) fails the CRC
- * and is treated as stale, so a reader never uses entries of another output.
  */
 public final class DirectorySlot {
   /** Bytes of a slot's header (the whole slot in a directory without inline entries). */
@@ -51,22 +26,11 @@ public final class DirectorySlot {
    */
   public static final int MAX_INLINE_ENTRIES = 1024;
 
-  static final int MAGIC = 0x4d575331; // "MWS1"
-  static final int MAGIC_INLINE = 0x4d575332; // "MWS2"
-  static final int MAGIC_CHECKSUMS = 0x4d575333; // "MWS3"
-  static final int MAGIC_METADATA = 0x4d575334; // "MWS4"
-
   /**
    * Most reduce partitions whose checksums a metadata region carries (16 MiB of metadata); wider
    * outputs are read unverified.
    */
   public static final int MAX_METADATA_PARTITIONS = 1 << 20;
-
-  private static final int ALGORITHM_AT = 240;
-  private static final int INDEX_AT = 32;
-  private static final int DATA_AT = 88;
-  private static final int COUNT_AT = 248;
-  private static final int CRC_AT = 252;
 
   private final int mapIndex;
   private final long mapId;
@@ -157,7 +121,8 @@ public final class DirectorySlot {
     return new DirectorySlot(mapIndex, mapId, metadata, data, entries, algorithm);
   }
 
-  private DirectorySlot(
+  /** An MWS4 slot, unchecked (the codec checked what it decoded). */
+  DirectorySlot(
       int mapIndex,
       long mapId,
       RemoteRegion metadata,
@@ -182,8 +147,7 @@ public final class DirectorySlot {
 
   /** True when both descriptors fit into a slot. */
   public static boolean fits(RemoteRegion index, RemoteRegion data) {
-    return INDEX_AT + index.encodedSize() <= DATA_AT
-        && (data == null || DATA_AT + data.encodedSize() <= COUNT_AT);
+    return SlotCodec.fits(index, data);
   }
 
   public int mapIndex() {
@@ -269,60 +233,12 @@ public final class DirectorySlot {
   }
 
   /**
-   * Writes this slot into {@code slot} ({@link ChunkLayout#readLength} bytes at its position 0).
-   */
-  void writeTo(ByteBuffer slot) {
-    ByteBuffer b = slot.duplicate().order(ByteOrder.BIG_ENDIAN);
-    b.putInt(0, 0);
-    b.putInt(4, mapIndex);
-    b.putLong(8, mapId);
-    b.putLong(16, dataLength);
-    b.putLong(24, metadataEntries > 0 ? metadataLength(metadataEntries) : index.length());
-    index.encode(b.duplicate().position(INDEX_AT));
-    if (data != null) {
-      data.encode(b.duplicate().position(DATA_AT));
-    }
-    if (metadataEntries > 0) {
-      b.putInt(ALGORITHM_AT, metadataAlgorithm.code());
-      b.putInt(COUNT_AT, metadataEntries);
-      b.putInt(CRC_AT, crc(b, 0, 0, false));
-      b.putInt(0, MAGIC_METADATA);
-    } else if (entries != null) {
-      b.putInt(COUNT_AT, entries.length);
-      for (int i = 0; i < entries.length; i++) {
-        b.putLong(SIZE + i * 8, entries[i]);
-      }
-      if (checksums != null) {
-        b.putInt(ALGORITHM_AT, checksums.algorithm().code());
-        long[] v = checksums.values();
-        for (int i = 0; i < v.length; i++) {
-          b.putLong(SIZE + (entries.length + i) * 8, v[i]);
-        }
-      }
-      b.putInt(CRC_AT, crc(b, 0, entries.length, checksums != null));
-      b.putInt(0, checksums != null ? MAGIC_CHECKSUMS : MAGIC_INLINE);
-    } else {
-      b.putInt(0, MAGIC);
-    }
-  }
-
-  private static int crc(ByteBuffer b, int base, int entries, boolean checksums) {
-    CRC32C crc = new CRC32C();
-    crc.update(b.duplicate().position(base + 4).limit(base + CRC_AT));
-    crc.update(
-        b.duplicate()
-            .position(base + SIZE)
-            .limit(base + ChunkLayout.readLength(entries, checksums)));
-    return (int) crc.getValue();
-  }
-
-  /**
    * Decodes a slot's header read from a peer, of either kind, without its entries.
    *
    * @return the slot, or null when it is empty or not a valid slot
    */
   public static DirectorySlot read(ByteBuffer bytes) {
-    return decode(bytes, -1);
+    return SlotCodec.decode(bytes, -1, false);
   }
 
   /**
@@ -349,94 +265,14 @@ public final class DirectorySlot {
     if (entries < 0 || entries > MAX_INLINE_ENTRIES) {
       return null;
     }
-    return decode(bytes, entries, checksums);
+    return SlotCodec.decode(bytes, entries, checksums);
   }
 
-  private static DirectorySlot decode(ByteBuffer bytes, int entries) {
-    return decode(bytes, entries, false);
-  }
-
-  private static DirectorySlot decode(ByteBuffer bytes, int entries, boolean roomForChecksums) {
-    if (bytes.remaining() < SIZE) {
-      return null;
-    }
-    ByteBuffer b = bytes.duplicate().order(ByteOrder.BIG_ENDIAN);
-    int base = b.position();
-    int magic = b.getInt(base);
-    if (magic == MAGIC_METADATA) {
-      return entries < 0 || (entries == 0 && roomForChecksums) ? decodeMetadata(b, base) : null;
-    }
-    boolean withChecksums = magic == MAGIC_CHECKSUMS;
-    boolean inline = magic == MAGIC_INLINE || withChecksums;
-    if ((magic != MAGIC && !inline)
-        || (entries == 0 && inline)
-        || (withChecksums && !roomForChecksums && entries >= 0)) {
-      return null;
-    }
-    long[] offsets = null;
-    OutputChecksums sums = null;
-    if (inline && entries > 0) {
-      if (b.remaining() < ChunkLayout.readLength(entries, withChecksums)
-          || b.getInt(base + COUNT_AT) != entries
-          || b.getInt(base + CRC_AT) != crc(b, base, entries, withChecksums)) {
-        return null;
-      }
-      offsets = new long[entries];
-      for (int i = 0; i < entries; i++) {
-        offsets[i] = b.getLong(base + SIZE + i * 8);
-      }
-      if (withChecksums) {
-        ChecksumAlgorithm a = ChecksumAlgorithm.ofCode(b.getInt(base + ALGORITHM_AT));
-        if (a == null) {
-          return null;
-        }
-        long[] v = new long[entries - 1];
-        for (int i = 0; i < v.length; i++) {
-          v[i] = b.getLong(base + SIZE + (entries + i) * 8);
-        }
-        sums = new OutputChecksums(a, v);
-      }
-    }
-    try {
-      int mapIndex = b.getInt(base + 4);
-      long mapId = b.getLong(base + 8);
-      long dataLength = b.getLong(base + 16);
-      RemoteRegion index = RemoteRegion.decode(b.duplicate().position(base + INDEX_AT));
-      RemoteRegion data =
-          dataLength > 0 ? RemoteRegion.decode(b.duplicate().position(base + DATA_AT)) : null;
-      if (data != null && data.length() != dataLength) {
-        return null;
-      }
-      return new DirectorySlot(mapIndex, mapId, index, data, offsets, sums);
-    } catch (IllegalArgumentException e) {
-      return null;
-    }
-  }
-
-  private static DirectorySlot decodeMetadata(ByteBuffer b, int base) {
-    int n = b.getInt(base + COUNT_AT);
-    ChecksumAlgorithm a = ChecksumAlgorithm.ofCode(b.getInt(base + ALGORITHM_AT));
-    if (a == null
-        || n < 2
-        || n - 1 > MAX_METADATA_PARTITIONS
-        || b.getLong(base + 24) != metadataLength(n)
-        || b.getInt(base + CRC_AT) != crc(b, base, 0, false)) {
-      return null;
-    }
-    try {
-      int mapIndex = b.getInt(base + 4);
-      long mapId = b.getLong(base + 8);
-      long dataLength = b.getLong(base + 16);
-      RemoteRegion metadata = RemoteRegion.decode(b.duplicate().position(base + INDEX_AT));
-      RemoteRegion data =
-          dataLength > 0 ? RemoteRegion.decode(b.duplicate().position(base + DATA_AT)) : null;
-      if ((data != null && data.length() != dataLength) || metadata.length() < metadataLength(n)) {
-        return null;
-      }
-      return new DirectorySlot(mapIndex, mapId, metadata, data, n, a);
-    } catch (IllegalArgumentException e) {
-      return null;
-    }
+  /**
+   * Writes this slot into {@code slot} ({@link ChunkLayout#readLength} bytes at its position 0).
+   */
+  void writeTo(ByteBuffer slot) {
+    SlotCodec.write(this, slot);
   }
 
   @Override

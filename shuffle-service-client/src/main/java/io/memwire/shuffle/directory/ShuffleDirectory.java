@@ -1,16 +1,14 @@
 package io.memwire.shuffle.directory;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.Registrar;
 import io.memwire.transfer.memory.MemoryAllocator;
-import io.memwire.transfer.memory.MemoryUnit;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +38,11 @@ import org.slf4j.LoggerFactory;
  * #close}) closes a chunk's region and releases the directory's reference; a {@link #publish}
  * writing into the chunk holds a reference of its own meanwhile. The last release gives the memory
  * back, which the node frees once no read still copies from it.
+ *
+ * <p>Parts: {@link ShuffleSlots} (one shuffle's layout, chunks and outputs), {@link SlotChunk} (one
+ * registered chunk), {@link RegisteredOutput} (one output's regions) and {@link OutputMetadata}
+ * (what is read of an index file at publication). Which shuffles exist, and whether the directory
+ * is closed, change under this object's monitor; slots are written outside it.
  */
 public final class ShuffleDirectory implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShuffleDirectory.class);
@@ -58,9 +61,13 @@ public final class ShuffleDirectory implements AutoCloseable {
 
   private final Registrar node;
   private final MemoryAllocator allocator;
-  private final Map<Integer, ShuffleEntry> shuffles = new ConcurrentHashMap<>();
-  private volatile boolean closed;
   private final OutputMetadata outputMetadata;
+
+  @GuardedBy("this")
+  private final Map<Integer, ShuffleSlots> shuffles = new HashMap<>();
+
+  @GuardedBy("this")
+  private boolean closed;
 
   /** A directory whose chunks are units of the node's {@value #ALLOCATOR} child allocator. */
   public ShuffleDirectory(Registrar node) {
@@ -77,69 +84,6 @@ public final class ShuffleDirectory implements AutoCloseable {
     this.node = node;
     this.allocator = parent.newChild(name);
     this.outputMetadata = new OutputMetadata(node, allocator);
-  }
-
-  /** One registered chunk of slots. */
-  private static final class Chunk {
-    final ByteBuffer memory;
-    final MemoryRegion region;
-    final DirectoryPointer pointer;
-    final MemoryUnit unit;
-
-    Chunk(ByteBuffer memory, MemoryRegion region, DirectoryPointer pointer, MemoryUnit unit) {
-      this.memory = memory;
-      this.region = region;
-      this.pointer = pointer;
-      this.unit = unit;
-    }
-  }
-
-  /** Everything registered for one shuffle on this executor. */
-  private static final class ShuffleEntry {
-    /** Inline entries per slot, fixed by the shuffle's first output (0: headers only). */
-    final int entries;
-
-    /** Whether slots have room for checksums, fixed by the shuffle's first output. */
-    final boolean checksums;
-
-    final Map<Integer, Chunk> chunks = new ConcurrentHashMap<>();
-
-    /**
-     * What the output in each map index's slot holds: its file regions (index, and data or none)
-     * and its metadata region, if any.
-     */
-    final Map<Integer, Held> outputs = new ConcurrentHashMap<>();
-
-    ShuffleEntry(int entries, boolean checksums) {
-      this.entries = entries;
-      this.checksums = checksums;
-    }
-
-    int fileRegions() {
-      int n = 0;
-      for (Held h : outputs.values()) {
-        n += h.files.size();
-      }
-      return n;
-    }
-
-    int metadataRegions() {
-      int n = 0;
-      for (Held h : outputs.values()) {
-        n += h.metadata == null ? 0 : 1;
-      }
-      return n;
-    }
-  }
-
-  /** One output's registrations: its files' regions and its metadata (null: none). */
-  private record Held(List<MemoryRegion> files, BufferUnit metadata) {
-    void close() {
-      files.forEach(MemoryRegion::close);
-      if (metadata != null) {
-        metadata.release(); // closes its region; the memory goes once no read copies from it
-      }
-    }
   }
 
   /**
@@ -191,16 +135,18 @@ public final class ShuffleDirectory implements AutoCloseable {
             : null;
     // A shuffle of headers only with room for checksums (or one whose first output this is) names
     // a metadata region in each slot; built before the lock, released below if not used after all.
-    ShuffleEntry known = shuffles.get(shuffleId);
+    boolean metadataWanted = false;
+    if (sums != null && inline == null) {
+      synchronized (this) {
+        ShuffleSlots known = shuffles.get(shuffleId);
+        metadataWanted = known == null ? !closed : known.entries == 0 && known.checksums;
+      }
+    }
     BufferUnit metadata =
-        sums != null
-                && inline == null
-                && (known == null ? !closed : known.entries == 0 && known.checksums)
-            ? outputMetadata.build(shuffleId, mapId, index, sums)
-            : null;
-    ShuffleEntry entry;
-    Chunk chunk;
-    Held replaced;
+        metadataWanted ? outputMetadata.build(shuffleId, mapId, index, sums) : null;
+    ShuffleSlots entry;
+    SlotChunk chunk;
+    RegisteredOutput replaced;
     synchronized (this) {
       if (closed) {
         index.close();
@@ -213,18 +159,13 @@ public final class ShuffleDirectory implements AutoCloseable {
         throw new IllegalStateException("shuffle directory is closed");
       }
       boolean roomFirst = sums != null && (inline != null || metadata != null);
-      entry = shuffles.computeIfAbsent(shuffleId, id -> newEntry(id, inline, roomFirst));
-      int entries = entry.entries;
-      boolean roomForSums = entry.checksums;
-      if (metadata != null && (entries != 0 || !roomForSums)) {
+      entry = shuffles.computeIfAbsent(shuffleId, id -> ShuffleSlots.first(id, inline, roomFirst));
+      if (metadata != null && (entry.entries != 0 || !entry.checksums)) {
         metadata.release();
         metadata = null;
       }
       try {
-        chunk =
-            entry.chunks.computeIfAbsent(
-                mapIndex / ChunkLayout.slotsPerChunk(entries, roomForSums),
-                c -> newChunk(shuffleId, c, entries, roomForSums));
+        chunk = entry.chunkFor(shuffleId, mapIndex, node, allocator);
       } catch (RuntimeException e) {
         index.close();
         if (data != null) {
@@ -240,8 +181,8 @@ public final class ShuffleDirectory implements AutoCloseable {
           metadata != null
               ? (data == null ? List.of() : List.of(data))
               : (data == null ? List.of(index) : List.of(index, data));
-      replaced = entry.outputs.put(mapIndex, new Held(files, metadata));
-      chunk.unit.retain(); // an unregister racing this write must not free the chunk under it
+      replaced = entry.replace(mapIndex, new RegisteredOutput(files, metadata));
+      chunk.unit().retain(); // an unregister racing this write must not free the chunk under it
     }
     if (metadata != null) {
       index.close();
@@ -274,128 +215,53 @@ public final class ShuffleDirectory implements AutoCloseable {
                   data == null ? null : data.remote(),
                   fits ? inline : null,
                   withSums ? sums : null);
-      int at =
-          (mapIndex % ChunkLayout.slotsPerChunk(entries, entry.checksums))
-              * ChunkLayout.stride(entries, entry.checksums);
-      int length = ChunkLayout.readLength(fits ? entries : 0, withSums);
-      slot.writeTo(chunk.memory.duplicate().position(at).limit(at + length).slice());
-      return chunk.pointer;
+      entry.write(chunk, mapIndex, slot, fits ? entries : 0, withSums);
+      return chunk.pointer();
     } finally {
-      chunk.unit.release();
+      chunk.unit().release();
       if (replaced != null) {
         replaced.close();
       }
     }
   }
 
-  private static ShuffleEntry newEntry(int shuffleId, long[] inline, boolean checksums) {
-    int entries = inline == null ? 0 : inline.length;
-    LOG.debug(
-        "directory of shuffle {}: {}",
-        shuffleId,
-        entries == 0
-            ? checksums ? "slot headers naming metadata regions" : "slot headers only"
-            : entries + " index entries inline per slot" + (checksums ? ", and checksums" : ""));
-    return new ShuffleEntry(entries, checksums);
-  }
-
-  /**
-   * The index file's offsets when they may be kept inline: a file of 2 to {@value
-   * DirectorySlot#MAX_INLINE_ENTRIES} entries that can be read; else null.
-   */
-  private Chunk newChunk(int shuffleId, int chunkIndex, int entries, boolean checksums) {
-    int size =
-        ChunkLayout.slotsPerChunk(entries, checksums) * ChunkLayout.stride(entries, checksums);
-    String what = "chunk " + chunkIndex + " of shuffle " + shuffleId;
-    BufferUnit registered = node.allocateRegistered(allocator, size, what);
-    MemoryUnit unit;
-    try {
-      unit = allocator.allocate(size, what, registered::release);
-    } catch (RuntimeException e) {
-      registered.release();
-      throw e;
-    }
-    MemoryRegion region = registered.region();
-    return new Chunk(
-        registered.buffer().order(ByteOrder.BIG_ENDIAN),
-        region,
-        new DirectoryPointer(chunkIndex, entries, checksums, region.remote()),
-        unit);
-  }
-
   /** Deregisters and unmaps everything of one shuffle; a no-op when nothing was registered. */
   public void unregister(int shuffleId) {
-    ShuffleEntry entry;
+    ShuffleSlots entry;
     synchronized (this) {
       entry = shuffles.remove(shuffleId);
     }
     if (entry != null) {
-      release(entry);
+      entry.release();
       LOG.debug(
           "released shuffle {}: {} file regions, {} chunks",
           shuffleId,
           entry.fileRegions(),
-          entry.chunks.size());
-    }
-  }
-
-  private void release(ShuffleEntry entry) {
-    entry.outputs.values().forEach(Held::close);
-    for (Chunk c : entry.chunks.values()) {
-      c.region.close(); // reads from now on fail; a publish still writing holds its own reference
-      c.unit.release();
+          entry.chunks());
     }
   }
 
   /** Number of shuffles with registered outputs here. */
-  public int shuffles() {
+  public synchronized int shuffles() {
     return shuffles.size();
   }
 
   /** Metadata regions of one shuffle's outputs (0 when none). */
-  public int metadataRegions(int shuffleId) {
-    ShuffleEntry e = shuffles.get(shuffleId);
+  public synchronized int metadataRegions(int shuffleId) {
+    ShuffleSlots e = shuffles.get(shuffleId);
     return e == null ? 0 : e.metadataRegions();
   }
 
   /** Regions registered for one shuffle's files (0 when none). */
-  public int fileRegions(int shuffleId) {
-    ShuffleEntry e = shuffles.get(shuffleId);
+  public synchronized int fileRegions(int shuffleId) {
+    ShuffleSlots e = shuffles.get(shuffleId);
     return e == null ? 0 : e.fileRegions();
-  }
-
-  /**
-   * Test hook: overwrites the map id of every slot of a shuffle with -1 (never a task attempt id),
-   * as a stale or corrupted slot would look, so reducers must detect the mismatch. Idempotent.
-   *
-   * @return slots changed
-   */
-  public synchronized int invalidateForTesting(int shuffleId) {
-    ShuffleEntry e = shuffles.get(shuffleId);
-    if (e == null) {
-      return 0;
-    }
-    int n = 0;
-    for (Chunk c : e.chunks.values()) {
-      for (int i = 0; i < ChunkLayout.slotsPerChunk(e.entries, e.checksums); i++) {
-        int at = i * ChunkLayout.stride(e.entries, e.checksums);
-        int magic = c.memory.getInt(at);
-        if (magic == DirectorySlot.MAGIC
-            || magic == DirectorySlot.MAGIC_INLINE
-            || magic == DirectorySlot.MAGIC_CHECKSUMS
-            || magic == DirectorySlot.MAGIC_METADATA) {
-          c.memory.putLong(at + 8, -1L);
-          n++;
-        }
-      }
-    }
-    return n;
   }
 
   /** Releases everything; later {@link #publish} calls fail. Idempotent. */
   @Override
   public void close() {
-    List<ShuffleEntry> all;
+    List<ShuffleSlots> all;
     synchronized (this) {
       if (closed) {
         return;
@@ -404,8 +270,8 @@ public final class ShuffleDirectory implements AutoCloseable {
       all = new ArrayList<>(shuffles.values());
       shuffles.clear();
     }
-    for (ShuffleEntry e : all) {
-      release(e);
+    for (ShuffleSlots e : all) {
+      e.release();
     }
     allocator.close(); // a chunk a publish still writes into is reported, and freed after it
   }
