@@ -56,7 +56,7 @@ final class UcxConnection extends AbstractProviderConnection {
     this.provider = provider;
     this.progress = provider.progress();
     this.link = link;
-    this.keys = new UcxRemoteKeys(this::ackGone);
+    this.keys = new UcxRemoteKeys(link::ackGone);
   }
 
   /** Connects, authenticates, creates the endpoint; blocks at most the connect timeout. */
@@ -193,11 +193,7 @@ final class UcxConnection extends AbstractProviderConnection {
       }
     }
     if (!ask.isEmpty()) {
-      try {
-        link.askKeys(new ArrayList<>(ask));
-      } catch (IOException e) {
-        fail(new TransferConnectionException("ucx: cannot ask " + peer() + " for keys", peer(), e));
-      }
+      link.askKeys(new ArrayList<>(ask));
     }
   }
 
@@ -286,14 +282,6 @@ final class UcxConnection extends AbstractProviderConnection {
       fail(
           new TransferConnectionException(
               "ucx: a GET from " + peer() + " failed: " + error, peer(), null));
-    }
-  }
-
-  private void ackGone(long handle) {
-    try {
-      link.ackGone(handle);
-    } catch (IOException e) {
-      fail(new TransferConnectionException("ucx: control connection lost", peer(), e));
     }
   }
 

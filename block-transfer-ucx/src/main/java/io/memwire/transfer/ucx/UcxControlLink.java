@@ -8,16 +8,21 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The connecting side of a ucx control connection ({@link UcxControl}; {@link UcxSession} is the
  * accepting side): the socket, its handshake, then a daemon thread ({@code memwire-ucx-control-P})
- * reading the peer's key replies and {@code GONE}s, and this side's {@code KEYS} and {@code
- * GONE_ACK} frames. It knows nothing of UCX: what it reads goes to a {@link Listener}.
+ * reading the peer's key replies and {@code GONE}s, and another ({@code
+ * memwire-ucx-control-write-P}) writing this side's {@code KEYS} and {@code GONE_ACK} frames in the
+ * order they were queued. The progress thread asks for keys and acknowledges; it must never block
+ * on the peer's socket, which a peer that stops reading fills. It knows nothing of UCX: what it
+ * reads goes to a {@link Listener}.
  */
 final class UcxControlLink {
   private static final Logger LOG = LoggerFactory.getLogger(UcxControlLink.class);
@@ -39,9 +44,17 @@ final class UcxControlLink {
 
   private final InetSocketAddress peer;
   private final Socket socket;
-  private final DataInputStream in;
-  private final DataOutputStream out;
+  private final DataInputStream in; // the reading thread only, after the handshake
+  private final DataOutputStream out; // the writing thread only, after the handshake
   private final UcxClientHandshake.Welcome welcome;
+
+  /** Frames for the writing thread, which alone uses {@link #out} after the handshake. */
+  private final LinkedBlockingQueue<byte[]> frames = new LinkedBlockingQueue<>();
+
+  /** Queued by {@link #close}: the writing thread stops there. */
+  private static final byte[] END = new byte[0];
+
+  private volatile boolean closed;
 
   private UcxControlLink(
       InetSocketAddress peer,
@@ -90,11 +103,14 @@ final class UcxControlLink {
     return socket.getInetAddress();
   }
 
-  /** Starts reading the peer's frames into {@code listener}. */
+  /** Starts reading the peer's frames into {@code listener}, and writing queued frames. */
   void start(Listener listener) {
-    Thread t = new Thread(() -> read(listener), "memwire-ucx-control-" + peer.getPort());
-    t.setDaemon(true);
-    t.start();
+    Thread r = new Thread(() -> read(listener), "memwire-ucx-control-" + peer.getPort());
+    r.setDaemon(true);
+    r.start();
+    Thread w = new Thread(() -> write(listener), "memwire-ucx-control-write-" + peer.getPort());
+    w.setDaemon(true);
+    w.start();
   }
 
   private void read(Listener listener) {
@@ -121,38 +137,69 @@ final class UcxControlLink {
         }
       }
     } catch (IOException e) {
-      listener.onEnd("ucx: the control connection to " + peer + " ended: " + e.getMessage(), e);
+      if (!closed) { // closed here: the connection is failing already
+        listener.onEnd("ucx: the control connection to " + peer + " ended: " + e.getMessage(), e);
+      }
     }
   }
 
   /**
    * Asks the peer for the packed rkeys of {@code handles}, {@link UcxControl#MAX_KEYS} per frame.
+   * Queues the frames and returns: the writing thread sends them.
    */
-  void askKeys(List<Long> handles) throws IOException {
+  void askKeys(List<Long> handles) {
     for (int from = 0; from < handles.size(); from += UcxControl.MAX_KEYS) {
       List<Long> part = handles.subList(from, Math.min(handles.size(), from + UcxControl.MAX_KEYS));
-      synchronized (out) {
-        out.writeByte(UcxControl.KEYS);
-        out.writeShort(part.size());
-        for (long h : part) {
-          out.writeLong(h);
-        }
+      ByteBuffer f = ByteBuffer.allocate(3 + Long.BYTES * part.size());
+      f.put(UcxControl.KEYS).putShort((short) part.size());
+      for (long h : part) {
+        f.putLong(h);
+      }
+      frames.add(f.array());
+    }
+  }
+
+  /**
+   * Tells the peer this side destroyed the rkey of {@code handle}, with no GET of it in flight.
+   * Queues the frame and returns.
+   */
+  void ackGone(long handle) {
+    frames.add(
+        ByteBuffer.allocate(1 + Long.BYTES).put(UcxControl.GONE_ACK).putLong(handle).array());
+  }
+
+  /** Writes what is queued, one flush per batch taken, until closed or the socket fails. */
+  private void write(Listener listener) {
+    byte type = 0; // of the last frame written: names what failed
+    try {
+      while (true) {
+        byte[] f = frames.take();
+        do {
+          if (f == END) {
+            return;
+          }
+          type = f[0];
+          out.write(f);
+        } while ((f = frames.poll()) != null);
         out.flush();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (IOException e) {
+      if (!closed) {
+        listener.onEnd(
+            type == UcxControl.KEYS
+                ? "ucx: cannot ask " + peer + " for keys"
+                : "ucx: control connection lost",
+            e);
       }
     }
   }
 
-  /** Tells the peer this side destroyed the rkey of {@code handle}, with no GET of it in flight. */
-  void ackGone(long handle) throws IOException {
-    synchronized (out) {
-      out.writeByte(UcxControl.GONE_ACK);
-      out.writeLong(handle);
-      out.flush();
-    }
-  }
-
-  /** Closes the socket: the reading thread ends. */
+  /** Closes the socket: both threads end (a write blocked on a peer that stopped reading too). */
   void close() {
+    closed = true;
+    frames.add(END);
     closeQuietly(socket);
   }
 
