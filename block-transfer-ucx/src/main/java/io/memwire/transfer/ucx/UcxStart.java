@@ -2,7 +2,7 @@ package io.memwire.transfer.ucx;
 
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
-import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.verbs.MemlockLimit;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -61,11 +61,11 @@ final class UcxStart {
           "provider=ucx: UCX did not start with "
               + settings.describe()
               + " (check "
-              + TransportSettings.UCX_TRANSPORTS.name()
+              + FabricSettings.UCX_TRANSPORTS.name()
               + ", "
-              + TransportSettings.DEVICE.name()
+              + FabricSettings.DEVICE.name()
               + ", "
-              + TransportSettings.UCX_CONFIG.name()
+              + FabricSettings.UCX_CONFIG.name()
               + "): "
               + e.getMessage());
     }
@@ -151,7 +151,7 @@ final class UcxStart {
         settings.whyNoRdma().map(w -> "no RDMA: " + w).orElse("RDMA available"),
         settings.describe(),
         settings.values().containsKey("TLS")
-            ? "from " + TransportSettings.UCX_TRANSPORTS.name()
+            ? "from " + FabricSettings.UCX_TRANSPORTS.name()
             : "UCX picks the fastest transport that reaches each peer",
         settings.peerErrorHandling()
             ? "UCX and the control connection"
