@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.settings.Setting;
 import io.memwire.transfer.settings.Settings;
 import io.memwire.transfer.settings.TransportSettings;
@@ -58,7 +59,7 @@ public final class TransferConfig {
   // Key names other classes put in their messages; the rest are reached through their Setting.
   public static final String PROVIDER = TransportSettings.PROVIDER.name();
   public static final String BIND_ADDRESS = TransportSettings.BIND_ADDRESS.name();
-  public static final String DEVICE = TransportSettings.DEVICE.name();
+  public static final String DEVICE = FabricSettings.DEVICE.name();
   public static final String PORT = TransportSettings.PORT.name();
   public static final String CONNECTION_IDLE_TIMEOUT =
       TransportSettings.CONNECTION_IDLE_TIMEOUT.name();
@@ -142,22 +143,22 @@ public final class TransferConfig {
 
   /** The RDMA device (verbs: its name; ucx: {@code name[:port]}), if one was given. */
   public Optional<String> device() {
-    return Optional.ofNullable(get(TransportSettings.DEVICE));
+    return Optional.ofNullable(get(FabricSettings.DEVICE));
   }
 
   /** The RoCE GID index, if one was given. */
   public Optional<Integer> gidIndex() {
-    return Optional.ofNullable(get(TransportSettings.GID_INDEX));
+    return Optional.ofNullable(get(FabricSettings.GID_INDEX));
   }
 
   /** The RoCE v2 traffic class byte, if one was given. */
   public Optional<Integer> trafficClass() {
-    return Optional.ofNullable(get(TransportSettings.TRAFFIC_CLASS));
+    return Optional.ofNullable(get(FabricSettings.TRAFFIC_CLASS));
   }
 
   /** The InfiniBand service level, if one was given. */
   public Optional<Integer> serviceLevel() {
-    return Optional.ofNullable(get(TransportSettings.SERVICE_LEVEL));
+    return Optional.ofNullable(get(FabricSettings.SERVICE_LEVEL));
   }
 
   public int port() {

@@ -1,5 +1,6 @@
 package io.memwire.transfer;
 
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.settings.Setting;
 import io.memwire.transfer.settings.TransportSettings;
 import java.nio.charset.StandardCharsets;
@@ -90,8 +91,7 @@ public final class TransferConfigBuilder {
 
   /** The RDMA device to bind to; null or blank: none. */
   public TransferConfigBuilder device(String d) {
-    return put(
-        TransportSettings.DEVICE, d == null ? null : TransportSettings.DEVICE.parse(prefix, d));
+    return put(FabricSettings.DEVICE, d == null ? null : FabricSettings.DEVICE.parse(prefix, d));
   }
 
   public TransferConfigBuilder port(int p) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.memwire.transfer.TransferConfigException.Problem;
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.settings.Setting;
 import io.memwire.transfer.settings.TransportSettings;
 import java.nio.charset.StandardCharsets;
@@ -99,9 +100,9 @@ class TransferConfigTest {
             .build();
     assertEquals(7077, c.get(TransportSettings.PORT));
     assertEquals(256L << 10, c.get(TransportSettings.MAX_TRANSFER_SIZE));
-    assertEquals("mlx5_0", c.get(TransportSettings.DEVICE));
+    assertEquals("mlx5_0", c.get(FabricSettings.DEVICE));
     assertEquals(" s ", new String(c.authSecret().orElseThrow(), StandardCharsets.UTF_8));
-    assertNull(TransferConfig.defaults().get(TransportSettings.DEVICE));
+    assertNull(TransferConfig.defaults().get(FabricSettings.DEVICE));
     assertEquals(Optional.empty(), c.toBuilder().device("  ").build().device());
 
     TransferConfig copy = c.toBuilder().build();

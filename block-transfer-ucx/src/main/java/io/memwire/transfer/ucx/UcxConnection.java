@@ -3,15 +3,12 @@ package io.memwire.transfer.ucx;
 import io.memwire.transfer.RemoteAccessException;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
+import io.memwire.transfer.TransferTimeoutException;
 import io.memwire.transfer.spi.AbstractProviderConnection;
 import io.memwire.transfer.spi.WireRead;
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -29,16 +26,16 @@ import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.UcxException;
 import org.openucx.jucx.ucp.UcpEndpoint;
 import org.openucx.jucx.ucp.UcpEndpointParams;
-import org.openucx.jucx.ucp.UcpRemoteKey;
 import org.openucx.jucx.ucp.UcpRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A connection to one peer: an authenticated control socket (read by its own daemon thread) and a
- * UCX endpoint on the node's worker, connected to the peer's UCX listener. Everything UCX (the
- * endpoint, the unpacked rkeys, the GETs in flight, the reads waiting for a key) lives on the
- * progress thread; other threads hand work to it.
+ * A connection to one peer: a UCX endpoint on the node's worker, connected to the peer's UCX
+ * listener, through which it posts one-sided GETs and completes them; the remote keys it needs come
+ * over an authenticated control connection ({@link UcxControlLink}) and are kept in {@link
+ * UcxRemoteKeys}. Everything UCX (the endpoint, the unpacked rkeys, the GETs in flight, the reads
+ * waiting for a key) lives on the progress thread; other threads hand work to it.
  */
 final class UcxConnection extends AbstractProviderConnection {
   private static final Logger LOG = LoggerFactory.getLogger(UcxConnection.class);
@@ -46,67 +43,41 @@ final class UcxConnection extends AbstractProviderConnection {
 
   private final UcxProvider provider;
   private final UcxProgressThread progress;
-  private final Socket socket;
-  private final DataInputStream in;
-  private final DataOutputStream out;
+  private final UcxControlLink link;
 
   // Progress thread only.
   private UcpEndpoint endpoint;
-  private final Map<Long, Key> keys = new HashMap<>();
+  private final UcxRemoteKeys keys;
   private final Map<Long, List<WireRead>> waiting = new HashMap<>();
   private final Set<WireRead> outstanding = Collections.newSetFromMap(new IdentityHashMap<>());
 
-  /** An unpacked remote key and the bounds of the live region it opens. */
-  private static final class Key {
-    final UcpRemoteKey rkey;
-    final long address;
-    final long length;
-    int inFlight;
-    boolean gone;
-
-    Key(UcpRemoteKey rkey, long address, long length) {
-      this.rkey = rkey;
-      this.address = address;
-      this.length = length;
-    }
-  }
-
-  private UcxConnection(
-      UcxProvider provider,
-      InetSocketAddress peer,
-      Socket socket,
-      DataInputStream in,
-      DataOutputStream out) {
+  private UcxConnection(UcxProvider provider, InetSocketAddress peer, UcxControlLink link) {
     super(peer);
     this.provider = provider;
     this.progress = provider.progress();
-    this.socket = socket;
-    this.in = in;
-    this.out = out;
+    this.link = link;
+    this.keys = new UcxRemoteKeys(link::ackGone);
   }
 
   /** Connects, authenticates, creates the endpoint; blocks at most the connect timeout. */
   static UcxConnection open(
       UcxProvider provider, InetSocketAddress peer, int timeoutMillis, byte[] secret)
       throws TransferException {
-    Socket s = new Socket();
+    UcxControlLink link = null;
     try {
-      s.setTcpNoDelay(true);
-      s.connect(peer, timeoutMillis);
-      s.setSoTimeout(timeoutMillis);
-      DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
-      DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-      UcxClientHandshake.Welcome w = UcxClientHandshake.run(in, out, secret);
-      s.setSoTimeout(0);
-      UcxConnection c = new UcxConnection(provider, peer, s, in, out);
+      link = UcxControlLink.connect(peer, timeoutMillis, secret);
+      UcxClientHandshake.Welcome w = link.welcome();
+      UcxConnection c = new UcxConnection(provider, peer, link);
       c.createEndpoint(
-          new InetSocketAddress(s.getInetAddress(), w.ucxPort()), w.workerAddress(), timeoutMillis);
-      c.startReader();
+          new InetSocketAddress(link.peerAddress(), w.ucxPort()), w.workerAddress(), timeoutMillis);
+      link.start(c.new LinkEvents());
       return c;
     } catch (IOException | RuntimeException | TimeoutException e) {
-      closeQuietly(s);
-      if (e instanceof java.net.SocketTimeoutException || e instanceof TimeoutException) {
-        throw new io.memwire.transfer.TransferTimeoutException(
+      if (link != null) {
+        link.close();
+      }
+      if (e instanceof SocketTimeoutException || e instanceof TimeoutException) {
+        throw new TransferTimeoutException(
             "ucx: " + peer + " did not complete the connection within " + timeoutMillis + " ms",
             peer);
       }
@@ -179,41 +150,21 @@ final class UcxConnection extends AbstractProviderConnection {
     }
   }
 
-  private void startReader() {
-    Thread t = new Thread(this::readControl, "memwire-ucx-control-" + peer().getPort());
-    t.setDaemon(true);
-    t.start();
-  }
+  /** The control link's events: key replies and GONEs go to the progress thread. */
+  private final class LinkEvents implements UcxControlLink.Listener {
+    @Override
+    public void onKeys(List<UcxControlLink.KeyReply> replies) {
+      progress.execute(() -> UcxConnection.this.onKeys(replies));
+    }
 
-  /** The control socket's reader: key replies and GONEs go to the progress thread. */
-  private void readControl() {
-    try {
-      while (true) {
-        byte type = in.readByte();
-        if (type == UcxControl.KEYS_REPLY) {
-          int n = in.readUnsignedShort();
-          List<long[]> meta = new ArrayList<>(n);
-          List<byte[]> packed = new ArrayList<>(n);
-          for (int i = 0; i < n; i++) {
-            long handle = in.readLong();
-            long status = in.readByte();
-            long address = in.readLong();
-            long length = in.readLong();
-            meta.add(new long[] {handle, status, address, length});
-            packed.add(UcxControl.readBlob(in, in.readUnsignedShort()));
-          }
-          progress.execute(() -> onKeys(meta, packed));
-        } else if (type == UcxControl.GONE) {
-          long handle = in.readLong();
-          progress.execute(() -> onGone(handle));
-        } else {
-          throw new IOException("unknown control frame type " + type);
-        }
-      }
-    } catch (IOException e) {
-      fail(
-          new TransferConnectionException(
-              "ucx: the control connection to " + peer() + " ended: " + e.getMessage(), peer(), e));
+    @Override
+    public void onGone(long handle) {
+      progress.execute(() -> keys.gone(handle));
+    }
+
+    @Override
+    public void onEnd(String what, IOException cause) {
+      fail(new TransferConnectionException(what, peer(), cause));
     }
   }
 
@@ -229,7 +180,7 @@ final class UcxConnection extends AbstractProviderConnection {
     }
     Set<Long> ask = new LinkedHashSet<>();
     for (WireRead r : reads) {
-      Key k = keys.get(r.remoteKey());
+      UcxRemoteKeys.Key k = keys.find(r.remoteKey());
       if (k != null) {
         get(r, k);
       } else {
@@ -242,57 +193,40 @@ final class UcxConnection extends AbstractProviderConnection {
       }
     }
     if (!ask.isEmpty()) {
-      try {
-        List<Long> handles = new ArrayList<>(ask);
-        for (int from = 0; from < handles.size(); from += UcxControl.MAX_KEYS) {
-          List<Long> part =
-              handles.subList(from, Math.min(handles.size(), from + UcxControl.MAX_KEYS));
-          synchronized (out) {
-            out.writeByte(UcxControl.KEYS);
-            out.writeShort(part.size());
-            for (long h : part) {
-              out.writeLong(h);
-            }
-            out.flush();
-          }
-        }
-      } catch (IOException e) {
-        fail(new TransferConnectionException("ucx: cannot ask " + peer() + " for keys", peer(), e));
-      }
+      link.askKeys(new ArrayList<>(ask));
     }
   }
 
-  private void onKeys(List<long[]> meta, List<byte[]> packed) {
-    for (int i = 0; i < meta.size(); i++) {
-      long[] m = meta.get(i);
+  private void onKeys(List<UcxControlLink.KeyReply> replies) {
+    for (UcxControlLink.KeyReply reply : replies) {
       if (!isOpen() || endpoint == null) {
         // Failed meanwhile: the reads stay in waiting, where the queued quiesce hands them back.
         return;
       }
-      List<WireRead> rs = waiting.remove(m[0]);
-      if (m[1] != UcxControl.KEY_LIVE) {
+      List<WireRead> rs = waiting.remove(reply.handle());
+      if (!reply.live()) {
         for (WireRead r : rs != null ? rs : List.<WireRead>of()) {
           r.fail(
               new RemoteAccessException(
                   RemoteAccessException.Reason.UNKNOWN_KEY,
-                  "no live region has key 0x" + Long.toHexString(m[0]),
+                  "no live region has key 0x" + Long.toHexString(reply.handle()),
                   r.source(),
                   peer()));
         }
         continue;
       }
-      Key k = keys.get(m[0]);
+      UcxRemoteKeys.Key k = keys.find(reply.handle());
       if (k == null) {
-        ByteBuffer b = ByteBuffer.allocateDirect(packed.get(i).length);
-        b.put(packed.get(i)).flip();
+        ByteBuffer b = ByteBuffer.allocateDirect(reply.packedKey().length);
+        b.put(reply.packedKey()).flip();
         try {
-          k = new Key(endpoint.unpackRemoteKey(b), m[2], m[3]);
+          k =
+              keys.add(
+                  reply.handle(), endpoint.unpackRemoteKey(b), reply.address(), reply.length());
         } catch (UcxException e) {
           fail(new TransferConnectionException("ucx: cannot unpack a key of " + peer(), peer(), e));
           return;
         }
-        UcxResources.REMOTE_KEYS.incrementAndGet();
-        keys.put(m[0], k);
       }
       for (WireRead r : rs != null ? rs : List.<WireRead>of()) {
         get(r, k);
@@ -300,9 +234,9 @@ final class UcxConnection extends AbstractProviderConnection {
     }
   }
 
-  private void get(WireRead r, Key k) {
+  private void get(WireRead r, UcxRemoteKeys.Key k) {
     long from = r.remoteAddress();
-    if (from < k.address || from + r.length() > k.address + k.length) {
+    if (!k.covers(from, r.length())) {
       r.fail(
           new RemoteAccessException(
               RemoteAccessException.Reason.OUT_OF_BOUNDS,
@@ -312,7 +246,7 @@ final class UcxConnection extends AbstractProviderConnection {
       return;
     }
     outstanding.add(r);
-    k.inFlight++;
+    keys.getStarted(k);
     try {
       UcpRequest unused =
           endpoint.getNonBlocking(
@@ -336,14 +270,11 @@ final class UcxConnection extends AbstractProviderConnection {
     }
   }
 
-  private void done(WireRead r, Key k, String error) {
+  private void done(WireRead r, UcxRemoteKeys.Key k, String error) {
     if (!outstanding.remove(r)) {
       return; // handed back by quiesce: failed there
     }
-    k.inFlight--;
-    if (k.gone && k.inFlight == 0) {
-      destroy(k);
-    }
+    keys.getEnded(k);
     if (error == null) {
       r.complete();
     } else {
@@ -351,42 +282,6 @@ final class UcxConnection extends AbstractProviderConnection {
       fail(
           new TransferConnectionException(
               "ucx: a GET from " + peer() + " failed: " + error, peer(), null));
-    }
-  }
-
-  private void onGone(long handle) {
-    Key k = keys.remove(handle);
-    if (k == null) {
-      ack(handle);
-    } else if (k.inFlight == 0) {
-      destroy(k);
-      ack(handle);
-    } else {
-      k.gone = true;
-      keysGone.put(k, handle);
-    }
-  }
-
-  private final Map<Key, Long> keysGone = new IdentityHashMap<>();
-
-  private void destroy(Key k) {
-    k.rkey.close();
-    UcxResources.REMOTE_KEYS.decrementAndGet();
-    Long h = keysGone.remove(k);
-    if (h != null) {
-      ack(h);
-    }
-  }
-
-  private void ack(long handle) {
-    try {
-      synchronized (out) {
-        out.writeByte(UcxControl.GONE_ACK);
-        out.writeLong(handle);
-        out.flush();
-      }
-    } catch (IOException e) {
-      fail(new TransferConnectionException("ucx: control connection lost", peer(), e));
     }
   }
 
@@ -405,7 +300,7 @@ final class UcxConnection extends AbstractProviderConnection {
   protected CompletableFuture<List<WireRead>> stop(TransferException cause) {
     CompletableFuture<List<WireRead>> f = new CompletableFuture<>();
     if (!progress.isAlive()) {
-      closeQuietly(socket);
+      link.close();
       f.complete(List.of());
       return f;
     }
@@ -421,6 +316,11 @@ final class UcxConnection extends AbstractProviderConnection {
     return f;
   }
 
+  /**
+   * Hands back every read, force-closes the endpoint (waiting for it, bounded), then destroys the
+   * keys and only then closes the control connection: its end is what lets the peer unmap regions
+   * this side held keys of.
+   */
   @Override
   protected void quiesce(TransferException cause, List<WireRead> held) {
     held.addAll(outstanding);
@@ -443,26 +343,9 @@ final class UcxConnection extends AbstractProviderConnection {
       endpoint = null;
       UcxResources.ENDPOINTS.decrementAndGet();
     }
-    for (Key k : keys.values()) {
-      k.rkey.close();
-      UcxResources.REMOTE_KEYS.decrementAndGet();
-    }
-    keys.clear();
-    for (Key k : keysGone.keySet()) {
-      k.rkey.close();
-      UcxResources.REMOTE_KEYS.decrementAndGet();
-    }
-    keysGone.clear();
-    closeQuietly(socket);
+    keys.destroyAll();
+    link.close();
     provider.forget(this);
     LOG.debug("ucx connection to {} closed: {}", peer(), cause.getMessage());
-  }
-
-  private static void closeQuietly(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      LOG.debug("closing a control socket", e);
-    }
   }
 }

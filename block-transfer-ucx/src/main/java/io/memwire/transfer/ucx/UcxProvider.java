@@ -4,16 +4,11 @@ import io.memwire.transfer.Lifecycle;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.TransferConfig;
-import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.TransferException;
-import io.memwire.transfer.settings.TransportSettings;
 import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderConnection;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
-import io.memwire.transfer.verbs.MemlockLimit;
-import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
@@ -23,11 +18,9 @@ import java.util.ArrayList;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.openucx.jucx.UcxUtils;
+import org.openucx.jucx.ucp.UcpConnectionRequest;
 import org.openucx.jucx.ucp.UcpListener;
-import org.openucx.jucx.ucp.UcpListenerParams;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,11 +28,11 @@ import org.slf4j.LoggerFactory;
  * The ucx provider: one UCX context and worker per node on {@link UcxProgressThread}, a TCP control
  * listener on the node's port (authentication, the UCX listener's port, remote keys: {@link
  * UcxControl}), a UCX listener on an ephemeral port that authenticated peers connect endpoints to
- * (rdma_cm on RDMA devices), and one-sided GETs by UCX endpoints ({@link UcxConnection}).
+ * (rdma_cm on RDMA devices), and one-sided GETs by UCX endpoints ({@link UcxConnection}). Started,
+ * in order, by {@link UcxStart}.
  */
 public final class UcxProvider implements TransportProvider {
   private static final Logger LOG = LoggerFactory.getLogger(UcxProvider.class);
-  private static final AtomicInteger NODES = new AtomicInteger();
 
   private final TransferConfig config;
   private final UcxProgressThread progress;
@@ -61,7 +54,7 @@ public final class UcxProvider implements TransportProvider {
 
   private final Lifecycle lifecycle = new Lifecycle();
 
-  private UcxProvider(
+  UcxProvider(
       TransferConfig config,
       UcxProgressThread progress,
       ServerSocket listener,
@@ -91,130 +84,19 @@ public final class UcxProvider implements TransportProvider {
             this::isClosed);
   }
 
-  /** Loads UCX, starts the worker and the control listener; logs one line naming the choices. */
-  static UcxProvider open(TransferConfig config) {
-    UcxLibrary.load()
-        .ifPresent(
-            why -> {
-              throw new TransferConfigException("provider=ucx cannot start: " + why);
-            });
-    UcxSettings settings = UcxSettings.of(config);
-    if (settings.whyNoRdma().isEmpty()) {
-      // UCX pins what it registers over RDMA, and a pin it refuses kills the JVM under JUCX 1.15
-      // (see UcxFileRegions), so the budget must fit under the limit from the start.
-      MemlockLimit.budgetProblem(
-              MemlockLimit.read(MemlockLimit.PROC_SELF_LIMITS), config.registrationBudget())
-          .ifPresent(
-              why -> {
-                throw new TransferConfigException("provider=ucx cannot start: " + why);
-              });
-    }
-    int n = NODES.incrementAndGet();
-    UcxProgressThread progress;
-    try {
-      progress = UcxProgressThread.start("memwire-ucx-progress-" + n, settings.values());
-    } catch (IllegalStateException e) {
-      throw new TransferConfigException(
-          "provider=ucx: UCX did not start with "
-              + settings.describe()
-              + " (check "
-              + TransportSettings.UCX_TRANSPORTS.name()
-              + ", "
-              + TransportSettings.DEVICE.name()
-              + ", "
-              + TransportSettings.UCX_CONFIG.name()
-              + "): "
-              + e.getMessage());
-    }
-    ServerSocket listener;
-    try {
-      listener = new ServerSocket();
-      listener.setReuseAddress(true);
-      listener.bind(new InetSocketAddress(config.resolveBindAddress(), config.port()), 128);
-    } catch (IOException e) {
-      progress.stop();
-      throw new TransferConfigException(
-          "provider=ucx: cannot listen on "
-              + config.bindAddress()
-              + ":"
-              + config.port()
-              + ": "
-              + e);
-    }
-    // The provider answers the listener's connection requests; it exists only after the listener.
-    AtomicReference<UcxProvider> self = new AtomicReference<>();
-    UcpListener ucxListener;
-    try {
-      InetAddress bind = config.resolveBindAddress();
-      ucxListener =
-          progress.call(
-              () -> {
-                UcpListener l =
-                    progress
-                        .worker()
-                        .newListener(
-                            new UcpListenerParams()
-                                .setSockAddr(new InetSocketAddress(bind, 0))
-                                .setConnectionHandler(
-                                    req -> {
-                                      UcxProvider p = self.get();
-                                      if (p == null) {
-                                        req.reject();
-                                      } else {
-                                        p.endpoints.onConnectionRequest(req);
-                                      }
-                                    }));
-                UcxResources.LISTENERS.incrementAndGet();
-                return l;
-              });
-    } catch (RuntimeException e) {
-      closeQuietly(listener);
-      progress.stop();
-      throw new TransferConfigException(
-          "provider=ucx: UCX cannot listen on "
-              + config.bindAddress()
-              + " with "
-              + settings.describe()
-              + " (its connection manager needs rdma_cm on an RDMA device or its tcp transport): "
-              + e.getMessage());
-    }
-    byte[] address =
-        progress.call(
-            () -> {
-              ByteBuffer a = progress.worker().getAddress();
-              byte[] b = new byte[a.remaining()];
-              a.get(b);
-              return b;
-            });
-    UcxProvider p =
-        new UcxProvider(
-            config,
-            progress,
-            listener,
-            ucxListener,
-            address,
-            settings.peerErrorHandling(),
-            settings.whyNoRdma().isEmpty());
-    self.set(p);
-    p.control.start();
-    LOG.info(
-        "ucx provider on {} (UCX endpoints connect to port {}): JUCX {}, UCX {} ({}), {};"
-            + " transports and devices: {} ({}); peer failures seen by {}",
-        p.localAddress(),
-        p.ucxPort,
-        UcxLibrary.jucxVersion(),
-        UcxLibrary.ucxVersion(),
-        UcxLibrary.libucpPath(),
-        settings.whyNoRdma().map(w -> "no RDMA: " + w).orElse("RDMA available"),
-        settings.describe(),
-        settings.values().containsKey("TLS")
-            ? "from " + TransportSettings.UCX_TRANSPORTS.name()
-            : "UCX picks the fastest transport that reaches each peer",
-        settings.peerErrorHandling()
-            ? "UCX and the control connection"
-            : "the control connection (UCX's shared-memory transports have no peer-failure"
-                + " handling)");
-    return p;
+  /** Starts serving peers: the control port accepts (called once, when the node is started). */
+  void startControl() {
+    control.start();
+  }
+
+  /** The UCX listener's port, which authenticated peers connect endpoints to. */
+  int ucxPort() {
+    return ucxPort;
+  }
+
+  /** A peer connects an endpoint to the UCX listener (progress thread). */
+  void onConnectionRequest(UcpConnectionRequest req) {
+    endpoints.onConnectionRequest(req);
   }
 
   /** A control session ended: the endpoints accepted from its address may go too. */
@@ -375,13 +257,5 @@ public final class UcxProvider implements TransportProvider {
     int leftMapped = registrar.closeAll();
     progress.stop(leftMapped > 0);
     LOG.debug("ucx provider closed; UCX objects live in this process: {}", UcxResources.describe());
-  }
-
-  private static void closeQuietly(ServerSocket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      LOG.debug("closing the ucx control listener", e);
-    }
   }
 }

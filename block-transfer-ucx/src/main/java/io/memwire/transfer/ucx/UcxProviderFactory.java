@@ -33,6 +33,6 @@ public final class UcxProviderFactory implements ProviderFactory {
 
   @Override
   public TransportProvider open(TransferConfig config) {
-    return UcxProvider.open(config);
+    return UcxStart.open(config);
   }
 }

@@ -43,6 +43,8 @@ final class UcxSession implements Runnable {
   private final int handshakeMillis;
   private final Consumer<UcxSession> onEnd;
   private final Map<Long, CompletableFuture<Void>> awaitingAck = new ConcurrentHashMap<>();
+
+  @GuardedBy("this")
   private final Set<UcxRegistrar.Region> held = new HashSet<>();
 
   @GuardedBy("this")

@@ -2,7 +2,7 @@ package io.memwire.transfer.ucx;
 
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
-import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.FabricSettings;
 import java.io.File;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -50,7 +50,7 @@ final class UcxSettings {
   /** Reads and checks the ucx part of {@code config}. */
   static UcxSettings of(TransferConfig config) {
     Map<String, String> m = new LinkedHashMap<>();
-    String tls = config.get(TransportSettings.UCX_TRANSPORTS);
+    String tls = config.get(FabricSettings.UCX_TRANSPORTS);
     if (tls != null) {
       m.put("TLS", tls);
     }
@@ -58,7 +58,7 @@ final class UcxSettings {
     config.gidIndex().ifPresent(g -> m.put("IB_GID_INDEX", String.valueOf(g)));
     config.trafficClass().ifPresent(t -> m.put("IB_TRAFFIC_CLASS", String.valueOf(t)));
     config.serviceLevel().ifPresent(s -> m.put("IB_SL", String.valueOf(s)));
-    String extra = config.get(TransportSettings.UCX_CONFIG);
+    String extra = config.get(FabricSettings.UCX_CONFIG);
     if (extra != null) {
       for (String pair : extra.split(";")) {
         int eq = pair.indexOf('=');
@@ -68,14 +68,14 @@ final class UcxSettings {
         }
         if (name.equals("ERROR_SIGNALS")) {
           throw new TransferConfigException(
-              TransportSettings.UCX_CONFIG.name()
+              FabricSettings.UCX_CONFIG.name()
                   + ": ERROR_SIGNALS is read from the environment when UCX loads; set "
                   + UcxLibrary.ERROR_SIGNALS
                   + "= in the JVM's environment instead");
         }
         if (m.containsKey(name)) {
           throw new TransferConfigException(
-              TransportSettings.UCX_CONFIG.name()
+              FabricSettings.UCX_CONFIG.name()
                   + ": "
                   + name
                   + " is set by a Memwire key already (ucxTransports, device, gidIndex, "

@@ -18,7 +18,7 @@ public final class UcxTestSupport {
 
   /** Opens a ucx provider directly, for tests that build a node on it. */
   public static TransportProvider open(TransferConfig config) {
-    return UcxProvider.open(config);
+    return UcxStart.open(config);
   }
 
   /**

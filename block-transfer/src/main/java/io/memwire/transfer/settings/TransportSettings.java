@@ -6,15 +6,16 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * The transport's settings, each declared once. {@link io.memwire.transfer.TransferConfig} reads
- * and checks them, docs/CONFIGURATION.md shows the tables {@link #main} prints, and consumers
- * (shuffle manager, Flight) read them with their own prefix. {@link #SYSTEM_PROPERTIES} are JVM
- * system properties read by one provider each.
+ * The transport's settings, each declared once: here, or, for the RDMA fabric (device, QoS classes,
+ * UCX), in {@link FabricSettings}; {@link #ALL} lists every key. {@link
+ * io.memwire.transfer.TransferConfig} reads and checks them, docs/CONFIGURATION.md shows the tables
+ * {@link #main} prints, and consumers (shuffle manager, Flight) read them with their own prefix.
+ * {@link #SYSTEM_PROPERTIES} are JVM system properties read by one provider each.
  */
 public final class TransportSettings {
   private TransportSettings() {}
 
-  private static final String V010 = "0.1.0";
+  static final String V010 = "0.1.0";
   private static final long KIB = 1024;
   private static final long MIB = 1024 * KIB;
   private static final long GIB = 1024 * MIB;
@@ -45,104 +46,6 @@ public final class TransportSettings {
                 return s;
               })
           .withDefault("127.0.0.1");
-
-  public static final Setting<String> DEVICE =
-      Setting.key("device")
-          .since(V010)
-          .doc(
-              "The RDMA device (and port) to use. verbs: bind to the first IPv4 address of this "
-                  + "device's network interface when no bindAddress is given. ucx: the device UCX "
-                  + "uses (UCX_NET_DEVICES; port 1 when none is given).")
-          .text(
-              "an RDMA device name with an optional port, e.g. mlx5_0 or mlx5_0:1",
-              (key, s) -> {
-                if (s.isEmpty()) {
-                  return null;
-                }
-                if (!s.matches("[A-Za-z0-9_.-]+(:[0-9]{1,3})?")) {
-                  throw new TransferConfigException(
-                      key + "=" + s + " is not a device name; expected e.g. mlx5_0 or mlx5_0:1");
-                }
-                return s;
-              })
-          .optional("(none)");
-
-  public static final Setting<Integer> GID_INDEX =
-      Setting.key("gidIndex")
-          .since(V010)
-          .doc(
-              "RoCE: the GID table index of the device's port to use (its RoCE version and "
-                  + "address family). ucx: UCX_IB_GID_INDEX (UCX's ud transport needs 0 on "
-                  + "Soft-RoCE). verbs: DiSNI cannot apply it; a value other than the GID rdma_cm "
-                  + "uses is warned at start with the kernel-wide command (memwire doctor).")
-          .count(0, 255)
-          .optional("auto (the fabric library picks)");
-
-  public static final Setting<Integer> TRAFFIC_CLASS =
-      Setting.key("trafficClass")
-          .since(V010)
-          .doc(
-              "RoCE v2: the IP traffic class byte (DSCP times 4, plus ECN) of the node's RDMA packets, "
-                  + "the class a lossless (PFC) fabric is set up for. ucx: UCX_IB_TRAFFIC_CLASS. verbs: "
-                  + "DiSNI cannot apply it; a value other than rdma_cm's TOS is warned at start with "
-                  + "the kernel-wide command (memwire doctor).")
-          .count(0, 255)
-          .optional("auto (the fabric library's default)");
-
-  public static final Setting<Integer> SERVICE_LEVEL =
-      Setting.key("serviceLevel")
-          .since(V010)
-          .doc(
-              "InfiniBand: the service level (mapped to a virtual lane by the subnet manager) "
-                  + "of the node's RDMA traffic. ucx: UCX_IB_SL. verbs: DiSNI cannot apply it (warned at "
-                  + "start); the subnet manager's QoS policy decides.")
-          .count(0, 15)
-          .optional("0");
-
-  public static final Setting<String> UCX_TRANSPORTS =
-      Setting.key("ucxTransports")
-          .since(V010)
-          .doc(
-              "ucx: the UCX transports to use (UCX_TLS), e.g. rc or rc_verbs,ud_verbs; tcp and "
-                  + "shared memory (sm, posix, sysv, cma) also work but are slower than the tcp "
-                  + "provider and are used only with provider=ucx.")
-          .text(
-              "a comma-separated list of UCX transport names",
-              (key, s) -> {
-                if (s.isEmpty()) {
-                  return null;
-                }
-                if (!s.matches("\\^?[a-z0-9_]+(,[a-z0-9_]+)*")) {
-                  throw new TransferConfigException(
-                      key + "=" + s + " is not a list of UCX transports, e.g. rc_verbs,ud_verbs");
-                }
-                return s;
-              })
-          .optional("UCX's choice");
-
-  public static final Setting<String> UCX_CONFIG =
-      Setting.key("ucxConfig")
-          .since(V010)
-          .doc(
-              "ucx: further UCX settings for this node's UCX context, as NAME=value pairs "
-                  + "separated by ';' with or without the UCX_ prefix (e.g. "
-                  + "MAX_RMA_RAILS=1;IB_REG_METHODS=rcache,direct). ERROR_SIGNALS cannot be set "
-                  + "here: UCX reads it from the environment when its library loads.")
-          .text(
-              "NAME=value pairs separated by ';'",
-              (key, s) -> {
-                if (s.isEmpty()) {
-                  return null;
-                }
-                for (String pair : s.split(";")) {
-                  if (!pair.trim().matches("[A-Za-z0-9_]+=.*")) {
-                    throw new TransferConfigException(
-                        key + ": '" + pair + "' is not NAME=value (pairs are separated by ';')");
-                  }
-                }
-                return s;
-              })
-          .optional("(none)");
 
   public static final Setting<Integer> PORT =
       Setting.key("port")
@@ -312,12 +215,12 @@ public final class TransportSettings {
       List.of(
           PROVIDER,
           BIND_ADDRESS,
-          DEVICE,
-          GID_INDEX,
-          TRAFFIC_CLASS,
-          SERVICE_LEVEL,
-          UCX_TRANSPORTS,
-          UCX_CONFIG,
+          FabricSettings.DEVICE,
+          FabricSettings.GID_INDEX,
+          FabricSettings.TRAFFIC_CLASS,
+          FabricSettings.SERVICE_LEVEL,
+          FabricSettings.UCX_TRANSPORTS,
+          FabricSettings.UCX_CONFIG,
           PORT,
           CONNECT_TIMEOUT,
           READ_TIMEOUT,

@@ -7,6 +7,7 @@ import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -112,7 +113,7 @@ final class NodeResources {
                 + "); check "
                 + TransportSettings.BIND_ADDRESS.name()
                 + ", "
-                + TransportSettings.DEVICE.name()
+                + FabricSettings.DEVICE.name()
                 + " and "
                 + TransportSettings.PORT.name(),
             e);

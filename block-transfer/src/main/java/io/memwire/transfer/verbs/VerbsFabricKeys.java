@@ -3,7 +3,7 @@ package io.memwire.transfer.verbs;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.fabric.RoceDefaults;
 import io.memwire.transfer.fabric.SysfsRoot;
-import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.FabricSettings;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -50,7 +50,7 @@ public final class VerbsFabricKeys {
             tc ->
                 out.add(
                     port.isEthernet()
-                        ? cannot(TransportSettings.TRAFFIC_CLASS.name(), tc)
+                        ? cannot(FabricSettings.TRAFFIC_CLASS.name(), tc)
                             + "; rdma_cm uses traffic class "
                             + roce.tosInEffect()
                             + " on "
@@ -61,7 +61,7 @@ public final class VerbsFabricKeys {
                             + tc
                             + " for every RDMA CM connection of that port, as root: "
                             + roce.commands(tc)
-                        : cannot(TransportSettings.TRAFFIC_CLASS.name(), tc)
+                        : cannot(FabricSettings.TRAFFIC_CLASS.name(), tc)
                             + "; "
                             + where
                             + " is not RoCE (link layer "
@@ -88,7 +88,7 @@ public final class VerbsFabricKeys {
                 return;
               }
               String s =
-                  cannot(TransportSettings.GID_INDEX.name(), gi)
+                  cannot(FabricSettings.GID_INDEX.name(), gi)
                       + "; rdma_cm picks the GID carrying "
                       + binding.address().getHostAddress()
                       + " of its default RoCE version ("
@@ -116,7 +116,7 @@ public final class VerbsFabricKeys {
         .ifPresent(
             sl ->
                 out.add(
-                    cannot(TransportSettings.SERVICE_LEVEL.name(), sl)
+                    cannot(FabricSettings.SERVICE_LEVEL.name(), sl)
                         + "; connections use the service level of the subnet manager's path"
                         + " record (0 unless its QoS policy says otherwise): set the SL for"
                         + " this node's traffic in the subnet manager's QoS policy"
