@@ -233,7 +233,7 @@ public final class TransferConfig {
 
   /** verbs without a secret: whether the node tells and asks MTUs in an open TCP handshake. */
   public boolean mtuHandshake() {
-    return get(TransportSettings.MTU_HANDSHAKE);
+    return get(FabricSettings.MTU_HANDSHAKE);
   }
 
   /** The shared secret, if any (a copy). */

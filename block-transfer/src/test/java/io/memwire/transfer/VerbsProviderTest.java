@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.FabricSettings;
 import io.memwire.transfer.testing.Await;
 import java.io.IOException;
 import java.net.ConnectException;
@@ -362,7 +362,7 @@ class VerbsProviderTest {
     TransferNode n =
         TransferNode.start(
             VerbsTransferContractTest.verbsConfig()
-                .set(TransportSettings.MTU_HANDSHAKE, false)
+                .set(FabricSettings.MTU_HANDSHAKE, false)
                 .build());
     nodes.add(n);
     return n;

@@ -4,9 +4,10 @@ import io.memwire.transfer.TransferConfigException;
 
 /**
  * The transport's settings for the RDMA fabric, which only the verbs and ucx providers read: the
- * device and port, the GID and the QoS classes of the node's RDMA traffic, and UCX's transports and
- * further UCX settings. Declared once here; {@link TransportSettings#ALL} lists them with every
- * other transport key, in documentation order.
+ * device and port, the GID and the QoS classes of the node's RDMA traffic, UCX's transports and
+ * further UCX settings, and whether verbs nodes tell each other their MTUs without a secret.
+ * Declared once here; {@link TransportSettings#ALL} lists them with every other transport key, in
+ * documentation order.
  */
 public final class FabricSettings {
   private FabricSettings() {}
@@ -108,4 +109,18 @@ public final class FabricSettings {
                 return s;
               })
           .optional("(none)");
+
+  public static final Setting<Boolean> MTU_HANDSHAKE =
+      Setting.key("mtuHandshake")
+          .since("0.6.0")
+          .doc(
+              "verbs without authSecret: the node answers, on TCP at its port's number, an open "
+                  + "handshake that tells a connecting peer its RDMA and interface MTUs, and asks "
+                  + "a peer's before connecting, so a path MTU the peer cannot send in is refused "
+                  + "at connect, naming both MTUs. false: no TCP port is opened without a secret "
+                  + "and peers are not asked; an MTU mismatch then shows as reads that stall "
+                  + "until readTimeout, whose error names the cause. With authSecret the "
+                  + "authenticating handshake tells the MTUs either way.")
+          .bool()
+          .withDefault("true");
 }

@@ -164,20 +164,6 @@ public final class TransportSettings {
               })
           .optional("(none)");
 
-  public static final Setting<Boolean> MTU_HANDSHAKE =
-      Setting.key("mtuHandshake")
-          .since("0.6.0")
-          .doc(
-              "verbs without authSecret: the node answers, on TCP at its port's number, an open "
-                  + "handshake that tells a connecting peer its RDMA and interface MTUs, and asks "
-                  + "a peer's before connecting, so a path MTU the peer cannot send in is refused "
-                  + "at connect, naming both MTUs. false: no TCP port is opened without a secret "
-                  + "and peers are not asked; an MTU mismatch then shows as reads that stall "
-                  + "until readTimeout, whose error names the cause. With authSecret the "
-                  + "authenticating handshake tells the MTUs either way.")
-          .bool()
-          .withDefault("true");
-
   public static final Setting<Integer> MAX_CONNECTIONS =
       Setting.key("maxConnections")
           .since(V010)
@@ -234,7 +220,7 @@ public final class TransportSettings {
           POOL_MAX_BYTES,
           IO_THREADS,
           AUTH_SECRET,
-          MTU_HANDSHAKE,
+          FabricSettings.MTU_HANDSHAKE,
           MAX_CONNECTIONS,
           IDLE_TIMEOUT,
           WRITE_TIMEOUT);

@@ -5,7 +5,7 @@ import io.memwire.transfer.TransferConfigException;
 import io.memwire.transfer.internal.NanoClock;
 import io.memwire.transfer.metrics.Metric;
 import io.memwire.transfer.metrics.TransportMetrics;
-import io.memwire.transfer.settings.TransportSettings;
+import io.memwire.transfer.settings.FabricSettings;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -124,7 +124,7 @@ final class HandshakePort {
           "verbs provider on {}: {}=false, so no TCP port tells peers this node's MTUs and peers'"
               + " are not asked: an MTU mismatch shows as stalled reads",
           localAddress,
-          TransportSettings.MTU_HANDSHAKE.name());
+          FabricSettings.MTU_HANDSHAKE.name());
     }
   }
 
