@@ -112,7 +112,8 @@ final class LeaseGuards implements AutoCloseable {
     WORD.setVolatile(page, s[1], g);
     MemoryRegion r;
     try {
-      r = node.register(page.limit(s[1] + SLOT_BYTES).position(s[1]).slice(), allocator);
+      // The page is freed by close() once every guard region is released.
+      r = node.register(page.limit(s[1] + SLOT_BYTES).position(s[1]).slice(), allocator, () -> {});
     } catch (RuntimeException e) {
       WORD.setVolatile(page, s[1], 0L);
       freeSlots.add(s);
