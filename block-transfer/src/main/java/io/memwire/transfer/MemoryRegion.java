@@ -128,8 +128,9 @@ public final class MemoryRegion implements AutoCloseable {
 
   /**
    * Runs {@code action} once the region is {@link #released()} (at once if it is), on the thread
-   * that releases it: where a caller frees memory it registered. A failure of the action is logged,
-   * never lost in an unobserved future.
+   * that releases it. A failure of the action is logged, never lost in an unobserved future.
+   * (Memory under a region registered in place is given back by the release action the region
+   * owns.)
    */
   public void whenReleased(Runnable action) {
     var unused = released.thenRun(() -> runLogged(action)); // released never fails
