@@ -27,18 +27,21 @@ import org.apache.arrow.vector.ipc.message.ArrowBuffer;
  * <p>Every body region is a registered unit of the producer's {@value #ALLOCATOR} allocator (a
  * child of the node's root), whose limit is {@code maxRegisteredBytes}: a lease that would pass it
  * fails as a whole ({@link FallbackReason#LEASE_FAILED}) and nothing of it stays registered. A
- * region leaves those books when the lease ends and closes it.
+ * region leaves those books when the lease ends and closes it. A region owns what keeps its bytes
+ * alive (the block of a copy, the Arrow buffers leased in place) and gives it back once the
+ * transport no longer reads it: nothing here frees memory by hand.
  */
 final class LeaseBodies {
   /** Name of the lease regions' child of the node's registered-memory root. */
   static final String ALLOCATOR = "flight-leases";
 
   /**
-   * A body ready to lease: its regions (this batch's bytes only), how to release it, and views of
-   * its non-empty buffers' bytes in buffer order (what the body checksum covers).
+   * A body ready to lease: its regions (this batch's bytes only; each owns the references that keep
+   * its bytes alive and gives them back once released) and views of its non-empty buffers' bytes in
+   * buffer order (what the body checksum covers).
    */
-  record Body(List<MemoryRegion> regions, Runnable release, List<ByteBuffer> views) {
-    static final Body EMPTY = new Body(List.of(), () -> {}, List.of());
+  record Body(List<MemoryRegion> regions, List<ByteBuffer> views) {
+    static final Body EMPTY = new Body(List.of(), List.of());
   }
 
   /**
@@ -147,14 +150,14 @@ final class LeaseBodies {
       }
       return new Prepared(body, guard, regions, indexed, guardRef, checksum);
     } catch (RuntimeException e) {
-      var unused = end(guard, body); // releases the body once its regions are released
+      var unused = end(guard, body); // its regions give the body back once released
       throw cannotRegister("a lease", e);
     }
   }
 
   /**
-   * Revokes the guard, closes the body's regions and, once the transport no longer touches them,
-   * releases the body; the future completes after that release.
+   * Revokes the guard and closes the body's regions; each gives its memory back once the transport
+   * no longer touches it, and the future completes after the last of them.
    */
   CompletableFuture<Void> end(LeaseGuards.Guard guard, Body body) {
     if (guard != null) {
@@ -166,7 +169,7 @@ final class LeaseBodies {
       r.close();
       released[i] = r.released();
     }
-    return CompletableFuture.allOf(released).whenComplete((v, e) -> body.release().run());
+    return CompletableFuture.allOf(released);
   }
 
   /**
@@ -207,18 +210,30 @@ final class LeaseBodies {
       }
       runOf[i] = runs.size() - 1;
     }
+    // The producer promised not to touch these buffers again: each run's region holds a
+    // reference on its buffers and gives it back once the transport no longer reads them.
+    List<List<ArrowBuf>> held = new ArrayList<>(runs.size());
+    for (int r = 0; r < runs.size(); r++) {
+      held.add(new ArrayList<>());
+    }
+    for (int i = 0; i < bufs.size(); i++) {
+      if (runOf[i] >= 0) {
+        held.get(runOf[i]).add(bufs.get(i));
+      }
+    }
     List<MemoryRegion> regions = new ArrayList<>(runs.size());
     try {
-      for (long[] r : runs) {
-        regions.add(register(memory.locate(r[0], r[1] - r[0]).slice(r[1] - r[0])));
+      for (int r = 0; r < runs.size(); r++) {
+        long[] run = runs.get(r);
+        ByteBuffer bytes = memory.locate(run[0], run[1] - run[0]).slice(run[1] - run[0]);
+        List<ArrowBuf> own = held.get(r);
+        own.forEach(b -> b.getReferenceManager().retain());
+        regions.add(register(bytes, () -> own.forEach(b -> b.getReferenceManager().release())));
       }
     } catch (RuntimeException e) {
       regions.forEach(MemoryRegion::close);
       throw cannotRegister("a lease", e);
     }
-    // The producer promised not to touch these buffers again: keep them alive until the regions
-    // over them are released.
-    List<ArrowBuf> held = new ArrayList<>(bufs.size());
     List<ByteBuffer> views = new ArrayList<>(bufs.size());
     for (int i = 0; i < bufs.size(); i++) {
       ArrowBuf b = bufs.get(i);
@@ -227,15 +242,13 @@ final class LeaseBodies {
         refs.add(ServerMessage.BufferRef.empty(layout.get(i).getOffset()));
         continue;
       }
-      b.getReferenceManager().retain();
-      held.add(b);
       views.add(MemoryUtil.directBuffer(b.memoryAddress(), Math.toIntExact(n)));
       refs.add(
           new ServerMessage.BufferRef(
               runOf[i], b.memoryAddress() - runs.get(runOf[i])[0], layout.get(i).getOffset(), n));
     }
     resources.stats().batchesInPlace.increment();
-    return new Body(regions, () -> held.forEach(b -> b.getReferenceManager().release()), views);
+    return new Body(regions, views);
   }
 
   /**
@@ -290,18 +303,20 @@ final class LeaseBodies {
     }
     MemoryRegion region;
     try {
-      region = register(block.slice(0, bodyLength));
+      region = register(block.slice(0, bodyLength), block::release); // the region owns the block
     } catch (RuntimeException e) {
-      block.release();
       throw cannotRegister("a body of " + bodyLength + " bytes", e);
     }
     resources.stats().batchesCopied.increment();
-    return new Body(List.of(region), block::release, views);
+    return new Body(List.of(region), views);
   }
 
-  /** Registers a lease's bytes on the lease regions' books (within their limit). */
-  private MemoryRegion register(ByteBuffer bytes) {
-    return resources.node().register(bytes, resources.leaseRegions());
+  /**
+   * Registers a lease's bytes on the lease regions' books (within their limit); the region owns
+   * {@code release}, which gives those bytes back once it is released, or at once on failure.
+   */
+  private MemoryRegion register(ByteBuffer bytes, Runnable release) {
+    return resources.node().register(bytes, resources.leaseRegions(), release);
   }
 
   /** The region's index in the BATCH message's region list, adding it on first use. */

@@ -29,11 +29,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * alive when the last body byte had been read. Slots are recycled once their region is released,
  * generations are not, so a stale slot never matches.
  *
- * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator: each page is a
- * direct unit of it ({@link Registrar#allocateDirect}), each slot's region a registered one, and
- * each guard a unit released once its region is released (by {@link #revoke} or {@link #close}),
- * which puts the slot back on the free list. Pages are released at close, after every guard region
- * is released.
+ * <p>Pages are the placement strategy of the node's {@value #ALLOCATOR} allocator, and the order in
+ * which things are given back follows references on its books, not code here: each page is a direct
+ * unit of it ({@link Registrar#allocateDirect}) that the guards hold one reference on until {@link
+ * #close}; each guard is an 8-byte unit holding a reference on its page; and each slot's region (a
+ * registered unit) owns its guard: the region's release gives the guard back, which puts the slot
+ * back on the free list and drops the page's reference. So a page is freed only after every region
+ * on it is released, and the allocator closes with its last unit ({@link
+ * MemoryAllocator#closeWhenReleased}).
  */
 final class LeaseGuards implements AutoCloseable {
   static final int SLOT_BYTES = 8;
@@ -45,20 +48,20 @@ final class LeaseGuards implements AutoCloseable {
   private static final VarHandle WORD =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
+  /** An 8-byte slot of a page. */
+  private record Slot(BufferUnit page, int offset) {}
+
   /** One lease's guard: where its word lives and the value it holds while the lease lives. */
   static final class Guard {
-    private final int page;
-    private final int offset;
+    private final Slot slot;
     private final MemoryRegion region;
     final long generation;
-    private MemoryUnit unit;
 
     /** Set (under the guards' lock) once its end began: revoked, or closed with the guards. */
     private boolean ended;
 
-    Guard(int page, int offset, MemoryRegion region, long generation) {
-      this.page = page;
-      this.offset = offset;
+    Guard(Slot slot, MemoryRegion region, long generation) {
+      this.slot = slot;
       this.region = region;
       this.generation = generation;
     }
@@ -72,14 +75,15 @@ final class LeaseGuards implements AutoCloseable {
   private final Registrar node;
   private final MemoryAllocator allocator;
 
+  /** The pages, each with the guards' own reference on it (dropped at close). */
   @GuardedBy("this")
   private final List<BufferUnit> pages = new ArrayList<>();
 
   @GuardedBy("this")
-  private final ArrayDeque<int[]> freeSlots = new ArrayDeque<>(); // {page index, offset}
+  private final ArrayDeque<Slot> freeSlots = new ArrayDeque<>();
 
   @GuardedBy("this")
-  private final Map<MemoryRegion, Guard> live = new LinkedHashMap<>();
+  private final Map<Slot, Guard> live = new LinkedHashMap<>();
 
   // Random start: a guard of a restarted producer at the same address never matches an old one.
   private final AtomicLong generations = new AtomicLong(new SecureRandom().nextLong());
@@ -98,30 +102,29 @@ final class LeaseGuards implements AutoCloseable {
       throw new IllegalStateException("lease guards are closed");
     }
     if (freeSlots.isEmpty()) {
-      pages.add(node.allocateDirect(allocator, PAGE_SLOTS * SLOT_BYTES, "guard page"));
+      BufferUnit page = node.allocateDirect(allocator, PAGE_SLOTS * SLOT_BYTES, "guard page");
+      pages.add(page);
       for (int i = 0; i < PAGE_SLOTS; i++) {
-        freeSlots.add(new int[] {pages.size() - 1, i * SLOT_BYTES});
+        freeSlots.add(new Slot(page, i * SLOT_BYTES));
       }
     }
-    int[] s = freeSlots.poll();
+    Slot s = freeSlots.poll();
     long g;
     do {
       g = generations.incrementAndGet();
     } while (g == 0);
-    ByteBuffer page = pages.get(s[0]).buffer();
-    WORD.setVolatile(page, s[1], g);
-    MemoryRegion r;
-    try {
-      r = node.register(page.limit(s[1] + SLOT_BYTES).position(s[1]).slice(), allocator);
-    } catch (RuntimeException e) {
-      WORD.setVolatile(page, s[1], 0L);
-      freeSlots.add(s);
-      throw e;
-    }
-    Guard guard = new Guard(s[0], s[1], r, g);
-    guard.unit =
-        allocator.allocate(SLOT_BYTES, "lease guard, generation " + g, () -> recycle(guard));
-    live.put(r, guard);
+    ByteBuffer page = s.page().buffer();
+    WORD.setVolatile(page, s.offset(), g);
+    MemoryUnit unit = allocator.allocate(SLOT_BYTES, "lease guard, generation " + g, () -> end(s));
+    s.page().retain(); // the guard's reference, dropped by end(s)
+    // The region owns the guard: its release gives the guard back (at once if this fails).
+    MemoryRegion r =
+        node.register(
+            page.limit(s.offset() + SLOT_BYTES).position(s.offset()).slice(),
+            allocator,
+            unit::release);
+    Guard guard = new Guard(s, r, g);
+    live.put(s, guard);
     return guard;
   }
 
@@ -132,40 +135,28 @@ final class LeaseGuards implements AutoCloseable {
    */
   synchronized void revoke(Guard g) {
     if (g.ended) {
-      return; // close() ended it already; its unit goes once the region is released
+      return; // close() ended it already
     }
     g.ended = true;
-    WORD.setVolatile(pages.get(g.page).buffer(), g.offset, 0L);
+    WORD.setVolatile(g.slot.page().buffer(), g.slot.offset(), 0L);
     // The 0 must be visible to the NIC (or the tcp responder) before any store reusing the body.
     VarHandle.fullFence();
     g.region.close();
-    g.region.whenReleased(g.unit::release);
   }
 
-  /** The free action of a guard's unit: its region is released, the slot may be reused. */
-  private void recycle(Guard g) {
-    boolean last;
+  /**
+   * The free action of a guard's unit, run once its region is released (or failed to register): the
+   * slot may be reused, and the guard's reference on its page goes.
+   */
+  private void end(Slot s) {
     synchronized (this) {
-      live.remove(g.region);
+      live.remove(s);
+      WORD.setVolatile(s.page().buffer(), s.offset(), 0L); // already 0 unless registering failed
       if (!closed) {
-        freeSlots.add(new int[] {g.page, g.offset});
+        freeSlots.add(s);
       }
-      last = closed && live.isEmpty();
     }
-    if (last) {
-      freePagesAndBooks();
-    }
-  }
-
-  /** After close, once no guard is live: nothing reads the pages any more. */
-  private void freePagesAndBooks() {
-    List<BufferUnit> toFree;
-    synchronized (this) {
-      toFree = new ArrayList<>(pages);
-      pages.clear();
-    }
-    toFree.forEach(BufferUnit::release);
-    allocator.close();
+    s.page().release();
   }
 
   /** Live guard regions; for tests. */
@@ -179,14 +170,14 @@ final class LeaseGuards implements AutoCloseable {
   }
 
   /**
-   * Ends every live guard (zeroes its word, closes its region); once all their regions are released
-   * the pages are freed (the transport no longer reads them) and the allocator is closed.
-   * Idempotent.
+   * Ends every live guard (zeroes its word, closes its region) and drops the guards' references on
+   * their pages: each page is freed once the last region on it is released (the transport no longer
+   * reads it), and the allocator closes with its last unit. Idempotent.
    */
   @Override
   public void close() {
     List<Guard> ending = new ArrayList<>();
-    boolean none;
+    List<BufferUnit> held;
     synchronized (this) {
       if (closed) {
         return;
@@ -196,21 +187,16 @@ final class LeaseGuards implements AutoCloseable {
       for (Guard g : live.values()) {
         if (!g.ended) {
           g.ended = true;
-          WORD.setVolatile(pages.get(g.page).buffer(), g.offset, 0L);
+          WORD.setVolatile(g.slot.page().buffer(), g.slot.offset(), 0L);
           ending.add(g);
         }
       }
       VarHandle.fullFence();
-      none = live.isEmpty();
+      held = new ArrayList<>(pages);
+      pages.clear();
     }
-    if (none) {
-      freePagesAndBooks();
-      return;
-    }
-    // The last guard's release (recycle) frees the pages and closes the books.
-    for (Guard g : ending) {
-      g.region.close();
-      g.region.whenReleased(g.unit::release);
-    }
+    ending.forEach(g -> g.region.close());
+    held.forEach(BufferUnit::release);
+    allocator.closeWhenReleased();
   }
 }

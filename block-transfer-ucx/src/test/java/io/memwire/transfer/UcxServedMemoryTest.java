@@ -127,7 +127,10 @@ class UcxServedMemoryTest {
     for (int round = 0; round < 3; round++) {
       int from = 12288 + round * 4096;
       MemoryRegion slice =
-          server.register(unit.buffer().duplicate().position(from).limit(from + length).slice());
+          server.register(
+              unit.buffer().duplicate().position(from).limit(from + length).slice(),
+              server.memory(),
+              unit.retain()::release);
       byte[] got = readHeld(slice, length);
       assertArrayEquals(Arrays.copyOfRange(data, from, from + length), got, "round " + round);
       slice.close();

@@ -13,16 +13,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.LoggerFactory;
 
 /**
- * Memory registered for one-sided remote reads: a caller's direct buffer, or a read-only mapping of
- * a file range. Peers read it through {@link #remote()}; {@link #close()} deregisters it (reads
- * arriving afterwards fail with a remote access error) and unmaps what was mapped once the
- * transport no longer touches it.
+ * Memory registered for one-sided remote reads: direct memory (the node's own, or a caller's
+ * registered in place, whose release the region owns), or a read-only mapping of a file range.
+ * Peers read it through {@link #remote()}; {@link #close()} deregisters it (reads arriving
+ * afterwards fail with a remote access error) and unmaps what was mapped once the transport no
+ * longer touches it.
  *
  * <p>A file range longer than the node's maximum segment size is registered as several segments;
  * {@link RemoteRegion} hides that from readers.
  *
- * <p>A region is on its node's books as a registered unit: of the allocator it was registered on
- * (the node's root, or a consumer's child), or of the {@link BufferUnit} it belongs to.
+ * <p>A region is on its node's books as a registered unit: of the allocator it was registered on,
+ * or of the {@link BufferUnit} it belongs to.
  */
 public final class MemoryRegion implements AutoCloseable {
 
@@ -48,19 +49,31 @@ public final class MemoryRegion implements AutoCloseable {
   private final Path file;
   private final FileChannel channel;
   private final long length;
+
+  /**
+   * What gives back the memory under a region registered in place; runs before {@link #released}.
+   */
+  private final Runnable release;
+
   private final AtomicBoolean open = new AtomicBoolean(true);
   private final CompletableFuture<Void> released = new CompletableFuture<>();
 
-  /** {@code unit} is the region's own registered unit; null when a {@link BufferUnit} owns it. */
+  /**
+   * {@code unit} is the region's own registered unit, null when a {@link BufferUnit} owns it;
+   * {@code release}, when not null, gives back the memory under it once the transport no longer
+   * touches it.
+   */
   MemoryRegion(
       NodeMemory memory,
       List<Segment> segments,
       RemoteRegion remote,
       Path file,
       FileChannel ch,
-      MemoryUnit unit) {
+      MemoryUnit unit,
+      Runnable release) {
     this.memory = memory;
     this.unit = unit;
+    this.release = release;
     this.segments = Collections.unmodifiableList(new ArrayList<>(segments));
     this.remote = remote;
     this.file = file;
@@ -106,7 +119,8 @@ public final class MemoryRegion implements AutoCloseable {
 
   /**
    * Completes once the region is closed and the transport will never touch its memory again
-   * (mappings are unmapped by then). Only after that may a caller free a buffer it registered.
+   * (mappings are unmapped by then, and the memory of a region registered in place was given back
+   * by the release action it owns).
    */
   public CompletableFuture<Void> released() {
     return released;
@@ -114,8 +128,9 @@ public final class MemoryRegion implements AutoCloseable {
 
   /**
    * Runs {@code action} once the region is {@link #released()} (at once if it is), on the thread
-   * that releases it: where a caller frees memory it registered. A failure of the action is logged,
-   * never lost in an unobserved future.
+   * that releases it. A failure of the action is logged, never lost in an unobserved future.
+   * (Memory under a region registered in place is given back by the release action the region
+   * owns.)
    */
   public void whenReleased(Runnable action) {
     var unused = released.thenRun(() -> runLogged(action)); // released never fails
@@ -131,6 +146,9 @@ public final class MemoryRegion implements AutoCloseable {
   }
 
   void markReleased() {
+    if (release != null) {
+      runLogged(release);
+    }
     released.complete(null);
   }
 

@@ -25,8 +25,8 @@ import org.slf4j.LoggerFactory;
  * A node's registered memory, kept on one set of books: the root allocator (its limit is {@code
  * registrationBudget}) and the consumers' children under it. Every registration is a {@link
  * MemoryUnit.Kind#REGISTERED} unit reserved there before the provider sees the memory: a region (on
- * the root's own books, or a consumer's child), a buffer from {@link #allocateRegistered}, a
- * read-pool slab or dedicated destination. Closing the node closes every region found on the books.
+ * the allocator its caller named), a buffer from {@link #allocateRegistered}, a read-pool slab or
+ * dedicated destination. Closing the node closes every region found on the books.
  */
 final class NodeMemory {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
@@ -93,8 +93,25 @@ final class NodeMemory {
     }
   }
 
-  /** Registers the bytes between a direct buffer's position and limit, on {@code account}. */
-  MemoryRegion register(ByteBuffer direct, MemoryAllocator account) {
+  /**
+   * Registers the bytes between a direct buffer's position and limit, on {@code account}; the
+   * region owns {@code release}, which runs once it is released, or before this throws.
+   */
+  MemoryRegion register(ByteBuffer direct, MemoryAllocator account, Runnable release) {
+    try {
+      return registerInPlace(direct, account, release);
+    } catch (RuntimeException e) {
+      try {
+        release.run();
+      } catch (RuntimeException r) {
+        e.addSuppressed(r);
+      }
+      throw e;
+    }
+  }
+
+  private MemoryRegion registerInPlace(
+      ByteBuffer direct, MemoryAllocator account, Runnable release) {
     if (!direct.isDirect()) {
       throw new RegistrationException(
           "only direct buffers can be registered, got a heap buffer of "
@@ -110,7 +127,7 @@ final class NodeMemory {
         reserve(account, length, MemoryUnit.Kind.REGISTERED, "region", () -> onFree[0].run());
     MemoryRegion r;
     try {
-      r = registerBuffer(direct, unit);
+      r = registerBuffer(direct, unit, release);
     } catch (RuntimeException e) {
       unit.release();
       throw e;
@@ -120,8 +137,11 @@ final class NodeMemory {
     return r;
   }
 
-  /** Segments over the buffer's remaining bytes; a failure deregisters what was registered. */
-  private MemoryRegion registerBuffer(ByteBuffer direct, MemoryUnit unit) {
+  /**
+   * Segments over the buffer's remaining bytes, the region owning {@code release} (may be null); a
+   * failure deregisters what was registered.
+   */
+  private MemoryRegion registerBuffer(ByteBuffer direct, MemoryUnit unit, Runnable release) {
     ByteBuffer range = direct.slice();
     long base = MemoryAccess.address(direct) + direct.position();
     long length = range.remaining();
@@ -137,7 +157,7 @@ final class NodeMemory {
       undo(segments);
       throw e;
     }
-    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null, unit));
+    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null, unit, release));
   }
 
   /** Maps a file range read-only and registers it, on {@code account}. */
@@ -200,7 +220,8 @@ final class NodeMemory {
       }
       throw e;
     }
-    MemoryRegion r = track(new MemoryRegion(this, segments, remoteOf(segments), file, ch, unit));
+    MemoryRegion r =
+        track(new MemoryRegion(this, segments, remoteOf(segments), file, ch, unit, null));
     onFree[0] = () -> release(r);
     unit.ownedBy(r);
     return r;
@@ -264,7 +285,7 @@ final class NodeMemory {
     ProviderRegistration destination = null;
     try {
       if (use == Use.SERVED) {
-        region = registerBuffer(memory, null);
+        region = registerBuffer(memory, null, null);
         unit.ownedBy(region);
       } else if (use == Use.DESTINATION) {
         destination = provider.register(memory, address, false, null, 0);
@@ -303,7 +324,7 @@ final class NodeMemory {
     List<MemoryRegion.Segment> segments =
         List.of(new MemoryRegion.Segment(memory, own.address(), own.registration(), false));
     MemoryRegion region =
-        track(new MemoryRegion(this, segments, remoteOf(segments), null, null, null));
+        track(new MemoryRegion(this, segments, remoteOf(segments), null, null, null, null));
     unit.ownedBy(region);
     onFree[0] =
         () -> {

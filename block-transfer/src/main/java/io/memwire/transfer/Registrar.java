@@ -20,15 +20,20 @@ public interface Registrar {
   MemoryAllocator memory();
 
   /**
-   * Registers the bytes between a direct buffer's position and limit for remote reads, their bytes
-   * one unit on the books of {@code account} (one of this node's allocators), reserved against its
-   * limit and every parent's. The buffer is the caller's: it frees it only once the region is
-   * {@link MemoryRegion#released()} (memory from {@link #allocateRegistered} needs no such care).
+   * Registers, in place, the bytes between a direct buffer's position and limit for remote reads:
+   * memory the caller holds a reference on (an Arrow buffer, a slice of a unit), its bytes one unit
+   * on the books of {@code account} (one of this node's allocators), reserved against its limit and
+   * every parent's, all or nothing. The region takes that reference over: {@code release} runs
+   * once, when the transport no longer touches the memory (before {@link MemoryRegion#released()}
+   * completes, on the thread releasing the region), or before this method throws. The caller never
+   * frees the memory itself; memory it only wants served comes from {@link #allocateRegistered}.
    *
+   * @param release gives back the caller's reference (a {@code ByteBuffer.allocateDirect} buffer,
+   *     which the region keeps reachable, needs none: {@code () -> {}})
    * @throws RegistrationException for a heap buffer or an empty range
    * @throws RegistrationException also when a limit on the way would be passed
    */
-  MemoryRegion register(ByteBuffer direct, MemoryAllocator account);
+  MemoryRegion register(ByteBuffer direct, MemoryAllocator account, Runnable release);
 
   /**
    * Maps {@code [offset, offset + length)} of a file read-only and registers it for remote reads,

@@ -132,23 +132,15 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
     return counters;
   }
 
-  /**
-   * Registers the bytes between a direct buffer's position and limit for remote reads, on the books
-   * of the node's root allocator. The node keeps a reference to the buffer until the region is
-   * closed; the caller frees its buffer only once the region is {@link MemoryRegion#released()} (or
-   * takes the memory from {@link #allocateRegistered}, which does that itself).
-   *
-   * @throws RegistrationException for a heap buffer, an empty range, or when the registration
-   *     budget is exhausted
-   */
-  public MemoryRegion register(ByteBuffer direct) {
-    return register(direct, memory.root());
-  }
-
   @Override
-  public MemoryRegion register(ByteBuffer direct, MemoryAllocator account) {
-    ensureOpen();
-    return memory.register(direct, account);
+  public MemoryRegion register(ByteBuffer direct, MemoryAllocator account, Runnable release) {
+    try {
+      ensureOpen();
+    } catch (IllegalStateException e) {
+      release.run();
+      throw e;
+    }
+    return memory.register(direct, account, release);
   }
 
   @Override

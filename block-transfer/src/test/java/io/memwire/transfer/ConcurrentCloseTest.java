@@ -83,8 +83,8 @@ class ConcurrentCloseTest {
     unit.release();
     child.close();
     // Left for the close to free: two regions.
-    node.register(ByteBuffer.allocateDirect(1 << 16));
-    node.register(ByteBuffer.allocateDirect(1 << 16));
+    TestRegions.register(node, ByteBuffer.allocateDirect(1 << 16));
+    TestRegions.register(node, ByteBuffer.allocateDirect(1 << 16));
     assertEquals(2, node.stats().registeredRegions(), node.stats().toString());
     assertTrue(node.stats().registeredBytes() >= 2 << 16, node.stats().toString());
 

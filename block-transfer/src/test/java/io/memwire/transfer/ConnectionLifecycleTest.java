@@ -46,7 +46,7 @@ class ConnectionLifecycleTest {
     }
     ByteBuffer mem = ByteBuffer.allocateDirect(content.length);
     mem.put(content).flip();
-    region = server.register(mem);
+    region = TestRegions.register(server, mem);
   }
 
   @AfterEach

@@ -109,7 +109,7 @@ class ConnectionReaperTest {
                   .poolMaxBytes(1 << 20)
                   .connectionIdleTimeout(Duration.ZERO));
       byte[] data = TransferContractTest.random(random, 4096 + 16 * i);
-      regions.add(peer.register(TransferContractTest.direct(data)).remote());
+      regions.add(TestRegions.register(peer, TransferContractTest.direct(data)).remote());
       contents.add(data);
       servers.add(peer);
     }
@@ -173,7 +173,7 @@ class ConnectionReaperTest {
     InMemoryTransport t = transport();
     TransferNode server = node(t, TransferConfig.builder().connectionIdleTimeout(Duration.ZERO));
     byte[] data = TransferContractTest.random(new Random(1), 64 << 10);
-    MemoryRegion region = server.register(TransferContractTest.direct(data));
+    MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
     Duration idle = Duration.ofMillis(100);
     ManualTime time = new ManualTime();
     TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle), time);
@@ -223,7 +223,7 @@ class ConnectionReaperTest {
     InMemoryTransport t = transport();
     TransferNode server = node(t, TransferConfig.builder());
     byte[] data = TransferContractTest.random(new Random(2), 16 << 10);
-    MemoryRegion region = server.register(TransferContractTest.direct(data));
+    MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
     // An hour: the node's own reaper stays out of this test, which drives the decisions itself.
     long idle = Duration.ofHours(1).toNanos();
     TransferNode client =
@@ -283,7 +283,7 @@ class ConnectionReaperTest {
     InMemoryTransport t = transport();
     TransferNode server = node(t, TransferConfig.builder());
     byte[] data = TransferContractTest.random(new Random(3), 64 << 10);
-    MemoryRegion region = server.register(TransferContractTest.direct(data));
+    MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
     Duration idle = Duration.ofMillis(1);
     TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle));
     int reads = 400;

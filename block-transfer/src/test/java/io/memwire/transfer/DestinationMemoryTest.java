@@ -46,7 +46,7 @@ class DestinationMemoryTest {
     new Random(7).nextBytes(data);
     ByteBuffer memory = ByteBuffer.allocateDirect(data.length);
     memory.put(data).flip();
-    MemoryRegion region = server.register(memory);
+    MemoryRegion region = TestRegions.register(server, memory);
 
     List<ReadRequest> requests = new ArrayList<>();
     for (int shift = 12; shift <= 20; shift++) {
@@ -78,7 +78,7 @@ class DestinationMemoryTest {
     TransferNode client = tcpNode(TransferConfig.builder().poolMaxBytes(64 << 20));
     int size = (4 << 20) - 100; // the 4 MiB class: one piece per slab
     ByteBuffer memory = ByteBuffer.allocateDirect(size);
-    MemoryRegion region = server.register(memory);
+    MemoryRegion region = TestRegions.register(server, memory);
     Connection c = client.connection(server.localAddress());
     TransferBuffer held =
         c.read(ReadRequest.of(region.remote(), 0, size)).get(30, TimeUnit.SECONDS);

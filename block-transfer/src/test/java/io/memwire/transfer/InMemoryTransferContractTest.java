@@ -36,9 +36,9 @@ class InMemoryTransferContractTest extends TransferContractTest {
     byte[] data = random(new Random(23), 64 << 10);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion body = server.register(direct(data));
+    MemoryRegion body = TestRegions.register(server, direct(data));
     ByteBuffer wordMemory = direct(new byte[8]);
-    MemoryRegion word = server.register(wordMemory);
+    MemoryRegion word = TestRegions.register(server, wordMemory);
     long bodyKey = body.descriptors().get(0).key();
     transport.script(
         r ->

@@ -17,7 +17,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,13 +49,13 @@ class NodeMemoryTest {
   void aRegionCountsOnTheAllocatorItWasRegisteredOn() throws Exception {
     TransferNode n = node(TransferConfig.builder());
     MemoryAllocator child = n.memory().newChild("consumer");
-    MemoryRegion r = n.register(ByteBuffer.allocateDirect(5000), child);
+    MemoryRegion r = n.register(ByteBuffer.allocateDirect(5000), child, () -> {});
     assertEquals(5000, child.registeredBytes());
     assertEquals(5000, n.stats().registeredBytes());
     assertEquals(0, child.allocatedBytes(), "a region is not a piece handed out");
     assertEquals(MemoryUnit.Kind.REGISTERED, child.ownLiveUnits().get(0).kind());
     assertEquals(r, child.ownLiveUnits().get(0).owner());
-    MemoryRegion onRoot = n.register(ByteBuffer.allocateDirect(3000));
+    MemoryRegion onRoot = TestRegions.register(n, ByteBuffer.allocateDirect(3000));
     assertEquals(8000, n.memory().registeredBytes());
     r.close();
     r.released().get(10, TimeUnit.SECONDS);
@@ -63,6 +65,44 @@ class NodeMemoryTest {
     assertTrue(n.memory().leakReports().isEmpty(), n.memory().leakReports().toString());
     n.close();
     assertFalse(onRoot.isOpen(), "the node closes every region on its books");
+  }
+
+  @Test
+  void aRegionRegisteredInPlaceOwnsItsReleaseAndGivesItBackOnce() throws Exception {
+    TransferNode n = node(TransferConfig.builder());
+    MemoryAllocator child = n.memory().newChild("consumer", 8192);
+    AtomicInteger releases = new AtomicInteger();
+    MemoryRegion r = n.register(ByteBuffer.allocateDirect(5000), child, releases::incrementAndGet);
+    CompletableFuture<Integer> atRelease = r.released().thenApply(v -> releases.get());
+    assertEquals(0, releases.get(), "held while registered");
+
+    // A refusal gives the reference back at once and leaves nothing on the books.
+    AtomicInteger refused = new AtomicInteger();
+    assertThrows(
+        RegistrationException.class,
+        () -> n.register(ByteBuffer.allocateDirect(5000), child, refused::incrementAndGet));
+    assertThrows(
+        RegistrationException.class,
+        () -> n.register(ByteBuffer.allocate(100), child, refused::incrementAndGet));
+    assertEquals(2, refused.get());
+    assertEquals(5000, child.registeredBytes());
+
+    r.close();
+    r.close();
+    assertEquals(1, atRelease.get(10, TimeUnit.SECONDS), "released() completes after the release");
+    assertEquals(1, releases.get());
+    assertEquals(0, child.registeredBytes());
+
+    // The node's close closes what is still registered, and so gives its reference back.
+    AtomicInteger kept = new AtomicInteger();
+    n.register(ByteBuffer.allocateDirect(100), child, kept::incrementAndGet);
+    n.close();
+    assertEquals(1, kept.get());
+    assertEquals(0, n.stats().registeredBytes());
+    assertThrows(
+        IllegalStateException.class,
+        () -> n.register(ByteBuffer.allocateDirect(100), n.memory(), refused::incrementAndGet));
+    assertEquals(3, refused.get(), "a closed node gives the reference back too");
   }
 
   @Test
@@ -125,7 +165,7 @@ class NodeMemoryTest {
     assertEquals(768 << 10, n.stats().registeredBytes());
     assertThrows(
         RegistrationException.class,
-        () -> n.register(ByteBuffer.allocateDirect(512 << 10)),
+        () -> TestRegions.register(n, ByteBuffer.allocateDirect(512 << 10)),
         "a region on the root's own books counts against the same budget");
     held.release();
     n.allocateRegistered(child, 512 << 10, "fits now").release();

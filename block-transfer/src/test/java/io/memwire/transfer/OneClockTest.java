@@ -46,7 +46,7 @@ class OneClockTest {
       byte[] data = new byte[8192];
       ByteBuffer mem = ByteBuffer.allocateDirect(data.length);
       mem.put(data).flip();
-      MemoryRegion region = server.register(mem);
+      MemoryRegion region = TestRegions.register(server, mem);
       // The fake clock runs hours ahead of the real one from here on.
       time.advance(Duration.ofHours(5));
 

@@ -169,7 +169,7 @@ public abstract class TransferContractTest {
     byte[] data = random(r, 1 << 20);
     TransferNode server = node();
     TransferNode client = node(baseConfig().maxOutstandingRequests(depth));
-    MemoryRegion region = server.register(direct(data));
+    MemoryRegion region = TestRegions.register(server, direct(data));
     assertEquals(data.length, region.length());
     readAndCompare(client, region.remote(), data, 200, 64 << 10, r);
     assertEquals(200, client.stats().readsCompleted());
@@ -237,7 +237,7 @@ public abstract class TransferContractTest {
                 .maxTransferSize(64 << 10)
                 .maxOutstandingBytes(256 << 10)
                 .maxOutstandingRequests(4));
-    MemoryRegion region = server.register(direct(data));
+    MemoryRegion region = TestRegions.register(server, direct(data));
     TransferBuffer b =
         await(
             client
@@ -253,9 +253,9 @@ public abstract class TransferContractTest {
     byte[] data = random(r, 200_000);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion source = server.register(direct(data));
+    MemoryRegion source = TestRegions.register(server, direct(data));
     ByteBuffer destMemory = ByteBuffer.allocateDirect(300_000);
-    MemoryRegion dest = client.register(destMemory);
+    MemoryRegion dest = TestRegions.register(client, destMemory);
     TransferBuffer b =
         await(
             client
@@ -279,7 +279,7 @@ public abstract class TransferContractTest {
       TransferNode n = node();
       for (int k = 0; k < 2; k++) {
         byte[] data = random(new Random(100 + s * 10 + k), 256 << 10);
-        regions.add(n.register(direct(data)).remote());
+        regions.add(TestRegions.register(n, direct(data)).remote());
         contents.add(data);
       }
       serving.add(n);
@@ -339,9 +339,9 @@ public abstract class TransferContractTest {
     // One read in flight: the body's later pieces, and the after read, go out only after the
     // first body request (64 pieces) completed.
     TransferNode client = node(baseConfig().maxTransferSize(4 << 10).maxOutstandingRequests(1));
-    MemoryRegion body = server.register(direct(data));
+    MemoryRegion body = TestRegions.register(server, direct(data));
     ByteBuffer wordMemory = direct(new byte[8]);
-    MemoryRegion word = server.register(wordMemory);
+    MemoryRegion word = TestRegions.register(server, wordMemory);
     Connection c = client.connection(server.localAddress());
     int first = 256 << 10;
     List<ReadRequest> reqs =
@@ -410,8 +410,8 @@ public abstract class TransferContractTest {
     byte[] data = random(new Random(22), 64 << 10);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion body = server.register(direct(data));
-    MemoryRegion word = server.register(direct(new byte[8]));
+    MemoryRegion body = TestRegions.register(server, direct(data));
+    MemoryRegion word = TestRegions.register(server, direct(new byte[8]));
     RemoteRegion gone = body.remote();
     body.close();
     body.released().get(WAIT_SECONDS, TimeUnit.SECONDS);
@@ -439,7 +439,7 @@ public abstract class TransferContractTest {
     byte[] data = random(new Random(1), 64 << 10);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(direct(data));
+    MemoryRegion region = TestRegions.register(server, direct(data));
     RegionDescriptor real = region.descriptors().get(0);
     RegionDescriptor forged =
         new RegionDescriptor(
@@ -466,7 +466,7 @@ public abstract class TransferContractTest {
     byte[] data = random(new Random(2), 64 << 10);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(direct(data));
+    MemoryRegion region = TestRegions.register(server, direct(data));
     RegionDescriptor real = region.descriptors().get(0);
     Connection c = client.connection(server.localAddress());
     RegionDescriptor tooLong =
@@ -513,21 +513,26 @@ public abstract class TransferContractTest {
   void heapBuffersAndEmptyBuffersAreRefused() {
     TransferNode server = node();
     RegistrationException e =
-        assertThrows(RegistrationException.class, () -> server.register(ByteBuffer.allocate(100)));
+        assertThrows(
+            RegistrationException.class,
+            () -> TestRegions.register(server, ByteBuffer.allocate(100)));
     assertTrue(e.getMessage().contains("heap"), e.getMessage());
-    assertThrows(RegistrationException.class, () -> server.register(ByteBuffer.allocateDirect(0)));
+    assertThrows(
+        RegistrationException.class,
+        () -> TestRegions.register(server, ByteBuffer.allocateDirect(0)));
   }
 
   @Test
   void theRegistrationBudgetIsEnforced() throws Exception {
     TransferNode server = node(baseConfig().registrationBudget(2 << 20).poolMaxBytes(1 << 20));
-    MemoryRegion a = server.register(ByteBuffer.allocateDirect(1536 << 10));
+    MemoryRegion a = TestRegions.register(server, ByteBuffer.allocateDirect(1536 << 10));
     RegistrationException e =
         assertThrows(
-            RegistrationException.class, () -> server.register(ByteBuffer.allocateDirect(1 << 20)));
+            RegistrationException.class,
+            () -> TestRegions.register(server, ByteBuffer.allocateDirect(1 << 20)));
     assertTrue(e.getMessage().contains("registrationBudget"), e.getMessage());
     a.close();
-    server.register(ByteBuffer.allocateDirect(1 << 20)).close();
+    TestRegions.register(server, ByteBuffer.allocateDirect(1 << 20)).close();
   }
 
   @Test
@@ -540,7 +545,7 @@ public abstract class TransferContractTest {
                 .maxOutstandingRequests(2)
                 .maxTransferSize(64 << 10)
                 .maxOutstandingBytes(128 << 10));
-    MemoryRegion region = server.register(direct(data));
+    MemoryRegion region = TestRegions.register(server, direct(data));
     InetSocketAddress address = server.localAddress();
     Connection c = client.connection(address);
     List<ReadRequest> reqs = new ArrayList<>();
@@ -569,7 +574,7 @@ public abstract class TransferContractTest {
 
     // A new server on the same address: the client reconnects on its next read.
     TransferNode again = node(baseConfig().port(address.getPort()));
-    MemoryRegion region2 = again.register(direct(data));
+    MemoryRegion region2 = TestRegions.register(again, direct(data));
     TransferBuffer b =
         await(client.connection(address).read(ReadRequest.of(region2.remote(), 100, 1000)));
     assertArrayEquals(slice(data, 100, 1000), bytes(b));
@@ -596,7 +601,7 @@ public abstract class TransferContractTest {
   void everyCounterTheNodeReportsIsDeclared() throws Exception {
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion r = server.register(direct(random(new Random(5), 1000)));
+    MemoryRegion r = TestRegions.register(server, direct(random(new Random(5), 1000)));
     await(client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 0, 1000)))
         .release();
     for (TransferNode n : List.of(server, client)) {
@@ -613,7 +618,7 @@ public abstract class TransferContractTest {
     byte[] data = random(new Random(13), 10_000);
     TransferNode server = node();
     TransferNode client = startNode(baseConfig().build()); // not node(): it is meant to leak
-    MemoryRegion r = server.register(direct(data));
+    MemoryRegion r = TestRegions.register(server, direct(data));
     TransferBuffer kept =
         await(client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 0, 5000)));
     TransferBuffer gone =
@@ -644,7 +649,7 @@ public abstract class TransferContractTest {
     TransferNode server = node(baseConfig().maxSegmentSize(128 << 10));
     TransferNode client = node();
     server.register(f, 0, data.length, server.memory());
-    MemoryRegion r2 = server.register(direct(data));
+    MemoryRegion r2 = TestRegions.register(server, direct(data));
     List<TransferBuffer> held = new ArrayList<>();
     for (int i = 0; i < 10; i++) {
       held.add(
@@ -661,7 +666,7 @@ public abstract class TransferContractTest {
     server.close();
     assertReleased(client);
     assertReleased(server);
-    assertThrows(IllegalStateException.class, () -> server.register(direct(data)));
+    assertThrows(IllegalStateException.class, () -> TestRegions.register(server, direct(data)));
     for (Thread t : Thread.getAllStackTraces().keySet()) {
       if (t.getName().startsWith("memwire-") && t.isAlive() && !t.isDaemon()) {
         fail("non-daemon thread left running: " + t.getName());

@@ -19,7 +19,7 @@ class TransportMetricsReportedTest {
     byte[] data = TransferContractTest.random(new java.util.Random(3), 4096);
     try (TransferNode server = tcpNode();
         TransferNode client = tcpNode()) {
-      MemoryRegion r = server.register(TransferContractTest.direct(data));
+      MemoryRegion r = TestRegions.register(server, TransferContractTest.direct(data));
       TransferContractTest.await(
               client.connection(server.localAddress()).read(ReadRequest.of(r.remote(), 0, 4096)))
           .release();

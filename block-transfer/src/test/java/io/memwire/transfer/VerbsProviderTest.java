@@ -72,7 +72,7 @@ class VerbsProviderTest {
     ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(memory);
+    MemoryRegion region = TestRegions.register(server, memory);
     RegionDescriptor d = region.descriptors().get(0);
     assertEquals(0, d.key() >>> 32, "the descriptor carries a 32-bit rkey");
     Connection c = client.connection(server.localAddress());
@@ -103,7 +103,7 @@ class VerbsProviderTest {
     ByteBuffer memory = TransferContractTest.direct(data);
     TransferNode server = node();
     TransferNode client = node();
-    MemoryRegion region = server.register(memory);
+    MemoryRegion region = TestRegions.register(server, memory);
     RegionDescriptor real = region.descriptors().get(0);
     RegionDescriptor forged =
         new RegionDescriptor(
@@ -148,7 +148,7 @@ class VerbsProviderTest {
         TransferNode.start(
             VerbsTransferContractTest.verbsConfig().maxOutstandingRequests(16).build());
     nodes.add(client);
-    MemoryRegion region = server.register(memory);
+    MemoryRegion region = TestRegions.register(server, memory);
     int reads = 240;
     int size = 4096;
     List<ReadRequest> reqs = new ArrayList<>();
@@ -173,8 +173,8 @@ class VerbsProviderTest {
   @Test
   void keysAreRkeysAndDifferPerRegion() {
     TransferNode server = node();
-    MemoryRegion a = server.register(ByteBuffer.allocateDirect(8192));
-    MemoryRegion b = server.register(ByteBuffer.allocateDirect(8192));
+    MemoryRegion a = TestRegions.register(server, ByteBuffer.allocateDirect(8192));
+    MemoryRegion b = TestRegions.register(server, ByteBuffer.allocateDirect(8192));
     long ka = a.descriptors().get(0).key();
     long kb = b.descriptors().get(0).key();
     assertNotEquals(ka, kb);
@@ -291,7 +291,7 @@ class VerbsProviderTest {
                 .authSecret("s3cret".getBytes(StandardCharsets.UTF_8))
                 .build());
     nodes.add(server);
-    MemoryRegion region = server.register(TransferContractTest.direct(data));
+    MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
 
     // The right secret: the handshake admits the connect request, the read returns the bytes.
     TransferNode good =
@@ -351,7 +351,7 @@ class VerbsProviderTest {
     TransferNode closed = nodeWithoutMtuHandshake();
     assertTrue(listensInTcp(open.localAddress()), "the open handshake's port");
     assertFalse(listensInTcp(closed.localAddress()), "mtuHandshake=false opens no TCP port");
-    MemoryRegion region = closed.register(TransferContractTest.direct(data));
+    MemoryRegion region = TestRegions.register(closed, TransferContractTest.direct(data));
     TransferNode quiet = nodeWithoutMtuHandshake();
     readAndCheck(quiet, region.remote(), data);
     readAndCheck(node(), region.remote(), data);
@@ -419,7 +419,7 @@ class VerbsProviderTest {
             started.add(server);
             byte[] data = TransferContractTest.random(random, 4096 + 16 * i);
             contents.add(data);
-            regions.add(server.register(TransferContractTest.direct(data)).remote());
+            regions.add(TestRegions.register(server, TransferContractTest.direct(data)).remote());
           }
           return regions;
         });

@@ -1,5 +1,6 @@
 package io.memwire.verbscheck;
 
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.Connection;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
@@ -13,6 +14,7 @@ import io.memwire.transfer.fabric.CounterSample;
 import io.memwire.transfer.fabric.FabricDiagnosis;
 import io.memwire.transfer.fabric.FabricReport;
 import io.memwire.transfer.fabric.NicCounters;
+import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.verbs.RdmaInventory;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -93,39 +95,58 @@ public final class FabricPitfallCheck {
   }
 
   private static void serve(Path dir, String bind, String name) throws Exception {
-    int size = 16 * PIECE;
-    ByteBuffer b = ByteBuffer.allocateDirect(size);
-    for (int i = 0; i < size; i++) {
-      b.put(i, pattern(i));
-    }
     TransferConfig base = TransferConfig.builder().bindAddress(bind).port(0).build();
     try (TransferNode verbs =
             TransferNode.start(base.toBuilder().provider(ProviderKind.VERBS).build());
-        TransferNode tcp = TransferNode.start(base.toBuilder().provider(ProviderKind.TCP).build());
-        MemoryRegion rv = verbs.register(b);
-        MemoryRegion rt = tcp.register(b);
-        MemoryRegion rd = verbs.register(b.slice(0, PIECE))) {
-      publish(dir.resolve("region-" + name + "-verbs.b64"), encode(rv.remote()));
-      publish(dir.resolve("region-" + name + "-tcp.b64"), encode(rt.remote()));
-      // The doctor reads a whole region in one read: 1 MiB (its first MiB), for emulated speeds.
-      publish(dir.resolve("region-" + name + "-doctor.b64"), encode(rd.remote()));
-      OptionalInt mtu = localMtu(bind);
-      publish(dir.resolve("mtu-" + name), mtu.isPresent() ? Integer.toString(mtu.getAsInt()) : "");
-      System.out.println(
-          "pitfall serve "
-              + name
-              + ": verbs "
-              + verbs.localAddress()
-              + ", tcp "
-              + tcp.localAddress()
-              + ", MTU "
-              + (mtu.isPresent() ? mtu.getAsInt() : "unknown"));
-      long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(90);
-      while (!Files.exists(dir.resolve("done-" + name)) && System.nanoTime() < end) {
-        Thread.sleep(200);
+        TransferNode tcp =
+            TransferNode.start(base.toBuilder().provider(ProviderKind.TCP).build())) {
+      BufferUnit bv = served(verbs, 16 * PIECE);
+      BufferUnit bt = served(tcp, 16 * PIECE);
+      // The doctor reads a whole region in one read: 1 MiB (the verbs memory's first MiB, which
+      // this region holds a reference on until it is released), for emulated speeds.
+      MemoryRegion rd =
+          verbs.register(
+              bv.buffer().limit(PIECE).slice(), bv.unit().allocator(), bv.retain()::release);
+      try {
+        publish(dir.resolve("region-" + name + "-verbs.b64"), encode(bv.region().remote()));
+        publish(dir.resolve("region-" + name + "-tcp.b64"), encode(bt.region().remote()));
+        publish(dir.resolve("region-" + name + "-doctor.b64"), encode(rd.remote()));
+        OptionalInt mtu = localMtu(bind);
+        publish(
+            dir.resolve("mtu-" + name), mtu.isPresent() ? Integer.toString(mtu.getAsInt()) : "");
+        System.out.println(
+            "pitfall serve "
+                + name
+                + ": verbs "
+                + verbs.localAddress()
+                + ", tcp "
+                + tcp.localAddress()
+                + ", MTU "
+                + (mtu.isPresent() ? mtu.getAsInt() : "unknown"));
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(90);
+        while (!Files.exists(dir.resolve("done-" + name)) && System.nanoTime() < end) {
+          Thread.sleep(200);
+        }
+      } finally {
+        rd.close();
+        bv.release();
+        bt.release();
       }
     }
     System.out.println("pitfall serve " + name + ": closed");
+  }
+
+  /**
+   * The pattern in {@code size} bytes of {@code node}'s registered memory, on the check's books.
+   */
+  private static BufferUnit served(TransferNode node, int size) {
+    MemoryAllocator books = node.memory().newChild("pitfall-check");
+    BufferUnit u = node.allocateRegistered(books, size, "served pattern");
+    ByteBuffer b = u.buffer();
+    for (int i = 0; i < size; i++) {
+      b.put(i, pattern(i));
+    }
+    return u;
   }
 
   private static boolean read(Path dir, String bind, Map<String, String> o) throws Exception {

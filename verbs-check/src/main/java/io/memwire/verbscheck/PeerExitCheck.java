@@ -1,5 +1,6 @@
 package io.memwire.verbscheck;
 
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.Connection;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
@@ -81,11 +82,14 @@ public final class PeerExitCheck {
 
   private static void serve(Path dir, TransferConfig conf) throws Exception {
     TransferNode node = TransferNode.start(conf);
-    ByteBuffer b = ByteBuffer.allocateDirect(SIZE);
+    // The node's memory, on the check's own books; this process halts with it registered.
+    BufferUnit unit =
+        node.allocateRegistered(node.memory().newChild("peer-exit-check"), SIZE, "served region");
+    ByteBuffer b = unit.buffer();
     for (int i = 0; i < SIZE; i++) {
       b.put(i, expected(i));
     }
-    MemoryRegion r = node.register(b);
+    MemoryRegion r = unit.region();
     Path tmp = dir.resolve("region.tmp");
     Files.write(tmp, r.remote().toBytes());
     Files.move(tmp, dir.resolve("region.bin"), StandardCopyOption.ATOMIC_MOVE);

@@ -216,14 +216,16 @@ class ArenaMemoryTest {
       assertNull(b.region(), "the arena is not a region");
       assertEquals(0, node.stats().registeredBytes(), "nothing registered for the arena");
       org.apache.arrow.memory.util.MemoryUtil.setMemory(b.address(), 1000, (byte) 7);
-      io.memwire.transfer.MemoryRegion r = node.register(b.slice(100, 300));
+      // The region owns the block: its release gives the block back.
+      io.memwire.transfer.MemoryRegion r =
+          node.register(b.slice(100, 300), node.memory(), b::release);
       assertEquals(300, r.length());
       assertEquals(b.address() + 100, r.descriptors().get(0).address());
       assertEquals(300, node.stats().registeredBytes());
       assertThrows(IllegalArgumentException.class, () -> b.slice(900, 200), "past the block");
       r.close();
       r.released().get(10, TimeUnit.SECONDS);
-      b.release();
+      assertEquals(0, m.outstandingBlocks(), "the region gave its block back");
       try (BufferAllocator root = m.newRootAllocator(Long.MAX_VALUE)) {
         ArrowBuf buf = root.buffer(1000);
         // Arrow gets the freed block back zeroed, never the bytes it held before.

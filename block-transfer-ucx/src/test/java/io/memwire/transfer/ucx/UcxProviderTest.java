@@ -9,6 +9,7 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ProviderSelection;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;
@@ -72,7 +73,7 @@ class UcxProviderTest {
     byte[] data = new byte[10_000];
     new Random(1).nextBytes(data);
     TransferNode server = node(ucx().authSecret("right"));
-    MemoryRegion r = server.register(direct(data));
+    MemoryRegion r = TestRegions.register(server, direct(data));
     for (TransferConfigBuilder wrong : List.of(ucx().authSecret("wrong"), ucx())) {
       TransferNode client = node(wrong);
       TransferConnectionException e =
@@ -100,7 +101,7 @@ class UcxProviderTest {
   void anIdleNodeSleepsOnTheWorkersEventFd() throws Exception {
     TransferNode server = node(ucx());
     TransferNode client = node(ucx());
-    MemoryRegion r = server.register(direct(new byte[4096]));
+    MemoryRegion r = TestRegions.register(server, direct(new byte[4096]));
     client
         .connection(server.localAddress())
         .read(ReadRequest.of(r.remote(), 0, 4096))

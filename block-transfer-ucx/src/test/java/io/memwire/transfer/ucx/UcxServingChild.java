@@ -2,6 +2,7 @@ package io.memwire.transfer.ucx;
 
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.nio.ByteBuffer;
@@ -32,7 +33,7 @@ public final class UcxServingChild {
                 .build());
     ByteBuffer b = ByteBuffer.allocateDirect(SIZE);
     b.put(data()).flip();
-    MemoryRegion r = node.register(b);
+    MemoryRegion r = TestRegions.register(node, b);
     System.out.println("READY " + Base64.getEncoder().encodeToString(r.remote().toBytes()));
     System.out.flush();
     Thread.sleep(Long.MAX_VALUE);

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,8 +30,10 @@ import org.slf4j.LoggerFactory;
  * <p>Closing an allocator closes its children first (newest first), then checks its own books:
  * units still live are a leak, logged at WARN and recorded as a {@link LeakReport} on the root.
  * Leaked units stay valid (freeing memory a caller still holds would crash the JVM); their release
- * still frees them and updates the books. With {@value #STACKS_PROPERTY}{@code =true} every unit
- * records where it was allocated and leak reports show it.
+ * still frees them and updates the books. An owner whose units end on other threads (regions
+ * released by the provider) closes with {@link #closeWhenReleased()}: its last release closes it.
+ * With {@value #STACKS_PROPERTY}{@code =true} every unit records where it was allocated and leak
+ * reports show it.
  *
  * <p>Thread-safe: units are allocated and released on any thread.
  */
@@ -58,7 +61,10 @@ public final class MemoryAllocator implements AutoCloseable {
 
   private final AtomicLong registered = new AtomicLong();
   private final AtomicLong direct = new AtomicLong();
-  private volatile boolean closed;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  /** Set by {@link #closeWhenReleased}: no new units, and the last release closes. */
+  private volatile boolean draining;
 
   private MemoryAllocator(String name, MemoryAllocator parent, boolean stacks, long limit) {
     if (limit < 0) {
@@ -116,7 +122,7 @@ public final class MemoryAllocator implements AutoCloseable {
     ensureOpen("new child '" + childName + "'");
     MemoryAllocator c = new MemoryAllocator(childName, this, stacks, limit);
     children.add(c);
-    if (closed) { // lost a race with close(): do not leave a child the close did not see
+    if (closed.get()) { // lost a race with close(): do not leave a child the close did not see
       children.remove(c);
       throw new IllegalStateException("allocator '" + path() + "' is closed");
     }
@@ -219,11 +225,15 @@ public final class MemoryAllocator implements AutoCloseable {
         a.unreserve(u.size(), u.kind());
       }
     }
+    if (draining && live.isEmpty()) {
+      close();
+    }
   }
 
   private void ensureOpen(String what) {
-    if (closed) {
-      throw new IllegalStateException(what + " refused: allocator '" + path() + "' is closed");
+    if (closed.get() || draining) {
+      throw new IllegalStateException(
+          what + " refused: allocator '" + path() + "' is " + (draining ? "closing" : "closed"));
     }
   }
 
@@ -304,7 +314,7 @@ public final class MemoryAllocator implements AutoCloseable {
   }
 
   public boolean isClosed() {
-    return closed;
+    return closed.get();
   }
 
   /** Leak reports of every allocator of this tree closed with live units so far (root's list). */
@@ -314,40 +324,7 @@ public final class MemoryAllocator implements AutoCloseable {
 
   /** The tree with its figures and every live unit, for logs and debugging. */
   public String toVerboseString() {
-    StringBuilder b = new StringBuilder();
-    dump(b, "");
-    return b.toString();
-  }
-
-  private void dump(StringBuilder b, String indent) {
-    b.append(indent)
-        .append("allocator '")
-        .append(name)
-        .append("'")
-        .append(closed ? " (closed)" : "")
-        .append(": ")
-        .append(bytes.get())
-        .append(" bytes in ")
-        .append(units.get())
-        .append(" units, peak ")
-        .append(peak.get())
-        .append(" bytes, ")
-        .append(allocations.get())
-        .append(" allocations");
-    if (registered.get() != 0 || direct.get() != 0 || limit != Long.MAX_VALUE) {
-      b.append("; registered ").append(registered.get()).append(" bytes, direct ");
-      b.append(direct.get()).append(" bytes");
-      if (limit != Long.MAX_VALUE) {
-        b.append(", limit ").append(limit);
-      }
-    }
-    b.append('\n');
-    for (MemoryUnit u : ownLiveUnits()) {
-      b.append(indent).append("  - ").append(u).append('\n');
-    }
-    for (MemoryAllocator c : children) {
-      c.dump(b, indent + "  ");
-    }
+    return AllocatorDump.of(this);
   }
 
   /**
@@ -357,11 +334,8 @@ public final class MemoryAllocator implements AutoCloseable {
    */
   @Override
   public void close() {
-    synchronized (this) {
-      if (closed) {
-        return;
-      }
-      closed = true;
+    if (!closed.compareAndSet(false, true)) {
+      return;
     }
     List<MemoryAllocator> kids = new ArrayList<>(children);
     for (int i = kids.size() - 1; i >= 0; i--) {
@@ -375,6 +349,20 @@ public final class MemoryAllocator implements AutoCloseable {
     }
     if (parent != null && left.isEmpty()) {
       parent.children.remove(this); // a leaking child stays in the parent's dump
+    }
+  }
+
+  /**
+   * Closes this allocator once no unit of its own books is live: at once when none is, else on the
+   * thread whose release takes the last one off the books. Units that end on other threads (regions
+   * released by the provider) thus end in the order their references say, and the books close after
+   * them, with nothing to report. From now on it takes no new unit or child. A unit never released
+   * keeps it open until a parent's close reports it. Idempotent.
+   */
+  public void closeWhenReleased() {
+    draining = true;
+    if (live.isEmpty()) {
+      close();
     }
   }
 
@@ -392,7 +380,7 @@ public final class MemoryAllocator implements AutoCloseable {
         + registered.get()
         + ", direct "
         + direct.get()
-        + (closed ? ", closed" : "")
+        + (closed.get() ? ", closed" : "")
         + "}";
   }
 }

@@ -184,6 +184,33 @@ class MemoryAllocatorTest {
   }
 
   @Test
+  void closeWhenReleasedClosesWithTheLastUnitAndTakesNoneMeanwhile() {
+    MemoryAllocator root = MemoryAllocator.root("node", false);
+    MemoryAllocator guards = root.newChild("flight-guards");
+    List<String> order = new ArrayList<>();
+    MemoryUnit page =
+        guards.reserve(4096, MemoryUnit.Kind.DIRECT, "page", () -> order.add("page freed"));
+    MemoryUnit slot = guards.allocate(8, "slot", () -> order.add("slot freed"));
+    guards.closeWhenReleased();
+    assertFalse(guards.isClosed(), "two units live");
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> guards.allocate(8, "late", () -> {}));
+    assertTrue(e.getMessage().contains("'node/flight-guards' is closing"), e.getMessage());
+    page.release();
+    assertFalse(guards.isClosed(), "the slot is live");
+    slot.release();
+    assertTrue(guards.isClosed(), "closed by the last release");
+    assertEquals(List.of("page freed", "slot freed"), order);
+    assertEquals(0, guards.directBytes());
+    assertEquals(List.of(), root.children(), "an empty closed child leaves its parent");
+    MemoryAllocator empty = root.newChild("empty");
+    empty.closeWhenReleased();
+    assertTrue(empty.isClosed(), "nothing live: closed at once");
+    root.close();
+    assertTrue(root.leakReports().isEmpty(), root.leakReports().toString());
+  }
+
+  @Test
   void verboseDumpListsChildrenAndLiveUnits() {
     MemoryAllocator root = MemoryAllocator.root("node", false);
     MemoryAllocator pool = root.newChild("read-pool");

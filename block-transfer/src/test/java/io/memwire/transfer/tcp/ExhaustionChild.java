@@ -3,6 +3,7 @@ package io.memwire.transfer.tcp;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.io.BufferedReader;
@@ -62,7 +63,7 @@ public final class ExhaustionChild {
                 .build());
     ByteBuffer buf = ByteBuffer.allocateDirect(REGION_SIZE);
     buf.put(data()).flip();
-    MemoryRegion region = node.register(buf);
+    MemoryRegion region = TestRegions.register(node, buf);
     // fds: load the serving path's classes while files can still be opened. direct: no warm-up,
     // so the I/O thread has no cached temporary direct buffer and its first read runs out.
     if (mode.equals("fds")) {

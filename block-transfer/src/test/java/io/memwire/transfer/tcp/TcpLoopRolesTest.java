@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
@@ -51,7 +52,7 @@ class TcpLoopRolesTest {
       new Random(8).nextBytes(data);
       ByteBuffer direct = ByteBuffer.allocateDirect(data.length).put(data).flip();
       Map<Long, Long> cpu0 = cpu(mx, serverThreads, readerThreads);
-      try (MemoryRegion region = server.register(direct)) {
+      try (MemoryRegion region = TestRegions.register(server, direct)) {
         for (int round = 0; round < 16; round++) {
           List<ReadRequest> reqs = new ArrayList<>();
           for (int off = 0; off < data.length; off += MIB) {

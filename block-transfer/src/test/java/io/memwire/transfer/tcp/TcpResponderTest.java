@@ -11,6 +11,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;
@@ -140,7 +141,7 @@ class TcpResponderTest {
   private static MemoryRegion register(TransferNode n, byte[] data) {
     ByteBuffer b = ByteBuffer.allocateDirect(data.length);
     b.put(data).flip();
-    return n.register(b);
+    return TestRegions.register(n, b);
   }
 
   @Test
@@ -392,7 +393,7 @@ class TcpResponderTest {
     TransferNode server = node(tcp());
     List<Long> keys = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
-      MemoryRegion r = server.register(ByteBuffer.allocateDirect(64));
+      MemoryRegion r = TestRegions.register(server, ByteBuffer.allocateDirect(64));
       keys.add(r.descriptors().get(0).key());
     }
     long sequential = 0;

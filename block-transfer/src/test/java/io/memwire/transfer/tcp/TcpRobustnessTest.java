@@ -11,6 +11,7 @@ import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RegionDescriptor;
 import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;
@@ -84,7 +85,7 @@ class TcpRobustnessTest {
   static MemoryRegion register(TransferNode n, byte[] data) {
     ByteBuffer b = ByteBuffer.allocateDirect(data.length);
     b.put(data).flip();
-    return n.register(b);
+    return TestRegions.register(n, b);
   }
 
   static long counter(TransferNode n, String name) {

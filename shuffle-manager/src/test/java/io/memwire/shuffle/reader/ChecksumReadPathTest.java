@@ -18,6 +18,7 @@ import io.memwire.transfer.InMemoryTransport.PostedRead;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
 import io.memwire.transfer.TcpTransportFaults;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.io.File;
@@ -80,7 +81,7 @@ class ChecksumReadPathTest {
   private void setUp(ChecksumAlgorithm algorithm, long readBatchBytes) {
     int entries = SIZES[0].length + 1;
     chunk = ByteBuffer.allocateDirect(MAPS * ChunkLayout.stride(entries, true));
-    pointer = new DirectoryPointer(0, entries, true, mapNode.register(chunk).remote());
+    pointer = new DirectoryPointer(0, entries, true, TestRegions.register(mapNode, chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       long[] off = new long[entries];
       for (int r = 0; r < SIZES[m].length; r++) {
@@ -96,8 +97,8 @@ class ChecksumReadPathTest {
         idx.putLong(o);
       }
       dataBuffers.add(d);
-      dataRegions.add(mapNode.register(d));
-      indexRegions.add(mapNode.register(idx.flip()));
+      dataRegions.add(TestRegions.register(mapNode, d));
+      indexRegions.add(TestRegions.register(mapNode, idx.flip()));
       offsets.add(off);
       data.add(bytes);
       writeSlot(m, sums(algorithm, bytes, off));

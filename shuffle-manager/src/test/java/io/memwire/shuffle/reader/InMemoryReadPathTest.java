@@ -18,6 +18,7 @@ import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.InMemoryTransport.PostedRead;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferNode;
 import java.io.File;
@@ -79,7 +80,7 @@ class InMemoryReadPathTest {
     mapNode = transport.start();
     reduceNode = transport.start();
     chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.SIZE);
-    MemoryRegion chunkRegion = mapNode.register(chunk);
+    MemoryRegion chunkRegion = TestRegions.register(mapNode, chunk);
     pointer = new DirectoryPointer(0, chunkRegion.remote());
     for (int m = 0; m < MAPS; m++) {
       long[] off = new long[SIZES[m].length + 1];
@@ -96,8 +97,8 @@ class InMemoryReadPathTest {
         idx.putLong(o);
       }
       idx.flip();
-      dataRegions.add(mapNode.register(d));
-      indexRegions.add(mapNode.register(idx));
+      dataRegions.add(TestRegions.register(mapNode, d));
+      indexRegions.add(TestRegions.register(mapNode, idx));
       indexFiles.add(idx);
       offsets.add(off);
       data.add(bytes);
@@ -202,7 +203,7 @@ class InMemoryReadPathTest {
   private void inlineDirectory() {
     int entries = SIZES[0].length + 1;
     chunk = ByteBuffer.allocateDirect(MAPS * ChunkLayout.stride(entries));
-    pointer = new DirectoryPointer(0, entries, mapNode.register(chunk).remote());
+    pointer = new DirectoryPointer(0, entries, TestRegions.register(mapNode, chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       writeInlineSlot(m, mapId(m));
       routes.put(mapId(m), new Route(pointer, m));

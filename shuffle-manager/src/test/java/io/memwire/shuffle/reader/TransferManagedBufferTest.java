@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
 import io.netty.buffer.ByteBuf;
@@ -40,7 +41,7 @@ class TransferManagedBufferTest {
     for (int i = 0; i < mem.capacity(); i++) {
       mem.put(i, (byte) (i * 13 + 1));
     }
-    region = server.register(mem);
+    region = TestRegions.register(server, mem);
   }
 
   @AfterEach

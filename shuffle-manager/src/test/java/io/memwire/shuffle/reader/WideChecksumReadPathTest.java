@@ -13,6 +13,7 @@ import io.memwire.shuffle.directory.TestSlots;
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.InMemoryTransport.Action;
 import io.memwire.transfer.MemoryRegion;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -64,7 +65,8 @@ class WideChecksumReadPathTest {
   /** Both outputs, MWS4 slots, and a reader whose index cache holds {@code indexCache} bytes. */
   private void setUp(long indexCache) {
     chunk = ByteBuffer.allocateDirect(MAPS * DirectorySlot.SIZE);
-    DirectoryPointer pointer = new DirectoryPointer(0, 0, true, mapNode.register(chunk).remote());
+    DirectoryPointer pointer =
+        new DirectoryPointer(0, 0, true, TestRegions.register(mapNode, chunk).remote());
     for (int m = 0; m < MAPS; m++) {
       long[] off = new long[ENTRIES];
       for (int r = 0; r < PARTITIONS; r++) {
@@ -90,9 +92,9 @@ class WideChecksumReadPathTest {
       }
       meta.flip();
       dataBuffers.add(d);
-      dataRegions.add(mapNode.register(d));
+      dataRegions.add(TestRegions.register(mapNode, d));
       metadata.add(meta);
-      metadataRegions.add(mapNode.register(meta));
+      metadataRegions.add(TestRegions.register(mapNode, meta));
       offsets.add(off);
       sums.add(v);
       data.add(bytes);
@@ -310,7 +312,7 @@ class WideChecksumReadPathTest {
     for (long o : offsets.get(1)) {
       idx.putLong(o);
     }
-    MemoryRegion index = mapNode.register(idx.flip());
+    MemoryRegion index = TestRegions.register(mapNode, idx.flip());
     TestSlots.write(
         new DirectorySlot(1, mapId(1), index.remote(), dataRegions.get(1).remote()),
         chunk,

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -41,7 +42,7 @@ class ChecksumSlotsTest {
   }
 
   private static RemoteRegion region(TransferNode node, int bytes) {
-    return node.register(ByteBuffer.allocateDirect(bytes)).remote();
+    return TestRegions.register(node, ByteBuffer.allocateDirect(bytes)).remote();
   }
 
   @Test

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -70,8 +71,8 @@ class InlineEntriesTest {
 
   @Test
   void anInlineSlotDecodesOnlyAsWhatThePointerSaysAndNeverTorn() {
-    RemoteRegion index = mapNode.register(ByteBuffer.allocateDirect(48)).remote();
-    RemoteRegion data = mapNode.register(ByteBuffer.allocateDirect(4000)).remote();
+    RemoteRegion index = TestRegions.register(mapNode, ByteBuffer.allocateDirect(48)).remote();
+    RemoteRegion data = TestRegions.register(mapNode, ByteBuffer.allocateDirect(4000)).remote();
     long[] entries = {0, 100, 100, 3000, 4000, 4000};
     ByteBuffer b = ByteBuffer.allocate(ChunkLayout.readLength(entries.length));
     new DirectorySlot(9, 1234L, index, data, entries).writeTo(b);
@@ -107,7 +108,7 @@ class InlineEntriesTest {
 
   @Test
   void thePointerCarriesTheLayoutAndParsesBothVersions() {
-    RemoteRegion chunk = mapNode.register(ByteBuffer.allocateDirect(1 << 18)).remote();
+    RemoteRegion chunk = TestRegions.register(mapNode, ByteBuffer.allocateDirect(1 << 18)).remote();
     DirectoryPointer inline = new DirectoryPointer(2, 201, chunk);
     String info = inline.toTopologyInfo("rack1");
     assertTrue(info.startsWith("rack1|memwire2:2:201:"), info);

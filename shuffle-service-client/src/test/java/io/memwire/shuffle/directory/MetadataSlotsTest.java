@@ -12,6 +12,7 @@ import io.memwire.transfer.InMemoryTransport;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RemoteRegion;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
@@ -51,7 +52,7 @@ class MetadataSlotsTest {
   }
 
   private RemoteRegion region(int bytes) {
-    return mapNode.register(ByteBuffer.allocateDirect(bytes)).remote();
+    return TestRegions.register(mapNode, ByteBuffer.allocateDirect(bytes)).remote();
   }
 
   @Test

@@ -10,6 +10,7 @@ import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.RegistrationException;
 import io.memwire.transfer.RemoteAccessException;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferBuffer;
 import io.memwire.transfer.TransferNode;
 import io.memwire.transfer.memory.LimitExceededException;
@@ -39,7 +40,7 @@ class ShuffleDirectoryTest {
   }
 
   private MemoryRegion file(int bytes) {
-    return mapNode.register(ByteBuffer.allocateDirect(bytes));
+    return TestRegions.register(mapNode, ByteBuffer.allocateDirect(bytes));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package io.memwire.tools.bench;
 
+import io.memwire.transfer.BufferUnit;
 import io.memwire.transfer.Connection;
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
@@ -8,6 +9,7 @@ import io.memwire.transfer.RemoteRegion;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
+import io.memwire.transfer.memory.MemoryAllocator;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
@@ -22,6 +24,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 /**
  * Read throughput of the transport against the raw socket limit, measured in one run on the same
@@ -38,6 +41,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * </pre>
  */
 public final class TransferBenchmark {
+  /** Name of the benchmark's child of the serving node's registered-memory root. */
+  static final String ALLOCATOR = "transfer-benchmark";
 
   /** One measured point. */
   static final class Point {
@@ -101,14 +106,29 @@ public final class TransferBenchmark {
     }
     io.memwire.transfer.fabric.FabricWindow fabric = io.memwire.transfer.fabric.FabricWindow.open();
     List<Point> points =
-        run(provider, bind, sizes, depths, seconds, repeat, raw, fileRegion, System.out);
+        run(
+            TransferNode::start,
+            provider,
+            bind,
+            sizes,
+            depths,
+            seconds,
+            repeat,
+            raw,
+            fileRegion,
+            System.out);
     writeCsv(csv, provider, points);
     System.out.println("CSV written to " + csv.toAbsolutePath());
     // The NICs' own counters over the run, beside the figures.
     fabric.lines().forEach(System.out::println);
   }
 
+  /**
+   * Measures every size and depth against a serving node {@code startServer} starts (tests keep it,
+   * to check its books after the run).
+   */
   static List<Point> run(
+      Function<TransferConfig, TransferNode> startServer,
       ProviderKind provider,
       String bind,
       List<Integer> sizes,
@@ -122,10 +142,6 @@ public final class TransferBenchmark {
     int maxSize = sizes.stream().mapToInt(Integer::intValue).max().orElse(1 << 20);
     int maxDepth = depths.stream().mapToInt(Integer::intValue).max().orElse(1);
     int regionSize = Math.max(64 << 20, maxSize * 4);
-    ByteBuffer memory = ByteBuffer.allocateDirect(regionSize);
-    for (int i = 0; i < regionSize; i += 8) {
-      memory.putLong(i, i * 0x9E3779B97F4A7C15L);
-    }
     TransferConfigBuilder base = TransferConfig.builder().provider(provider).bindAddress(bind);
     TransferConfig clientConfig =
         base.maxOutstandingRequests(Math.max(maxDepth, 1))
@@ -138,20 +154,29 @@ public final class TransferBenchmark {
     // The serving node's threads are those its start adds (tcp: its I/O loops): their CPU per
     // GiB is what serving costs (over verbs the serving side's threads do no work per read).
     Set<Long> existing = ThreadCpu.liveThreadIds();
-    try (TransferNode server = TransferNode.start(base.build())) {
+    try (TransferNode server = startServer.apply(base.build())) {
       ThreadCpu serving = ThreadCpu.startedSince(existing);
+      // The pattern is the node's memory on the benchmark's books (registered when it is the
+      // region served), released below and freed by the node.
+      MemoryAllocator books = server.memory().newChild(ALLOCATOR);
+      BufferUnit memory =
+          fileRegion
+              ? server.allocateDirect(books, regionSize, "benchmark pattern")
+              : server.allocateRegistered(books, regionSize, "benchmark region");
+      ByteBuffer pattern = memory.buffer();
+      for (int i = 0; i < regionSize; i += 8) {
+        pattern.putLong(i, i * 0x9E3779B97F4A7C15L);
+      }
+      MemoryRegion region = memory.region();
       try (TransferNode client = TransferNode.start(clientConfig);
-          RawSocketBaseline baseline = raw ? new RawSocketBaseline(bind, memory) : null) {
-        MemoryRegion region;
+          RawSocketBaseline baseline = raw ? new RawSocketBaseline(bind, pattern) : null) {
         if (fileRegion) {
           file = Files.createTempFile("memwire-bench", ".bin");
           try (var ch =
               java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
-            ch.write(memory.duplicate().clear());
+            ch.write(pattern.duplicate().clear());
           }
-          region = server.register(file, 0, regionSize, server.memory());
-        } else {
-          region = server.register(memory.duplicate().clear());
+          region = server.register(file, 0, regionSize, books);
         }
         out.printf(
             Locale.ROOT,
@@ -206,7 +231,12 @@ public final class TransferBenchmark {
                 p.servingCpuMsPerGiB);
           }
         }
-        region.close();
+      } finally {
+        if (fileRegion && region != null) {
+          region.close();
+        }
+        memory.release();
+        books.close();
       }
     } finally {
       if (file != null) {

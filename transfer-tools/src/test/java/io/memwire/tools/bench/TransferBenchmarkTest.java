@@ -1,14 +1,19 @@
 package io.memwire.tools.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.RegistrationException;
+import io.memwire.transfer.TransferConfig;
+import io.memwire.transfer.TransferNode;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,8 +26,10 @@ class TransferBenchmarkTest {
   void shortRunMeasuresBothSidesAndWritesCsv() throws Exception {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+    List<TransferNode> servers = new ArrayList<>();
     List<TransferBenchmark.Point> points =
         TransferBenchmark.run(
+            c -> started(servers, c),
             ProviderKind.TCP,
             "127.0.0.1",
             List.of(64 << 10),
@@ -47,6 +54,50 @@ class TransferBenchmarkTest {
     assertTrue(lines.get(1).startsWith("tcp,65536,1,"), lines.get(1));
     assertTrue(lines.get(0).endsWith(",serving_cpu_ms_per_gib"), lines.get(0));
     assertEquals(8, lines.get(1).split(",").length, lines.get(1));
+    assertBooksEmpty(servers.get(0));
+  }
+
+  private static TransferNode started(List<TransferNode> into, TransferConfig c) {
+    TransferNode n = TransferNode.start(c);
+    into.add(n);
+    return n;
+  }
+
+  /** The serving node closed with every unit of the benchmark's books given back. */
+  private static void assertBooksEmpty(TransferNode server) {
+    assertTrue(server.isClosed());
+    assertEquals(0, server.memory().registeredBytes(), server.memory().toVerboseString());
+    assertEquals(0, server.memory().directBytes(), server.memory().toVerboseString());
+    assertTrue(server.memory().leakReports().isEmpty(), server.memory().leakReports().toString());
+  }
+
+  @Test
+  void aRegionPastTheBudgetIsRefusedWholeAndNothingStaysBooked() {
+    List<TransferNode> servers = new ArrayList<>();
+    // The served region (64 MiB) does not fit a 32 MiB budget: refused before anything is read.
+    RegistrationException e =
+        assertThrows(
+            RegistrationException.class,
+            () ->
+                TransferBenchmark.run(
+                    c ->
+                        started(
+                            servers,
+                            c.toBuilder()
+                                .registrationBudget(32 << 20)
+                                .poolMaxBytes(16 << 20)
+                                .build()),
+                    ProviderKind.TCP,
+                    "127.0.0.1",
+                    List.of(4 << 10),
+                    List.of(1),
+                    0.05,
+                    1,
+                    false,
+                    false,
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
+    assertTrue(e.getMessage().startsWith("registration budget exhausted"), e.getMessage());
+    assertBooksEmpty(servers.get(0));
   }
 
   @Test

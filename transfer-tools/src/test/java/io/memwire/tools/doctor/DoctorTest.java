@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.memwire.transfer.MemoryRegion;
 import io.memwire.transfer.ProviderKind;
+import io.memwire.transfer.TestRegions;
 import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferConfigBuilder;
 import io.memwire.transfer.TransferNode;
@@ -375,7 +376,7 @@ class DoctorTest {
     String descriptor;
     String address;
     try (TransferNode node = TransferNode.start(c)) {
-      MemoryRegion r = node.register(PeerChecks.patternBuffer(4096));
+      MemoryRegion r = TestRegions.register(node, PeerChecks.patternBuffer(4096));
       descriptor = PeerChecks.encode(r.remote());
       address = "127.0.0.1:" + node.localAddress().getPort();
       r.close();
