@@ -21,7 +21,8 @@ final class Round {
 
   /**
    * One round; runs the first small job unless {@code earlierCold} (a first round's) is given.
-   * Writes {@code out} only once every check passed. Returns the first small job's phase.
+   * Writes {@code out} only once every check passed ({@code requireOneSided}: with Memwire, every
+   * remote byte one-sided). Returns the first small job's phase.
    */
   static Phase run(
       SparkSession spark,
@@ -30,7 +31,8 @@ final class Round {
       int smallRepeats,
       double readySeconds,
       Path out,
-      Phase earlierCold)
+      Phase earlierCold,
+      boolean requireOneSided)
       throws Exception {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     SparkConf conf = jsc.getConf();
@@ -111,7 +113,10 @@ final class Round {
     if (!ordered) {
       throw new IllegalStateException("a sorted result was out of order: " + json);
     }
-    if (memwire && remoteAll > 0 && (oneSidedAll < remoteAll || fallbackAll > 0 || failedAll > 0)) {
+    if (requireOneSided
+        && memwire
+        && remoteAll > 0
+        && (oneSidedAll < remoteAll || fallbackAll > 0 || failedAll > 0)) {
       throw new IllegalStateException(
           String.format(
               Locale.ROOT,

@@ -111,7 +111,35 @@ public final class ShuffleApp {
       int partitions,
       Path out)
       throws Exception {
-    run(spark, new JobShape(records, keys, valueBytes, maps, partitions), 0, 0, out);
+    run(spark, records, keys, valueBytes, maps, partitions, out, true);
+  }
+
+  /**
+   * {@link #run(SparkSession, long, int, int, int, int, Path)}; {@code requireOneSided} false drops
+   * the path check (every remote byte one-sided under Memwire), for a check that makes Memwire fall
+   * back on purpose (a fabric pitfall).
+   */
+  public static void run(
+      SparkSession spark,
+      long records,
+      int keys,
+      int valueBytes,
+      int maps,
+      int partitions,
+      Path out,
+      boolean requireOneSided)
+      throws Exception {
+    SparkShuffleMetrics metrics = new SparkShuffleMetrics();
+    spark.sparkContext().addSparkListener(metrics);
+    Round.run(
+        spark,
+        metrics,
+        new JobShape(records, keys, valueBytes, maps, partitions),
+        0,
+        0,
+        out,
+        null,
+        requireOneSided);
   }
 
   /**
@@ -123,7 +151,7 @@ public final class ShuffleApp {
       throws Exception {
     SparkShuffleMetrics metrics = new SparkShuffleMetrics();
     spark.sparkContext().addSparkListener(metrics);
-    Round.run(spark, metrics, shape, smallRepeats, readySeconds, out, null);
+    Round.run(spark, metrics, shape, smallRepeats, readySeconds, out, null, true);
   }
 
   /** Round {@code r}'s result file when an application runs several: {@code <out>-<r>.json}. */
@@ -151,7 +179,9 @@ public final class ShuffleApp {
       if (r > 1 && input.readLine() == null) {
         return; // the launcher is done with this application
       }
-      cold = Round.run(spark, metrics, shape, smallRepeats, readySeconds, roundFile(out, r), cold);
+      cold =
+          Round.run(
+              spark, metrics, shape, smallRepeats, readySeconds, roundFile(out, r), cold, true);
     }
   }
 

@@ -38,12 +38,20 @@ final class ComparedJobs {
 
   /** The jobs, in the order they run. */
   static List<Job> all() {
+    return all(true);
+  }
+
+  /**
+   * The jobs; {@code requireOneSided} false drops the main job's path check (every remote byte
+   * one-sided under Memwire), for a run that makes Memwire fall back on purpose.
+   */
+  static List<Job> all(boolean requireOneSided) {
     return List.of(
         new Job(
             "shuffleApp",
             (s, jsc) -> {
               Path f = Files.createTempFile("shuffle-app", ".json");
-              ShuffleApp.run(s, 20_000, 2_000, 100, 4, 8, f);
+              ShuffleApp.run(s, 20_000, 2_000, 100, 4, 8, f, requireOneSided);
               String digest = ShuffleAppResult.read(f).resultDigest();
               Files.delete(f);
               return digest;

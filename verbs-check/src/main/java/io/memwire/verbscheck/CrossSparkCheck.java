@@ -73,7 +73,7 @@ public final class CrossSparkCheck {
     }
     CheckLog log = new CheckLog(out);
     List<ComparedJobs.Job> jobs =
-        ComparedJobs.all().stream().filter(j -> JOBS.contains(j.name())).toList();
+        ComparedJobs.all(pitfall == null).stream().filter(j -> JOBS.contains(j.name())).toList();
     Map<String, String> reference = earlierReference(o.get("--reference"), jobs);
     if (reference.isEmpty()) {
       log.step(name + ".spark.sortReference", () -> sortReference(o, jobs, reference, log));
