@@ -163,12 +163,17 @@ final class ConnectionPool {
     } catch (TransferException e) {
       counters.connectFailures.increment();
       if (!config.peerBackoff().isZero()) {
-        downPeers.put(peer, new PeerDown(clock.nanoTime() + config.peerBackoff().toNanos(), e));
+        PeerDown before = downPeers.get(peer);
+        int failures = before == null ? 1 : before.failuresInARow + 1;
+        long backoff = backoffNanos(config.peerBackoff().toNanos(), failures);
+        downPeers.put(peer, new PeerDown(clock.nanoTime() + backoff, backoff, failures, e));
         LOG.info(
-            "cannot connect to {} ({}); further attempts fail at once for {} ms",
+            "cannot connect to {} ({}); further attempts fail at once for {} ms ({} failed in a"
+                + " row)",
             peer,
             e.getMessage(),
-            config.peerBackoff().toMillis());
+            TimeUnit.NANOSECONDS.toMillis(backoff),
+            failures);
       }
       throw e;
     }
@@ -190,8 +195,7 @@ final class ConnectionPool {
     }
     long left = down.untilNanos - clock.nanoTime();
     if (left <= 0) {
-      downPeers.remove(peer, down);
-      return;
+      return; // kept: a failure of this attempt doubles the back-off
     }
     counters.peerBackoffRejects.increment();
     throw new TransferConnectionException(
@@ -209,8 +213,25 @@ final class ConnectionPool {
     int attempts;
   }
 
-  /** A peer an attempt to connect to failed, until when attempts fail at once, and why. */
-  private record PeerDown(long untilNanos, TransferException cause) {}
+  /**
+   * The back-off after {@code failures} failed attempts in a row: {@code base}, doubled with each
+   * further failure (a firewall or a refusing peer stays so, and each attempt may cost a whole
+   * connectTimeout), up to {@link #MAX_BACKOFF_NANOS} or {@code base} if that is larger.
+   */
+  static long backoffNanos(long base, int failures) {
+    long cap = Math.max(base, MAX_BACKOFF_NANOS);
+    int doublings = Math.min(failures - 1, 40);
+    return base > (cap >> doublings) ? cap : Math.min(cap, base << doublings);
+  }
+
+  private static final long MAX_BACKOFF_NANOS = TimeUnit.MINUTES.toNanos(5);
+
+  /**
+   * A peer attempts to connect to failed: until when attempts fail at once, that back-off, how many
+   * attempts failed in a row, and the last failure.
+   */
+  private record PeerDown(
+      long untilNanos, long backoffNanos, int failuresInARow, TransferException cause) {}
 
   /** See {@link TransferNode#disconnect}. */
   void disconnect(InetSocketAddress peer) {
@@ -293,7 +314,7 @@ final class ConnectionPool {
     return peers.size();
   }
 
-  /** The timer's other sweep: fails overdue reads and forgets back-offs that have run out. */
+  /** The timer's other sweep: fails overdue reads and forgets back-offs long run out. */
   private void checkTimeouts() {
     long now = clock.nanoTime();
     for (Connection c : connections.values()) {
@@ -303,7 +324,8 @@ final class ConnectionPool {
         LOG.warn("timeout check failed for {}", c.peer(), e);
       }
     }
-    downPeers.values().removeIf(d -> d.untilNanos - now <= 0);
+    // A peer not tried again within its last back-off after it ran out starts afresh.
+    downPeers.values().removeIf(d -> d.untilNanos + d.backoffNanos - now <= 0);
   }
 
   /** Connections in the cache that are open. */

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A peer that could not be connected to is remembered for {@code peerBackoff}: attempts within it
- * fail at once, without touching the network, and name the first failure.
+ * A peer that could not be connected to is remembered for {@code peerBackoff} (doubled per failure
+ * in a row): attempts within it fail at once, without touching the network, and name the failure.
  */
 class PeerBackoffTest {
   private final List<AutoCloseable> open = new ArrayList<>();
@@ -152,6 +152,46 @@ class PeerBackoffTest {
     assertEquals(2, peer.attemptsSoFar(), "no second attempt after the back-off");
     assertEquals(2L, node.stats().asMap().get("connectFailures"));
     assertEquals(1L, node.stats().asMap().get("peerBackoffRejects"));
+  }
+
+  /**
+   * A peer that keeps failing (a firewall dropping the connect) is tried ever less often, so each
+   * reader does not pay a connectTimeout every peerBackoff: the back-off doubles per failure in a
+   * row, up to five minutes.
+   */
+  @Test
+  void theBackoffDoublesWithEachFailureInARow() throws Exception {
+    SilentPeer peer = new SilentPeer();
+    open.add(peer);
+    Duration backoff = Duration.ofSeconds(10);
+    ManualTime time = new ManualTime();
+    TransferNode node = time.start(config(backoff));
+    open.add(node);
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    time.advance(backoff);
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    assertEquals(2, peer.attemptsSoFar());
+    // Second failure in a row: 20 s now; 10 s later attempts still fail at once.
+    time.advance(backoff);
+    TransferConnectionException held =
+        assertThrows(TransferConnectionException.class, () -> node.connection(peer.address()));
+    assertTrue(held.getMessage().contains("next attempt allowed in 10000 ms"), held.getMessage());
+    time.advance(backoff);
+    assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
+    assertEquals(3, peer.attemptsSoFar(), "tried again once the doubled back-off ran out");
+    assertEquals(3L, node.stats().asMap().get("connectFailures"));
+    assertEquals(1L, node.stats().asMap().get("peerBackoffRejects"));
+  }
+
+  @Test
+  void backoffsDoubleUpToFiveMinutesOrTheSettingIfLarger() {
+    long s = 1_000_000_000L;
+    assertEquals(5 * s, ConnectionPool.backoffNanos(5 * s, 1));
+    assertEquals(10 * s, ConnectionPool.backoffNanos(5 * s, 2));
+    assertEquals(160 * s, ConnectionPool.backoffNanos(5 * s, 6));
+    assertEquals(300 * s, ConnectionPool.backoffNanos(5 * s, 7));
+    assertEquals(300 * s, ConnectionPool.backoffNanos(5 * s, Integer.MAX_VALUE));
+    assertEquals(600 * s, ConnectionPool.backoffNanos(600 * s, 3));
   }
 
   @Test

@@ -74,8 +74,10 @@ public final class TransportSettings {
           .since(V010)
           .doc(
               "After a connection to a peer could not be opened (refused, unreachable, timed out, "
-                  + "handshake rejected), further attempts fail at once for this long, naming the first "
-                  + "failure, instead of each waiting up to connectTimeout.")
+                  + "handshake rejected), further attempts fail at once for this long, naming the "
+                  + "failure, instead of each waiting up to connectTimeout. Doubled with each "
+                  + "further failure in a row, up to 5 min (or this value if larger); a connection "
+                  + "that opens resets it.")
           .duration(0, 600_000, "0 = off")
           .withDefault("5s");
 
