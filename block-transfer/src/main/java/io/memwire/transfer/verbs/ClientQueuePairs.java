@@ -12,14 +12,10 @@ import io.memwire.transfer.TransferConnectionException;
 import io.memwire.transfer.TransferException;
 import io.memwire.transfer.TransferTimeoutException;
 import io.memwire.transfer.fabric.CounterSample;
-import io.memwire.transfer.fabric.FabricDiagnosis;
 import io.memwire.transfer.fabric.NicCounters;
 import io.memwire.transfer.settings.TransportSettings;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.SocketAddress;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -29,11 +25,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The client side of queue pairs: opens a link to a peer (a place on a completion queue, then
- * resolve, route, the TCP handshake (authentication, or only the peer's MTUs), a check that the
- * peer can send in this node's path MTU, and connect within the connect timeout, on the link's own
- * CM event channel driven by the calling thread, because DiSNI's own endpoint connect can wait
- * forever on a route or address error), and retires links again, now or on the connector thread,
- * where it also re-opens a connection's link after a remote access error.
+ * resolve, route, the TCP handshake and path MTU check of {@link ConnectHandshake}, and connect
+ * within the connect timeout, on the link's own CM event channel driven by the calling thread,
+ * because DiSNI's own endpoint connect can wait forever on a route or address error), and retires
+ * links again, now or on the connector thread, where it also re-opens a connection's link after a
+ * remote access error.
  */
 final class ClientQueuePairs {
   // The provider's logger name, so these messages read as they did before the split.
@@ -54,9 +50,6 @@ final class ClientQueuePairs {
   private final int qpDepth;
   private final int cqEntries;
 
-  /** The shared secret peers authenticate with, or null. */
-  private final byte[] secret;
-
   private final LinkTable links;
   private final VerbsCounters counters;
 
@@ -64,20 +57,9 @@ final class ClientQueuePairs {
   private final Executor connector;
 
   private final AtomicBoolean refusalLogged = new AtomicBoolean();
-  private final AtomicBoolean mtuRefusalLogged = new AtomicBoolean();
 
-  /**
-   * The open handshake may take half of what is left of the connect timeout, and at least this,
-   * before a connect goes ahead without the peer's MTU: a slow peer (an emulated guest took over 2
-   * s) must still be asked, a silent port must not eat the whole timeout.
-   */
-  static final long OPEN_HANDSHAKE_MIN_MS = 2000;
-
-  /** How long a peer whose port did not answer the open handshake is not asked again. */
-  private static final long SILENT_PEER_NANOS = TimeUnit.SECONDS.toNanos(60);
-
-  /** Peers whose port did not answer the open handshake -> when to ask again (nanoTime). */
-  private final Map<InetSocketAddress, Long> silentPeers = new ConcurrentHashMap<>();
+  /** The TCP handshake before each connect request, and the MTU refusal on its answer. */
+  private final ConnectHandshake handshake;
 
   /** The bound port's counters, which explain a connect or read that stalls. */
   private final FabricWatch fabric;
@@ -101,11 +83,11 @@ final class ClientQueuePairs {
     this.queues = queues;
     this.qpDepth = qpDepth;
     this.cqEntries = cqEntries;
-    this.secret = secret;
     this.links = links;
     this.counters = counters;
     this.connector = connector;
     this.fabric = new FabricWatch(NicCounters.system(), binding);
+    this.handshake = new ConnectHandshake(config, binding, secret);
   }
 
   /** The bound port's counters, for the connections' stalled reads. */
@@ -242,8 +224,8 @@ final class ClientQueuePairs {
         throw new TransferConnectionException(
             "the route to the peer does not leave through " + binding.device().name(), peer, null);
       }
-      peerMtu = handshake(cm.getSource(), peer, deadline);
-      refuseLargerPathMtu(peer, peerMtu);
+      peerMtu = handshake.exchange(cm.getSource(), peer, deadline);
+      handshake.refuseLargerPathMtu(peer, peerMtu);
       qp = cm.createQP(pd, CmSupport.qpAttributes(qpDepth, slot.queue()));
       if (qp == null) {
         throw new TransferConnectionException("rdma_create_qp failed", peer, null);
@@ -275,69 +257,6 @@ final class ClientQueuePairs {
       abandon(ch, cm, qp);
       throw new TransferConnectionException("cannot connect over RDMA: " + e.getMessage(), peer, e);
     }
-  }
-
-  /**
-   * The TCP handshake with the serving node before the connect request: authentication with a
-   * secret, else the open one (bounded by {@link #openHandshakeBound}; a peer that does not answer
-   * it is not asked again for {@link #SILENT_PEER_NANOS}). Either tells the peer's MTUs.
-   */
-  private PortMtu handshake(SocketAddress own, InetSocketAddress peer, long deadline)
-      throws TransferException {
-    if (secret != null) {
-      if (!(own instanceof InetSocketAddress)) {
-        throw new TransferConnectionException(
-            "the RDMA CM id has no source address to " + "announce for authentication", peer, null);
-      }
-      return VerbsAuthClient.authenticate(secret, (InetSocketAddress) own, peer, deadline);
-    }
-    Long quietUntil = silentPeers.get(peer);
-    if (!config.mtuHandshake()
-        || binding.device().isIwarp() // the peer's TCP port is its RDMA CM's; no such MTU trap
-        || !(own instanceof InetSocketAddress)
-        || (quietUntil != null && System.nanoTime() - quietUntil < 0)) {
-      return PortMtu.UNKNOWN;
-    }
-    PortMtu m =
-        VerbsAuthClient.query(
-            (InetSocketAddress) own, peer, openHandshakeBound(System.nanoTime(), deadline));
-    if (m == null) {
-      if (silentPeers.size() >= 1024) {
-        silentPeers.clear();
-      }
-      silentPeers.put(peer, System.nanoTime() + SILENT_PEER_NANOS);
-      LOG.debug("{} did not answer the open verbs handshake: its MTU is not known", peer);
-      return PortMtu.UNKNOWN;
-    }
-    silentPeers.remove(peer);
-    return m;
-  }
-
-  /**
-   * Refuses to connect when this node's path MTU (its port's active MTU: over rdma_cm both queue
-   * pairs take the connecting side's) exceeds the serving port's, in which it could not send its
-   * read responses: the reads would stall with no error.
-   */
-  private void refuseLargerPathMtu(InetSocketAddress peer, PortMtu peerMtu)
-      throws TransferConnectionException {
-    FabricDiagnosis.Finding f =
-        PortMtu.of(binding).refusal(binding.device().name(), binding.port().number(), peerMtu);
-    if (!f.found()) {
-      return;
-    }
-    if (mtuRefusalLogged.compareAndSet(false, true)) {
-      LOG.warn("refused to connect to {}: {}", peer, f.message());
-    } else {
-      LOG.debug("refused to connect to {}: {}", peer, f.message());
-    }
-    throw new TransferConnectionException(f.message(), peer, null);
-  }
-
-  /** When the open handshake gives up, for a connect that must end by {@code deadline}. */
-  static long openHandshakeBound(long now, long deadline) {
-    long half =
-        Math.max(TimeUnit.MILLISECONDS.toNanos(OPEN_HANDSHAKE_MIN_MS), (deadline - now) / 2);
-    return deadline - (now + half) < 0 ? deadline : now + half;
   }
 
   private static long remainingMs(long deadline) {

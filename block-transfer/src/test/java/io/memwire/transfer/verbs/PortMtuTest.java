@@ -125,8 +125,8 @@ class PortMtuTest {
   void theOpenHandshakeMayTakeHalfOfWhatIsLeftOfTheConnectTimeout() {
     long second = 1_000_000_000L;
     long now = 5 * second;
-    assertEquals(now + 10 * second, ClientQueuePairs.openHandshakeBound(now, now + 20 * second));
-    assertEquals(now + 2 * second, ClientQueuePairs.openHandshakeBound(now, now + 3 * second));
-    assertEquals(now + second, ClientQueuePairs.openHandshakeBound(now, now + second));
+    assertEquals(now + 10 * second, ConnectHandshake.openHandshakeBound(now, now + 20 * second));
+    assertEquals(now + 2 * second, ConnectHandshake.openHandshakeBound(now, now + 3 * second));
+    assertEquals(now + second, ConnectHandshake.openHandshakeBound(now, now + second));
   }
 }
