@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * out of slabs of at least 4 MiB; slabs stay registered until the node closes. Each slab is a
  * registered unit of the allocator's {@value #SLABS} child, whose limit is {@code poolMaxBytes}. A
  * request larger than the largest class, or one that would take the pool over that limit, gets a
- * dedicated buffer ({@link NodeMemory#allocateDestination}) registered for that read and freed on
+ * dedicated buffer ({@link NodeBuffers#allocateDestination}) registered for that read and freed on
  * release. Every destination handed out is a {@link MemoryUnit} of the allocator; its last release
  * puts the piece back on its class's free list (or releases the dedicated buffer).
  *
@@ -262,7 +262,8 @@ public final class BufferPool {
 
   private Slot dedicated(int length) {
     dedicatedAllocations.incrementAndGet();
-    BufferUnit d = memory.allocateDestination(allocator, length, "dedicated read destination");
+    BufferUnit d =
+        memory.buffers().allocateDestination(allocator, length, "dedicated read destination");
     MemoryUnit unit;
     try {
       unit =

@@ -5,7 +5,6 @@ import io.memwire.transfer.memory.LimitExceededException;
 import io.memwire.transfer.memory.MemoryAllocator;
 import io.memwire.transfer.memory.MemoryUnit;
 import io.memwire.transfer.settings.TransportSettings;
-import io.memwire.transfer.spi.ProviderAllocation;
 import io.memwire.transfer.spi.ProviderRegistration;
 import io.memwire.transfer.spi.TransportProvider;
 import java.io.IOException;
@@ -16,7 +15,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,17 +23,17 @@ import org.slf4j.LoggerFactory;
  * A node's registered memory, kept on one set of books: the root allocator (its limit is {@code
  * registrationBudget}) and the consumers' children under it. Every registration is a {@link
  * MemoryUnit.Kind#REGISTERED} unit reserved there before the provider sees the memory: a region (on
- * the allocator its caller named), a buffer from {@link #allocateRegistered}, a read-pool slab or
- * dedicated destination. Closing the node closes every region found on the books.
+ * the allocator its caller named), a buffer from {@link NodeBuffers}, a read-pool slab or dedicated
+ * destination. Closing the node closes every region found on the books.
  */
 final class NodeMemory {
   private static final Logger LOG = LoggerFactory.getLogger(TransferNode.class);
-  private static final int PAGE = 4096;
 
   private final TransferConfig config;
   private final TransportProvider provider;
   private final Counters counters;
   private final MemoryAllocator root;
+  private final NodeBuffers buffers;
 
   NodeMemory(TransferConfig config, TransportProvider provider, Counters counters) {
     this.config = config;
@@ -48,10 +46,16 @@ final class NodeMemory {
                 + ":"
                 + provider.localAddress().getPort(),
             config.registrationBudget());
+    this.buffers = new NodeBuffers(this, config, provider);
   }
 
   MemoryAllocator root() {
     return root;
+  }
+
+  /** The buffers this node hands out, reserved on these books. */
+  NodeBuffers buffers() {
+    return buffers;
   }
 
   /**
@@ -141,7 +145,7 @@ final class NodeMemory {
    * Segments over the buffer's remaining bytes, the region owning {@code release} (may be null); a
    * failure deregisters what was registered.
    */
-  private MemoryRegion registerBuffer(ByteBuffer direct, MemoryUnit unit, Runnable release) {
+  MemoryRegion registerBuffer(ByteBuffer direct, MemoryUnit unit, Runnable release) {
     ByteBuffer range = direct.slice();
     long base = MemoryAccess.address(direct) + direct.position();
     long length = range.remaining();
@@ -228,118 +232,16 @@ final class NodeMemory {
   }
 
   /**
-   * Page-aligned direct memory registered for remote reads as one region, owned by one unit of
-   * {@code account}: its last release closes the region and frees the memory once the region is
-   * released.
-   */
-  BufferUnit allocateRegistered(MemoryAllocator account, int size, String what) {
-    return allocate(account, size, what, Use.SERVED);
-  }
-
-  /** Page-aligned direct memory, not registered, owned by one unit of {@code account}. */
-  BufferUnit allocateDirect(MemoryAllocator account, int size, String what) {
-    return allocate(account, size, what, Use.DIRECT);
-  }
-
-  /** Page-aligned direct memory registered as a read destination (no remote key). */
-  BufferUnit allocateDestination(MemoryAllocator account, int size, String what) {
-    return allocate(account, size, what, Use.DESTINATION);
-  }
-
-  private enum Use {
-    SERVED,
-    DESTINATION,
-    DIRECT
-  }
-
-  private BufferUnit allocate(MemoryAllocator account, int size, String what, Use use) {
-    if (size <= 0) {
-      throw new IllegalArgumentException(what + ": size must be > 0, got " + size);
-    }
-    MemoryUnit.Kind kind = use == Use.DIRECT ? MemoryUnit.Kind.DIRECT : MemoryUnit.Kind.REGISTERED;
-    Runnable[] onFree = {() -> {}};
-    MemoryUnit unit = reserve(account, size, kind, what, () -> onFree[0].run());
-    if (use == Use.DIRECT || (use == Use.SERVED && size <= config.maxSegmentSize())) {
-      Optional<ProviderAllocation> own;
-      try {
-        own = provider.allocate(size, use == Use.SERVED);
-      } catch (RuntimeException | OutOfMemoryError e) {
-        unit.release();
-        throw e;
-      }
-      if (own.isPresent()) {
-        return providers(own.get(), unit, onFree);
-      }
-    }
-    ByteBuffer allocation;
-    try {
-      // Room for a page-aligned start and a whole number of pages after it.
-      allocation = ByteBuffer.allocateDirect((size + PAGE - 1) / PAGE * PAGE + PAGE);
-    } catch (OutOfMemoryError e) {
-      unit.release();
-      throw e;
-    }
-    ByteBuffer memory = allocation.alignedSlice(PAGE).limit(size).slice();
-    long address = MemoryAccess.address(memory);
-    MemoryRegion region = null;
-    ProviderRegistration destination = null;
-    try {
-      if (use == Use.SERVED) {
-        region = registerBuffer(memory, null, null);
-        unit.ownedBy(region);
-      } else if (use == Use.DESTINATION) {
-        destination = provider.register(memory, address, false, null, 0);
-      }
-    } catch (RuntimeException e) {
-      unit.release();
-      MemoryAccess.free(allocation);
-      throw e;
-    }
-    MemoryRegion r = region;
-    ProviderRegistration d = destination;
-    onFree[0] =
-        switch (use) {
-          case SERVED ->
-              () -> {
-                r.close();
-                r.whenReleased(() -> MemoryAccess.free(allocation));
-              };
-          case DESTINATION -> () -> d.deregister(() -> MemoryAccess.free(allocation));
-          case DIRECT -> () -> MemoryAccess.free(allocation);
-        };
-    return new BufferUnit(memory, address, unit, region, destination);
-  }
-
-  /**
-   * A buffer over memory the provider allocated: registered, one region of one segment whose memory
-   * the provider frees once the region is released, as the node frees its own; or not, its memory
-   * freed at the last release.
-   */
-  private BufferUnit providers(ProviderAllocation own, MemoryUnit unit, Runnable[] onFree) {
-    ByteBuffer memory = own.memory();
-    if (own.registration() == null) {
-      onFree[0] = own::free;
-      return new BufferUnit(memory, own.address(), unit, null, null);
-    }
-    List<MemoryRegion.Segment> segments =
-        List.of(new MemoryRegion.Segment(memory, own.address(), own.registration(), false));
-    MemoryRegion region =
-        track(new MemoryRegion(this, segments, remoteOf(segments), null, null, null, null));
-    unit.ownedBy(region);
-    onFree[0] =
-        () -> {
-          region.close();
-          region.whenReleased(own::free);
-        };
-    return new BufferUnit(memory, own.address(), unit, region, null);
-  }
-
-  /**
    * Registers a read pool slab as a destination; its bytes are reserved by the caller (the pool's
    * slab unit), who frees the memory.
    */
   ProviderRegistration registerDestination(ByteBuffer memory, long address) {
     return provider.register(memory, address, false, null, 0);
+  }
+
+  /** A region over segments the provider registered in its own allocation, tracked. */
+  MemoryRegion adopt(List<MemoryRegion.Segment> segments) {
+    return track(new MemoryRegion(this, segments, remoteOf(segments), null, null, null, null));
   }
 
   private RemoteRegion remoteOf(List<MemoryRegion.Segment> segments) {

@@ -153,13 +153,13 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
   @Override
   public BufferUnit allocateRegistered(MemoryAllocator account, int size, String what) {
     ensureOpen();
-    return memory.allocateRegistered(account, size, what);
+    return memory.buffers().allocateRegistered(account, size, what);
   }
 
   @Override
   public BufferUnit allocateDirect(MemoryAllocator account, int size, String what) {
     ensureOpen();
-    return memory.allocateDirect(account, size, what);
+    return memory.buffers().allocateDirect(account, size, what);
   }
 
   @Override
