@@ -1,14 +1,12 @@
 package io.memwire.shuffle.reader;
 
 import io.memwire.shuffle.ShuffleCounters.FallbackCause;
-import io.memwire.shuffle.directory.ChecksumAlgorithm;
 import io.memwire.shuffle.directory.DirectorySlot;
 import io.memwire.shuffle.directory.OutputChecksums;
 import io.memwire.shuffle.reader.IndexFile.InvalidIndexException;
 import io.memwire.transfer.ReadBatch;
 import io.memwire.transfer.ReadRequest;
 import io.memwire.transfer.TransferBuffer;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -19,9 +17,10 @@ import java.util.concurrent.CompletionException;
 /**
  * Index stage: finds each block's data range ({@link LocatedBlock}) from its map output's index:
  * the entries read inline with its slot, the index cached whole in {@link MapOutputCache}, or read
- * in one batch (whole, when the cache has room, else the block's entries). A function of the
- * slotted map outputs; it ends no block itself, it reports them ({@link Miss}): an invalid index or
- * entry fails its blocks, a failed read and a block too large for one read go to Spark's client.
+ * in one batch (whole, when the cache has room, else the block's entries), each block's entries
+ * checked against its data file by {@link BlockRangeCheck}. A function of the slotted map outputs;
+ * it ends no block itself, it reports them ({@link Miss}): an invalid index or entry fails its
+ * blocks, a failed read and a block too large for one read go to Spark's client.
  *
  * <p>The blocks come back in groups ({@link Located}), each completing on its own: those of another
  * task's whole-index load of this executor, then those located at once (cached index), then those
@@ -42,7 +41,7 @@ final class IndexLookup {
   private final ReadMetrics metrics;
   private final Peer peer;
   private final PeerLink link;
-  private final boolean toDisk;
+  private final BlockRangeCheck ranges;
 
   /**
    * @param toDisk whether Spark wants the blocks on disk (then a block may exceed one read)
@@ -59,7 +58,7 @@ final class IndexLookup {
     this.metrics = metrics;
     this.peer = peer;
     this.link = link;
-    this.toDisk = toDisk;
+    this.ranges = new BlockRangeCheck(toDisk);
   }
 
   /** One group of blocks being located: what it is (for logs), its blocks, and the result. */
@@ -85,13 +84,14 @@ final class IndexLookup {
         // Read with the slot in this request's slot batch: no index read.
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
-          locate(w, m, slot.entries(), slot.checksums(), located, misses, tooLarge);
+          ranges.locate(w, m, slot.entries(), slot.checksums(), located, misses, tooLarge);
         }
       } else if (cached != null && cached.offsets() != null) {
         metrics.indexCacheHits(blocks.size());
         atOnce.addAll(blocks);
         for (Wanted w : blocks) {
-          locate(w, m, cached.offsets(), cached.slot().checksums(), located, misses, tooLarge);
+          ranges.locate(
+              w, m, cached.offsets(), cached.slot().checksums(), located, misses, tooLarge);
         }
       } else if (cache.wantsWholeIndex(wholeLength(slot))) {
         CompletableFuture<MapOutput> mine = new CompletableFuture<>();
@@ -116,7 +116,7 @@ final class IndexLookup {
           int len = (w.end() - w.start() + 1) * 8;
           if (from + len > slot.indexLength()) {
             atOnce.add(w);
-            misses.add(new Miss.Failure(List.of(w), outsideIndex(w, slot)));
+            misses.add(new Miss.Failure(List.of(w), BlockRangeCheck.outsideIndex(w, slot)));
             continue;
           }
           // From a metadata region, the block's checksums come in the same batch as its entries.
@@ -230,7 +230,7 @@ final class IndexLookup {
               values[k] = v.getLong(v.position() + k * 8);
             }
           }
-          locate(
+          ranges.locate(
               w,
               x.map,
               entries,
@@ -274,7 +274,7 @@ final class IndexLookup {
           cache.indexLoaded(
               shuffleId, x.map.map().route(), slot, x.load, new MapOutput(loaded, offsets), null);
           for (Wanted w : x.blocks) {
-            locate(w, x.map, offsets, loaded.checksums(), data, misses, unreadable);
+            ranges.locate(w, x.map, offsets, loaded.checksums(), data, misses, unreadable);
           }
         }
       } finally {
@@ -322,104 +322,12 @@ final class IndexLookup {
     List<Miss> misses = new ArrayList<>();
     List<Wanted> tooLarge = new ArrayList<>();
     for (Wanted w : blocks) {
-      locate(w, m, loaded.offsets(), loaded.slot().checksums(), data, misses, tooLarge);
+      ranges.locate(w, m, loaded.offsets(), loaded.slot().checksums(), data, misses, tooLarge);
     }
     if (!tooLarge.isEmpty()) {
       misses.add(tooLarge(tooLarge, null, null));
     }
     return new Found<>(data, misses);
-  }
-
-  /**
-   * Locates a block from its map output's whole index and the output's checksums ({@code sums},
-   * null for none).
-   */
-  private void locate(
-      Wanted w,
-      SlottedBlocks m,
-      long[] offsets,
-      OutputChecksums sums,
-      List<LocatedBlock> data,
-      List<Miss> misses,
-      List<Wanted> tooLarge) {
-    if (w.end() >= offsets.length) {
-      misses.add(new Miss.Failure(List.of(w), outsideIndex(w, m.slot())));
-    } else {
-      locate(
-          w,
-          m,
-          offsets,
-          w.start(),
-          sums == null ? null : sums.algorithm(),
-          sums == null ? null : sums.values(),
-          0,
-          data,
-          misses,
-          tooLarge);
-    }
-  }
-
-  /**
-   * Checks a block's range against its data file: located, invalid, or too large. Its index entries
-   * are {@code entries} from {@code from} on ({@code end - start + 1} of them); partition p's
-   * checksum is {@code values[p - valuesFrom]} ({@code algorithm} null: none, read unverified).
-   */
-  private void locate(
-      Wanted w,
-      SlottedBlocks m,
-      long[] entries,
-      int from,
-      ChecksumAlgorithm algorithm,
-      long[] values,
-      int valuesFrom,
-      List<LocatedBlock> data,
-      List<Miss> misses,
-      List<Wanted> tooLarge) {
-    DirectorySlot slot = m.slot();
-    long first = entries[from];
-    long last = entries[from + w.end() - w.start()];
-    for (int k = from + 1; k <= from + w.end() - w.start(); k++) {
-      if (entries[k] < entries[k - 1]) {
-        last = -1; // entries within a batch block that decrease: invalid
-      }
-    }
-    if (first < 0 || last < first || last > slot.dataLength()) {
-      misses.add(
-          new Miss.Failure(
-              List.of(w),
-              new IOException(
-                  "index entries of block "
-                      + w.id()
-                      + " are invalid: ["
-                      + first
-                      + ", "
-                      + last
-                      + ") in a data file of "
-                      + slot.dataLength()
-                      + " bytes")));
-    } else if (!toDisk && last - first > Integer.MAX_VALUE) {
-      tooLarge.add(w);
-    } else {
-      data.add(
-          new LocatedBlock(
-              w,
-              m.map().route(),
-              slot.data(),
-              first,
-              last - first,
-              BlockChecksum.of(algorithm, values, valuesFrom, w.start(), w.end(), entries, from)));
-    }
-  }
-
-  private static IOException outsideIndex(Wanted w, DirectorySlot slot) {
-    return new IOException(
-        "block "
-            + w.id()
-            + " is outside map output "
-            + w.mapId()
-            + "'s index of "
-            + slot.indexLength()
-            + " bytes");
   }
 
   /** Bytes of a slot's whole index read: the index file, or the whole metadata region. */
