@@ -108,6 +108,19 @@ class PeerBackoffTest {
         .build();
   }
 
+  private SilentPeer silentPeer() throws IOException {
+    SilentPeer peer = new SilentPeer();
+    open.add(peer);
+    return peer;
+  }
+
+  /** A node on the manual clock {@code time}. */
+  private TransferNode node(Duration backoff, ManualTime time) {
+    TransferNode n = time.start(config(backoff));
+    open.add(n);
+    return n;
+  }
+
   private TransferNode node(Duration backoff) {
     TransferNode n = TransferNode.start(config(backoff));
     open.add(n);
@@ -136,12 +149,10 @@ class PeerBackoffTest {
 
   @Test
   void aRefusingPeerIsRetriedOnceTheBackoffHasPassed() throws Exception {
-    SilentPeer peer = new SilentPeer();
-    open.add(peer);
+    SilentPeer peer = silentPeer();
     Duration backoff = Duration.ofMinutes(1);
     ManualTime time = new ManualTime();
-    TransferNode node = time.start(config(backoff));
-    open.add(node);
+    TransferNode node = node(backoff, time);
     assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
     time.advance(backoff.dividedBy(2));
     assertThrows(TransferConnectionException.class, () -> node.connection(peer.address()));
@@ -161,12 +172,10 @@ class PeerBackoffTest {
    */
   @Test
   void theBackoffDoublesWithEachFailureInARow() throws Exception {
-    SilentPeer peer = new SilentPeer();
-    open.add(peer);
+    SilentPeer peer = silentPeer();
     Duration backoff = Duration.ofSeconds(10);
     ManualTime time = new ManualTime();
-    TransferNode node = time.start(config(backoff));
-    open.add(node);
+    TransferNode node = node(backoff, time);
     assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));
     time.advance(backoff);
     assertThrows(TransferTimeoutException.class, () -> node.connection(peer.address()));

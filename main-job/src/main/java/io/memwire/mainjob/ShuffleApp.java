@@ -98,23 +98,6 @@ public final class ShuffleApp {
   }
 
   /**
-   * Runs the three shuffles once at the given size on an existing session (kept open), with the
-   * small job before it, and prints (and writes to {@code out} when given) the result digest and
-   * shuffle metrics; used by the verbs check.
-   */
-  public static void run(
-      SparkSession spark,
-      long records,
-      int keys,
-      int valueBytes,
-      int maps,
-      int partitions,
-      Path out)
-      throws Exception {
-    run(spark, records, keys, valueBytes, maps, partitions, out, true);
-  }
-
-  /**
    * {@link #run(SparkSession, long, int, int, int, int, Path)}; {@code requireOneSided} false drops
    * the path check (every remote byte one-sided under Memwire), for a check that makes Memwire fall
    * back on purpose (a fabric pitfall).
