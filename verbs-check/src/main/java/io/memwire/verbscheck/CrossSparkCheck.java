@@ -4,6 +4,7 @@ import io.memwire.localcluster.SparkKeys;
 import io.memwire.shuffle.RdmaShuffleManager;
 import io.memwire.shuffle.ShuffleCounters;
 import io.memwire.shuffle.ShuffleMetrics;
+import io.memwire.transfer.metrics.Metric;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -212,8 +213,7 @@ public final class CrossSparkCheck {
         Map<String, Long> now = after.get(id);
         long rdma = ShuffleMetrics.delta(was, now, ShuffleMetrics.RDMA_BLOCKS);
         long fallback = ShuffleMetrics.delta(was, now, ShuffleMetrics.FALLBACK_BLOCKS);
-        long refused =
-            now.getOrDefault(CONNECT_FALLBACKS, 0L) - was.getOrDefault(CONNECT_FALLBACKS, 0L);
+        long refused = ShuffleMetrics.delta(was, now, CONNECT_FALLBACKS);
         long failed = ShuffleMetrics.delta(was, now, ShuffleMetrics.FAILED_BLOCKS);
         String host = where.getOrDefault(id, "?").split(" ", 2)[0];
         if (pitfall == null) {
@@ -254,8 +254,8 @@ public final class CrossSparkCheck {
     }
   }
 
-  private static final String CONNECT_FALLBACKS =
-      "fallbackBlocks." + ShuffleCounters.FallbackCause.CONNECT.metricName();
+  private static final Metric CONNECT_FALLBACKS =
+      ShuffleMetrics.fallback(ShuffleCounters.FallbackCause.CONNECT);
 
   /** The first line of an executor log of application {@code appId} that contains {@code cause}. */
   private static String causeInExecutorLogs(String workDir, String appId, String cause)
