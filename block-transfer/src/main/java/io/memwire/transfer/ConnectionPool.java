@@ -13,7 +13,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,21 +43,27 @@ final class ConnectionPool {
   private final ScheduledExecutorService timer;
   private final NanoClock clock;
   private final long idleTimeoutNanos;
-
-  /**
-   * Sweeps of the idle reaper finished so far, and when the last finished one began ({@link
-   * #clock}).
-   */
-  private final AtomicLong reaperSweeps = new AtomicLong();
-
-  private volatile long lastSweepStartNanos;
+  private final SweepListener sweeps;
   private final AtomicBoolean reapLogged = new AtomicBoolean();
   private final AtomicBoolean reapedReadLogged = new AtomicBoolean();
   private volatile boolean closed;
 
   /**
+   * Told of each finished sweep of the idle reaper, on the timer thread, with when it began on the
+   * pool's clock: every connection idle by then has been closed. {@link #NONE} in production; a
+   * test passes its own to wait for a sweep.
+   */
+  @FunctionalInterface
+  interface SweepListener {
+    SweepListener NONE = startNanos -> {};
+
+    void swept(long startNanos);
+  }
+
+  /**
    * A pool on {@code clock} (the node's: its connections stamp reads and ends on it too) whose
-   * sweeps run on {@code timer} ({@link #newTimer}, or a test's that runs them when told).
+   * sweeps run on {@code timer} ({@link #newTimer}, or a test's that runs them when told), telling
+   * {@code sweeps} of each finished idle sweep.
    */
   ConnectionPool(
       TransferNode node,
@@ -66,13 +71,15 @@ final class ConnectionPool {
       TransferConfig config,
       Counters counters,
       NanoClock clock,
-      ScheduledExecutorService timer) {
+      ScheduledExecutorService timer,
+      SweepListener sweeps) {
     this.node = node;
     this.provider = provider;
     this.config = config;
     this.counters = counters;
     this.clock = clock;
     this.timer = timer;
+    this.sweeps = sweeps;
     long tick = Math.max(10, Math.min(1000, config.readTimeout().toMillis() / 4));
     var unusedTimeouts =
         timer.scheduleWithFixedDelay(
@@ -278,8 +285,7 @@ final class ConnectionPool {
     if (reaped > 0) {
       LOG.debug("{} idle connections closed; {} cached", reaped, connections.size());
     }
-    lastSweepStartNanos = now;
-    reaperSweeps.incrementAndGet();
+    sweeps.swept(now);
   }
 
   /** Called by a connection when a read arrived after the reaper retired it. */
@@ -293,19 +299,9 @@ final class ConnectionPool {
     }
   }
 
-  /** Sweeps the idle reaper has finished (a test hook). */
-  long reaperSweeps() {
-    return reaperSweeps.get();
-  }
-
-  /** When the last finished reaper sweep began, on the pool's clock (a test hook). */
-  long lastReaperSweepStartNanos() {
-    return lastSweepStartNanos;
-  }
-
   /**
-   * Peers this pool keeps any state for: a cached connection, a connect lock or a back-off (a test
-   * hook).
+   * Peers this pool keeps any state for: a cached connection, a connect lock or a back-off ({@code
+   * trackedPeers} in the node's stats).
    */
   int peersTracked() {
     Set<InetSocketAddress> peers = new HashSet<>(connections.keySet());

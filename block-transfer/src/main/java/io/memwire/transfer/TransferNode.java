@@ -62,12 +62,26 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
       String reason,
       NanoClock clock,
       ScheduledExecutorService timer) {
+    this(config, provider, reason, clock, timer, ConnectionPool.SweepListener.NONE);
+  }
+
+  /**
+   * As above, telling {@code sweeps} of each finished sweep of the idle reaper (tests wait for one
+   * with it).
+   */
+  TransferNode(
+      TransferConfig config,
+      TransportProvider provider,
+      String reason,
+      NanoClock clock,
+      ScheduledExecutorService timer,
+      ConnectionPool.SweepListener sweeps) {
     this.config = config;
     this.provider = provider;
     this.selectionReason = reason;
     this.memory = new NodeMemory(config, provider, counters);
     this.pool = new BufferPool(memory, memory.root().newChild(READ_POOL), config.poolMaxBytes());
-    this.connections = new ConnectionPool(this, provider, config, counters, clock, timer);
+    this.connections = new ConnectionPool(this, provider, config, counters, clock, timer, sweeps);
   }
 
   /**
@@ -178,24 +192,6 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
     connections.readOnReapedConnection(c);
   }
 
-  /** Sweeps the idle reaper has finished (a test hook). */
-  long reaperSweeps() {
-    return connections.reaperSweeps();
-  }
-
-  /**
-   * When the last finished reaper sweep began, on the pool's clock: every connection idle by then
-   * has been closed (a test hook).
-   */
-  long lastReaperSweepStartNanos() {
-    return connections.lastReaperSweepStartNanos();
-  }
-
-  /** The outgoing connections (a test hook). */
-  ConnectionPool connectionPool() {
-    return connections;
-  }
-
   /** A snapshot of the counters, keyed by {@link TransportMetrics}. */
   public TransferStats stats() {
     Map<Metric, Long> m = new LinkedHashMap<>();
@@ -226,6 +222,7 @@ public final class TransferNode implements Registrar, Connector, AutoCloseable {
       m.merge(TransportMetrics.MEMORY_CHILD_UNITS.of(name), child.liveUnits(), Long::sum);
     }
     m.put(TransportMetrics.OPEN_CONNECTIONS, connections.openConnections());
+    m.put(TransportMetrics.TRACKED_PEERS, (long) connections.peersTracked());
     m.putAll(provider.counters());
     return new TransferStats(m);
   }

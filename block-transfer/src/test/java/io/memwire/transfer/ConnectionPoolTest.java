@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.memwire.transfer.metrics.TransportMetrics;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,6 +40,11 @@ class ConnectionPoolTest {
     return n;
   }
 
+  /** The peers {@code node}'s pool keeps state for, as its stats report them. */
+  private static long trackedPeers(TransferNode node) {
+    return node.stats().get(TransportMetrics.TRACKED_PEERS);
+  }
+
   @Test
   void connectingToAndClosingManyPeersLeavesNoPerPeerState() throws Exception {
     TransferNode client = node(TransferConfig.builder());
@@ -51,7 +57,7 @@ class ConnectionPoolTest {
       client.disconnect(peer);
     }
     assertEquals(peers, transport.connects());
-    assertEquals(0, client.connectionPool().peersTracked(), "per-peer state left behind");
+    assertEquals(0, trackedPeers(client), "per-peer state left behind");
   }
 
   @Test
@@ -75,9 +81,9 @@ class ConnectionPoolTest {
       pool.shutdownNow();
     }
     assertEquals(1, transport.connects());
-    assertEquals(1, client.connectionPool().peersTracked(), "only the cached connection");
+    assertEquals(1, trackedPeers(client), "only the cached connection");
     client.disconnect(peer);
-    assertEquals(0, client.connectionPool().peersTracked());
+    assertEquals(0, trackedPeers(client));
   }
 
   @Test
@@ -92,17 +98,15 @@ class ConnectionPoolTest {
     InetSocketAddress peer = server.localAddress();
     transport.refuseConnections(peer, true);
     assertThrows(TransferConnectionException.class, () -> client.connection(peer));
-    assertEquals(1, client.connectionPool().peersTracked(), "backing off from the peer");
+    assertEquals(1, trackedPeers(client), "backing off from the peer");
     // The sweep that forgets run-out back-offs runs, but this one has not run out.
     time.advance(backoff.dividedBy(2));
-    assertEquals(1, client.connectionPool().peersTracked(), "forgotten within the back-off");
+    assertEquals(1, trackedPeers(client), "forgotten within the back-off");
     // Run out, it is kept as long again: a failure of the next attempt would double it.
     time.advance(backoff.dividedBy(2));
-    assertEquals(1, client.connectionPool().peersTracked(), "forgotten as soon as it ran out");
+    assertEquals(1, trackedPeers(client), "forgotten as soon as it ran out");
     time.advance(backoff);
     assertEquals(
-        0,
-        client.connectionPool().peersTracked(),
-        "the back-off was not forgotten a back-off after it ran out");
+        0, trackedPeers(client), "the back-off was not forgotten a back-off after it ran out");
   }
 }

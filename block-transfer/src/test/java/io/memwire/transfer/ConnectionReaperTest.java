@@ -60,9 +60,17 @@ class ConnectionReaperTest {
     return n;
   }
 
-  /** A node whose reaper sweeps only when {@code time} is advanced. */
-  private TransferNode node(InMemoryTransport t, TransferConfigBuilder b, ManualTime time) {
-    TransferNode n = t.start(b.build(), time);
+  /** A node telling {@code sweeps} of each sweep of its reaper. */
+  private TransferNode node(InMemoryTransport t, TransferConfigBuilder b, ReaperSweeps sweeps) {
+    TransferNode n = t.start(b.build(), sweeps);
+    nodes.add(n);
+    return n;
+  }
+
+  /** A node whose reaper sweeps only when {@code time} is advanced, telling {@code sweeps}. */
+  private TransferNode node(
+      InMemoryTransport t, TransferConfigBuilder b, ManualTime time, ReaperSweeps sweeps) {
+    TransferNode n = t.start(b.build(), time, sweeps);
     nodes.add(n);
     return n;
   }
@@ -176,17 +184,19 @@ class ConnectionReaperTest {
     MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
     Duration idle = Duration.ofMillis(100);
     ManualTime time = new ManualTime();
-    TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle), time);
+    ReaperSweeps sweeps = new ReaperSweeps();
+    TransferNode client =
+        node(t, TransferConfig.builder().connectionIdleTimeout(idle), time, sweeps);
     t.script(r -> Action.hold());
     Connection c = client.connection(server.localAddress());
     CompletableFuture<TransferBuffer> read = c.read(ReadRequest.of(region.remote(), 0, 4096));
     PostedRead held = t.awaitHeld(1, WAIT).get(0);
 
     // Sweeps well past the idle timeout: the connection stays.
-    long sweeps = client.reaperSweeps();
+    long before = sweeps.finished();
     time.advance(idle.multipliedBy(3));
     time.advance(idle.multipliedBy(3));
-    assertEquals(sweeps + 2, client.reaperSweeps(), "one sweep per advance");
+    assertEquals(before + 2, sweeps.finished(), "one sweep per advance");
     assertTrue(c.isOpen(), "a connection with a read in flight was reaped");
     assertEquals(0, client.stats().connectionsReaped());
     assertEquals(1, client.stats().openConnections());
@@ -285,7 +295,8 @@ class ConnectionReaperTest {
     byte[] data = TransferContractTest.random(new Random(3), 64 << 10);
     MemoryRegion region = TestRegions.register(server, TransferContractTest.direct(data));
     Duration idle = Duration.ofMillis(1);
-    TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle));
+    ReaperSweeps sweeps = new ReaperSweeps();
+    TransferNode client = node(t, TransferConfig.builder().connectionIdleTimeout(idle), sweeps);
     int reads = 400;
     int kept = 0;
     int retried = 0;
@@ -299,7 +310,7 @@ class ConnectionReaperTest {
         Await.until(
             () -> "no reaper sweep",
             WAIT,
-            () -> client.lastReaperSweepStartNanos() - claimed > idle.toNanos());
+            () -> sweeps.lastStartNanos() - claimed > idle.toNanos());
       }
       TransferBuffer b;
       try {

@@ -85,17 +85,28 @@ public final class InMemoryTransport implements AutoCloseable {
    * is configured (so a node can come back at the address of one that closed).
    */
   public TransferNode start(TransferConfig config) {
+    return start(config, ConnectionPool.SweepListener.NONE);
+  }
+
+  /** As {@link #start(TransferConfig)}, telling {@code sweeps} of each idle-reaper sweep. */
+  TransferNode start(TransferConfig config, ConnectionPool.SweepListener sweeps) {
     return new TransferNode(
         config,
         provider(config),
         "in-memory test transport",
         NanoClock.SYSTEM,
-        ConnectionPool.newTimer());
+        ConnectionPool.newTimer(),
+        sweeps);
   }
 
   /** As {@link #start(TransferConfig)}, with the node's connection pool on {@code time}. */
   public TransferNode start(TransferConfig config, ManualTime time) {
-    return time.start(config, provider(config), "in-memory test transport");
+    return start(config, time, ConnectionPool.SweepListener.NONE);
+  }
+
+  /** As {@link #start(TransferConfig, ManualTime)}, telling {@code sweeps} of each idle sweep. */
+  TransferNode start(TransferConfig config, ManualTime time, ConnectionPool.SweepListener sweeps) {
+    return time.start(config, provider(config), "in-memory test transport", sweeps);
   }
 
   private Provider provider(TransferConfig config) {

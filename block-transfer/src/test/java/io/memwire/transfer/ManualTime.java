@@ -63,7 +63,19 @@ public final class ManualTime {
    */
   public TransferNode start(
       TransferConfig config, io.memwire.transfer.spi.TransportProvider provider, String reason) {
-    return new TransferNode(config, provider, reason, this::nanoTime, scheduler);
+    return start(config, provider, reason, ConnectionPool.SweepListener.NONE);
+  }
+
+  /**
+   * As {@link #start(TransferConfig, io.memwire.transfer.spi.TransportProvider, String)}, telling
+   * {@code sweeps}.
+   */
+  TransferNode start(
+      TransferConfig config,
+      io.memwire.transfer.spi.TransportProvider provider,
+      String reason,
+      ConnectionPool.SweepListener sweeps) {
+    return new TransferNode(config, provider, reason, this::nanoTime, scheduler, sweeps);
   }
 
   /**

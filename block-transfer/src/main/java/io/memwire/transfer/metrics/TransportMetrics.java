@@ -95,6 +95,12 @@ public final class TransportMetrics {
       gauge("memory.<allocator>.units", COUNT, "Live units of the child allocator of that name.");
   public static final Metric OPEN_CONNECTIONS =
       gauge("openConnections", COUNT, "Outgoing connections cached and open now.");
+  public static final Metric TRACKED_PEERS =
+      gauge(
+          "trackedPeers",
+          COUNT,
+          "Peers the node keeps outgoing-connection state for now: a cached connection, a connect "
+              + "attempt, or a back-off (until as long again has passed since it ran out).");
 
   // tcp provider: serving peers.
 
@@ -264,7 +270,8 @@ public final class TransportMetrics {
           MEMORY_CHILD_BYTES,
           MEMORY_CHILD_PEAK_BYTES,
           MEMORY_CHILD_UNITS,
-          OPEN_CONNECTIONS);
+          OPEN_CONNECTIONS,
+          TRACKED_PEERS);
 
   /** The tcp provider's own metrics. */
   public static final List<Metric> TCP =
