@@ -43,7 +43,7 @@ final class PointerResolver {
     }
   }
 
-  /** Old chunk keys known (for tests and the log). */
+  /** Old chunk keys known (logged when the resolve port opens). */
   int size() {
     return moved.size();
   }
