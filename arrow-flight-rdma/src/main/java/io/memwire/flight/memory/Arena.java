@@ -90,7 +90,7 @@ final class Arena {
     freeBySize.remove(new long[] {len, off});
   }
 
-  /** Free extents (for tests): merged neighbours show as one. */
+  /** Free extents: merged neighbours show as one. */
   int freeExtents() {
     return freeByOffset == null ? 0 : freeByOffset.size();
   }

@@ -98,14 +98,7 @@ public final class ArenaMemory implements AutoCloseable {
     Block b = tryAllocate(size);
     if (b == null) {
       throw new RegistrationException(
-          name
-              + ": no registered memory for a block of "
-              + size
-              + " bytes: "
-              + allocatedBytesNow()
-              + " of maxBytes="
-              + maxBytes
-              + " in use");
+          name + ": no registered memory for a block of " + size + " bytes: " + usage());
     }
     return b;
   }
@@ -134,14 +127,25 @@ public final class ArenaMemory implements AutoCloseable {
                   + " bytes within "
                   + wait.toMillis()
                   + " ms: "
-                  + allocatedBytesNow()
-                  + " of maxBytes="
-                  + maxBytes
-                  + " in use");
+                  + usage());
         }
         wait(Math.max(1, left / 1_000_000), 0);
       }
     }
+  }
+
+  /**
+   * How full this memory is, for a refusal: bytes in use against the limit, and in how many pieces
+   * the arenas' free space lies (many: fragmented, a large block may not fit).
+   */
+  private synchronized String usage() {
+    return allocatedBytesNow()
+        + " of maxBytes="
+        + maxBytes
+        + " in use; arenas: "
+        + arenas.bytes()
+        + " bytes, free extents: "
+        + freeExtents();
   }
 
   /** Bytes a block of {@code size} takes: a whole number of units. */
@@ -252,7 +256,10 @@ public final class ArenaMemory implements AutoCloseable {
     return allocator;
   }
 
-  /** Free extents over all shared arenas (merged neighbours count once); for tests. */
+  /**
+   * Free extents over all shared arenas (merged neighbours count once), reported when a block is
+   * refused.
+   */
   synchronized int freeExtents() {
     return arenas.freeExtents();
   }

@@ -114,6 +114,11 @@ class ArenaMemoryTest {
       ArenaMemory.Block rest = m.allocate(MIB - 4 * 4096);
       assertNotNull(rest, "the tail is still one extent");
       assertNull(m.tryAllocate(8192), "only the 4 KiB left in the hole remains");
+      RegistrationException refused =
+          assertThrows(RegistrationException.class, () -> m.allocate(8192));
+      assertTrue(
+          refused.getMessage().contains("arenas: " + MIB + " bytes, free extents: 1"),
+          "the refusal says how fragmented the arenas are: " + refused.getMessage());
       for (ArenaMemory.Block x : List.of(a, b, small, rest)) {
         x.release();
       }
