@@ -77,6 +77,12 @@ public final class FlightStatsMetrics {
           "leaseRegionBytes",
           BYTES,
           "Bytes registered for live leases (limit `maxRegisteredBytes`).");
+  public static final Metric LEASE_GUARDS =
+      gauge(
+          "leaseGuards",
+          COUNT,
+          "Lease guard words registered now: one per lease, until the transport released its "
+              + "guard's region after the lease ended.");
 
   // Client.
 
@@ -136,7 +142,8 @@ public final class FlightStatsMetrics {
           LEASED_BYTES,
           REGISTERED_BLOCKS,
           REGISTERED_BLOCK_BYTES,
-          LEASE_REGION_BYTES);
+          LEASE_REGION_BYTES,
+          LEASE_GUARDS);
 
   /** The keys of {@link RdmaFlightClient#stats()}, in its order. */
   public static final List<Metric> CLIENT =

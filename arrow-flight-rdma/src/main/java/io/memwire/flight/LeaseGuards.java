@@ -159,7 +159,7 @@ final class LeaseGuards implements AutoCloseable {
     s.page().release();
   }
 
-  /** Live guard regions; for tests. */
+  /** Live guard regions (the producer's {@code leaseGuards} gauge). */
   synchronized int liveRegions() {
     return live.size();
   }

@@ -47,9 +47,9 @@ final class RdmaExchanges {
    * @param id the producer's number in thread names
    * @param refusal why the data plane must not serve, or null
    */
-  RdmaExchanges(ServerResources resources, int maxExchanges, String refusal, int id) {
+  RdmaExchanges(ServerResources resources, String refusal, int id) {
     this.resources = resources;
-    this.maxExchanges = maxExchanges;
+    this.maxExchanges = resources.maxExchanges();
     this.slots = new Semaphore(maxExchanges);
     this.refusal = refusal;
     AtomicInteger threads = new AtomicInteger();
@@ -151,10 +151,6 @@ final class RdmaExchanges {
     } finally {
       slots.release();
     }
-  }
-
-  int maxExchanges() {
-    return maxExchanges;
   }
 
   /** Puts the current {@code activeSessions}, {@code leasedBatches} and {@code leasedBytes}. */

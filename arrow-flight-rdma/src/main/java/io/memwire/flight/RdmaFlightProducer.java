@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.Criteria;
@@ -76,8 +77,9 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     this.infos =
         new DecoratedInfos(
             refusal != null ? null : new FlightInfoDecorator(rdmaLocation, b.grpcLocation));
-    this.exchanges = new RdmaExchanges(resources, b.maxExchanges, refusal, IDS.incrementAndGet());
+    this.exchanges = new RdmaExchanges(resources, refusal, IDS.incrementAndGet());
     this.onClosed = b.onClosed;
+    b.onOpened.accept(resources);
     if (refusal != null) {
       LOG.info("RDMA Flight data plane off: {}; clients get plain DoGet", refusal);
     } else {
@@ -129,17 +131,8 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
     m.put(FlightStatsMetrics.REGISTERED_BLOCKS.name(), resources.memory().outstandingBlocks());
     m.put(FlightStatsMetrics.REGISTERED_BLOCK_BYTES.name(), resources.memory().allocatedBytesNow());
     m.put(FlightStatsMetrics.LEASE_REGION_BYTES.name(), resources.leaseRegions().registeredBytes());
+    m.put(FlightStatsMetrics.LEASE_GUARDS.name(), (long) resources.guards().liveRegions());
     return m;
-  }
-
-  /** What its exchanges share (a test hook). */
-  ServerResources resources() {
-    return resources;
-  }
-
-  /** Most exchanges served at once (a test hook). */
-  int maxExchanges() {
-    return exchanges.maxExchanges();
   }
 
   // ---- FlightProducer ---------------------------------------------------------------------
@@ -245,6 +238,12 @@ public final class RdmaFlightProducer implements FlightProducer, AutoCloseable {
 
     /** Test seam: runs once, at the end of the close body (tests count closes with it). */
     Runnable onClosed = () -> {};
+
+    /**
+     * Test seam: sees what the exchanges share once it is opened, before the producer is returned
+     * (tests check the settings and the lease books in it).
+     */
+    Consumer<ServerResources> onOpened = r -> {};
 
     private Builder(FlightProducer delegate, TransferNode node, BufferAllocator allocator) {
       this.delegate = Objects.requireNonNull(delegate, "delegate");

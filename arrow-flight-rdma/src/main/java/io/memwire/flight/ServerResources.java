@@ -29,6 +29,7 @@ import org.apache.arrow.vector.compression.NoCompressionCodec;
  * @param leaseTimeout how long a lease may wait for the client's FREE
  * @param maxWindowBatches cap on a client's credit window, in batches
  * @param maxWindowBytes cap on a client's credit window, in bytes
+ * @param maxExchanges most exchanges served at once
  * @param bodyChecksum whether each leased body's CRC32C goes into its BATCH message
  * @param bodyTap test seam: sees each body's bytes once its checksum was taken (null: none)
  */
@@ -44,6 +45,7 @@ record ServerResources(
     Duration leaseTimeout,
     int maxWindowBatches,
     long maxWindowBytes,
+    int maxExchanges,
     boolean bodyChecksum,
     LeaseBodies.Tap bodyTap) {
 
@@ -82,6 +84,7 @@ record ServerResources(
         b.leaseTimeout,
         b.maxWindowBatches,
         b.maxWindowBytes,
+        b.maxExchanges,
         b.bodyChecksum,
         b.bodyTap);
   }

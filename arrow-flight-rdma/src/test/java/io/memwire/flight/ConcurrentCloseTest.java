@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
@@ -75,6 +76,8 @@ class ConcurrentCloseTest {
             RdmaFlightProducer.builder(new NoOpFlightProducer(), node, parent)
                 .registeredMemory(1L << 20, 8L << 20);
         b.onClosed = bodies::incrementAndGet;
+        AtomicReference<ServerResources> opened = new AtomicReference<>();
+        b.onOpened = opened::set;
         RdmaFlightProducer p = b.build();
         closeAtOnce(
             p::close,
@@ -82,7 +85,7 @@ class ConcurrentCloseTest {
               assertEquals(
                   1, bodies.get(), "the close body ran to its end before any close returned");
               assertEquals(0, parent.getChildAllocators().size(), "message allocator closed");
-              assertTrue(p.resources().leaseRegions().isClosed(), "lease books closed");
+              assertTrue(opened.get().leaseRegions().isClosed(), "lease books closed");
             });
         assertEquals(1, bodies.get(), "close body runs once");
         p.close();

@@ -27,6 +27,10 @@ final class Fixture implements AutoCloseable {
   final TransferNode node;
   final FlightServer plainServer;
   final RdmaFlightProducer rdma;
+
+  /** What {@link #rdma}'s exchanges share, as its builder's {@code onOpened} saw it. */
+  final ServerResources resources;
+
   final FlightServer rdmaServer;
   final BufferAllocator zeroCopyRoot;
   private final List<AutoCloseable> clients = new ArrayList<>();
@@ -70,7 +74,16 @@ final class Fixture implements AutoCloseable {
             .compression(compression)
             .registeredMemory(16L << 20, 512L << 20);
     options.accept(b);
+    java.util.concurrent.atomic.AtomicReference<ServerResources> opened =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.function.Consumer<ServerResources> theirs = b.onOpened;
+    b.onOpened =
+        r -> {
+          opened.set(r);
+          theirs.accept(r);
+        };
     rdma = b.build();
+    resources = opened.get();
     rdmaServer = FlightServer.builder(serverAllocator, grpc, rdma).build().start();
     zeroCopyRoot = rdma.memory().newRootAllocator(Long.MAX_VALUE);
     producer.zeroCopyAllocator = zeroCopyRoot;
@@ -144,7 +157,8 @@ final class Fixture implements AutoCloseable {
           return s.get("activeSessions") == 0
               && s.get("leasedBatches") == 0
               && s.get("registeredBlocks") == 0
-              && s.get("leaseRegionBytes") == 0;
+              && s.get("leaseRegionBytes") == 0
+              && s.get("leaseGuards") == 0;
         });
   }
 
@@ -158,7 +172,7 @@ final class Fixture implements AutoCloseable {
     rdmaServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
     plainServer.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
     rdma.close();
-    var leaseRegions = rdma.resources().leaseRegions();
+    var leaseRegions = resources.leaseRegions();
     assertTrue(leaseRegions.isClosed(), "lease regions' allocator closed with the producer");
     assertEquals(0, leaseRegions.registeredBytes(), leaseRegions.toVerboseString());
     zeroCopyRoot.close();

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.Location;
@@ -215,19 +216,30 @@ class FlightSettingsTest {
             "TRUE",
             "memwire.flight.server.bodyChecksum",
             "true"));
-    try (RdmaFlightProducer p = b.build()) {
-      assertTrue(p.resources().bodyChecksum());
-      assertEquals(Duration.ofSeconds(2), p.resources().leaseTimeout());
-      assertEquals(3, p.maxExchanges());
-      assertEquals(5, p.resources().maxWindowBatches());
-      assertEquals(256L << 20, p.resources().maxWindowBytes());
-      assertTrue(p.resources().codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
+    AtomicReference<ServerResources> opened = new AtomicReference<>();
+    b.onOpened = opened::set;
+    RdmaFlightProducer configured = b.build();
+    try {
+      ServerResources r = opened.get();
+      assertTrue(r.bodyChecksum());
+      assertEquals(Duration.ofSeconds(2), r.leaseTimeout());
+      assertEquals(3, r.maxExchanges());
+      assertEquals(5, r.maxWindowBatches());
+      assertEquals(256L << 20, r.maxWindowBytes());
+      assertTrue(r.codec().getCodecType() == CompressionUtil.CodecType.LZ4_FRAME);
+    } finally {
+      configured.close();
     }
     assertEquals(
         CompressionUtil.CodecType.NO_COMPRESSION, FlightSettings.COMPRESSION.defaultValue());
-    try (RdmaFlightProducer p =
-        RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator).build()) {
-      assertFalse(p.resources().bodyChecksum(), "the body checksum is off by default");
+    RdmaFlightProducer.Builder plain =
+        RdmaFlightProducer.builder(new NoOpFlightProducer(), node, allocator);
+    plain.onOpened = opened::set;
+    RdmaFlightProducer byDefault = plain.build();
+    try {
+      assertFalse(opened.get().bodyChecksum(), "the body checksum is off by default");
+    } finally {
+      byDefault.close();
     }
     assertConfigError(
         Problem.MALFORMED,

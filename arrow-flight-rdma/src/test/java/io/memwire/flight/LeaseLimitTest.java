@@ -42,7 +42,7 @@ class LeaseLimitTest {
 
   @Test
   void leaseRegionsAreBookedOnTheProducersChildWithItsLimit() {
-    MemoryAllocator books = f.rdma.resources().leaseRegions();
+    MemoryAllocator books = f.resources.leaseRegions();
     assertEquals(LeaseBodies.ALLOCATOR, books.name());
     assertEquals(f.node.memory(), books.parent());
     assertEquals(LIMIT, books.limit());
@@ -65,7 +65,7 @@ class LeaseLimitTest {
       Fixture.await("the next lease fails", () -> f.stat("leasesFailed") == 1);
       // All or nothing: the failed lease left none of its regions on the books (or the node's).
       assertEquals(fit * LEASE_BYTES, f.stat("leaseRegionBytes"));
-      assertEquals(fit * LEASE_BYTES, f.rdma.resources().leaseRegions().registeredBytes());
+      assertEquals(fit * LEASE_BYTES, f.resources.leaseRegions().registeredBytes());
       // The sent batches stay leased until read; then the exchange ends with the lease's error.
       x.free(seqs);
       FlightRuntimeException ex = assertThrows(FlightRuntimeException.class, x::next);
