@@ -15,13 +15,8 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.BlockStoreClient;
-import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -34,44 +29,12 @@ class BlockEndsTest {
 
   private final ShuffleCounters counters = new ShuffleCounters();
   private final ReadServices services = new ReadServices(null, 8, 1 << 20, true, 0, counters);
-  private final Map<String, Throwable> failed = new ConcurrentHashMap<>();
-  private final List<String> delivered = new CopyOnWriteArrayList<>();
-  private final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
-
-  private final BlockFetchingListener listener =
-      new BlockFetchingListener() {
-        @Override
-        public void onBlockFetchSuccess(String blockId, ManagedBuffer data) {
-          delivered.add(blockId);
-        }
-
-        @Override
-        public void onBlockFetchFailure(String blockId, Throwable exception) {
-          failed.put(blockId, exception);
-        }
-      };
-
-  private final BlockStoreClient spark =
-      new BlockStoreClient() {
-        @Override
-        public void fetchBlocks(
-            String host,
-            int port,
-            String execId,
-            String[] blockIds,
-            BlockFetchingListener l,
-            DownloadFileManager dfm) {
-          handedOver.add(List.of(blockIds));
-        }
-
-        @Override
-        public void close() {}
-      };
+  private final RecordingSpark spark = new RecordingSpark();
 
   /** Blocks leaving the one-sided path go to Spark's client, as a plan without re-resolve does. */
   private final BlockEnds ends =
       new BlockEnds(
-          listener,
+          spark.listener,
           false,
           services.metrics,
           (ws, cause, reason) ->
@@ -79,7 +42,7 @@ class BlockEndsTest {
                   spark,
                   new Peer("map-host", 7337, "exec-1"),
                   ws.stream().map(Wanted::id).toList(),
-                  listener,
+                  spark.listener,
                   null,
                   cause,
                   reason,
@@ -109,9 +72,9 @@ class BlockEndsTest {
     services.threads.shutdown();
     services.threads.awaitTermination(30, TimeUnit.SECONDS);
 
-    assertEquals(List.of(List.of(a.id())), handedOver, "handed to Spark once");
-    assertEquals(Map.of(b.id(), failed.get(b.id())), failed, "only b fails");
-    assertEquals(List.of(), delivered);
+    assertEquals(List.of(List.of(a.id())), spark.handedOver, "handed to Spark once");
+    assertEquals(Map.of(b.id(), spark.failed.get(b.id())), spark.failed, "only b fails");
+    assertEquals(List.of(), spark.delivered);
     assertEquals(1, late.released, "a late buffer goes back");
     assertEquals(1, counters.fallbackBlocks(FallbackCause.READ));
     assertEquals(1, counters.fallbackBlocks.sum());
@@ -128,9 +91,9 @@ class BlockEndsTest {
     ends.fail(a, new IOException("too late"));
     ends.fallback(List.of(a), FallbackCause.READ, "too late");
 
-    assertEquals(List.of(a.id(), "shuffle_1_5_1"), delivered);
-    assertSame(null, failed.get(a.id()));
-    assertEquals(List.of(), handedOver);
+    assertEquals(List.of(a.id(), "shuffle_1_5_1"), spark.delivered);
+    assertSame(null, spark.failed.get(a.id()));
+    assertEquals(List.of(), spark.handedOver);
     assertEquals(1, buf.released, "our reference is released after Spark's listener");
     assertEquals(2, counters.rdmaBlocks.sum());
     assertEquals(15, counters.rdmaBytes.sum());

@@ -29,6 +29,9 @@ final class RecordingSpark extends BlockStoreClient {
   final Map<String, Throwable> failed = new ConcurrentHashMap<>();
   final Set<String> viaSpark = ConcurrentHashMap.newKeySet();
 
+  /** The blocks delivered, in delivery order (a block delivered twice shows twice). */
+  final List<String> delivered = new CopyOnWriteArrayList<>();
+
   /** The blocks of each call to Spark's client, in call order. */
   final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
 
@@ -41,6 +44,7 @@ final class RecordingSpark extends BlockStoreClient {
             byte[] bytes = new byte[b.remaining()];
             b.get(bytes);
             ok.put(blockId, bytes);
+            delivered.add(blockId);
           } catch (IOException e) {
             throw new AssertionError(e);
           }

@@ -24,13 +24,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.apache.spark.network.shuffle.BlockStoreClient;
-import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -176,43 +170,7 @@ class ReresolveTest {
 
   // --- Reresolve: what the reader does with the answer ---
 
-  private final List<List<String>> handedOver = new CopyOnWriteArrayList<>();
-  private final Map<String, Throwable> failed = new ConcurrentHashMap<>();
-  private final CountDownLatch ended = new CountDownLatch(4);
-
-  private final BlockFetchingListener listener =
-      new BlockFetchingListener() {
-        @Override
-        public void onBlockFetchSuccess(String blockId, ManagedBuffer data) {
-          throw new AssertionError("nothing is read: " + blockId);
-        }
-
-        @Override
-        public void onBlockFetchFailure(String blockId, Throwable exception) {
-          failed.put(blockId, exception);
-          ended.countDown();
-        }
-      };
-
-  private final BlockStoreClient spark =
-      new BlockStoreClient() {
-        @Override
-        public void fetchBlocks(
-            String host,
-            int port,
-            String execId,
-            String[] blockIds,
-            BlockFetchingListener l,
-            DownloadFileManager dfm) {
-          handedOver.add(List.of(blockIds));
-          for (int i = 0; i < blockIds.length; i++) {
-            ended.countDown();
-          }
-        }
-
-        @Override
-        public void close() {}
-      };
+  private final RecordingSpark spark = new RecordingSpark();
 
   /** A fetch request's run whose plan gives failed reads a second chance (service mode). */
   private FetchRun reresolve(boolean fallbackAllowed) {
@@ -221,7 +179,7 @@ class ReresolveTest {
     FetchPlan plan =
         new FetchPlan(
             new Peer("map-host", 7337, "exec-1"), FetchPlan.Mode.MEMORY, null, List.of(), true);
-    return new FetchRun(services, SHUFFLE, spark, plan, listener, null);
+    return new FetchRun(services, SHUFFLE, spark, plan, spark.listener, null);
   }
 
   private static List<Wanted> blocks(DirectoryPointer p, int... reduceIds) {
@@ -232,9 +190,9 @@ class ReresolveTest {
     return ws;
   }
 
-  private void awaitEnds() throws InterruptedException {
-    // Bounded wait for the fallback threads: the test fails here if a block never ends.
-    assertTrue(ended.await(30, TimeUnit.SECONDS), "every block ended: " + handedOver + failed);
+  private void awaitEnds() {
+    spark.awaitEnded(4);
+    assertEquals(Map.of(), spark.ok, "nothing is read");
   }
 
   @Test
@@ -246,8 +204,9 @@ class ReresolveTest {
     retry.leave(blocks(old, 2, 3), FallbackCause.READ, "dead key", true);
     awaitEnds();
     assertEquals(1, asked.size(), "no retry storm: " + asked);
-    assertEquals(4, handedOver.stream().mapToInt(List::size).sum(), handedOver.toString());
-    assertEquals(Map.of(), failed);
+    assertEquals(
+        4, spark.handedOver.stream().mapToInt(List::size).sum(), spark.handedOver.toString());
+    assertEquals(Map.of(), spark.failed);
     assertEquals(1, counters.reresolveFailures.sum(), "counted once, by the asker that sent it");
     assertEquals(0, counters.pointersReresolved.sum());
     assertEquals(4, counters.fallbackBlocks(FallbackCause.READ));
@@ -259,9 +218,9 @@ class ReresolveTest {
     FetchRun retry = reresolve(false);
     retry.leave(blocks(old, 0, 1, 2, 3), FallbackCause.READ, "dead key", true);
     awaitEnds();
-    assertEquals(List.of(), handedOver);
-    assertEquals(4, failed.size());
-    Throwable e = failed.get("shuffle_" + SHUFFLE + "_5_0");
+    assertEquals(List.of(), spark.handedOver);
+    assertEquals(4, spark.failed.size());
+    Throwable e = spark.failed.get("shuffle_" + SHUFFLE + "_5_0");
     assertInstanceOf(IOException.class, e);
     assertTrue(e.getMessage().contains("its pointer was not re-resolved"), e.getMessage());
     assertTrue(e.getMessage().contains("nothing listens"), e.getMessage());
@@ -276,7 +235,7 @@ class ReresolveTest {
     FetchRun retry = reresolve(true);
     retry.leave(blocks(old, 0, 1, 2, 3), FallbackCause.CONNECT, "connect failed", true);
     awaitEnds();
-    assertEquals(4, handedOver.stream().mapToInt(List::size).sum());
+    assertEquals(4, spark.handedOver.stream().mapToInt(List::size).sum());
     assertEquals(1, counters.pointersReresolved.sum(), "the service did answer");
     assertEquals(4, counters.fallbackBlocks(FallbackCause.CONNECT));
   }
