@@ -186,12 +186,16 @@ final class ManagerTransport {
     return node.provider() + ": " + node.selectionReason();
   }
 
-  /** Adds the service link, the directory's and the node's figures (prefixed {@code node.}). */
+  /**
+   * Adds the service link, the directory's, the index cache's and the node's figures (prefixed
+   * {@code node.}).
+   */
   void addStats(Map<String, Long> m) {
     m.put(
         ShuffleMetrics.SERVICE_CONNECTED.name(),
         service != null && service.isConnected() ? 1L : 0L);
     m.put(ShuffleMetrics.DIRECTORY_SHUFFLES.name(), (long) directory.shuffles());
+    m.put(ShuffleMetrics.INDEX_CACHE_BYTES.name(), readContext.indexCacheBytes());
     node.stats().byMetric().forEach((k, v) -> m.put(ShuffleMetrics.node(k), v));
   }
 

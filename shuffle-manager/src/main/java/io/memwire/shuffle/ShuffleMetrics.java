@@ -212,6 +212,12 @@ public final class ShuffleMetrics {
           "directory.shuffles",
           COUNT,
           "Shuffles with outputs in this executor's directory (while the transport runs).");
+  public static final Metric INDEX_CACHE_BYTES =
+      gauge(
+          "indexCache.bytes",
+          BYTES,
+          "Bytes of map outputs' index entries this executor's readers cache now (while the"
+              + " transport runs).");
 
   /** What {@link ShuffleCounters} counts, in documentation order (families unexpanded). */
   public static final List<Metric> COUNTERS =
@@ -249,7 +255,7 @@ public final class ShuffleMetrics {
 
   /** The manager's state in {@link RdmaShuffleManager#stats()}, after the counters. */
   public static final List<Metric> STATE =
-      List.of(TRANSPORT_ACTIVE, SERVICE_CONNECTED, DIRECTORY_SHUFFLES);
+      List.of(TRANSPORT_ACTIVE, SERVICE_CONNECTED, DIRECTORY_SHUFFLES, INDEX_CACHE_BYTES);
 
   /** Every metric of {@link RdmaShuffleManager#stats()} but the node's, in documentation order. */
   public static final List<Metric> ALL = Stream.of(COUNTERS, STATE).flatMap(List::stream).toList();

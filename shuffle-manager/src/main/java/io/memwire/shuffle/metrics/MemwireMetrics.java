@@ -73,6 +73,7 @@ public final class MemwireMetrics {
     d.manager("index.reads", ShuffleMetrics.INDEX_READS);
     d.manager("index.entryReads", ShuffleMetrics.INDEX_ENTRY_READS);
     d.manager("indexCache.hits", ShuffleMetrics.INDEX_CACHE_HITS);
+    d.manager("indexCache.bytes", ShuffleMetrics.INDEX_CACHE_BYTES);
     d.manager("staleSlots", ShuffleMetrics.STALE_SLOTS);
     d.manager("pointers.reresolved", ShuffleMetrics.POINTERS_RERESOLVED);
     d.manager("pointers.reresolveFailures", ShuffleMetrics.RERESOLVE_FAILURES);

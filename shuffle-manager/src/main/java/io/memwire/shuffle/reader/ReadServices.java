@@ -152,7 +152,7 @@ public final class ReadServices implements AutoCloseable {
     cache.forget(shuffleId);
   }
 
-  /** Bytes of index entries cached now (for tests and stats). */
+  /** Bytes of index entries cached now ({@code indexCache.bytes} in the manager's stats). */
   public long indexCacheBytes() {
     return cache.indexCacheBytes();
   }

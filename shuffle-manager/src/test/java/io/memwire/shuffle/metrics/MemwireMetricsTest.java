@@ -65,6 +65,7 @@ class MemwireMetricsTest {
             "index.reads",
             "index.entryReads",
             "indexCache.hits",
+            "indexCache.bytes",
             "staleSlots",
             "pointers.reresolved",
             "pointers.reresolveFailures",
