@@ -32,7 +32,6 @@ final class RdmaExchanges {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaExchanges.class);
 
   private final ServerResources resources;
-  private final int maxExchanges;
   private final Semaphore slots;
 
   /** Why the data plane is off (verbs on an untrusted fabric), or null when it serves. */
@@ -49,7 +48,7 @@ final class RdmaExchanges {
    */
   RdmaExchanges(ServerResources resources, String refusal, int id) {
     this.resources = resources;
-    this.maxExchanges = resources.maxExchanges();
+    int maxExchanges = resources.maxExchanges();
     this.slots = new Semaphore(maxExchanges);
     this.refusal = refusal;
     AtomicInteger threads = new AtomicInteger();
@@ -133,7 +132,7 @@ final class RdmaExchanges {
                   + "runs its most RDMA exchanges at once ("
                   + FlightSettings.MAX_EXCHANGES.name(FlightSettings.SERVER_PREFIX)
                   + "="
-                  + maxExchanges
+                  + resources.maxExchanges()
                   + "); use DoGet or retry later",
               null));
       return;

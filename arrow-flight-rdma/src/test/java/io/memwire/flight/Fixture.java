@@ -8,6 +8,8 @@ import io.memwire.transfer.TransferConfig;
 import io.memwire.transfer.TransferNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightServer;
 import org.apache.arrow.flight.Location;
@@ -74,9 +76,8 @@ final class Fixture implements AutoCloseable {
             .compression(compression)
             .registeredMemory(16L << 20, 512L << 20);
     options.accept(b);
-    java.util.concurrent.atomic.AtomicReference<ServerResources> opened =
-        new java.util.concurrent.atomic.AtomicReference<>();
-    java.util.function.Consumer<ServerResources> theirs = b.onOpened;
+    AtomicReference<ServerResources> opened = new AtomicReference<>();
+    Consumer<ServerResources> theirs = b.onOpened;
     b.onOpened =
         r -> {
           opened.set(r);
