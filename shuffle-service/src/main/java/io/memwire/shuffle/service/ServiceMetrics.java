@@ -67,12 +67,16 @@ public final class ServiceMetrics {
 
     /**
      * Its values in a {@link ShuffleService#stats()} map: one entry, keyed by the empty string,
-     * without a label; one per label value with it.
+     * without a label; one per label value with it; none when the map lacks the statistic (a
+     * provider's own counter on a node of another provider).
      */
     public Map<String, Double> values(Map<String, Long> stats) {
       double scale = stat.unit() == io.memwire.transfer.metrics.Metric.Unit.MICROSECONDS ? 1e-6 : 1;
       if (!stat.isFamily()) {
-        return Map.of("", stats.getOrDefault(key, 0L) * scale);
+        Long v = stats.get(key);
+        // A node statistic its provider does not keep (served reads over verbs or ucx, where the
+        // serving CPU does nothing) has no sample: a false 0 would read as "nothing served".
+        return v == null ? Map.of() : Map.of("", v * scale);
       }
       Map<String, Double> m = new LinkedHashMap<>();
       stats.forEach(
@@ -134,20 +138,22 @@ public final class ServiceMetrics {
           node(
               "served_reads",
               TransportMetrics.SERVED_READS,
-              "Reads the transfer node served to reducers over tcp (verbs reads bypass the CPU "
-                  + "and are not counted)."),
+              "Reads the transfer node served to reducers over tcp; no sample over verbs or ucx, "
+                  + "whose reads bypass the serving CPU."),
           node(
               "served_bytes",
               TransportMetrics.SERVED_BYTES,
-              "Bytes the transfer node served to reducers over tcp."),
+              "Bytes the transfer node served to reducers over tcp; no sample over verbs or ucx."),
           node(
               "served_errors",
               TransportMetrics.SERVED_ERRORS,
-              "Reads the transfer node refused over tcp (unknown region key, out of bounds)."),
+              "Reads the transfer node refused over tcp (unknown region key, out of bounds); no "
+                  + "sample over verbs or ucx, whose NIC refuses them (the reader counts them)."),
           node(
               "transfer_connections_refused",
               TransportMetrics.CONNECTIONS_REFUSED,
-              "Reader connections the transfer node refused (over its connection caps)."));
+              "Reader connections the transfer node refused over tcp (over its connection caps); "
+                  + "no sample over verbs or ucx."));
 
   /** The Markdown table of every metric (docs/SHUFFLE-SERVICE.md shows it). */
   public static String markdownTable() {
