@@ -10,6 +10,7 @@ import io.memwire.shuffle.protocol.ServiceClient;
 import io.memwire.shuffle.service.ServiceSettings;
 import io.memwire.shuffle.service.ShuffleService;
 import io.memwire.transfer.TransferConfigException;
+import io.memwire.transfer.testing.Await;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -276,14 +277,8 @@ class MemwireYarnShuffleServiceTest {
     }
   }
 
-  private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long end = System.nanoTime() + DEADLINE.toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("not within " + DEADLINE.toMillis() + " ms: " + what);
-      }
-      Thread.sleep(20);
-    }
+  private static void await(BooleanSupplier condition, String what) {
+    Await.until(what, DEADLINE, condition);
   }
 
   /** One map output written as Spark's sort shuffle writes it: shuffle_S_M_0.index and .data. */
